@@ -1,0 +1,2 @@
+pub mod crc;
+pub mod wire;
