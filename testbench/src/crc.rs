@@ -18,7 +18,11 @@ pub fn crc32_update(mut state: u32, data: &[u8]) -> u32 {
     for &b in data {
         state ^= b as u32;
         for _ in 0..8 {
-            state = if state & 1 != 0 { (state >> 1) ^ CRC32_POLY_REFLECTED } else { state >> 1 };
+            state = if state & 1 != 0 {
+                (state >> 1) ^ CRC32_POLY_REFLECTED
+            } else {
+                state >> 1
+            };
         }
     }
     state
@@ -216,7 +220,11 @@ impl IcrcMatrices {
             if i + 1 == beats.len() {
                 d[last_len..].iter_mut().for_each(|b| *b = 0);
             }
-            let base = if i == 0 { self.first_base(skip) } else { self.advance_beat.apply(state) };
+            let base = if i == 0 {
+                self.first_base(skip)
+            } else {
+                self.advance_beat.apply(state)
+            };
             state = base ^ self.data_part(&d);
         }
         let k = self.beat - last_len;

@@ -1,2 +1,3 @@
 pub mod crc;
+pub mod decode;
 pub mod wire;
