@@ -76,6 +76,13 @@ fn classes(mk: &Path) -> Result<Vec<String>> {
     Ok(files)
 }
 
+/// Link a static library that an earlier run of this script compiled into OUT_DIR.
+fn link_cached(out: &Path, lib: &str) {
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static={lib}");
+    println!("cargo:rustc-link-lib=dylib=stdc++");
+}
+
 fn main() -> Result<()> {
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     let vroot = std::env::var("VERILATOR_ROOT").unwrap_or_else(|_| "/usr/share/verilator".into());
@@ -104,6 +111,7 @@ fn main() -> Result<()> {
         let vfile = out.join(format!("{name}.v"));
         let mut h = DefaultHasher::new();
         block.verilog.hash(&mut h);
+        include_str!("build.rs").hash(&mut h); // a change to the shim generator rebuilds too
         let hash = format!("{:016x}", h.finish());
         let stamp = mdir.join("hash");
         let fresh = std::fs::read_to_string(&stamp).map(|s| s == hash).unwrap_or(false);
@@ -179,21 +187,30 @@ fn main() -> Result<()> {
             "/// Verilator model of the emitted `{name}` block.\npub mod {name} {{\n    use std::ffi::{{c_void, CString}};\n    extern \"C\" {{\n        fn {name}_new() -> *mut c_void;\n        fn {name}_delete(p: *mut c_void);\n        fn {name}_eval(p: *mut c_void);\n        fn {name}_trace_open(p: *mut c_void, path: *const std::ffi::c_char);\n        fn {name}_trace_dump(p: *mut c_void, t: u64);\n{rs_externs}    }}\n    pub struct {ty}(*mut c_void);\n    impl Default for {ty} {{ fn default() -> Self {{ Self::new() }} }}\n    impl {ty} {{\n        pub fn new() -> Self {{ Self(unsafe {{ {name}_new() }}) }}\n        pub fn eval(&mut self) {{ unsafe {{ {name}_eval(self.0) }} }}\n        /// Start a VCD of every signal at `path`; call `trace_dump` once per half clock.\n        pub fn trace_open(&mut self, path: &str) {{ let c = CString::new(path).unwrap(); unsafe {{ {name}_trace_open(self.0, c.as_ptr()) }} }}\n        pub fn trace_dump(&mut self, t: u64) {{ unsafe {{ {name}_trace_dump(self.0, t) }} }}\n{rs_methods}    }}\n    impl Drop for {ty} {{ fn drop(&mut self) {{ unsafe {{ {name}_delete(self.0) }} }} }}\n}}\n"
         )?;
 
-        let mut b = shim_build.clone();
-        b.include(&mdir);
-        for f in classes(&mdir.join(format!("{prefix}_classes.mk")))? {
-            b.file(mdir.join(format!("{f}.cpp")));
+        let lib = format!("vmodel_{name}");
+        if fresh && out.join(format!("lib{lib}.a")).exists() {
+            link_cached(&out, &lib);
+        } else {
+            let mut b = shim_build.clone();
+            b.include(&mdir);
+            for f in classes(&mdir.join(format!("{prefix}_classes.mk")))? {
+                b.file(mdir.join(format!("{f}.cpp")));
+            }
+            b.file(&shim);
+            b.compile(&lib);
+            std::fs::write(&stamp, &hash)?;
         }
-        b.file(&shim);
-        b.compile(&format!("vmodel_{name}"));
-        std::fs::write(&stamp, &hash)?;
     }
 
-    let mut rt = shim_build.clone();
-    for f in ["verilated.cpp", "verilated_threads.cpp", "verilated_vcd_c.cpp"] {
-        rt.file(inc.join(f));
+    if out.join("libverilated_rt.a").exists() {
+        link_cached(&out, "verilated_rt");
+    } else {
+        let mut rt = shim_build.clone();
+        for f in ["verilated.cpp", "verilated_threads.cpp", "verilated_vcd_c.cpp"] {
+            rt.file(inc.join(f));
+        }
+        rt.compile("verilated_rt");
     }
-    rt.compile("verilated_rt");
     std::fs::write(out.join("models.rs"), rust)?;
     Ok(())
 }
