@@ -22,33 +22,19 @@
 
 use crate::axis::AxisSink;
 use crate::gf2::Gf2Map;
-use crate::wire_consts::{ETHERTYPE_IPV6, ETHERTYPE_VLAN};
+use testbench::wire::frame::{icrc_header_mask, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_HEADER_LEN, VLAN_TAG_LEN};
 use rust_hdl::prelude::*;
 use testbench::crc::IcrcMatrices;
 
 const LANES: usize = 16;
 
-/// Per-lane OR masks (ones where the ICRC masks a byte) for beats 0 and 1, lane 16+s meaning beat 1.
+/// Per-lane OR masks (ones where the ICRC masks a bit) for beats 0 and 1, lane 16+s meaning beat 1, from the
+/// golden model's header mask placed after an Ethernet header of 14 (or 18 with VLAN) bytes.
 fn icrc_or_masks(ipv6: bool, vlan: bool) -> [u32; 32] {
-    let h = if vlan { 18 } else { 14 };
+    let h = if vlan { ETH_HEADER_LEN + VLAN_TAG_LEN } else { ETH_HEADER_LEN };
     let mut bytes = [0u8; 128];
-    if ipv6 {
-        bytes[h] = 0x0F; // traffic class, high nibble (the version nibble stays)
-        bytes[h + 1] = 0xFF; // traffic class low nibble, flow label
-        bytes[h + 2] = 0xFF;
-        bytes[h + 3] = 0xFF;
-        bytes[h + 7] = 0xFF; // hop limit
-        bytes[h + 40 + 6] = 0xFF; // UDP checksum
-        bytes[h + 40 + 7] = 0xFF;
-        bytes[h + 48 + 4] = 0xFF; // BTH byte 4: FECN, BECN, reserved
-    } else {
-        bytes[h + 1] = 0xFF; // TOS
-        bytes[h + 8] = 0xFF; // TTL
-        bytes[h + 10] = 0xFF; // header checksum
-        bytes[h + 11] = 0xFF;
-        bytes[h + 20 + 6] = 0xFF; // UDP checksum
-        bytes[h + 20 + 7] = 0xFF;
-        bytes[h + 28 + 4] = 0xFF; // BTH byte 4
+    for (i, m) in icrc_header_mask(ipv6).iter().enumerate() {
+        bytes[h + i] = *m;
     }
     let mut m = [0u32; 32];
     for (i, b) in bytes.iter().enumerate() {
@@ -210,14 +196,14 @@ impl Default for IcrcEngine {
             t_k: Default::default(),
             t_valid: Default::default(),
             t_prod: std::array::from_fn(|i| mat(&m.unadvance[i])),
-            eth_and: lane_bytes(&|i| if i < 14 { 0 } else { 0xFF }),
-            vlan_and: lane_bytes(&|i| if (14..18).contains(&i) { 0 } else { 0xFF }),
+            eth_and: lane_bytes(&|i| if i < ETH_HEADER_LEN { 0 } else { 0xFF }),
+            vlan_and: lane_bytes(&|i| if (ETH_HEADER_LEN..ETH_HEADER_LEN + VLAN_TAG_LEN).contains(&i) { 0 } else { 0xFF }),
             or_v4: masks(false, false),
             or_v4_vlan: masks(false, true),
             or_v6: masks(true, false),
             or_v6_vlan: masks(true, true),
-            base14: c32(m.first_base(14)),
-            base18: c32(m.first_base(18)),
+            base14: c32(m.first_base(ETH_HEADER_LEN)),
+            base18: c32(m.first_base(ETH_HEADER_LEN + VLAN_TAG_LEN)),
             vlan_tpid: lane_type(ETHERTYPE_VLAN),
             ipv6_type: lane_type(ETHERTYPE_IPV6),
         }
@@ -412,61 +398,26 @@ mod tests {
     use crate::axis::{beat_of, BEAT_BYTES};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
-    use testbench::crc::{crc32_update, icrc_seed_state};
 
-    /// Golden ICRC of a frame without its ICRC (from the IP header on, with the masks).
+    /// Golden ICRC of a frame without its ICRC.
     fn golden_icrc(frame: &[u8]) -> u32 {
-        let vlan = frame[12] == 0x81 && frame[13] == 0;
-        let h = if vlan { 18 } else { 14 };
-        let mut f = frame[h..].to_vec();
-        if frame[h - 2] == 0x86 {
-            f[0] |= 0x0F;
-            f[1..4].fill(0xFF);
-            f[7] = 0xFF;
-            f[46..48].fill(0xFF);
-            f[52] = 0xFF;
-        } else {
-            f[1] = 0xFF;
-            f[8] = 0xFF;
-            f[10..12].fill(0xFF);
-            f[26..28].fill(0xFF);
-            f[32] = 0xFF;
-        }
-        !crc32_update(icrc_seed_state(), &f)
+        let h = if frame[12] == 0x81 && frame[13] == 0 { 18 } else { 14 };
+        testbench::wire::frame::icrc(&frame[h..])
     }
 
+    /// A RoCE-shaped frame of random bytes (the ICRC does not care whether fields make sense).
     fn random_frame(rng: &mut SmallRng, payload: usize) -> Vec<u8> {
         let mut f: Vec<u8> = (0..12).map(|_| rng.gen()).collect();
         if rng.gen() {
             f.extend([0x81u8, 0x00, rng.gen(), rng.gen()]);
         }
-        let v6 = rng.gen::<bool>();
-        let pad = payload.wrapping_neg() & 3;
-        let udp_len = 8 + 12 + payload + pad + 4;
-        if v6 {
-            f.extend([
-                0x86,
-                0xDD,
-                0x60 | rng.gen::<u8>() & 0xF,
-                rng.gen(),
-                rng.gen(),
-                rng.gen(),
-            ]);
-            f.extend((udp_len as u16).to_be_bytes());
-            f.extend([17u8, rng.gen()]);
-            f.extend((0..32).map(|_| rng.gen::<u8>()));
+        if rng.gen() {
+            f.extend([0x86u8, 0xDD, 0x60 | rng.gen::<u8>() & 0xF]);
+            f.extend((0..39 + 8 + 12 + payload).map(|_| rng.gen::<u8>()));
         } else {
-            f.extend([0x08u8, 0x00, 0x45, rng.gen()]);
-            f.extend(((udp_len + 20) as u16).to_be_bytes());
-            f.extend((0..4).map(|_| rng.gen::<u8>()));
-            f.extend([rng.gen::<u8>(), 17, rng.gen(), rng.gen()]);
-            f.extend((0..8).map(|_| rng.gen::<u8>()));
+            f.extend([0x08u8, 0x00, 0x45]);
+            f.extend((0..19 + 8 + 12 + payload).map(|_| rng.gen::<u8>()));
         }
-        f.extend([rng.gen::<u8>(), rng.gen(), 0x12, 0xB7]);
-        f.extend((udp_len as u16).to_be_bytes());
-        f.extend([rng.gen::<u8>(), rng.gen()]);
-        f.extend((0..12).map(|_| rng.gen::<u8>()));
-        f.extend((0..payload + pad).map(|_| rng.gen::<u8>()));
         f
     }
 

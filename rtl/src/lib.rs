@@ -2,7 +2,6 @@
 pub mod axis;
 pub mod gf2;
 pub mod icrc;
-mod wire_consts;
 
 use rust_hdl::prelude::*;
 

@@ -317,31 +317,33 @@ impl UdpHeader {
 /// the only form RoCEv2 uses.
 pub fn icrc(datagram: &[u8]) -> u32 {
     let v6 = datagram.first().map_or(false, |b| b >> 4 == 6);
-    let ip_len = if v6 { IPV6_HEADER_LEN } else { IPV4_HEADER_LEN };
-    let masked_len = (ip_len + UDP_HEADER_LEN + BTH_LEN).min(datagram.len());
-    let mut hdr = [0u8; IPV6_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN];
-    let hdr = &mut hdr[..masked_len];
-    hdr.copy_from_slice(&datagram[..masked_len]);
-    let mut set = |i: usize, v: u8| {
-        if let Some(b) = hdr.get_mut(i) {
-            *b |= v;
-        }
-    };
-    if v6 {
-        set(0, 0x0F);
+    let mask = icrc_header_mask(v6);
+    let masked_len = mask.len().min(datagram.len());
+    let hdr: Vec<u8> = datagram[..masked_len].iter().zip(&mask).map(|(b, m)| b | m).collect();
+    let state = crc32_update(icrc_seed_state(), &hdr);
+    !crc32_update(state, &datagram[masked_len..])
+}
+
+/// The bits the ICRC forces to one, over the IP, UDP and BTH headers (a byte mask OR-ed onto them): IPv4 TOS,
+/// TTL and header checksum, or IPv6 traffic class, flow label and hop limit; the UDP checksum; BTH byte 4
+/// (FECN, BECN, reserved). The RTL ICRC engine takes its masks from here.
+pub fn icrc_header_mask(ipv6: bool) -> Vec<u8> {
+    let ip_len = if ipv6 { IPV6_HEADER_LEN } else { IPV4_HEADER_LEN };
+    let mut m = vec![0u8; ip_len + UDP_HEADER_LEN + BTH_LEN];
+    if ipv6 {
+        m[0] = 0x0F;
         for i in [1, 2, 3, 7] {
-            set(i, 0xFF);
+            m[i] = 0xFF;
         }
     } else {
         for i in [1, 8, 10, 11] {
-            set(i, 0xFF);
+            m[i] = 0xFF;
         }
     }
-    set(ip_len + 6, 0xFF);
-    set(ip_len + 7, 0xFF);
-    set(ip_len + UDP_HEADER_LEN + 4, 0xFF);
-    let state = crc32_update(icrc_seed_state(), hdr);
-    !crc32_update(state, &datagram[masked_len..])
+    m[ip_len + 6] = 0xFF;
+    m[ip_len + 7] = 0xFF;
+    m[ip_len + UDP_HEADER_LEN + 4] = 0xFF;
+    m
 }
 
 /// Result of an ICRC check on raw frame bytes: the ICRC found on the wire and the one computed.
