@@ -23,3 +23,5 @@ pub fn blocks() -> Vec<Emitted> {
 pub fn for_vivado(v: &str) -> String {
     filter_blackbox_directives(v)
 }
+
+pub mod gates;

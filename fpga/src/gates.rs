@@ -1,0 +1,143 @@
+//! The gates every emitted Verilog file must pass: Verilator lint (`-Wall`, waivers only from
+//! `fpga/lint/verilator.vlt`, each with its reason) and Yosys synthesis for UltraScale+ (`synth_xilinx
+//! -family xcup`), plus the register-to-register logic depth in LUT6 levels from the generic flow
+//! (`synth; abc -lut 6; ltp -noff`).
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The waiver file, shipped in the crate.
+pub const WAIVERS: &str = include_str!("../lint/verilator.vlt");
+
+/// Write every block (and `top.v`, the current top) into `dir`; returns the files written.
+pub fn emit(dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut files = Vec::new();
+    for b in crate::blocks() {
+        let p = dir.join(format!("{}.v", b.name));
+        std::fs::write(&p, &b.verilog)?;
+        if b.name == crate::TOP {
+            let t = dir.join("top.v");
+            std::fs::write(&t, &b.verilog)?;
+            files.push(t);
+        }
+        files.push(p);
+    }
+    std::fs::write(dir.join("verilator.vlt"), WAIVERS)?;
+    Ok(files)
+}
+
+fn need(tool: &str, package: &str) -> Result<()> {
+    if Command::new(tool).arg("--version").output().is_err() && Command::new(tool).arg("-V").output().is_err() {
+        bail!("{tool} is not installed: run `apt-get install {package}` (./run.sh does it for you)");
+    }
+    Ok(())
+}
+
+/// `verilator --lint-only -Wall` on one file; Err with Verilator's messages on any warning or error.
+pub fn lint(file: &Path) -> Result<()> {
+    need("verilator", "verilator")?;
+    let dir = tempdir("lint")?;
+    let vlt = dir.join("verilator.vlt");
+    std::fs::write(&vlt, WAIVERS)?;
+    let out = Command::new("verilator")
+        .args(["--lint-only", "-Wall", "--top-module", "top"])
+        .arg(&vlt)
+        .arg(file)
+        .output()
+        .context("running verilator")?;
+    let msg = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || msg.contains("%Warning") || msg.contains("%Error") {
+        bail!("verilator lint failed on {}:\n{msg}", file.display());
+    }
+    Ok(())
+}
+
+/// What Yosys made of one block.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SynthReport {
+    pub luts: u64,
+    /// LUTs used as memory (LUTRAM) or shift registers.
+    pub lutram: u64,
+    pub ffs: u64,
+    /// BRAM in RAMB36 equivalents (a RAMB18 counts one half).
+    pub bram36: f64,
+    pub uram: u64,
+    pub dsp: u64,
+    /// Worst register-to-register (or port) path in LUT6 levels, from the generic flow.
+    pub lut_levels: u64,
+    /// The nets along that path, for the curious.
+    pub worst_path: Vec<String>,
+}
+
+fn tempdir(tag: &str) -> Result<PathBuf> {
+    let d = std::env::temp_dir().join(format!("rnic-{tag}-{}-{:?}", std::process::id(), std::thread::current().id()));
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}
+
+fn yosys(script: &str, log: &Path) -> Result<String> {
+    need("yosys", "yosys")?;
+    let out = Command::new("yosys").args(["-q", "-l"]).arg(log).args(["-p", script]).output().context("running yosys")?;
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    if !out.status.success() || text.contains("ERROR:") {
+        bail!("yosys failed:\n{}\n{}", String::from_utf8_lossy(&out.stderr), text.lines().rev().take(20).collect::<Vec<_>>().join("\n"));
+    }
+    Ok(text)
+}
+
+/// Count of each cell type in the last `stat` of a Yosys log.
+fn cell_counts(log: &str) -> Vec<(String, u64)> {
+    let start = log.rfind("Number of cells:").unwrap_or(0);
+    log[start..]
+        .lines()
+        .skip(1)
+        .map_while(|l| {
+            let mut it = l.split_whitespace();
+            let (name, n) = (it.next()?, it.next()?);
+            Some((name.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Synthesise one emitted file: resources from `synth_xilinx -family xcup`, depth from the generic flow.
+pub fn synth(file: &Path) -> Result<SynthReport> {
+    let dir = tempdir("synth")?;
+    let f = file.display();
+    let x = yosys(
+        &format!("read_verilog -sv {f}; synth_xilinx -family xcup -flatten -top top; stat"),
+        &dir.join("xilinx.log"),
+    )?;
+    let mut r = SynthReport::default();
+    for (cell, n) in cell_counts(&x) {
+        match cell.as_str() {
+            c if c.starts_with("LUT") => r.luts += n,
+            c if c.starts_with("RAM32") || c.starts_with("RAM64") || c.starts_with("RAM128") || c.starts_with("RAM256") || c.starts_with("SRL") => {
+                r.lutram += n
+            }
+            "FDRE" | "FDSE" | "FDCE" | "FDPE" => r.ffs += n,
+            "RAMB36E2" => r.bram36 += n as f64,
+            "RAMB18E2" => r.bram36 += n as f64 / 2.0,
+            "URAM288" => r.uram += n,
+            c if c.starts_with("DSP48") => r.dsp += n,
+            _ => {}
+        }
+    }
+    let g = yosys(
+        &format!("read_verilog -sv {f}; synth -flatten -top top; abc -lut 6; opt_clean; stat; ltp -noff"),
+        &dir.join("generic.log"),
+    )?;
+    for (cell, _) in cell_counts(&g) {
+        if !(cell == "$lut" || cell.starts_with("$_DFF") || cell.starts_with("$_SDFF") || cell.starts_with("$_DFFE") || cell.starts_with("$mem") || cell.starts_with("$_SDFFE") || cell.starts_with("$_ALDFF")) {
+            bail!("generic flow left a `{cell}` cell: the LUT-level count would not be LUT6 levels");
+        }
+    }
+    let ltp = g.rfind("Longest topological path").context("no ltp result in the Yosys log")?;
+    let head = &g[ltp..];
+    let len = head.split("length=").nth(1).and_then(|t| t.split(')').next()).context("ltp length")?;
+    r.lut_levels = len.trim().parse().context("ltp length")?;
+    r.worst_path = head.lines().skip(1).take_while(|l| l.trim_start().chars().next().map_or(false, |c| c.is_ascii_digit() || l.contains("ff:"))).map(|l| l.trim().to_string()).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(r)
+}
