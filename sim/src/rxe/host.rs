@@ -1,0 +1,284 @@
+//! [`HostStack`]: the basic host on our side of the link. It answers ARP (golden wire model) and ICMP echo,
+//! runs the management TCP stack ([`Mgmt`]) and hands RoCEv2 frames (UDP destination port 4791) to an inner
+//! endpoint (the golden model or the RTL).
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use testbench::wire::frame::{
+    internet_checksum, parse_ethernet, ArpFrame, Frame, MacAddr, ARP_OP_REPLY, ARP_OP_REQUEST,
+    ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, IP_PROTO_TCP, IP_PROTO_UDP,
+    ROCE_V2_UDP_DPORT,
+};
+
+use super::bridge::{Endpoint, NullEndpoint};
+use super::mgmt::Mgmt;
+
+/// IP protocol number of ICMP.
+pub const IP_PROTO_ICMP: u8 = 1;
+const ICMP_ECHO_REQUEST: u8 = 8;
+const ICMP_ECHO_REPLY: u8 = 0;
+
+/// Our side's addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostConfig {
+    pub mac: MacAddr,
+    pub ip: Ipv4Addr,
+    pub prefix_len: u8,
+    /// IP MTU of the link (the VM's netdev MTU).
+    pub mtu: usize,
+}
+
+impl Default for HostConfig {
+    /// 10.0.0.2/24, MAC 02:00:00:00:00:02, MTU 1500.
+    fn default() -> Self {
+        HostConfig {
+            mac: MacAddr([0x02, 0, 0, 0, 0, 0x02]),
+            ip: Ipv4Addr::new(10, 0, 0, 2),
+            prefix_len: 24,
+            mtu: 1500,
+        }
+    }
+}
+
+/// What the host stack saw and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostStats {
+    /// ARP requests for our IP that we answered.
+    pub arp_replies_sent: u64,
+    /// ICMP echo requests to our IP that we answered.
+    pub icmp_echo_replies_sent: u64,
+    /// RoCEv2 frames handed to the inner endpoint.
+    pub roce_to_inner: u64,
+    /// Frames the inner endpoint sent.
+    pub frames_from_inner: u64,
+    /// TCP segments to our IP handed to the management stack.
+    pub tcp_to_mgmt: u64,
+    /// Frames the management stack sent (TCP, its ARP requests).
+    pub frames_from_mgmt: u64,
+    /// Frames not for us or not understood.
+    pub ignored: u64,
+    /// IPv4 -> MAC pairs learned from ARP (requests and replies).
+    pub neighbors: HashMap<Ipv4Addr, MacAddr>,
+}
+
+/// The basic host endpoint; `R` is the inner RoCE endpoint ([`NullEndpoint`] by default: RoCE frames are
+/// dropped).
+pub struct HostStack<R = NullEndpoint> {
+    cfg: HostConfig,
+    inner: R,
+    mgmt: Mgmt,
+    stats: HostStats,
+}
+
+impl HostStack<NullEndpoint> {
+    pub fn new(cfg: HostConfig) -> Self {
+        let mgmt = Mgmt::new(
+            cfg.mac,
+            cfg.ip,
+            cfg.prefix_len,
+            cfg.mtu,
+            u64::from(u32::from(cfg.ip)) ^ 0x5eed,
+        );
+        HostStack {
+            cfg,
+            inner: NullEndpoint,
+            mgmt,
+            stats: HostStats::default(),
+        }
+    }
+}
+
+impl<R: Endpoint> HostStack<R> {
+    /// Replace the inner RoCE endpoint.
+    pub fn with_roce<R2: Endpoint>(self, inner: R2) -> HostStack<R2> {
+        HostStack {
+            cfg: self.cfg,
+            inner,
+            mgmt: self.mgmt,
+            stats: self.stats,
+        }
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.cfg
+    }
+
+    /// The management TCP stack (clone it before handing the stack to the bridge).
+    pub fn mgmt(&self) -> Mgmt {
+        self.mgmt.clone()
+    }
+
+    pub fn stats(&self) -> &HostStats {
+        &self.stats
+    }
+
+    pub fn inner(&self) -> &R {
+        &self.inner
+    }
+
+    pub fn inner_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
+    fn for_us_v4(&self, l3: &[u8]) -> bool {
+        l3.len() >= 20 && l3[16..20] == self.cfg.ip.octets()
+    }
+
+    fn from_mgmt(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        // We answer ARP requests ourselves; smoltcp would answer too (it sees them to learn the neighbor).
+        let out: Vec<Vec<u8>> = frames
+            .into_iter()
+            .filter(|f| !matches!(parse_ethernet(f), Ok(Frame::Arp(a)) if a.arp.oper == ARP_OP_REPLY))
+            .collect();
+        self.stats.frames_from_mgmt += out.len() as u64;
+        out
+    }
+
+    fn from_inner(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        self.stats.frames_from_inner += frames.len() as u64;
+        frames
+    }
+
+    fn arp(&mut self, f: &ArpFrame, raw: &[u8], now_ns: u64) -> Vec<Vec<u8>> {
+        let a = f.arp;
+        if a.spa != Ipv4Addr::UNSPECIFIED {
+            self.stats.neighbors.insert(a.spa, a.sha);
+        }
+        if a.tpa != self.cfg.ip {
+            self.stats.ignored += 1;
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if a.oper == ARP_OP_REQUEST {
+            out.push(f.reply_from(self.cfg.mac).build());
+            self.stats.arp_replies_sent += 1;
+        }
+        // requests and replies teach the management stack the VM's MAC
+        let m = self.mgmt.on_frame(raw, now_ns);
+        out.extend(self.from_mgmt(m));
+        out
+    }
+
+    fn icmp(&mut self, frame: &[u8]) -> Vec<Vec<u8>> {
+        let l3 = &frame[ETH_HEADER_LEN..];
+        let ihl = usize::from(l3[0] & 0x0F) * 4;
+        let total = usize::from(u16::from_be_bytes([l3[2], l3[3]]));
+        if ihl < 20 || total < ihl + 8 || total > l3.len() || l3[ihl] != ICMP_ECHO_REQUEST {
+            self.stats.ignored += 1;
+            return Vec::new();
+        }
+        let icmp_in = &l3[ihl..total];
+        let mut out = Vec::with_capacity(ETH_HEADER_LEN + 20 + icmp_in.len());
+        out.extend_from_slice(&frame[6..12]); // dst = requester
+        out.extend_from_slice(&self.cfg.mac.0);
+        out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        let ip_start = out.len();
+        out.push(0x45);
+        out.push(0);
+        out.extend_from_slice(&((20 + icmp_in.len()) as u16).to_be_bytes());
+        out.extend_from_slice(&l3[4..6]); // identification
+        out.extend_from_slice(&[0, 0]); // no fragmentation
+        out.push(64);
+        out.push(IP_PROTO_ICMP);
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&self.cfg.ip.octets());
+        out.extend_from_slice(&l3[12..16]);
+        let sum = internet_checksum(&out[ip_start..]);
+        out[ip_start + 10..ip_start + 12].copy_from_slice(&sum.to_be_bytes());
+        let icmp_start = out.len();
+        out.extend_from_slice(icmp_in);
+        out[icmp_start] = ICMP_ECHO_REPLY;
+        out[icmp_start + 2] = 0;
+        out[icmp_start + 3] = 0;
+        let sum = internet_checksum(&out[icmp_start..]);
+        out[icmp_start + 2..icmp_start + 4].copy_from_slice(&sum.to_be_bytes());
+        if out.len() < 60 {
+            out.resize(60, 0);
+        }
+        self.stats.icmp_echo_replies_sent += 1;
+        vec![out]
+    }
+}
+
+/// Is this an IPv4 or IPv6 UDP datagram to port 4791 (no VLAN)?
+pub fn is_roce_v2(frame: &[u8]) -> bool {
+    if frame.len() < ETH_HEADER_LEN + 20 {
+        return false;
+    }
+    let et = u16::from_be_bytes([frame[12], frame[13]]);
+    let l3 = &frame[ETH_HEADER_LEN..];
+    let (proto, l4) = match et {
+        ETHERTYPE_IPV4 => {
+            let ihl = usize::from(l3[0] & 0x0F) * 4;
+            let first_fragment = u16::from_be_bytes([l3[6], l3[7]]) & 0x1FFF == 0;
+            if !first_fragment || ihl < 20 {
+                return false;
+            }
+            (l3[9], l3.get(ihl..))
+        }
+        ETHERTYPE_IPV6 if l3.len() >= 40 => (l3[6], l3.get(40..)),
+        _ => return false,
+    };
+    proto == IP_PROTO_UDP
+        && l4.map_or(false, |u| u.len() >= 4 && u16::from_be_bytes([u[2], u[3]]) == ROCE_V2_UDP_DPORT)
+}
+
+impl<R: Endpoint> Endpoint for HostStack<R> {
+    fn on_frame(&mut self, frame: &[u8], now_ns: u64) -> Vec<Vec<u8>> {
+        if frame.len() < ETH_HEADER_LEN {
+            self.stats.ignored += 1;
+            return Vec::new();
+        }
+        let dst = &frame[0..6];
+        if dst != self.cfg.mac.0 && dst != MacAddr::BROADCAST.0 {
+            self.stats.ignored += 1;
+            return Vec::new();
+        }
+        if is_roce_v2(frame) {
+            self.stats.roce_to_inner += 1;
+            let out = self.inner.on_frame(frame, now_ns);
+            return self.from_inner(out);
+        }
+        let et = u16::from_be_bytes([frame[12], frame[13]]);
+        match et {
+            ETHERTYPE_ARP => match parse_ethernet(frame) {
+                Ok(Frame::Arp(a)) => self.arp(&a, frame, now_ns),
+                _ => {
+                    self.stats.ignored += 1;
+                    Vec::new()
+                }
+            },
+            ETHERTYPE_IPV4 if self.for_us_v4(&frame[ETH_HEADER_LEN..]) => {
+                match frame[ETH_HEADER_LEN + 9] {
+                    IP_PROTO_ICMP => self.icmp(frame),
+                    IP_PROTO_TCP => {
+                        self.stats.tcp_to_mgmt += 1;
+                        let m = self.mgmt.on_frame(frame, now_ns);
+                        self.from_mgmt(m)
+                    }
+                    _ => {
+                        self.stats.ignored += 1;
+                        Vec::new()
+                    }
+                }
+            }
+            _ => {
+                self.stats.ignored += 1;
+                Vec::new()
+            }
+        }
+    }
+
+    fn poll(&mut self, now_ns: u64) -> Vec<Vec<u8>> {
+        let m = self.mgmt.poll(now_ns);
+        let mut out = self.from_mgmt(m);
+        let i = self.inner.poll(now_ns);
+        out.extend(self.from_inner(i));
+        out
+    }
+}

@@ -1,0 +1,128 @@
+//! Protection domains and memory regions. Keys are `pool index << 8 | 8-bit tag` and lkey = rkey, as rxe
+//! `rxe_mr_init` makes them; the tag comes from the device's seeded generator.
+
+use std::collections::BTreeMap;
+
+use super::verbs::VerbsError;
+
+/// Protection domain handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pd(pub u32);
+
+/// MR / QP access flags (`enum ibv_access_flags`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AccessFlags(pub u32);
+
+impl AccessFlags {
+    pub const LOCAL_WRITE: AccessFlags = AccessFlags(1 << 0);
+    pub const REMOTE_WRITE: AccessFlags = AccessFlags(1 << 1);
+    pub const REMOTE_READ: AccessFlags = AccessFlags(1 << 2);
+    pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(1 << 3);
+    pub const NONE: AccessFlags = AccessFlags(0);
+    /// Every flag above.
+    pub const ALL: AccessFlags = AccessFlags(0xF);
+    pub fn contains(self, other: AccessFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for AccessFlags {
+    type Output = AccessFlags;
+    fn bitor(self, o: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | o.0)
+    }
+}
+
+/// Whether the MR can be invalidated remotely (SEND_WITH_INV). rxe `rxe_invalidate_mr` only invalidates
+/// fast-registration MRs (`IB_MR_TYPE_MEM_REG`); a user MR from `reg_mr` makes the invalidate fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MrKind {
+    User,
+    FastReg,
+}
+
+/// A registered memory region as returned to the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mr {
+    pub pd: Pd,
+    pub addr: u64,
+    pub length: u64,
+    pub lkey: u32,
+    pub rkey: u32,
+    pub access: AccessFlags,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct MrEntry {
+    pub mr: Mr,
+    pub kind: MrKind,
+    pub valid: bool,
+}
+
+/// Why a key check failed (all map to a protection or remote access error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyError {
+    NoSuchKey,
+    Invalid,
+    WrongPd,
+    Access,
+    Bounds,
+}
+
+/// The MR table (the RTL's Key Cache).
+#[derive(Clone, Debug, Default)]
+pub struct MrTable {
+    entries: BTreeMap<u32, MrEntry>,
+    next_index: u32,
+}
+
+impl MrTable {
+    pub(crate) fn insert(&mut self, pd: Pd, addr: u64, length: u64, access: AccessFlags, kind: MrKind, tag: u8) -> Mr {
+        self.next_index += 1;
+        let key = self.next_index << 8 | u32::from(tag);
+        let mr = Mr {
+            pd,
+            addr,
+            length,
+            lkey: key,
+            rkey: key,
+            access,
+        };
+        self.entries.insert(self.next_index, MrEntry { mr, kind, valid: true });
+        mr
+    }
+
+    pub(crate) fn remove(&mut self, key: u32) -> Result<Mr, VerbsError> {
+        match self.entries.get(&(key >> 8)) {
+            Some(e) if e.mr.lkey == key => Ok(self.entries.remove(&(key >> 8)).expect("present").mr),
+            _ => Err(VerbsError::NoSuchMr(key)),
+        }
+    }
+
+    pub(crate) fn get(&self, key: u32) -> Option<&MrEntry> {
+        self.entries.get(&(key >> 8)).filter(|e| e.mr.lkey == key)
+    }
+
+    pub(crate) fn get_mut(&mut self, key: u32) -> Option<&mut MrEntry> {
+        self.entries.get_mut(&(key >> 8)).filter(|e| e.mr.lkey == key)
+    }
+
+    /// Check a key for an access of `len` bytes at `addr` (rxe `lookup_mr` + `mr_check_range`).
+    pub fn check(&self, key: u32, pd: Pd, addr: u64, len: u64, need: AccessFlags) -> Result<Mr, KeyError> {
+        let e = self.get(key).ok_or(KeyError::NoSuchKey)?;
+        if !e.valid {
+            return Err(KeyError::Invalid);
+        }
+        if e.mr.pd != pd {
+            return Err(KeyError::WrongPd);
+        }
+        if !e.mr.access.contains(need) {
+            return Err(KeyError::Access);
+        }
+        let end = addr.checked_add(len).ok_or(KeyError::Bounds)?;
+        if addr < e.mr.addr || end > e.mr.addr + e.mr.length {
+            return Err(KeyError::Bounds);
+        }
+        Ok(e.mr)
+    }
+}
