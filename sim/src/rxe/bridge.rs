@@ -134,6 +134,15 @@ impl<E> BridgeHandle<E> {
     pub fn join(self) -> BridgeReport<E> {
         self.thread.join().expect("bridge thread panicked")
     }
+    /// Wait up to `grace` for the bridge to end by itself (qemu closed the link and every frame already read
+    /// was handled), then stop it and join.
+    pub fn join_within(self, grace: Duration) -> BridgeReport<E> {
+        let deadline = Instant::now() + grace;
+        while !self.thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.stop_and_join()
+    }
     /// [`BridgeHandle::stop`], then [`BridgeHandle::join`].
     pub fn stop_and_join(self) -> BridgeReport<E> {
         self.stop();
@@ -147,7 +156,8 @@ struct Pcap {
 
 impl Pcap {
     fn create(path: &Path) -> Result<Self> {
-        let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
         let header = PcapHeader {
             datalink: DataLink::ETHERNET,
             snaplen: MAX_FRAME_LEN as u32,
@@ -158,8 +168,11 @@ impl Pcap {
         })
     }
     fn write(&mut self, frame: &[u8]) -> Result<()> {
-        let ts = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        self.w.write_packet(&PcapPacket::new(ts, frame.len() as u32, frame))?;
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        self.w
+            .write_packet(&PcapPacket::new(ts, frame.len() as u32, frame))?;
         Ok(())
     }
 }
@@ -189,16 +202,26 @@ impl Bridge {
     pub fn listen(path: impl AsRef<Path>, cfg: BridgeConfig) -> Result<Bridge> {
         let path = path.as_ref().to_path_buf();
         if path.as_os_str().len() >= 104 {
-            bail!("unix socket path too long ({} bytes): {}", path.as_os_str().len(), path.display());
+            bail!(
+                "unix socket path too long ({} bytes): {}",
+                path.as_os_str().len(),
+                path.display()
+            );
         }
         if path.exists() {
-            std::fs::remove_file(&path).with_context(|| format!("removing stale {}", path.display()))?;
+            std::fs::remove_file(&path)
+                .with_context(|| format!("removing stale {}", path.display()))?;
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let listener = UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
-        Ok(Bridge { listener, path, cfg })
+        let listener =
+            UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
+        Ok(Bridge {
+            listener,
+            path,
+            cfg,
+        })
     }
 
     /// The socket path to give qemu.
@@ -231,7 +254,11 @@ impl Bridge {
                 }
             })
             .expect("spawning the bridge thread");
-        BridgeHandle { stop, stats, thread }
+        BridgeHandle {
+            stop,
+            stats,
+            thread,
+        }
     }
 
     fn accept(&self, stop: &AtomicBool) -> Result<Option<UnixStream>> {
@@ -302,7 +329,8 @@ impl Bridge {
                 }
             })?;
         let mut wr = stream.try_clone()?;
-        let mut send = |frames: Vec<Vec<u8>>, pcap: &mut Option<Pcap>| -> Result<()> {
+        // Ok(false): qemu closed the link.
+        let mut send = |frames: Vec<Vec<u8>>, pcap: &mut Option<Pcap>| -> Result<bool> {
             for f in frames {
                 if p_out > 0.0 && rng_out.gen_bool(p_out.min(1.0)) {
                     stats.lock().unwrap().dropped_to_vm += 1;
@@ -314,12 +342,24 @@ impl Bridge {
                 let mut buf = Vec::with_capacity(4 + f.len());
                 buf.extend_from_slice(&(f.len() as u32).to_be_bytes());
                 buf.extend_from_slice(&f);
-                wr.write_all(&buf).context("writing a frame to qemu")?;
+                match wr.write_all(&buf) {
+                    Ok(()) => {}
+                    // qemu went away while we still had frames for it: the link is down, not an error
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                        ) =>
+                    {
+                        return Ok(false)
+                    }
+                    Err(e) => return Err(anyhow::Error::from(e).context("writing a frame to qemu")),
+                }
                 let mut s = stats.lock().unwrap();
                 s.to_vm += 1;
                 s.bytes_to_vm += f.len() as u64;
             }
-            Ok(())
+            Ok(true)
         };
 
         let result = (|| -> Result<()> {
@@ -348,12 +388,16 @@ impl Bridge {
                             s.bytes_from_vm += frame.len() as u64;
                         }
                         let out = ep.on_frame(&frame, now_ns());
-                        send(out, &mut pcap)?;
+                        if !send(out, &mut pcap)? {
+                            return Ok(());
+                        }
                     }
                     got = rx.try_recv().ok();
                 }
                 let out = ep.poll(now_ns());
-                send(out, &mut pcap)?;
+                if !send(out, &mut pcap)? {
+                    return Ok(());
+                }
                 next_poll = Instant::now() + self.cfg.poll_interval;
             }
         })();

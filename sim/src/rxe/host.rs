@@ -129,17 +129,19 @@ impl<R: Endpoint> HostStack<R> {
         l3.len() >= 20 && l3[16..20] == self.cfg.ip.octets()
     }
 
-    fn from_mgmt(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    fn out_of_mgmt(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
         // We answer ARP requests ourselves; smoltcp would answer too (it sees them to learn the neighbor).
         let out: Vec<Vec<u8>> = frames
             .into_iter()
-            .filter(|f| !matches!(parse_ethernet(f), Ok(Frame::Arp(a)) if a.arp.oper == ARP_OP_REPLY))
+            .filter(
+                |f| !matches!(parse_ethernet(f), Ok(Frame::Arp(a)) if a.arp.oper == ARP_OP_REPLY),
+            )
             .collect();
         self.stats.frames_from_mgmt += out.len() as u64;
         out
     }
 
-    fn from_inner(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    fn out_of_inner(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
         self.stats.frames_from_inner += frames.len() as u64;
         frames
     }
@@ -160,7 +162,7 @@ impl<R: Endpoint> HostStack<R> {
         }
         // requests and replies teach the management stack the VM's MAC
         let m = self.mgmt.on_frame(raw, now_ns);
-        out.extend(self.from_mgmt(m));
+        out.extend(self.out_of_mgmt(m));
         out
     }
 
@@ -225,7 +227,7 @@ pub fn is_roce_v2(frame: &[u8]) -> bool {
         _ => return false,
     };
     proto == IP_PROTO_UDP
-        && l4.map_or(false, |u| u.len() >= 4 && u16::from_be_bytes([u[2], u[3]]) == ROCE_V2_UDP_DPORT)
+        && l4.is_some_and(|u| u.len() >= 4 && u16::from_be_bytes([u[2], u[3]]) == ROCE_V2_UDP_DPORT)
 }
 
 impl<R: Endpoint> Endpoint for HostStack<R> {
@@ -242,7 +244,7 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
         if is_roce_v2(frame) {
             self.stats.roce_to_inner += 1;
             let out = self.inner.on_frame(frame, now_ns);
-            return self.from_inner(out);
+            return self.out_of_inner(out);
         }
         let et = u16::from_be_bytes([frame[12], frame[13]]);
         match et {
@@ -259,7 +261,7 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
                     IP_PROTO_TCP => {
                         self.stats.tcp_to_mgmt += 1;
                         let m = self.mgmt.on_frame(frame, now_ns);
-                        self.from_mgmt(m)
+                        self.out_of_mgmt(m)
                     }
                     _ => {
                         self.stats.ignored += 1;
@@ -276,9 +278,9 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
 
     fn poll(&mut self, now_ns: u64) -> Vec<Vec<u8>> {
         let m = self.mgmt.poll(now_ns);
-        let mut out = self.from_mgmt(m);
+        let mut out = self.out_of_mgmt(m);
         let i = self.inner.poll(now_ns);
-        out.extend(self.from_inner(i));
+        out.extend(self.out_of_inner(i));
         out
     }
 }

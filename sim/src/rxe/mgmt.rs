@@ -125,8 +125,11 @@ impl Mgmt {
         cfg.random_seed = seed;
         let mut iface = Interface::new(cfg, &mut dev, SmolInstant::from_micros(0));
         iface.update_ip_addrs(|a| {
-            a.push(IpCidr::new(IpAddress::Ipv4(Ipv4Address::from(ip.octets())), prefix_len))
-                .expect("one address fits");
+            a.push(IpCidr::new(
+                IpAddress::Ipv4(Ipv4Address::from(ip.octets())),
+                prefix_len,
+            ))
+            .expect("one address fits");
         });
         Mgmt {
             inner: Arc::new(Mutex::new(Inner {
@@ -183,11 +186,19 @@ impl Mgmt {
             let handle = {
                 let mut g = self.lock();
                 let local = g.next_port;
-                g.next_port = if local >= 60999 { EPHEMERAL_BASE } else { local + 1 };
+                g.next_port = if local >= 60999 {
+                    EPHEMERAL_BASE
+                } else {
+                    local + 1
+                };
                 let h = g.sockets.add(Self::new_socket());
                 let Inner { iface, sockets, .. } = &mut *g;
                 let remote_ep = (IpAddress::Ipv4(Ipv4Address::from(remote.octets())), port);
-                if let Err(e) = sockets.get_mut::<tcp::Socket>(h).connect(iface.context(), remote_ep, local) {
+                if let Err(e) =
+                    sockets
+                        .get_mut::<tcp::Socket>(h)
+                        .connect(iface.context(), remote_ep, local)
+                {
                     sockets.remove(h);
                     bail!("connect to {remote}:{port}: {e}");
                 }
@@ -257,7 +268,10 @@ impl TcpListener {
                 _ => return Ok(conn),
             }
             if Instant::now() > deadline {
-                bail!("accept on port {}: nobody connected within {timeout:?}", self.port);
+                bail!(
+                    "accept on port {}: nobody connected within {timeout:?}",
+                    self.port
+                );
             }
             std::thread::sleep(USER_SPIN);
         }
@@ -334,7 +348,10 @@ impl TcpConn {
                     let n = s.recv_slice(&mut buf).map_err(|e| anyhow!("recv: {e}"))?;
                     buf.truncate(n);
                     Ok::<_, anyhow::Error>(Some(buf))
-                } else if !s.may_recv() && s.state() != tcp::State::SynSent && s.state() != tcp::State::Listen {
+                } else if !s.may_recv()
+                    && s.state() != tcp::State::SynSent
+                    && s.state() != tcp::State::Listen
+                {
                     Ok(Some(Vec::new()))
                 } else {
                     Ok(None)
