@@ -1,3 +1,4 @@
 pub mod crc;
 pub mod decode;
+pub mod model;
 pub mod wire;

@@ -17,6 +17,7 @@
 
 pub mod completer;
 pub mod device;
+pub mod harness;
 pub mod link;
 pub mod memory;
 pub mod mr;

@@ -103,6 +103,10 @@ pub struct ReqState {
     pub noack_pkts: u32,
     /// RNR wait in progress until this time (rxe `rnr_nak_timer`).
     pub rnr_until: Option<u64>,
+    /// PSN after the highest PSN ever transmitted (to count retransmissions).
+    pub sent_high: u32,
+    /// `sent_high` is valid.
+    pub sent_any: bool,
 }
 
 /// Completer state (rxe `qp->comp`).

@@ -1,0 +1,377 @@
+//! Targeted transport-rule tests: frames between two model RNICs are intercepted, dropped, reordered or
+//! forged by hand to hit one rxe rule at a time (rxe-interop.md sections 3 and 4).
+
+use testbench::model::harness::{ConnOpts, Pair};
+use testbench::model::*;
+use testbench::wire::headers::{AethKind, NakCode};
+use testbench::wire::opcode::*;
+use testbench::wire::{ExtHeader, RoceFrame};
+
+fn parse(f: &[u8]) -> RoceFrame {
+    RoceFrame::parse(f).expect("model frames parse")
+}
+
+fn ops(v: &[Vec<u8>]) -> Vec<(u8, u32)> {
+    v.iter().map(|f| parse(f)).map(|f| (f.packet.bth.opcode, f.packet.bth.psn)).collect()
+}
+
+fn setup(o: ConnOpts) -> (Pair, u32, u32) {
+    let mut p = Pair::new(LinkConfig::default(), 9);
+    let (qa, qb) = p.connect(&o, 1000, 5000);
+    (p, qa, qb)
+}
+
+fn buf(dev: &mut Device, pd: Pd, data: &[u8], access: AccessFlags) -> Mr {
+    let va = dev.alloc(data.len().max(8));
+    dev.mem_mut().write(va, data).unwrap();
+    dev.reg_mr(pd, va, data.len().max(8) as u64, access).unwrap()
+}
+
+fn sg(m: &Mr, len: usize) -> Vec<Sge> {
+    vec![Sge { addr: m.addr, length: len as u32, lkey: m.lkey }]
+}
+
+fn deliver_b(p: &mut Pair, frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    for f in frames {
+        p.b.receive(p.now, f);
+    }
+    p.b.poll(p.now)
+}
+
+fn deliver_a(p: &mut Pair, frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    for f in frames {
+        p.a.receive(p.now, f);
+    }
+    p.a.poll(p.now)
+}
+
+fn aeth_kind(f: &[u8]) -> AethKind {
+    parse(f).packet.aeth().unwrap().kind()
+}
+
+fn post_write(p: &mut Pair, qa: u32, id: u64, src: &Mr, len: usize, dst: &Mr) {
+    let mut wr = SendWr::new(id, WrOpcode::RdmaWrite, sg(src, len));
+    wr.remote_addr = dst.addr;
+    wr.rkey = dst.rkey;
+    p.a.post_send(qa, wr).unwrap();
+}
+
+#[test]
+fn psn_sequence_nak_once_then_silence_until_the_gap_closes() {
+    let (mut p, qa, _qb) = setup(ConnOpts { path_mtu: 256, ..Default::default() });
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, &[7u8; 1024], AccessFlags::ALL);
+    let dst = buf(&mut p.b, pd_b, &[0u8; 1024], AccessFlags::ALL);
+    post_write(&mut p, qa, 1, &src, 1024, &dst);
+    let out = p.a.poll(0);
+    assert_eq!(ops(&out), vec![(RC_RDMA_WRITE_FIRST, 1000), (RC_RDMA_WRITE_MIDDLE, 1001), (RC_RDMA_WRITE_MIDDLE, 1002), (RC_RDMA_WRITE_LAST, 1003)]);
+    // Lose packet 1001: 1002 draws one NAK-PSN-sequence-error carrying ePSN 1001, 1003 is dropped silently.
+    let r0 = deliver_b(&mut p, &out[0..1]);
+    assert!(r0.is_empty(), "no AckReq on FIRST: no ACK");
+    let r = deliver_b(&mut p, &out[2..4]);
+    assert_eq!(ops(&r), vec![(RC_ACKNOWLEDGE, 1001)]);
+    assert_eq!(aeth_kind(&r[0]), AethKind::Nak(NakCode::PsnSequenceError));
+    assert_eq!(p.b.counters().drop_count(DropReason::OutOfSequence), 1);
+    // The requester goes back to 1001 and resumes mid-message with MIDDLE (no RETH).
+    let re = deliver_a(&mut p, &r);
+    assert_eq!(ops(&re), vec![(RC_RDMA_WRITE_MIDDLE, 1001), (RC_RDMA_WRITE_MIDDLE, 1002), (RC_RDMA_WRITE_LAST, 1003)]);
+    let acks = deliver_b(&mut p, &re);
+    assert_eq!(ops(&acks), vec![(RC_ACKNOWLEDGE, 1003)]);
+    assert_eq!(aeth_kind(&acks[0]), AethKind::Ack { credit: 31 });
+    assert_eq!(parse(&acks[0]).packet.aeth().unwrap().msn, 1);
+    deliver_a(&mut p, &acks);
+    assert_eq!(p.a.poll_cq(p.cq_a, 4)[0].status, WcStatus::Success);
+    assert_eq!(p.b.mem().read(dst.addr, 1024).unwrap(), vec![7u8; 1024]);
+}
+
+#[test]
+fn duplicate_write_is_reacked_not_reexecuted() {
+    let (mut p, qa, _qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, &[1u8; 64], AccessFlags::ALL);
+    let dst = buf(&mut p.b, pd_b, &[0u8; 64], AccessFlags::ALL);
+    post_write(&mut p, qa, 1, &src, 64, &dst);
+    let w = p.a.poll(0);
+    let ack = deliver_b(&mut p, &w);
+    assert_eq!(ops(&ack), vec![(RC_ACKNOWLEDGE, 1000)]);
+    // The application overwrites the target; a duplicate of the old WRITE must not write it again.
+    p.b.mem_mut().write(dst.addr, &[9u8; 64]).unwrap();
+    let again = deliver_b(&mut p, &w);
+    assert_eq!(ops(&again), vec![(RC_ACKNOWLEDGE, 1000)], "re-ACK with ack_psn - 1");
+    assert_eq!(p.b.mem().read(dst.addr, 64).unwrap(), vec![9u8; 64]);
+    assert_eq!(p.b.counters().duplicate_requests, 1);
+    // An old duplicate ACK is ignored by the completer after the first completed the WQE.
+    deliver_a(&mut p, &ack);
+    deliver_a(&mut p, &again);
+    assert_eq!(p.a.poll_cq(p.cq_a, 4).len(), 1);
+    assert_eq!(p.a.counters().drop_count(DropReason::NoPendingWqe), 1);
+}
+
+#[test]
+fn mid_range_read_retry_is_answered_middle_to_last() {
+    let (mut p, qa, _qb) = setup(ConnOpts { path_mtu: 256, ..Default::default() });
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let data: Vec<u8> = (0..1024u32).map(|i| i as u8).collect();
+    let remote = buf(&mut p.b, pd_b, &data, AccessFlags::ALL);
+    let local = buf(&mut p.a, pd_a, &[0u8; 1024], AccessFlags::ALL);
+    let mut wr = SendWr::new(5, WrOpcode::RdmaRead, sg(&local, 1024));
+    wr.remote_addr = remote.addr;
+    wr.rkey = remote.rkey;
+    p.a.post_send(qa, wr).unwrap();
+    let req = p.a.poll(0);
+    assert_eq!(ops(&req), vec![(RC_RDMA_READ_REQUEST, 1000)]);
+    assert!(parse(&req[0]).packet.bth.ack_req);
+    let resp = deliver_b(&mut p, &req);
+    assert_eq!(ops(&resp), vec![(RC_RDMA_READ_RESPONSE_FIRST, 1000), (RC_RDMA_READ_RESPONSE_MIDDLE, 1001), (RC_RDMA_READ_RESPONSE_MIDDLE, 1002), (RC_RDMA_READ_RESPONSE_LAST, 1003)]);
+    // AETH on FIRST and LAST only.
+    let has_aeth: Vec<bool> = resp.iter().map(|f| parse(f).packet.aeth().is_some()).collect();
+    assert_eq!(has_aeth, vec![true, false, false, true]);
+    // FIRST and MIDDLE arrive, the rest is lost; the retransmit timer fires.
+    deliver_a(&mut p, &resp[0..2]);
+    let t = p.a.next_deadline().expect("retransmit timer armed");
+    p.now = t;
+    let retry = p.a.poll(t);
+    assert_eq!(ops(&retry), vec![(RC_RDMA_READ_REQUEST, 1002)], "a new READ for the rest");
+    let reth = *parse(&retry[0]).packet.reth().unwrap();
+    assert_eq!((reth.va, reth.dma_len), (remote.addr + 512, 512), "VA advanced, length reduced");
+    let replay = deliver_b(&mut p, &retry);
+    assert_eq!(ops(&replay), vec![(RC_RDMA_READ_RESPONSE_MIDDLE, 1002), (RC_RDMA_READ_RESPONSE_LAST, 1003)], "never FIRST at a later PSN");
+    assert_eq!(p.b.counters().read_replays, 1);
+    deliver_a(&mut p, &replay);
+    let wc = p.a.poll_cq(p.cq_a, 4);
+    assert_eq!((wc[0].status, wc[0].byte_len), (WcStatus::Success, 1024));
+    assert_eq!(p.a.mem().read(local.addr, 1024).unwrap(), data);
+}
+
+#[test]
+fn read_response_first_at_a_later_psn_is_fatal_for_the_requester() {
+    let (mut p, qa, _qb) = setup(ConnOpts { path_mtu: 256, ..Default::default() });
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let remote = buf(&mut p.b, pd_b, &[3u8; 1024], AccessFlags::ALL);
+    let local = buf(&mut p.a, pd_a, &[0u8; 1024], AccessFlags::ALL);
+    let mut wr = SendWr::new(5, WrOpcode::RdmaRead, sg(&local, 1024));
+    wr.remote_addr = remote.addr;
+    wr.rkey = remote.rkey;
+    p.a.post_send(qa, wr).unwrap();
+    let req = p.a.poll(0);
+    let resp = deliver_b(&mut p, &req);
+    deliver_a(&mut p, &resp[0..2]);
+    // A spec-literal responder would answer the retried READ with FIRST at PSN 1002: rxe's completer rejects it.
+    let mut bad = parse(&resp[0]);
+    bad.packet.bth.psn = 1002;
+    deliver_a(&mut p, &[bad.build().unwrap()]);
+    assert_eq!(p.a.qp_state(qa), Some(QpState::Error));
+    assert_ne!(p.a.poll_cq(p.cq_a, 4)[0].status, WcStatus::Success);
+}
+
+#[test]
+fn implied_nak_retries_a_read_whose_response_was_lost() {
+    let (mut p, qa, qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let remote = buf(&mut p.b, pd_b, &[5u8; 100], AccessFlags::ALL);
+    let local = buf(&mut p.a, pd_a, &[0u8; 100], AccessFlags::ALL);
+    let rbuf = buf(&mut p.b, pd_b, &[0u8; 100], AccessFlags::ALL);
+    p.b.post_recv(qb, RecvWr { wr_id: 1, sg_list: sg(&rbuf, 100) }).unwrap();
+    let mut rd = SendWr::new(1, WrOpcode::RdmaRead, sg(&local, 100));
+    rd.remote_addr = remote.addr;
+    rd.rkey = remote.rkey;
+    p.a.post_send(qa, rd).unwrap();
+    p.a.post_send(qa, SendWr::new(2, WrOpcode::Send, sg(&local, 10))).unwrap();
+    let out = p.a.poll(0);
+    assert_eq!(ops(&out), vec![(RC_RDMA_READ_REQUEST, 1000), (RC_SEND_ONLY, 1001)]);
+    let resp = deliver_b(&mut p, &out);
+    assert_eq!(ops(&resp), vec![(RC_RDMA_READ_RESPONSE_ONLY, 1000), (RC_ACKNOWLEDGE, 1001)]);
+    // The read response is lost; the ACK of 1001 is beyond the READ's last PSN: implied NAK, go back to 1000.
+    let retry = deliver_a(&mut p, &resp[1..]);
+    assert_eq!(p.a.counters().implied_naks, 1);
+    assert_eq!(ops(&retry), vec![(RC_RDMA_READ_REQUEST, 1000), (RC_SEND_ONLY, 1001)]);
+    let resp2 = deliver_b(&mut p, &retry);
+    assert_eq!(ops(&resp2), vec![(RC_RDMA_READ_RESPONSE_ONLY, 1000), (RC_ACKNOWLEDGE, 1001)], "replay, then re-ACK");
+    deliver_a(&mut p, &resp2);
+    let wcs = p.a.poll_cq(p.cq_a, 4);
+    assert_eq!(wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    assert_eq!(p.b.poll_cq(p.cq_b, 4).len(), 1, "the SEND was delivered once");
+    assert_eq!(p.a.mem().read(local.addr, 100).unwrap(), vec![5u8; 100]);
+}
+
+#[test]
+fn rnr_nak_then_success_after_post_recv() {
+    let (mut p, qa, qb) = setup(ConnOpts { min_rnr_timer: 12, ..Default::default() });
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, b"hello rnr", AccessFlags::ALL);
+    p.a.post_send(qa, SendWr::new(1, WrOpcode::Send, sg(&src, 9))).unwrap();
+    let out = p.a.poll(0);
+    let nak = deliver_b(&mut p, &out);
+    assert_eq!(ops(&nak), vec![(RC_ACKNOWLEDGE, 1000)]);
+    assert_eq!(aeth_kind(&nak[0]), AethKind::RnrNak { timer: 12 });
+    deliver_a(&mut p, &nak);
+    assert_eq!(p.a.next_deadline(), Some(640_000), "RNR timer 12 = 0.64 ms");
+    assert!(p.a.poll(639_999).is_empty(), "nothing before the RNR wait is over");
+    let rbuf = buf(&mut p.b, pd_b, &[0u8; 16], AccessFlags::ALL);
+    p.b.post_recv(qb, RecvWr { wr_id: 3, sg_list: sg(&rbuf, 16) }).unwrap();
+    assert!(p.run().idle);
+    assert_eq!(p.a.poll_cq(p.cq_a, 4)[0].status, WcStatus::Success);
+    assert_eq!(p.b.poll_cq(p.cq_b, 4)[0].byte_len, 9);
+    assert_eq!(p.b.mem().read(rbuf.addr, 9).unwrap(), b"hello rnr");
+}
+
+#[test]
+fn rnr_retry_exhaustion_completes_with_rnr_retry_exc_err() {
+    let (mut p, qa, _qb) = setup(ConnOpts { rnr_retry: 2, min_rnr_timer: 1, ..Default::default() });
+    let pd_a = p.pd_a;
+    let src = buf(&mut p.a, pd_a, &[1u8; 8], AccessFlags::ALL);
+    p.a.post_send(qa, SendWr::new(1, WrOpcode::Send, sg(&src, 8))).unwrap();
+    p.a.post_send(qa, SendWr::new(2, WrOpcode::Send, sg(&src, 8))).unwrap();
+    assert!(p.run().idle);
+    let wcs = p.a.poll_cq(p.cq_a, 4);
+    assert_eq!(wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::RnrRetryExcErr), (2, WcStatus::WrFlushErr)]);
+    assert_eq!(p.b.counters().rnr_naks_sent, 3, "first try + 2 retries");
+    assert_eq!(p.a.qp_state(qa), Some(QpState::Error));
+}
+
+#[test]
+fn retry_exhaustion_flushes_later_wqes_and_spares_other_qps() {
+    let mut p = Pair::new(LinkConfig::default(), 11);
+    let o = ConnOpts { retry_cnt: 2, timeout: 4, ..Default::default() };
+    let (qa, _qb) = p.connect(&o, 1, 1);
+    let (qa2, qb2) = p.connect(&o, 7, 7);
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, &[4u8; 32], AccessFlags::ALL);
+    let dst = buf(&mut p.b, pd_b, &[0u8; 32], AccessFlags::ALL);
+    // The peer's QP is destroyed: every request to it is dropped (UnknownQp), so the requester times out.
+    p.b.destroy_qp(_qb).unwrap();
+    for id in 1..=3 {
+        post_write(&mut p, qa, id, &src, 32, &dst);
+    }
+    post_write(&mut p, qa2, 10, &src, 32, &dst);
+    let _ = qb2;
+    assert!(p.run().idle);
+    let wcs = p.a.poll_cq(p.cq_a, 8);
+    let of = |q: u32| wcs.iter().filter(|w| w.qp_num == q).map(|w| (w.wr_id, w.status)).collect::<Vec<_>>();
+    assert_eq!(of(qa), vec![(1, WcStatus::RetryExcErr), (2, WcStatus::WrFlushErr), (3, WcStatus::WrFlushErr)]);
+    assert_eq!(of(qa2), vec![(10, WcStatus::Success)]);
+    assert_eq!(p.a.qp_state(qa), Some(QpState::Error));
+    assert_eq!(p.a.qp_state(qa2), Some(QpState::Rts));
+    assert_eq!(p.a.counters().timeouts, 3, "first timeout + 2 retries");
+    assert_eq!(p.b.counters().drop_count(DropReason::UnknownQp), 9, "3 WRITEs sent 3 times");
+    // Posting on an errored QP flushes at once.
+    post_write(&mut p, qa, 4, &src, 32, &dst);
+    assert_eq!(p.a.poll_cq(p.cq_a, 4)[0].status, WcStatus::WrFlushErr);
+}
+
+fn access_error_case(mutate: impl Fn(&mut SendWr, &Mr), qp_access: AccessFlags, mr_access: AccessFlags, op: WrOpcode) {
+    let (mut p, qa, qb) = setup(ConnOpts { access: qp_access, ..Default::default() });
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, &[0xEEu8; 64], AccessFlags::ALL);
+    let dst = buf(&mut p.b, pd_b, &[0x11u8; 64], mr_access | AccessFlags::LOCAL_WRITE);
+    let snapshot = p.b.mem().read(dst.addr, 64).unwrap();
+    let mut wr = SendWr::new(1, op, sg(&src, if op.is_atomic() { 8 } else { 64 }));
+    wr.remote_addr = dst.addr;
+    wr.rkey = dst.rkey;
+    mutate(&mut wr, &dst);
+    p.a.post_send(qa, wr).unwrap();
+    let out = p.a.poll(0);
+    let nak = deliver_b(&mut p, &out);
+    assert_eq!(ops(&nak), vec![(RC_ACKNOWLEDGE, 1000)]);
+    let want = if qp_access.contains(AccessFlags::REMOTE_WRITE) && qp_access.contains(AccessFlags::REMOTE_READ) && qp_access.contains(AccessFlags::REMOTE_ATOMIC) {
+        NakCode::RemoteAccessError
+    } else {
+        NakCode::InvalidRequest
+    };
+    assert_eq!(aeth_kind(&nak[0]), AethKind::Nak(want));
+    assert_eq!(p.b.qp_state(qb), Some(QpState::Error), "responder QP to ERROR");
+    deliver_a(&mut p, &nak);
+    let st = if want == NakCode::RemoteAccessError { WcStatus::RemAccessErr } else { WcStatus::RemInvReqErr };
+    assert_eq!(p.a.poll_cq(p.cq_a, 4)[0].status, st);
+    assert_eq!(p.a.qp_state(qa), Some(QpState::Error));
+    assert_eq!(p.b.mem().read(dst.addr, 64).unwrap(), snapshot, "host memory unchanged");
+}
+
+#[test]
+fn wrong_rkey_is_a_remote_access_error_and_writes_nothing() {
+    access_error_case(|wr, _| wr.rkey ^= 0x1, AccessFlags::ALL, AccessFlags::ALL, WrOpcode::RdmaWrite);
+    access_error_case(|wr, _| wr.rkey = wr.rkey.wrapping_add(0x100), AccessFlags::ALL, AccessFlags::ALL, WrOpcode::RdmaRead);
+}
+
+#[test]
+fn out_of_bounds_is_a_remote_access_error_and_writes_nothing() {
+    access_error_case(|wr, m| wr.remote_addr = m.addr + 32, AccessFlags::ALL, AccessFlags::ALL, WrOpcode::RdmaWrite);
+    access_error_case(|wr, m| wr.remote_addr = m.addr + 64, AccessFlags::ALL, AccessFlags::ALL, WrOpcode::AtomicFetchAndAdd);
+}
+
+#[test]
+fn missing_mr_access_is_a_remote_access_error() {
+    access_error_case(|_, _| {}, AccessFlags::ALL, AccessFlags::REMOTE_READ, WrOpcode::RdmaWrite);
+    access_error_case(|_, _| {}, AccessFlags::ALL, AccessFlags::REMOTE_WRITE, WrOpcode::AtomicCmpAndSwp);
+}
+
+#[test]
+fn missing_qp_access_is_an_invalid_request() {
+    // rxe check_op_valid: ibv_rc_pingpong's qp_access_flags = 0 allows SEND only.
+    access_error_case(|_, _| {}, AccessFlags::LOCAL_WRITE, AccessFlags::ALL, WrOpcode::RdmaWrite);
+}
+
+#[test]
+fn misaligned_atomic_is_nak_invalid_request() {
+    let (mut p, qa, qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, &[0u8; 8], AccessFlags::ALL);
+    let dst = buf(&mut p.b, pd_b, &[0x22u8; 64], AccessFlags::ALL);
+    // rxe refuses to post a misaligned atomic (validate_send_wr), so forge it from an aligned one.
+    let mut wr = SendWr::new(1, WrOpcode::AtomicFetchAndAdd, sg(&src, 8));
+    wr.remote_addr = dst.addr + 8;
+    wr.rkey = dst.rkey;
+    wr.compare_add = 1;
+    let mut bad = wr.clone();
+    bad.remote_addr = dst.addr + 4;
+    assert!(p.a.post_send(qa, bad).is_err());
+    p.a.post_send(qa, wr).unwrap();
+    let mut f = parse(&p.a.poll(0)[0]);
+    if let ExtHeader::AtomicEth(a) = &mut f.packet.ext[0] {
+        a.va = dst.addr + 4;
+    }
+    let nak = deliver_b(&mut p, &[f.build().unwrap()]);
+    assert_eq!(aeth_kind(&nak[0]), AethKind::Nak(NakCode::InvalidRequest));
+    assert_eq!(p.b.qp_state(qb), Some(QpState::Error));
+    assert_eq!(p.b.mem().read(dst.addr, 64).unwrap(), vec![0x22u8; 64]);
+}
+
+#[test]
+fn duplicate_atomic_is_answered_from_the_saved_value() {
+    let (mut p, qa, _qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let res = buf(&mut p.a, pd_a, &[0u8; 8], AccessFlags::ALL);
+    let ctr = buf(&mut p.b, pd_b, &40u64.to_le_bytes(), AccessFlags::ALL);
+    let mut wr = SendWr::new(1, WrOpcode::AtomicFetchAndAdd, sg(&res, 8));
+    wr.remote_addr = ctr.addr;
+    wr.rkey = ctr.rkey;
+    wr.compare_add = 2;
+    p.a.post_send(qa, wr).unwrap();
+    let req = p.a.poll(0);
+    let a1 = deliver_b(&mut p, &req);
+    let a2 = deliver_b(&mut p, &req);
+    assert_eq!(ops(&a2), vec![(RC_ATOMIC_ACKNOWLEDGE, 1000)]);
+    assert_eq!(parse(&a1[0]).packet.atomic_ack_eth().unwrap().orig, 40);
+    assert_eq!(parse(&a2[0]).packet.atomic_ack_eth().unwrap().orig, 40, "saved original, not re-executed");
+    assert_eq!(p.b.mem().read_u64(ctr.addr).unwrap(), 42);
+    assert_eq!(p.b.counters().atomic_replays, 1);
+}
+
+#[test]
+fn coalesced_ack_completes_all_earlier_wqes() {
+    let (mut p, qa, _qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, &[1u8; 16], AccessFlags::ALL);
+    let dst = buf(&mut p.b, pd_b, &[0u8; 16], AccessFlags::ALL);
+    for id in 1..=3 {
+        post_write(&mut p, qa, id, &src, 16, &dst);
+    }
+    let out = p.a.poll(0);
+    let acks = deliver_b(&mut p, &out);
+    assert_eq!(ops(&acks), vec![(RC_ACKNOWLEDGE, 1000), (RC_ACKNOWLEDGE, 1001), (RC_ACKNOWLEDGE, 1002)]);
+    deliver_a(&mut p, &acks[2..]);
+    let wcs = p.a.poll_cq(p.cq_a, 8);
+    assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![1, 2, 3]);
+    deliver_a(&mut p, &acks[..2]);
+    assert!(p.a.poll_cq(p.cq_a, 8).is_empty(), "old ACKs ignored");
+}
