@@ -66,3 +66,37 @@ pub fn beat_words(bytes: &[u8]) -> [u32; 16] {
     }
     w
 }
+
+/// `tkeep` expanded to a byte mask over `tdata` (pure wiring: byte i of `y` is eight copies of `keep[i]`).
+/// Hand-written leaf, as rust-hdl's `#[hdl_gen]` has no bit replication.
+#[derive(LogicBlock, Default)]
+pub struct KeepMask {
+    pub keep: Signal<In, Bits<64>>,
+    pub mask: Signal<Out, Bits<512>>,
+}
+
+impl Logic for KeepMask {
+    fn update(&mut self) {
+        let k = self.keep.val();
+        let mut m = Bits::<512>::default();
+        for i in 0..64 {
+            if k.get_bit(i) {
+                m.set_bits::<8>(8 * i, bits::<8>(0xFF));
+            }
+        }
+        self.mask.next = m;
+    }
+
+    fn connect(&mut self) {
+        self.mask.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        let mut v = String::from("always @(*) begin\n");
+        for i in 0..64 {
+            v.push_str(&format!("   mask[{}:{}] = {{8{{keep[{i}]}}}};\n", 8 * i + 7, 8 * i));
+        }
+        v.push_str("end\n");
+        Verilog::Custom(v)
+    }
+}

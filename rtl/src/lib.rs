@@ -1,7 +1,11 @@
 //! Synthesizable blocks of the RoCEv2 RNIC, in rust-hdl. One file per block, its unit test beside it.
 pub mod axis;
+pub mod bytemap;
+pub mod fifo;
 pub mod gf2;
 pub mod icrc;
+pub mod tx_build;
+pub mod tx_icrc;
 
 use rust_hdl::prelude::*;
 

@@ -200,7 +200,8 @@ impl Ipv4Header {
         }
     }
 
-    fn build(&self, total_len: u16, out: &mut Vec<u8>) {
+    /// The 20 header bytes with `total_len` and the computed checksum.
+    pub fn build(&self, total_len: u16, out: &mut Vec<u8>) {
         let start = out.len();
         out.push(0x45);
         out.push(self.tos);

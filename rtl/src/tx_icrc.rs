@@ -1,0 +1,168 @@
+//! ICRC append (the tail of TX Packet Build): frames without ICRC in, frames with the ICRC and the Ethernet
+//! minimum-size padding out.
+//!
+//! The ICRC engine computes each frame's ICRC while its beats wait in a 32-beat FIFO (the engine's latency is
+//! 12 cycles, so back-to-back short frames do not stall). A last beat leaves only together with its ICRC,
+//! which is written right behind the last byte (least significant byte first); when fewer than four bytes
+//! are free the ICRC spills into one more beat. A one-beat frame shorter than 60 bytes with its ICRC is padded
+//! with zeros to 60 bytes (outside the IP/UDP lengths and the ICRC, as a NIC pads).
+
+use crate::axis::{AxisSink, AxisSource, KeepMask};
+use crate::fifo::Fifo;
+use crate::gf2::Gf2Map;
+use crate::icrc::IcrcEngine;
+use rust_hdl::prelude::*;
+use testbench::wire::frame::ETH_MIN_FRAME_LEN;
+
+/// One beat in the FIFO.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct Beat {
+    pub data: Bits<512>,
+    pub keep: Bits<64>,
+    pub last: Bit,
+}
+
+#[derive(LogicBlock)]
+pub struct TxIcrcAppend {
+    pub clock: Signal<In, Clock>,
+    pub s_axis: AxisSink,
+    pub m_axis: AxisSource,
+
+    engine: IcrcEngine,
+    fifo: Fifo<Beat, 5, 6>,
+    head_mask: KeepMask,
+    nm1: Gf2Map<64, 6>,
+    n: Signal<Local, Bits<7>>,
+    with_crc: Signal<Local, Bits<512>>,
+    // output register
+    o_data: DFF<Bits<512>>,
+    o_keep: DFF<Bits<64>>,
+    o_last: DFF<Bit>,
+    o_valid: DFF<Bit>,
+    spill: DFF<Bit>,
+    spill_data: DFF<Bits<32>>,
+    spill_keep: DFF<Bits<64>>,
+    mid_frame: DFF<Bit>,
+    adv: Signal<Local, Bit>,
+    head_ok: Signal<Local, Bit>,
+    kfull: Constant<Bits<64>>,
+    k1: Constant<Bits<7>>,
+    k60: Constant<Bits<7>>,
+    /// a one-beat frame shorter than this (before its 4 ICRC bytes) is padded to the minimum
+    k56: Constant<Bits<7>>,
+    k64: Constant<Bits<7>>,
+    kmin_keep: Constant<Bits<64>>,
+}
+
+impl Default for TxIcrcAppend {
+    fn default() -> Self {
+        let mut full = Bits::<64>::default();
+        full.set_bits::<32>(0, bits::<32>(0xFFFF_FFFF));
+        full.set_bits::<32>(32, bits::<32>(0xFFFF_FFFF));
+        let min_keep = (1u64 << ETH_MIN_FRAME_LEN) - 1;
+        let mut mk = Bits::<64>::default();
+        mk.set_bits::<32>(0, bits::<32>(min_keep & 0xFFFF_FFFF));
+        mk.set_bits::<32>(32, bits::<32>(min_keep >> 32));
+        Self {
+            clock: Default::default(),
+            s_axis: Default::default(),
+            m_axis: Default::default(),
+            engine: Default::default(),
+            fifo: Default::default(),
+            head_mask: Default::default(),
+            nm1: Gf2Map::new(
+                (0..6).map(|j| (1..64).filter(|p| p % (1 << j) == 0).fold(0u64, |m, p| m | 1 << p)).collect(),
+            ),
+            n: Default::default(),
+            with_crc: Default::default(),
+            o_data: Default::default(),
+            o_keep: Default::default(),
+            o_last: Default::default(),
+            o_valid: Default::default(),
+            spill: Default::default(),
+            spill_data: Default::default(),
+            spill_keep: Default::default(),
+            mid_frame: Default::default(),
+            adv: Default::default(),
+            head_ok: Default::default(),
+            kfull: Constant::new(full),
+            k1: Constant::new(bits::<7>(1)),
+            k60: Constant::new(bits::<7>(60)),
+            k56: Constant::new(bits::<7>(ETH_MIN_FRAME_LEN as u64 - 4)),
+            k64: Constant::new(bits::<7>(64)),
+            kmin_keep: Constant::new(mk),
+        }
+    }
+}
+
+impl Logic for TxIcrcAppend {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, o_data, o_keep, o_last, o_valid, spill, spill_data, spill_keep, mid_frame);
+        clock!(self, clock, engine, fifo);
+
+        // In: a beat enters the engine and the FIFO together.
+        self.s_axis.tready.next = self.engine.s_axis.tready.val() & !self.fifo.full.val();
+        self.engine.s_axis.tdata.next = self.s_axis.tdata.val();
+        self.engine.s_axis.tkeep.next = self.s_axis.tkeep.val();
+        self.engine.s_axis.tlast.next = self.s_axis.tlast.val();
+        self.engine.s_axis.tvalid.next = self.s_axis.tvalid.val() & !self.fifo.full.val();
+        self.fifo.din.next.data = self.s_axis.tdata.val();
+        self.fifo.din.next.keep = self.s_axis.tkeep.val();
+        self.fifo.din.next.last = self.s_axis.tlast.val();
+        self.fifo.push.next = self.s_axis.tvalid.val() & self.engine.s_axis.tready.val();
+
+        // Out: the head beat, with the ICRC behind its last byte when it is a frame's last beat.
+        self.m_axis.tdata.next = self.o_data.q.val();
+        self.m_axis.tkeep.next = self.o_keep.q.val();
+        self.m_axis.tlast.next = self.o_last.q.val();
+        self.m_axis.tvalid.next = self.o_valid.q.val();
+        self.adv.next = !self.o_valid.q.val() | self.m_axis.tready.val();
+        self.head_ok.next = !self.fifo.empty.val() & (!self.fifo.dout.val().last | self.engine.crc_valid.val());
+        self.head_mask.keep.next = self.fifo.dout.val().keep;
+        self.nm1.x.next = self.fifo.dout.val().keep;
+        self.n.next = bit_cast::<7, 6>(self.nm1.y.val()) + self.k1.val();
+        self.with_crc.next = (self.fifo.dout.val().data & self.head_mask.mask.val())
+            | (bit_cast::<512, 32>(self.engine.crc.val()) << (bit_cast::<10, 7>(self.n.val()) << 3));
+        self.fifo.pop.next = false;
+        self.engine.crc_ready.next = false;
+        if self.adv.val() {
+            self.o_valid.d.next = false;
+            if self.spill.q.val() {
+                self.o_data.d.next = bit_cast::<512, 32>(self.spill_data.q.val());
+                self.o_keep.d.next = self.spill_keep.q.val();
+                self.o_last.d.next = true;
+                self.o_valid.d.next = true;
+                self.spill.d.next = false;
+                self.mid_frame.d.next = false;
+            } else if self.head_ok.val() {
+                self.fifo.pop.next = true;
+                self.o_valid.d.next = true;
+                if !self.fifo.dout.val().last {
+                    self.o_data.d.next = self.fifo.dout.val().data;
+                    self.o_keep.d.next = self.fifo.dout.val().keep;
+                    self.o_last.d.next = false;
+                    self.mid_frame.d.next = true;
+                } else {
+                    self.engine.crc_ready.next = true;
+                    self.o_data.d.next = self.with_crc.val();
+                    if self.n.val() <= self.k60.val() {
+                        self.o_last.d.next = true;
+                        self.o_keep.d.next = self.kfull.val() >> (self.k60.val() - self.n.val());
+                        self.mid_frame.d.next = false;
+                        if !self.mid_frame.q.val() & (self.n.val() < self.k56.val()) {
+                            self.o_keep.d.next = self.kmin_keep.val();
+                        }
+                    } else {
+                        self.o_last.d.next = false;
+                        self.o_keep.d.next = self.kfull.val();
+                        self.spill.d.next = true;
+                        self.spill_data.d.next =
+                            self.engine.crc.val() >> (bit_cast::<5, 7>(self.k64.val() - self.n.val()) << 3);
+                        self.spill_keep.d.next = self.kfull.val() >> (self.k64.val() + self.k60.val() - self.n.val());
+                    }
+                }
+            }
+        }
+    }
+}
