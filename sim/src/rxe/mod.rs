@@ -42,6 +42,10 @@ mod host;
 mod mgmt;
 mod vm;
 
+pub mod model_ep;
+pub mod perftest;
+pub mod pingpong;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};

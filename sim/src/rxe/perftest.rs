@@ -1,0 +1,1 @@
+//! perftest peer (in progress).

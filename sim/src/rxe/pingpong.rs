@@ -1,0 +1,1 @@
+//! ibv_rc_pingpong peer (in progress).
