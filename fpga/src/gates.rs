@@ -125,7 +125,7 @@ pub fn synth(file: &Path) -> Result<SynthReport> {
         }
     }
     let g = yosys(
-        &format!("read_verilog -sv {f}; synth -flatten -top top; abc -lut 6; opt_clean; stat; ltp -noff"),
+        &format!("read_verilog -sv {f}; synth -flatten -top top; check -assert; abc -lut 6; opt_clean; stat; ltp -noff"),
         &dir.join("generic.log"),
     )?;
     for (cell, _) in cell_counts(&g) {

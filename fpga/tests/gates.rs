@@ -1,5 +1,5 @@
 //! Every emitted block is lint-clean under `verilator --lint-only -Wall` and synthesises with Yosys for
-//! UltraScale+; the ICRC engine meets the 322 MHz logic-depth budget (at most 6 LUT6 levels).
+//! UltraScale+; every block with a depth budget meets it (322 MHz: at most 6 LUT6 levels).
 
 use fpga::gates::{emit, lint, synth};
 
@@ -15,7 +15,9 @@ fn every_block_is_lint_clean_and_synthesises() {
         let r = synth(&dir.join(format!("{}.v", b.name))).unwrap_or_else(|e| panic!("{}: {e:#}", b.name));
         eprintln!("{}: {r:?}", b.name);
         assert!(r.luts > 0 && r.ffs > 0, "{}: nothing synthesised: {r:?}", b.name);
-        assert!(r.lut_levels <= 6, "{}: {} LUT levels on {:?}", b.name, r.lut_levels, r.worst_path);
+        if let Some(budget) = b.depth_budget {
+            assert!(r.lut_levels <= budget, "{}: {} LUT levels on {:?}", b.name, r.lut_levels, r.worst_path);
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

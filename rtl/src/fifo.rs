@@ -74,6 +74,7 @@ pub struct Fifo<T: Synth, const AW: usize, const AW1: usize> {
     wptr: DFF<Bits<AW1>>,
     rptr: DFF<Bits<AW1>>,
     one: Constant<Bits<AW1>>,
+    wrap: Constant<Bits<AW1>>,
 }
 
 impl<T: Synth, const AW: usize, const AW1: usize> Default for Fifo<T, AW, AW1> {
@@ -91,6 +92,7 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for Fifo<T, AW, AW1> {
             wptr: Default::default(),
             rptr: Default::default(),
             one: Constant::new(bits::<AW1>(1)),
+            wrap: Constant::new(bits::<AW1>(1 << AW)),
         }
     }
 }
@@ -101,8 +103,8 @@ impl<T: Synth, const AW: usize, const AW1: usize> Logic for Fifo<T, AW, AW1> {
         dff_setup!(self, clock, wptr, rptr);
         clock!(self, clock, ram);
         self.empty.next = self.wptr.q.val() == self.rptr.q.val();
-        self.full.next = (self.wptr.q.val().get_bits::<AW>(0) == self.rptr.q.val().get_bits::<AW>(0))
-            & (self.wptr.q.val().get_bit(AW) != self.rptr.q.val().get_bit(AW));
+        // full: same slot, other lap (the pointers differ in the wrap bit only)
+        self.full.next = (self.wptr.q.val() ^ self.rptr.q.val()) == self.wrap.val();
         self.ram.waddr.next = self.wptr.q.val().get_bits::<AW>(0);
         self.ram.wdata.next = self.din.val();
         self.ram.we.next = self.push.val() & !self.full.val();

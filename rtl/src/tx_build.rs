@@ -169,11 +169,17 @@ pub struct TxPacketBuild {
     need_pay: Signal<Local, Bit>,
     fire: Signal<Local, Bit>,
     total: Signal<Local, Bits<14>>,
+    total63: Signal<Local, Bits<14>>,
+    pad5: Signal<Local, Bits<2>>,
+    len5: Signal<Local, Bits<13>>,
+    in_len: Signal<Local, Bits<13>>,
+    src0: Signal<Local, Bits<32>>,
+    dst0: Signal<Local, Bits<32>>,
+    pay63: Signal<Local, Bits<14>>,
     // ICRC append
     icrc: TxIcrcAppend,
 
     // constants
-    k1_2: Constant<Bits<2>>,
     k0_2: Constant<Bits<2>>,
     k24: Constant<Bits<16>>,
     k20: Constant<Bits<16>>,
@@ -181,6 +187,7 @@ pub struct TxPacketBuild {
     k54: Constant<Bits<14>>,
     k63: Constant<Bits<14>>,
     k0_7: Constant<Bits<7>>,
+    k0_512: Constant<Bits<512>>,
     k1_7: Constant<Bits<7>>,
     k64_7: Constant<Bits<7>>,
     k0_6: Constant<Bits<6>>,
@@ -243,8 +250,14 @@ impl Default for TxPacketBuild {
             need_pay: Default::default(),
             fire: Default::default(),
             total: Default::default(),
+            total63: Default::default(),
+            pad5: Default::default(),
+            len5: Default::default(),
+            in_len: Default::default(),
+            src0: Default::default(),
+            dst0: Default::default(),
+            pay63: Default::default(),
             icrc: Default::default(),
-            k1_2: kc(1),
             k0_2: kc(0),
             k24: kc((UDP_HEADER_LEN + BTH_LEN + 4) as u64),
             k20: kc(IPV4_HEADER_LEN as u64),
@@ -252,6 +265,7 @@ impl Default for TxPacketBuild {
             k54: kc(FIXED_HDR as u64),
             k63: kc(63),
             k0_7: kc(0),
+            k0_512: byte_mask(0),
             k1_7: kc(1),
             k64_7: kc(64),
             k0_6: kc(0),
@@ -279,11 +293,15 @@ impl Logic for TxPacketBuild {
         clock!(self, clock, icrc);
 
         // ---- header pipeline: stage i+1 takes stage i when the pipeline advances ----
+        // (struct fields are copied to plain signals before slicing: Verilog has no slice of a slice)
+        self.in_len.next = self.hdr.val().pay_len;
+        self.src0.next = self.h[0].q.val().src_ip;
+        self.dst0.next = self.h[0].q.val().dst_ip;
         if self.hadv.val() {
             // H0: capture; PadCnt and the padded payload length
             self.h[0].d.next = self.hdr.val();
             self.hv[0].d.next = self.hdr_valid.val();
-            self.pad.d.next = self.k0_2.val() - self.hdr.val().pay_len.get_bits::<2>(0);
+            self.pad.d.next = self.k0_2.val() - self.in_len.val().get_bits::<2>(0);
             // H1: lengths, BTH flag bytes, first checksum adds
             self.h[1].d.next = self.h[0].q.val();
             self.hv[1].d.next = self.hv[0].q.val();
@@ -291,10 +309,10 @@ impl Logic for TxPacketBuild {
             self.h[1].d.next.bth1 = (bit_cast::<8, 1>(self.h[0].q.val().solicited.into()) << 7)
                 | (bit_cast::<8, 2>(self.pad.q.val()) << 4);
             self.h[1].d.next.bth8 = bit_cast::<8, 1>(self.h[0].q.val().ack_req.into()) << 7;
-            self.sa.d.next = bit_cast::<18, 16>(self.h[0].q.val().src_ip.get_bits::<16>(16))
-                + bit_cast::<18, 16>(self.h[0].q.val().src_ip.get_bits::<16>(0));
-            self.sb.d.next = bit_cast::<18, 16>(self.h[0].q.val().dst_ip.get_bits::<16>(16))
-                + bit_cast::<18, 16>(self.h[0].q.val().dst_ip.get_bits::<16>(0));
+            self.sa.d.next = bit_cast::<18, 16>(self.src0.val().get_bits::<16>(16))
+                + bit_cast::<18, 16>(self.src0.val().get_bits::<16>(0));
+            self.sb.d.next = bit_cast::<18, 16>(self.dst0.val().get_bits::<16>(16))
+                + bit_cast::<18, 16>(self.dst0.val().get_bits::<16>(0));
             // (kconst holds the constant words plus the 20 bytes of IP header in ip_total = udp_len + 20)
             self.sc.d.next = bit_cast::<18, 16>(self.h[0].q.val().ip_id) + self.kconst.val();
             // H2: UDP length and IP total length
@@ -322,17 +340,22 @@ impl Logic for TxPacketBuild {
                 + bit_cast::<17, 3>(self.t.q.val().get_bits::<3>(16));
         }
         // ---- frame former ----
+        // (PadCnt in its own 2-bit signal: `bit_cast` of a subtraction would subtract at the wider width in Verilog)
+        self.len5.next = self.h[5].q.val().pay_len;
+        self.pad5.next = self.k0_2.val() - self.len5.val().get_bits::<2>(0);
         self.total.next = self.k54.val()
             + (bit_cast::<14, 3>(self.h[5].q.val().ext_words) << 2)
             + bit_cast::<14, 13>(self.h[5].q.val().pay_len)
-            + bit_cast::<14, 2>(self.k0_2.val() - self.h[5].q.val().pay_len.get_bits::<2>(0));
+            + bit_cast::<14, 2>(self.pad5.val());
+        self.total63.next = self.total.val() + self.k63.val();
+        self.pay63.next = bit_cast::<14, 13>(self.h[5].q.val().pay_len) + self.k63.val();
         self.hdr_map.x.next = self.cur.q.val().into();
         self.pay_mask.keep.next = self.pay.tkeep.val();
         // output beat j takes payload beat j - q (q = 1 when the header fills beat 0)
         self.need_pay.next = self.active.q.val()
             & ((self.beat.q.val() != self.k0_7.val()) | !self.hq.q.val())
             & (self.pidx.q.val() < self.pbeats.q.val());
-        self.cur_pay.next = 0.into();
+        self.cur_pay.next = self.k0_512.val();
         if self.need_pay.val() {
             self.cur_pay.next = self.pay.tdata.val() & self.pay_mask.mask.val();
         }
@@ -348,8 +371,8 @@ impl Logic for TxPacketBuild {
             _ => self.shifted.next = (self.prev.q.val() >> 368) | (self.cur_pay.val() << 144),
         }
         // header bytes over the payload in beats 0 and 1
-        self.hdr_beat.next = 0.into();
-        self.hdr_sel.next = 0.into();
+        self.hdr_beat.next = self.k0_512.val();
+        self.hdr_sel.next = self.k0_512.val();
         if self.beat.q.val() == self.k0_7.val() {
             self.hdr_beat.next = self.hdr_map.y.val().get_bits::<512>(0);
             self.hdr_sel.next = self.hmask0.q.val();
@@ -389,14 +412,12 @@ impl Logic for TxPacketBuild {
             self.cur.d.next = self.h[5].q.val();
             self.cur.d.next.ip_csum =
                 !(self.f1.q.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.f1.q.val().get_bits::<1>(16)));
-            self.beat.d.next = 0.into();
-            self.pidx.d.next = 0.into();
-            self.prev.d.next = 0.into();
+            self.beat.d.next = self.k0_7.val();
+            self.pidx.d.next = self.k0_7.val();
+            self.prev.d.next = self.k0_512.val();
             self.hq.d.next = self.h[5].q.val().ext_words >= self.k3_3.val();
-            self.nbeats.d.next = (self.total.val() + self.k63.val()).get_bits::<7>(6);
-            self.pbeats.d.next = bit_cast::<7, 14>(
-                (bit_cast::<14, 13>(self.h[5].q.val().pay_len) + self.k63.val()) >> 6,
-            );
+            self.nbeats.d.next = self.total63.val().get_bits::<7>(6);
+            self.pbeats.d.next = self.pay63.val().get_bits::<7>(6);
             self.last_keep.d.next = self.kfull.val();
             if self.total.val().get_bits::<6>(0) != self.k0_6.val() {
                 self.last_keep.d.next = self.kfull.val() >> (self.k64_7.val() - bit_cast::<7, 6>(self.total.val().get_bits::<6>(0)));
@@ -457,41 +478,10 @@ mod tests {
     use crate::axis::{beat_of, BEAT_BYTES};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
-    use testbench::wire::headers::*;
-    use testbench::wire::opcode::*;
-    use testbench::wire::{MacAddr, RoceFrame, RocePacket};
+    use testbench::wire::RoceFrame;
 
-    /// Frames of every extension-header length the RC requester and responder send.
     pub(crate) fn sample_frames(rng: &mut SmallRng, lens: &[usize]) -> Vec<RoceFrame> {
-        let mut out = Vec::new();
-        for (i, &len) in lens.iter().enumerate() {
-            let (op, ext, pay): (u8, Vec<ExtHeader>, usize) = match i % 7 {
-                0 => (RC_SEND_ONLY, vec![], len),
-                1 => (RC_RDMA_WRITE_ONLY, vec![ExtHeader::Reth(Reth { va: rng.gen(), rkey: rng.gen(), dma_len: len as u32 })], len),
-                2 => (RC_RDMA_READ_REQUEST, vec![ExtHeader::Reth(Reth { va: rng.gen(), rkey: rng.gen(), dma_len: rng.gen() })], 0),
-                3 => (RC_ACKNOWLEDGE, vec![ExtHeader::Aeth(Aeth::ack(0x1F, rng.gen::<u32>() & 0xFF_FFFF))], 0),
-                4 => (RC_FETCH_ADD, vec![ExtHeader::AtomicEth(AtomicEth { va: rng.gen(), rkey: rng.gen(), swap_add: rng.gen(), compare: rng.gen() })], 0),
-                5 => (RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, vec![ExtHeader::Reth(Reth { va: rng.gen(), rkey: rng.gen(), dma_len: len as u32 }), ExtHeader::ImmDt(ImmDt { imm: rng.gen() })], len),
-                _ => (RC_ATOMIC_ACKNOWLEDGE, vec![ExtHeader::Aeth(Aeth::ack(0x1F, rng.gen::<u32>() & 0xFF_FFFF)), ExtHeader::AtomicAckEth(AtomicAckEth { orig: rng.gen() })], 0),
-            };
-            let mut bth = Bth::new(op, rng.gen::<u32>() & 0xFF_FFFF, rng.gen::<u32>() & 0xFF_FFFF);
-            bth.se = rng.gen();
-            bth.ack_req = rng.gen();
-            let payload: Vec<u8> = (0..pay).map(|_| rng.gen()).collect();
-            let mut f = RoceFrame::ipv4(
-                MacAddr(rng.gen()),
-                MacAddr(rng.gen()),
-                rng.gen::<u32>().into(),
-                rng.gen::<u32>().into(),
-                0xC000 | rng.gen::<u16>(),
-                RocePacket::new(bth, ext, payload),
-            );
-            if let testbench::wire::IpHeader::V4(h) = &mut f.ip {
-                h.id = rng.gen();
-            }
-            out.push(f);
-        }
-        out
+        testbench::wire::samples::rc_frames(&mut || rng.gen(), lens)
     }
 
     /// Direct drive: descriptors back to back, payload with random gaps, output with random backpressure.

@@ -18,6 +18,7 @@ pub mod frame;
 pub mod headers;
 pub mod opcode;
 pub mod packet;
+pub mod samples;
 
 pub use error::WireError;
 pub use frame::{

@@ -1,0 +1,58 @@
+//! Sample frames for tests of the blocks that build or parse frames: one of each extension-header shape the
+//! RC requester and responder send, with random field values from the caller's random source.
+
+use super::headers::*;
+use super::opcode::*;
+use super::{IpHeader, MacAddr, RoceFrame, RocePacket};
+
+/// An RC frame (IPv4, rxe defaults, random addresses, IP ID and BTH fields) for each entry of `lens`; entry i
+/// takes shape i mod 7: SEND_ONLY, WRITE_ONLY (RETH), READ_REQUEST (RETH, no payload), ACKNOWLEDGE (AETH),
+/// FETCH_ADD (AtomicETH), WRITE_ONLY_WITH_IMMEDIATE (RETH + ImmDt), ATOMIC_ACKNOWLEDGE (AETH + AtomicAckETH).
+/// Shapes with a payload carry `lens[i]` random bytes.
+pub fn rc_frames(rng: &mut dyn FnMut() -> u64, lens: &[usize]) -> Vec<RoceFrame> {
+    let mut r32 = || rng() as u32;
+    let mut out = Vec::new();
+    for (i, &len) in lens.iter().enumerate() {
+        let mut reth = |dma_len: u32, r: &mut dyn FnMut() -> u32| {
+            ExtHeader::Reth(Reth { va: (r() as u64) << 32 | r() as u64, rkey: r(), dma_len })
+        };
+        let u64r = |r: &mut dyn FnMut() -> u32| (r() as u64) << 32 | r() as u64;
+        let (op, ext, pay): (u8, Vec<ExtHeader>, usize) = match i % 7 {
+            0 => (RC_SEND_ONLY, vec![], len),
+            1 => (RC_RDMA_WRITE_ONLY, vec![reth(len as u32, &mut r32)], len),
+            2 => {
+                let l = r32();
+                (RC_RDMA_READ_REQUEST, vec![reth(l, &mut r32)], 0)
+            }
+            3 => (RC_ACKNOWLEDGE, vec![ExtHeader::Aeth(Aeth::ack(AETH_ACK_UNLIMITED, r32() & 0xFF_FFFF))], 0),
+            4 => {
+                let e = AtomicEth { va: u64r(&mut r32), rkey: r32(), swap_add: u64r(&mut r32), compare: u64r(&mut r32) };
+                (RC_FETCH_ADD, vec![ExtHeader::AtomicEth(e)], 0)
+            }
+            5 => {
+                let rt = reth(len as u32, &mut r32);
+                (RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, vec![rt, ExtHeader::ImmDt(ImmDt { imm: r32() })], len)
+            }
+            _ => {
+                let a = Aeth::ack(AETH_ACK_UNLIMITED, r32() & 0xFF_FFFF);
+                (RC_ATOMIC_ACKNOWLEDGE, vec![ExtHeader::Aeth(a), ExtHeader::AtomicAckEth(AtomicAckEth { orig: u64r(&mut r32) })], 0)
+            }
+        };
+        let mut bth = Bth::new(op, r32() & 0xFF_FFFF, r32() & 0xFF_FFFF);
+        bth.se = r32() & 1 == 1;
+        bth.ack_req = r32() & 1 == 1;
+        let payload: Vec<u8> = (0..pay).map(|_| r32() as u8).collect();
+        let mac = |r: &mut dyn FnMut() -> u32| {
+            let (a, b) = (r(), r());
+            MacAddr([a as u8, (a >> 8) as u8, (a >> 16) as u8, (a >> 24) as u8, b as u8, (b >> 8) as u8])
+        };
+        let (m1, m2) = (mac(&mut r32), mac(&mut r32));
+        let (ip1, ip2, sport) = (r32(), r32(), 0xC000 | r32() as u16);
+        let mut f = RoceFrame::ipv4(m1, m2, ip1.into(), ip2.into(), sport, RocePacket::new(bth, ext, payload));
+        if let IpHeader::V4(h) = &mut f.ip {
+            h.id = r32() as u16;
+        }
+        out.push(f);
+    }
+    out
+}
