@@ -1,1 +1,1028 @@
-//! ibv_rc_pingpong peer (in progress).
+//! An `ibv_rc_pingpong` peer on our side of the rxe link: the golden model ([`testbench::model::Device`])
+//! speaks rdma-core's `libibverbs/examples/rc_pingpong.c` protocol to the stock tool in the VM, in either role.
+//!
+//! The protocol, as rc_pingpong does it:
+//! * both sides create a PD, one buffer of `size` bytes (an MR with LOCAL_WRITE), one CQ for sends and
+//!   receives, an RC QP (INIT with access flags 0) and post `rx_depth` receives of `size` bytes (wr_id 1);
+//! * the out-of-band exchange on TCP 18515: the client connects and writes its 52-byte record
+//!   `"%04x:%06x:%06x:%s\0"` (LID:QPN:PSN:GID, the GID as its 16 bytes in hex); the server reads it, moves its
+//!   QP to RTR/RTS, writes its own record; the client reads it and writes `"done\0"` (5 bytes), then moves
+//!   its QP to RTR/RTS (path MTU `-m`, `max_dest_rd_atomic` 1, `min_rnr_timer` 12, timeout 14, `retry_cnt`
+//!   7, `rnr_retry` 7, `max_rd_atomic` 1);
+//! * the client posts the first SEND (wr_id 2, signaled); from then on, each side posts its next SEND once both
+//!   its previous SEND and a RECV have completed (the server: once a RECV has completed), until `iters`
+//!   SENDs and `iters` RECVs completed; receives are topped up to `rx_depth` when at most one is left.
+//!
+//! [`run_pingpong`] boots the VM with `sim/vm/scripts/pingpong-vm.sh` (the tool in the opposite role), runs
+//! our side in the calling thread against the model shared with the bridge thread ([`SharedDevice`]), then
+//! collects the tool's output, rxe's `hw_counters`, the bridge statistics and a check of the pcap (golden
+//! decoder, retransmitted PSNs). [`PingpongReport::check`] says whether the run is a clean pass.
+//!
+//! The options map to `rnic rxe --endpoint model --tool ibv_rc_pingpong --role server|client --mtu N --size N
+//! --iters N --drop P --pcap FILE`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, ensure, Context, Result};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use testbench::model::{
+    AccessFlags, AddressVector, Counters, Cq, DeviceConfig, DropReason, QpAttr, QpCap, QpInitAttr,
+    QpState, QpType, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
+};
+use testbench::wire::{parse_ethernet, Frame};
+
+use super::model_ep::SharedDevice;
+use super::{
+    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage,
+};
+
+/// rc_pingpong's default TCP port.
+pub const PINGPONG_PORT: u16 = 18515;
+/// Length of the exchanged record: `sizeof "0000:000000:000000:00000000000000000000000000000000"`.
+pub const RECORD_LEN: usize = 52;
+const RECV_WRID: u64 = 1;
+const SEND_WRID: u64 = 2;
+/// The VM's script.
+const VM_SCRIPT: &str = include_str!("../../vm/scripts/pingpong-vm.sh");
+
+/// Which end of rc_pingpong OUR side plays (the VM plays the other one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// We listen on TCP 18515; the VM's tool connects to us as client (`ibv_rc_pingpong ... 10.0.0.2`).
+    Server,
+    /// The VM runs the tool as server; we connect to it.
+    Client,
+}
+
+impl std::str::FromStr for Role {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "server" => Ok(Role::Server),
+            "client" => Ok(Role::Client),
+            _ => bail!("role must be server or client, not {s:?}"),
+        }
+    }
+}
+
+/// Options of one run.
+#[derive(Clone, Debug)]
+pub struct PingpongOpts {
+    /// Our role.
+    pub role: Role,
+    /// Path MTU (`-m`): 256, 512, 1024, 2048 or 4096.
+    pub mtu: u32,
+    /// Message size (`-s`).
+    pub size: u32,
+    /// Number of exchanges (`-n`).
+    pub iters: u32,
+    /// Receives posted at a time (`-r`), both sides.
+    pub rx_depth: u32,
+    /// Bridge drop probability, each direction (`--drop`).
+    pub drop: f64,
+    /// Seed of the drops and of our PSN.
+    pub seed: u64,
+    /// pcap of the link; `None`: `<run dir>/link.pcap`.
+    pub pcap: Option<PathBuf>,
+    /// The whole run (VM boot included) is abandoned after this long.
+    pub timeout: Duration,
+    /// The VM's eth0 MTU; `None`: 1500 for a path MTU up to 1024, 9000 above (rxe's active MTU is the largest
+    /// IB MTU <= netdev MTU - 80).
+    pub vm_mtu: Option<u32>,
+    /// Scratch directory name under `sim/vm/work/run/`.
+    pub run_name: String,
+    /// The VM image; `None`: [`super::build_vm`].
+    pub image: Option<VmImage>,
+    /// TCP port of the exchange.
+    pub port: u16,
+}
+
+impl Default for PingpongOpts {
+    /// rc_pingpong's defaults (path MTU 1024, 4096-byte messages, 1000 iterations, rx depth 500), our side
+    /// server, no drops, 60 s.
+    fn default() -> Self {
+        PingpongOpts {
+            role: Role::Server,
+            mtu: 1024,
+            size: 4096,
+            iters: 1000,
+            rx_depth: 500,
+            drop: 0.0,
+            seed: 1,
+            pcap: None,
+            timeout: Duration::from_secs(60),
+            vm_mtu: None,
+            run_name: "pingpong".into(),
+            image: None,
+            port: PINGPONG_PORT,
+        }
+    }
+}
+
+impl PingpongOpts {
+    /// The VM's netdev MTU for this path MTU.
+    pub fn vm_netdev_mtu(&self) -> u32 {
+        self.vm_mtu
+            .unwrap_or(if self.mtu <= 1024 { 1500 } else { 9000 })
+    }
+}
+
+/// One side's record of the exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dest {
+    pub lid: u16,
+    pub qpn: u32,
+    pub psn: u32,
+    pub gid: [u8; 16],
+}
+
+impl Dest {
+    /// The 52-byte record, NUL-terminated, as rc_pingpong's `sprintf(msg, "%04x:%06x:%06x:%s", ...)`.
+    pub fn to_wire(&self) -> [u8; RECORD_LEN] {
+        let mut s = format!("{:04x}:{:06x}:{:06x}:", self.lid, self.qpn, self.psn);
+        for b in self.gid {
+            let _ = write!(s, "{b:02x}");
+        }
+        let mut out = [0u8; RECORD_LEN];
+        out[..s.len()].copy_from_slice(s.as_bytes());
+        out
+    }
+
+    /// Parse a record (`sscanf(msg, "%x:%x:%x:%s", ...)` + `wire_gid_to_gid`).
+    pub fn from_wire(b: &[u8]) -> Result<Dest> {
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        let s = std::str::from_utf8(&b[..end]).context("record is not ASCII")?;
+        let f: Vec<&str> = s.split(':').collect();
+        ensure!(f.len() == 4 && f[3].len() == 32, "bad record {s:?}");
+        let hex = |x: &str| u32::from_str_radix(x, 16).with_context(|| format!("bad record {s:?}"));
+        let mut gid = [0u8; 16];
+        for (i, g) in gid.iter_mut().enumerate() {
+            *g = u8::from_str_radix(&f[3][2 * i..2 * i + 2], 16)
+                .with_context(|| format!("bad GID in {s:?}"))?;
+        }
+        Ok(Dest {
+            lid: hex(f[0])? as u16,
+            qpn: hex(f[1])?,
+            psn: hex(f[2])?,
+            gid,
+        })
+    }
+
+    /// The GID as an IP address (IPv4 when v4-mapped).
+    pub fn ip(&self) -> IpAddr {
+        let v6 = Ipv6Addr::from(self.gid);
+        match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        }
+    }
+}
+
+/// What our side did.
+#[derive(Clone, Debug, Default)]
+pub struct OurResult {
+    pub local: Option<Dest>,
+    pub remote: Option<Dest>,
+    /// Successful SEND completions (rc_pingpong's `scnt`).
+    pub sends: u32,
+    /// Successful RECV completions (`rcnt`).
+    pub recvs: u32,
+    /// Bytes received in RECV completions.
+    pub bytes_received: u64,
+    /// `size * iters * 2`, as the tool reports it, once all iterations are done.
+    pub bytes: u64,
+    /// From the first SEND (or the exchange, for the server) to the last completion.
+    pub elapsed: Duration,
+    /// Why our side stopped early.
+    pub error: Option<String>,
+    /// rc_pingpong-style output lines.
+    pub lines: Vec<String>,
+}
+
+/// The pcap, checked.
+#[derive(Clone, Debug, Default)]
+pub struct PcapCheck {
+    pub path: PathBuf,
+    pub frames: usize,
+    pub roce_frames: usize,
+    /// Golden decoder result (`decode_pcap(..).ok()`).
+    pub decode_ok: bool,
+    /// The decoder's problems, one line each.
+    pub problems: Vec<String>,
+    pub opcode_counts: BTreeMap<String, usize>,
+    /// RoCE frames we sent (source 10.0.0.2) / the VM sent, as delivered (the pcap holds delivered frames).
+    pub roce_to_vm: u64,
+    pub roce_from_vm: u64,
+    /// Request packets whose (source, destination QPN, PSN) appeared earlier in the capture: retransmissions.
+    pub dup_requests_to_vm: u64,
+    pub dup_requests_from_vm: u64,
+}
+
+/// Everything about one run.
+#[derive(Debug)]
+pub struct PingpongReport {
+    pub opts: PingpongOpts,
+    /// The VM script's (= the tool's) exit status.
+    pub vm_rc: Option<i32>,
+    pub vm_timed_out: bool,
+    /// The tool's output (between the script's markers).
+    pub tool_output: String,
+    pub vm_log_path: PathBuf,
+    pub ours: OurResult,
+    /// rxe's `/sys/class/infiniband/rxe0/ports/1/hw_counters/*` after the run.
+    pub hw_counters: BTreeMap<String, u64>,
+    /// rxe kernel messages (`dmesg | grep -i -e rxe -e icrc`).
+    pub kmsgs: Vec<String>,
+    /// rxe's active MTU as ibv_devinfo reported it.
+    pub vm_active_mtu: Option<u32>,
+    pub bridge: BridgeStats,
+    pub bridge_error: Option<String>,
+    /// The model's counters.
+    pub model: Counters,
+    pub pcap: Option<PcapCheck>,
+    pub wall: Duration,
+}
+
+impl PingpongReport {
+    fn hw(&self, name: &str) -> u64 {
+        self.hw_counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// Every reason this run is not a clean pass (empty: pass).
+    ///
+    /// rxe 6.1 `hw_counters` and what they must be:
+    /// * `rcvd_pkts` counts what passed rxe's header checks **and the ICRC check** (`rxe_rcv`); rxe has no ICRC
+    ///   error counter, so without drops every RoCE frame we delivered must be counted: `rcvd_pkts` = RoCE
+    ///   frames to the VM in the pcap (a bad ICRC from us makes it smaller). With drops, a retransmission can
+    ///   reach a QP the tool already destroyed, so there it may only be smaller by what arrived after the end.
+    /// * `rcvd_seq_err` (rxe's requester got a PSN-sequence NAK from us) and `out_of_seq_request` (rxe's
+    ///   responder saw a PSN gap in our requests): a lost frame causes them, so they must be 0 without drops.
+    /// * `rcvd_rnr_err` / `send_rnr_err`: both sides keep `rx_depth` receives posted, so 0.
+    /// * `retry_exceeded_err`, `retry_rnr_exceeded_err`, `send_err`, `link_downed`: always 0.
+    /// * `duplicate_request` and `completer_retry_err` are NOT required to be 0: under TCG the VM can stall
+    ///   longer than the 67 ms ACK timeout (timeout 14), so either side may retransmit a packet that was not
+    ///   lost; that is timing, not an error on the wire.
+    pub fn problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        let o = &self.opts;
+        if self.vm_timed_out {
+            p.push("the VM timed out".into());
+        }
+        if self.vm_rc != Some(0) {
+            p.push(format!("ibv_rc_pingpong exited with {:?}", self.vm_rc));
+        }
+        if !self.tool_output.contains(&format!("{} iters in", o.iters)) {
+            p.push("ibv_rc_pingpong did not report its iterations".into());
+        }
+        if let Some(e) = &self.ours.error {
+            p.push(format!("our side: {e}"));
+        }
+        if self.ours.sends != o.iters || self.ours.recvs != o.iters {
+            p.push(format!(
+                "our side completed {} sends and {} receives of {}",
+                self.ours.sends, self.ours.recvs, o.iters
+            ));
+        }
+        if let Some(e) = &self.bridge_error {
+            p.push(format!("bridge: {e}"));
+        }
+        if self.hw_counters.is_empty() {
+            p.push("no rxe hw_counters in the VM log".into());
+        }
+        let lossless = o.drop == 0.0;
+        let mut must_be_zero = vec![
+            "rcvd_rnr_err",
+            "send_rnr_err",
+            "retry_exceeded_err",
+            "retry_rnr_exceeded_err",
+            "send_err",
+            "link_downed",
+        ];
+        if lossless {
+            must_be_zero.extend(["rcvd_seq_err", "out_of_seq_request"]);
+        }
+        for c in must_be_zero {
+            if self.hw(c) != 0 {
+                p.push(format!("rxe hw_counter {c} = {}", self.hw(c)));
+            }
+        }
+        if self
+            .kmsgs
+            .iter()
+            .any(|l| l.to_ascii_lowercase().contains("icrc"))
+        {
+            p.push(format!("rxe logged ICRC messages: {:?}", self.kmsgs));
+        }
+        // the model's view of the VM's frames
+        for r in [
+            DropReason::BadIcrc,
+            DropReason::Malformed,
+            DropReason::Truncated,
+        ] {
+            if self.model.drop_count(r) != 0 {
+                p.push(format!(
+                    "model dropped {} frames as {r:?}",
+                    self.model.drop_count(r)
+                ));
+            }
+        }
+        if lossless && self.model.drop_count(DropReason::OutOfSequence) != 0 {
+            p.push("model saw out-of-sequence requests without drops".into());
+        }
+        match &self.pcap {
+            None => p.push("no pcap".into()),
+            Some(c) => {
+                if !c.decode_ok {
+                    p.push(format!("pcap does not decode clean: {:?}", c.problems));
+                }
+                let rcvd = self.hw("rcvd_pkts");
+                if !self.hw_counters.is_empty() {
+                    if lossless && rcvd != c.roce_to_vm {
+                        p.push(format!(
+                            "rxe counted {rcvd} good packets but we delivered {} (bad ICRC or header?)",
+                            c.roce_to_vm
+                        ));
+                    }
+                    if rcvd > c.roce_to_vm {
+                        p.push(format!(
+                            "rxe counted {rcvd} packets, more than the {} we delivered",
+                            c.roce_to_vm
+                        ));
+                    }
+                }
+            }
+        }
+        p
+    }
+
+    /// `Ok` when [`PingpongReport::problems`] is empty.
+    pub fn check(&self) -> Result<()> {
+        let p = self.problems();
+        if p.is_empty() {
+            Ok(())
+        } else {
+            bail!(
+                "ibv_rc_pingpong run failed:\n  {}\n{}",
+                p.join("\n  "),
+                self.summary()
+            )
+        }
+    }
+
+    pub fn ok(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// A human-readable summary (the tool's output, ours, counters).
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let o = &self.opts;
+        let _ = writeln!(
+            s,
+            "ibv_rc_pingpong: our side {:?}, path MTU {} (VM netdev {}, rxe active {:?}), size {}, iters {}, drop {}",
+            o.role,
+            o.mtu,
+            o.vm_netdev_mtu(),
+            self.vm_active_mtu,
+            o.size,
+            o.iters,
+            o.drop
+        );
+        let _ = writeln!(
+            s,
+            "--- VM ibv_rc_pingpong (rc {:?}, timed out {}):",
+            self.vm_rc, self.vm_timed_out
+        );
+        for l in self.tool_output.lines() {
+            let _ = writeln!(s, "  {l}");
+        }
+        let _ = writeln!(s, "--- our side (golden model):");
+        for l in &self.ours.lines {
+            let _ = writeln!(s, "  {l}");
+        }
+        if let Some(e) = &self.ours.error {
+            let _ = writeln!(s, "  error: {e}");
+        }
+        let hw: Vec<String> = self
+            .hw_counters
+            .iter()
+            .filter(|(_, v)| **v != 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(s, "--- rxe hw_counters (nonzero): {}", hw.join(" "));
+        for k in &self.kmsgs {
+            let _ = writeln!(s, "  {k}");
+        }
+        let m = &self.model;
+        let _ = writeln!(
+            s,
+            "--- model: rx {} tx {} requests {} retransmitted {} timeouts {} acks sent {} naks sent {:?} rnr naks sent {} duplicates {} drops {:?}",
+            m.rx_frames,
+            m.tx_frames,
+            m.tx_request_packets,
+            m.tx_retransmitted_packets,
+            m.timeouts,
+            m.acks_sent,
+            m.naks_sent,
+            m.rnr_naks_sent,
+            m.duplicate_requests,
+            m.drops
+        );
+        let b = &self.bridge;
+        let _ = writeln!(
+            s,
+            "--- bridge: from VM {} ({} B), to VM {} ({} B), dropped from VM {}, dropped to VM {}",
+            b.from_vm, b.bytes_from_vm, b.to_vm, b.bytes_to_vm, b.dropped_from_vm, b.dropped_to_vm
+        );
+        if let Some(c) = &self.pcap {
+            let _ = writeln!(
+                s,
+                "--- pcap {}: {} frames, {} RoCE ({} to VM, {} from VM), decode {}, retransmitted requests: to VM {}, from VM {}",
+                c.path.display(),
+                c.frames,
+                c.roce_frames,
+                c.roce_to_vm,
+                c.roce_from_vm,
+                if c.decode_ok { "OK" } else { "FAIL" },
+                c.dup_requests_to_vm,
+                c.dup_requests_from_vm
+            );
+            let ops: Vec<String> = c
+                .opcode_counts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let _ = writeln!(s, "  opcodes: {}", ops.join(", "));
+            for p in &c.problems {
+                let _ = writeln!(s, "  problem: {p}");
+            }
+        }
+        let _ = write!(
+            s,
+            "--- wall {:.2} s, VM log {}",
+            self.wall.as_secs_f64(),
+            self.vm_log_path.display()
+        );
+        s
+    }
+}
+
+/// The rc_pingpong peer on the model.
+struct Peer {
+    dev: SharedDevice,
+    cq: Cq,
+    qpn: u32,
+    buf: u64,
+    lkey: u32,
+    size: u32,
+    rx_depth: u32,
+}
+
+impl Peer {
+    /// `pp_init_ctx` + `pp_post_recv(rx_depth)`.
+    fn new(dev: SharedDevice, o: &PingpongOpts) -> Result<Peer> {
+        let mut d = dev.lock();
+        let pd = d.alloc_pd();
+        let buf = d.alloc(o.size.max(1) as usize);
+        d.mem_mut().write(buf, &vec![0x7b; o.size as usize]).ok();
+        let mr = d
+            .reg_mr(pd, buf, u64::from(o.size), AccessFlags::LOCAL_WRITE)
+            .map_err(|e| anyhow!("reg_mr: {e}"))?;
+        let cq = d.create_cq(o.rx_depth + 1);
+        let qpn = d
+            .create_qp(
+                pd,
+                QpInitAttr {
+                    qp_type: QpType::Rc,
+                    send_cq: cq,
+                    recv_cq: cq,
+                    cap: QpCap {
+                        max_send_wr: 1,
+                        max_recv_wr: o.rx_depth,
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        ..QpCap::default()
+                    },
+                    sq_sig_all: false,
+                },
+            )
+            .map_err(|e| anyhow!("create_qp: {e}"))?;
+        d.modify_qp(
+            qpn,
+            &QpAttr {
+                qp_state: Some(QpState::Init),
+                qp_access_flags: Some(AccessFlags::NONE),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| anyhow!("modify_qp INIT: {e}"))?;
+        drop(d);
+        let p = Peer {
+            dev,
+            cq,
+            qpn,
+            buf,
+            lkey: mr.lkey,
+            size: o.size,
+            rx_depth: o.rx_depth,
+        };
+        let n = p.post_recv(o.rx_depth);
+        ensure!(n == o.rx_depth, "couldn't post receive ({n})");
+        Ok(p)
+    }
+
+    fn post_recv(&self, n: u32) -> u32 {
+        let mut d = self.dev.lock();
+        for i in 0..n {
+            let wr = RecvWr {
+                wr_id: RECV_WRID,
+                sg_list: vec![Sge {
+                    addr: self.buf,
+                    length: self.size,
+                    lkey: self.lkey,
+                }],
+            };
+            if d.post_recv(self.qpn, wr).is_err() {
+                return i;
+            }
+        }
+        n
+    }
+
+    fn post_send(&self) -> Result<()> {
+        let wr = SendWr::new(
+            SEND_WRID,
+            WrOpcode::Send,
+            vec![Sge {
+                addr: self.buf,
+                length: self.size,
+                lkey: self.lkey,
+            }],
+        );
+        self.dev
+            .lock()
+            .post_send(self.qpn, wr)
+            .map_err(|e| anyhow!("couldn't post send: {e}"))
+    }
+
+    /// `pp_connect_ctx`: RTR then RTS.
+    fn connect(
+        &self,
+        o: &PingpongOpts,
+        my_psn: u32,
+        rem: &Dest,
+        vm_mac: testbench::wire::MacAddr,
+    ) -> Result<()> {
+        let mut d = self.dev.lock();
+        // hop_limit 1 in rc_pingpong's ah_attr is replaced by the route's (64) for RoCEv2 (guide 1a):
+        // AddressVector::new's default.
+        let av = AddressVector::new(vm_mac, rem.ip());
+        d.modify_qp(
+            self.qpn,
+            &QpAttr {
+                qp_state: Some(QpState::Rtr),
+                path_mtu: Some(o.mtu),
+                dest_qp_num: Some(rem.qpn),
+                rq_psn: Some(rem.psn),
+                max_dest_rd_atomic: Some(1),
+                min_rnr_timer: Some(12),
+                av: Some(av),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| anyhow!("failed to modify QP to RTR: {e}"))?;
+        d.modify_qp(
+            self.qpn,
+            &QpAttr {
+                qp_state: Some(QpState::Rts),
+                timeout: Some(14),
+                retry_cnt: Some(7),
+                rnr_retry: Some(7),
+                sq_psn: Some(my_psn),
+                max_rd_atomic: Some(1),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| anyhow!("failed to modify QP to RTS: {e}"))
+    }
+
+    /// rc_pingpong's main loop (`parse_single_wc`).
+    fn run_loop(
+        &self,
+        client: bool,
+        iters: u32,
+        deadline: Instant,
+        res: &mut OurResult,
+    ) -> Result<()> {
+        let mut pending = RECV_WRID;
+        if client {
+            self.post_send()?;
+            pending |= SEND_WRID;
+        }
+        let mut routs = self.rx_depth;
+        let (mut scnt, mut rcnt) = (0u32, 0u32);
+        let out = (|| -> Result<()> {
+            while rcnt < iters || scnt < iters {
+                let wcs = self.dev.lock().poll_cq(self.cq, 2);
+                if wcs.is_empty() {
+                    if Instant::now() > deadline {
+                        bail!("timed out after {scnt} sends and {rcnt} receives of {iters}");
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                    continue;
+                }
+                for wc in wcs {
+                    if wc.status != WcStatus::Success {
+                        bail!("failed status {:?} for wr_id {}", wc.status, wc.wr_id);
+                    }
+                    match wc.wr_id {
+                        SEND_WRID => {
+                            ensure!(
+                                wc.opcode == WcOpcode::Send,
+                                "send completion with opcode {:?}",
+                                wc.opcode
+                            );
+                            scnt += 1;
+                        }
+                        RECV_WRID => {
+                            ensure!(
+                                wc.opcode == WcOpcode::Recv,
+                                "recv completion with opcode {:?}",
+                                wc.opcode
+                            );
+                            routs -= 1;
+                            if routs <= 1 {
+                                routs += self.post_recv(self.rx_depth - routs);
+                                ensure!(routs >= self.rx_depth, "couldn't post receive ({routs})");
+                            }
+                            rcnt += 1;
+                            res.bytes_received += u64::from(wc.byte_len);
+                        }
+                        other => bail!("completion for unknown wr_id {other}"),
+                    }
+                    pending &= !wc.wr_id;
+                    if scnt < iters && pending == 0 {
+                        self.post_send()?;
+                        pending = RECV_WRID | SEND_WRID;
+                    }
+                }
+            }
+            Ok(())
+        })();
+        res.sends = scnt;
+        res.recvs = rcnt;
+        out
+    }
+}
+
+fn remaining(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1))
+}
+
+fn fmt_gid(g: &[u8; 16]) -> String {
+    Ipv6Addr::from(*g).to_string()
+}
+
+/// The addresses on the link.
+#[derive(Clone, Copy)]
+struct LinkAddrs {
+    vm_ip: Ipv4Addr,
+    vm_mac: testbench::wire::MacAddr,
+    our_ip: Ipv4Addr,
+}
+
+/// Our side of one run, in the calling thread: exchange, connect, iterate.
+fn our_side(
+    o: &PingpongOpts,
+    dev: SharedDevice,
+    listener: Option<super::TcpListener>,
+    mgmt: &super::Mgmt,
+    link: LinkAddrs,
+    deadline: Instant,
+    res: &mut OurResult,
+) -> Result<()> {
+    let LinkAddrs {
+        vm_ip,
+        vm_mac,
+        our_ip,
+    } = link;
+    let peer = Peer::new(dev, o)?;
+    let mut rng = SmallRng::seed_from_u64(o.seed ^ 0x7070_6e67);
+    let my = Dest {
+        lid: 0,
+        qpn: peer.qpn,
+        psn: rng.gen::<u32>() & 0xFF_FFFF,
+        gid: our_ip.to_ipv6_mapped().octets(),
+    };
+    res.local = Some(my);
+    res.lines.push(format!(
+        "local address:  LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+        my.lid,
+        my.qpn,
+        my.psn,
+        fmt_gid(&my.gid)
+    ));
+    let t = || remaining(deadline);
+    let rem = match o.role {
+        Role::Server => {
+            // pp_server_exch_dest
+            let conn: TcpConn = listener
+                .expect("listener")
+                .accept(t())
+                .context("waiting for the VM's ibv_rc_pingpong to connect")?;
+            let msg = conn.recv_exact(RECORD_LEN, t()).context("server read")?;
+            let rem = Dest::from_wire(&msg)?;
+            res.remote = Some(rem);
+            peer.connect(o, my.psn, &rem, vm_mac)?;
+            conn.send_all(&my.to_wire(), t()).context("server write")?;
+            let done = conn.recv_exact(5, t()).context("reading \"done\"")?;
+            ensure!(done == b"done\0", "expected \"done\\0\", got {done:?}");
+            conn.close();
+            rem
+        }
+        Role::Client => {
+            // pp_client_exch_dest
+            let conn = mgmt
+                .connect(vm_ip, o.port, t())
+                .context("connecting to the VM's ibv_rc_pingpong server")?;
+            conn.send_all(&my.to_wire(), t()).context("client write")?;
+            let msg = conn.recv_exact(RECORD_LEN, t()).context("client read")?;
+            conn.send_all(b"done\0", t()).context("client write done")?;
+            conn.close();
+            let rem = Dest::from_wire(&msg)?;
+            res.remote = Some(rem);
+            rem
+        }
+    };
+    res.lines.push(format!(
+        "remote address: LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
+        rem.lid,
+        rem.qpn,
+        rem.psn,
+        fmt_gid(&rem.gid)
+    ));
+    ensure!(
+        rem.ip() == IpAddr::V4(vm_ip),
+        "the VM's GID {} is not its address {vm_ip} (is -g the IPv4-mapped GID?)",
+        fmt_gid(&rem.gid)
+    );
+    if o.role == Role::Client {
+        peer.connect(o, my.psn, &rem, vm_mac)?;
+    }
+    let start = Instant::now();
+    let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, res);
+    res.elapsed = start.elapsed();
+    r?;
+    let bytes = u64::from(o.size) * u64::from(o.iters) * 2;
+    res.bytes = bytes;
+    let usec = res.elapsed.as_secs_f64() * 1e6;
+    res.lines.push(format!(
+        "{bytes} bytes in {:.2} seconds = {:.2} Mbit/sec",
+        usec / 1e6,
+        bytes as f64 * 8.0 / usec
+    ));
+    res.lines.push(format!(
+        "{} iters in {:.2} seconds = {:.2} usec/iter",
+        o.iters,
+        usec / 1e6,
+        usec / f64::from(o.iters.max(1))
+    ));
+    Ok(())
+}
+
+/// Parse the VM log: tool output, exit status, hw_counters, kernel messages, active MTU.
+fn parse_vm_log(log: &str) -> (String, BTreeMap<String, u64>, Vec<String>, Option<u32>) {
+    let mut tool = String::new();
+    let mut inside = false;
+    let mut hw = BTreeMap::new();
+    let mut kmsgs = Vec::new();
+    let mut active = None;
+    for l in log.lines() {
+        if l.contains("=== PINGPONG_BEGIN") {
+            inside = true;
+            continue;
+        }
+        if l.contains("=== PINGPONG_END") {
+            inside = false;
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("hw_counter ") {
+            let mut it = rest.split_whitespace();
+            if let (Some(k), Some(v)) = (it.next(), it.next()) {
+                if let Ok(v) = v.parse() {
+                    hw.insert(k.to_string(), v);
+                }
+            }
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("kmsg ") {
+            kmsgs.push(rest.to_string());
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("active_mtu ") {
+            active = rest.split_whitespace().next().and_then(|v| v.parse().ok());
+            continue;
+        }
+        if inside {
+            tool.push_str(l);
+            tool.push('\n');
+        }
+    }
+    (tool, hw, kmsgs, active)
+}
+
+/// Read the pcap: golden decode plus our own counts (RoCE frames per direction, repeated request PSNs).
+pub fn check_pcap(path: &std::path::Path, our_ip: Ipv4Addr) -> Result<PcapCheck> {
+    let rep = testbench::decode::decode_pcap(path)
+        .map_err(|e| anyhow!("decoding {}: {e}", path.display()))?;
+    let mut c = PcapCheck {
+        path: path.to_path_buf(),
+        frames: rep.frames,
+        roce_frames: rep.roce_frames,
+        decode_ok: rep.ok(),
+        problems: rep
+            .problems
+            .iter()
+            .map(|p| format!("frame {}: {}: {}", p.frame, p.problem, p.detail))
+            .collect(),
+        opcode_counts: rep.opcode_counts.clone(),
+        ..Default::default()
+    };
+    let f = std::fs::File::open(path)?;
+    let mut r = pcap_file::pcap::PcapReader::new(f)?;
+    let mut seen: HashMap<(IpAddr, u32, u32), u32> = HashMap::new();
+    while let Some(pkt) = r.next_packet() {
+        let pkt = pkt?;
+        let Ok(Frame::Roce(rf)) = parse_ethernet(&pkt.data) else {
+            continue;
+        };
+        let ours = rf.ip.src() == IpAddr::V4(our_ip);
+        if ours {
+            c.roce_to_vm += 1;
+        } else {
+            c.roce_from_vm += 1;
+        }
+        if rf.packet.opcode().is_some_and(|op| op.info().is_request()) {
+            let b = &rf.packet.bth;
+            let n = seen.entry((rf.ip.src(), b.dest_qpn, b.psn)).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                if ours {
+                    c.dup_requests_to_vm += 1;
+                } else {
+                    c.dup_requests_from_vm += 1;
+                }
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Boot the VM running `ibv_rc_pingpong` in the role opposite to `o.role`, play our role on the golden model,
+/// and report. Errors only when the run could not be set up (no VM image, socket); a failed run is an `Ok`
+/// report whose [`PingpongReport::check`] fails.
+pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
+    ensure!(
+        [256, 512, 1024, 2048, 4096].contains(&o.mtu),
+        "path MTU must be 256, 512, 1024, 2048 or 4096"
+    );
+    ensure!(
+        o.iters >= 1 && o.size >= 1 && o.rx_depth >= 2,
+        "iters, size >= 1 and rx depth >= 2"
+    );
+    ensure!((0.0..1.0).contains(&o.drop), "drop must be in [0, 1)");
+    let t0 = Instant::now();
+    let deadline = t0 + o.timeout;
+    let image = match &o.image {
+        Some(i) => i.clone(),
+        None => super::build_vm()?,
+    };
+    let dir = super::run_dir(&o.run_name);
+    std::fs::create_dir_all(&dir)?;
+    let pcap = o.pcap.clone().unwrap_or_else(|| dir.join("link.pcap"));
+    let vm_mtu = o.vm_netdev_mtu();
+
+    let mut cfg = VmConfig::new("vm", image, super::temp_socket_path("pingpong"), &dir);
+    cfg.mtu = vm_mtu;
+    cfg.timeout = o.timeout;
+    let host_cfg = HostConfig {
+        mtu: vm_mtu as usize,
+        ..HostConfig::default()
+    };
+    let (vm_ip, vm_mac, our_ip) = (cfg.ip, cfg.mac, host_cfg.ip);
+    // the tool gets the time left after a generous boot allowance, so the counters still get printed
+    let tool_timeout = o
+        .timeout
+        .saturating_sub(Duration::from_secs(12))
+        .as_secs()
+        .max(5);
+    let (mode, peer) = match o.role {
+        Role::Server => ("client", our_ip.to_string()),
+        Role::Client => ("server", String::new()),
+    };
+    cfg.script = Some(format!(
+        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_GID=1\nPP_TIMEOUT={tool_timeout}\n{VM_SCRIPT}",
+        o.port, o.mtu, o.size, o.iters, o.rx_depth
+    ));
+
+    let dev = SharedDevice::new(DeviceConfig {
+        mac: host_cfg.mac,
+        ip: IpAddr::V4(our_ip),
+        seed: o.seed,
+        first_qpn: 0x11,
+        active_mtu: o.mtu.max(256),
+    });
+    let host = HostStack::new(host_cfg).with_roce(dev.endpoint());
+    let mgmt = host.mgmt();
+    let listener = match o.role {
+        Role::Server => Some(mgmt.listen(o.port)?),
+        Role::Client => None,
+    };
+    let bcfg = BridgeConfig {
+        pcap: Some(pcap.clone()),
+        drop_from_vm: o.drop,
+        drop_to_vm: o.drop,
+        seed: o.seed,
+        ..Default::default()
+    };
+    let session = Session::start(&cfg, bcfg, host)?;
+
+    let mut ours = OurResult::default();
+    if let Err(e) = our_side(
+        o,
+        dev.clone(),
+        listener,
+        &mgmt,
+        LinkAddrs {
+            vm_ip,
+            vm_mac,
+            our_ip,
+        },
+        deadline,
+        &mut ours,
+    ) {
+        ours.error = Some(format!("{e:#}"));
+    }
+    let (out, report) = session.finish()?;
+    let (tool_output, hw_counters, kmsgs, vm_active_mtu) = parse_vm_log(&out.log);
+    let model = dev.lock().counters().clone();
+    let pcap_check = check_pcap(&pcap, our_ip).ok();
+    Ok(PingpongReport {
+        opts: o.clone(),
+        vm_rc: out.script_rc,
+        vm_timed_out: out.timed_out,
+        tool_output,
+        vm_log_path: out.log_path.clone(),
+        ours,
+        hw_counters,
+        kmsgs,
+        vm_active_mtu,
+        bridge: report.stats,
+        bridge_error: report.error.map(|e| format!("{e:#}")),
+        model,
+        pcap: pcap_check,
+        wall: t0.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_round_trip() {
+        let d = Dest {
+            lid: 0,
+            qpn: 0x11,
+            psn: 0xabcdef,
+            gid: Ipv4Addr::new(10, 0, 0, 2).to_ipv6_mapped().octets(),
+        };
+        let w = d.to_wire();
+        assert_eq!(
+            &w[..51],
+            b"0000:000011:abcdef:00000000000000000000ffff0a000002"
+        );
+        assert_eq!(w[51], 0);
+        assert_eq!(Dest::from_wire(&w).unwrap(), d);
+        assert_eq!(d.ip(), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)));
+    }
+
+    #[test]
+    fn parses_vm_log() {
+        let log = "x\n=== PINGPONG_BEGIN mode=client ===\nactive_mtu 1024\n  local address: ...\n100 iters in 1.00 seconds = 10000.00 usec/iter\n=== PINGPONG_END rc=0 ===\nhw_counter rcvd_pkts 812\nhw_counter rcvd_seq_err 0\nkmsg [ 1.0] rdma_rxe: loaded\n";
+        let (tool, hw, k, mtu) = parse_vm_log(log);
+        assert!(tool.contains("100 iters in"));
+        assert!(!tool.contains("active_mtu"));
+        assert_eq!(hw.get("rcvd_pkts"), Some(&812));
+        assert_eq!(hw.len(), 2);
+        assert_eq!(k.len(), 1);
+        assert_eq!(mtu, Some(1024));
+    }
+}
