@@ -70,6 +70,8 @@ pub struct Fifo<T: Synth, const AW: usize, const AW1: usize> {
     pub dout: Signal<Out, T>,
     pub pop: Signal<In, Bit>,
     pub empty: Signal<Out, Bit>,
+    /// Entries held.
+    pub count: Signal<Out, Bits<AW1>>,
     ram: DistRam<T, AW>,
     wptr: DFF<Bits<AW1>>,
     rptr: DFF<Bits<AW1>>,
@@ -88,6 +90,7 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for Fifo<T, AW, AW1> {
             dout: Default::default(),
             pop: Default::default(),
             empty: Default::default(),
+            count: Default::default(),
             ram: Default::default(),
             wptr: Default::default(),
             rptr: Default::default(),
@@ -103,6 +106,7 @@ impl<T: Synth, const AW: usize, const AW1: usize> Logic for Fifo<T, AW, AW1> {
         dff_setup!(self, clock, wptr, rptr);
         clock!(self, clock, ram);
         self.empty.next = self.wptr.q.val() == self.rptr.q.val();
+        self.count.next = self.wptr.q.val() - self.rptr.q.val();
         // full: same slot, other lap (the pointers differ in the wrap bit only)
         self.full.next = (self.wptr.q.val() ^ self.rptr.q.val()) == self.wrap.val();
         self.ram.waddr.next = self.wptr.q.val().get_bits::<AW>(0);
@@ -143,6 +147,7 @@ mod tests {
             assert!(simulate(&mut f, 20));
             assert_eq!(f.empty.val(), q.is_empty(), "cycle {cycle}");
             assert_eq!(f.full.val(), q.len() == 8, "cycle {cycle}");
+            assert_eq!(f.count.val().to_u64(), q.len() as u64, "cycle {cycle}");
             if !q.is_empty() {
                 assert_eq!(f.dout.val().to_u64(), *q.front().unwrap(), "cycle {cycle}");
             }

@@ -4,6 +4,8 @@ pub mod bytemap;
 pub mod fifo;
 pub mod gf2;
 pub mod icrc;
+pub mod lut;
+pub mod rx_parse;
 pub mod tx_build;
 pub mod tx_icrc;
 

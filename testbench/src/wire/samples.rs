@@ -13,7 +13,7 @@ pub fn rc_frames(rng: &mut dyn FnMut() -> u64, lens: &[usize]) -> Vec<RoceFrame>
     let mut r32 = || rng() as u32;
     let mut out = Vec::new();
     for (i, &len) in lens.iter().enumerate() {
-        let mut reth = |dma_len: u32, r: &mut dyn FnMut() -> u32| {
+        let reth = |dma_len: u32, r: &mut dyn FnMut() -> u32| {
             ExtHeader::Reth(Reth { va: (r() as u64) << 32 | r() as u64, rkey: r(), dma_len })
         };
         let u64r = |r: &mut dyn FnMut() -> u32| (r() as u64) << 32 | r() as u64;

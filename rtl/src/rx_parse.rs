@@ -1,0 +1,773 @@
+//! RX Parse: frames from the MAC in; for each good RoCEv2 frame its headers ([`RxHeader`]) and its payload
+//! (realigned to byte 0) out; every other frame dropped and counted by reason ([`DropReason`]).
+//!
+//! - Never back-pressures the MAC (`s_axis.tready` is always high, as a CMAC RX has no ready): a frame that
+//!   would not fit is dropped whole at its first beat and counted as `Overflow`.
+//! - Headers are picked out of beats 0 and 1 by two [`ByteMap`]s whose tables come from the golden layout
+//!   (Ethernet, IPv4 without options, UDP, BTH, up to 44 bytes of extension headers). The opcode's extension
+//!   length comes from the golden opcode table ([`Lut8`]).
+//! - The payload is realigned as it arrives: payload beat k is {frame beat q+k, frame beat q+k+1} shifted
+//!   down by H mod 64 bytes, H = 54 + 4·ext_words (12 possible shifts, a mux, no barrel shifter), and
+//!   written to a payload FIFO (2 maximum frames).
+//! - The ICRC is checked without locating it: the engine runs over the datagram *with* its received ICRC
+//!   (tkeep trimmed at 14 + IP total length, which also drops Ethernet padding) and a good frame leaves the
+//!   CRC-32 residue 0x2144DF1C. Until its verdict a frame's payload waits in the FIFO; a bad frame's payload
+//!   is discarded there, so nothing downstream ever sees a byte of it.
+//!
+//! Checks, in rxe's order where rxe has them: not IPv4 (IPv6 and VLAN are not parsed yet), not UDP/4791 or
+//! fragmented, destination IP not ours, inconsistent IP/UDP/RoCE lengths, opcode outside the RC table, TVer
+//! not 0, bad ICRC. QP-level checks (QP exists, state, P_Key, address) belong to QP Context.
+
+use crate::axis::{AxisSink, AxisSource};
+use crate::bytemap::{ByteMap, ByteSrc};
+use crate::fifo::Fifo;
+use crate::icrc::IcrcEngine;
+use crate::lut::Lut8;
+use rust_hdl::prelude::*;
+use testbench::wire::frame::{ETHERTYPE_IPV4, ETH_HEADER_LEN, IPV4_HEADER_LEN, IP_PROTO_UDP, ROCE_V2_UDP_DPORT};
+use testbench::wire::headers::BTH_LEN;
+use testbench::wire::opcode::{Transport, OPCODE_TABLE};
+
+/// Longest extension-header run RX Parse accepts (masked compare-and-swap).
+pub const RX_MAX_EXT: usize = 44;
+/// The CRC-32 residue of a message followed by its own CRC (least significant byte first).
+pub const CRC32_RESIDUE: u32 = 0x2144_DF1C;
+
+/// The wire fields of a received packet (numbers, as in [`crate::tx_build::TxHeader`]; `ext` raw, byte 0 in
+/// bits 7:0).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct RxHeader {
+    pub dst_mac: Bits<48>,
+    pub src_mac: Bits<48>,
+    pub ethertype: Bits<16>,
+    pub ip_vihl: Bits<8>,
+    pub ip_total: Bits<16>,
+    pub ip_frag: Bits<16>,
+    pub ip_proto: Bits<8>,
+    pub src_ip: Bits<32>,
+    pub dst_ip: Bits<32>,
+    pub udp_sport: Bits<16>,
+    pub udp_dport: Bits<16>,
+    pub udp_len: Bits<16>,
+    pub opcode: Bits<8>,
+    /// SE, MigReq, PadCnt, TVer.
+    pub bth1: Bits<8>,
+    pub pkey: Bits<16>,
+    pub dest_qpn: Bits<24>,
+    /// AckReq and reserved.
+    pub bth8: Bits<8>,
+    pub psn: Bits<24>,
+    pub ext: Bits<352>,
+}
+
+/// Bits of a packed [`RxHeader`].
+pub const RXH_BITS: usize = <RxHeader as Synth>::BITS;
+
+impl From<Bits<RXH_BITS>> for RxHeader {
+    /// Unpack (the inverse of the derived packing; used where a byte map produces the packed form).
+    fn from(b: Bits<RXH_BITS>) -> Self {
+        let z = RxHeader::default();
+        macro_rules! f {
+            ($($name:ident : $w:literal),*) => {
+                paste_fields!(z, b, $($name : $w),*)
+            };
+        }
+        f!(dst_mac: 48, src_mac: 48, ethertype: 16, ip_vihl: 8, ip_total: 16, ip_frag: 16, ip_proto: 8, src_ip: 32,
+           dst_ip: 32, udp_sport: 16, udp_dport: 16, udp_len: 16, opcode: 8, bth1: 8, pkey: 16, dest_qpn: 24,
+           bth8: 8, psn: 24, ext: 352)
+    }
+}
+
+macro_rules! paste_fields {
+    ($z:ident, $b:ident, $($name:ident : $w:literal),*) => {
+        RxHeader { $($name: $b.get_bits::<$w>(paste_offset!($z, $name))),* }
+    };
+}
+use paste_fields;
+
+macro_rules! paste_offset {
+    ($z:ident, dst_mac) => { $z.get_my_offset_dst_mac() };
+    ($z:ident, src_mac) => { $z.get_my_offset_src_mac() };
+    ($z:ident, ethertype) => { $z.get_my_offset_ethertype() };
+    ($z:ident, ip_vihl) => { $z.get_my_offset_ip_vihl() };
+    ($z:ident, ip_total) => { $z.get_my_offset_ip_total() };
+    ($z:ident, ip_frag) => { $z.get_my_offset_ip_frag() };
+    ($z:ident, ip_proto) => { $z.get_my_offset_ip_proto() };
+    ($z:ident, src_ip) => { $z.get_my_offset_src_ip() };
+    ($z:ident, dst_ip) => { $z.get_my_offset_dst_ip() };
+    ($z:ident, udp_sport) => { $z.get_my_offset_udp_sport() };
+    ($z:ident, udp_dport) => { $z.get_my_offset_udp_dport() };
+    ($z:ident, udp_len) => { $z.get_my_offset_udp_len() };
+    ($z:ident, opcode) => { $z.get_my_offset_opcode() };
+    ($z:ident, bth1) => { $z.get_my_offset_bth1() };
+    ($z:ident, pkey) => { $z.get_my_offset_pkey() };
+    ($z:ident, dest_qpn) => { $z.get_my_offset_dest_qpn() };
+    ($z:ident, bth8) => { $z.get_my_offset_bth8() };
+    ($z:ident, psn) => { $z.get_my_offset_psn() };
+    ($z:ident, ext) => { $z.get_my_offset_ext() };
+}
+use paste_offset;
+
+/// A frame waiting for its ICRC verdict.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct RxPending {
+    pub hdr: RxHeader,
+    pub ext_words: Bits<4>,
+    pub pay_len: Bits<13>,
+    /// Payload beats written to the payload FIFO for this frame.
+    pub beats: Bits<7>,
+    /// 0 when the header checks passed, else the [`DropReason`].
+    pub reason: Bits<4>,
+}
+
+/// Why RX Parse dropped a frame; the counter index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum DropReason {
+    NotIpv4 = 1,
+    NotRoceUdp = 2,
+    NotForUs = 3,
+    BadLength = 4,
+    BadOpcode = 5,
+    BadTver = 6,
+    BadIcrc = 7,
+    Overflow = 8,
+}
+
+/// Number of drop counters (index 0 counts good frames).
+pub const RX_COUNTERS: usize = 9;
+
+/// The byte map from a beat to [`RxHeader`]: struct byte i takes frame byte `src[i]` when that byte lies in
+/// beat `beat` (0 or 1), else 0.
+pub fn rx_header_map(beat: usize) -> Vec<ByteSrc> {
+    let h = RxHeader::default();
+    let mut m = vec![ByteSrc::Const(0); RXH_BITS / 8];
+    let mut field = |off_bits: usize, frame_at: usize, bytes: usize, big_endian: bool| {
+        for k in 0..bytes {
+            let fb = if big_endian { frame_at + bytes - 1 - k } else { frame_at + k };
+            if fb / 64 == beat {
+                m[off_bits / 8 + k] = ByteSrc::In(8 * (fb % 64));
+            }
+        }
+    };
+    let ip = ETH_HEADER_LEN;
+    let udp = ip + IPV4_HEADER_LEN;
+    let bth = udp + 8;
+    field(h.get_my_offset_dst_mac(), 0, 6, true);
+    field(h.get_my_offset_src_mac(), 6, 6, true);
+    field(h.get_my_offset_ethertype(), 12, 2, true);
+    field(h.get_my_offset_ip_vihl(), ip, 1, true);
+    field(h.get_my_offset_ip_total(), ip + 2, 2, true);
+    field(h.get_my_offset_ip_frag(), ip + 6, 2, true);
+    field(h.get_my_offset_ip_proto(), ip + 9, 1, true);
+    field(h.get_my_offset_src_ip(), ip + 12, 4, true);
+    field(h.get_my_offset_dst_ip(), ip + 16, 4, true);
+    field(h.get_my_offset_udp_sport(), udp, 2, true);
+    field(h.get_my_offset_udp_dport(), udp + 2, 2, true);
+    field(h.get_my_offset_udp_len(), udp + 4, 2, true);
+    field(h.get_my_offset_opcode(), bth, 1, true);
+    field(h.get_my_offset_bth1(), bth + 1, 1, true);
+    field(h.get_my_offset_pkey(), bth + 2, 2, true);
+    field(h.get_my_offset_dest_qpn(), bth + 5, 3, true);
+    field(h.get_my_offset_bth8(), bth + 8, 1, true);
+    field(h.get_my_offset_psn(), bth + 9, 3, true);
+    field(h.get_my_offset_ext(), bth + BTH_LEN, RX_MAX_EXT, false);
+    m
+}
+
+/// Opcode table for RX: bit 4 = accepted, bits 3:0 = extension-header words. RC opcodes and the masked
+/// atomics (vendor opcodes that behave as RC); UC, UD, RD and CNP are not accepted yet.
+pub fn rx_opcode_table() -> Vec<u64> {
+    let mut t = vec![0u64; 256];
+    for info in OPCODE_TABLE.iter() {
+        let ext = info.header_len() - BTH_LEN;
+        let rc_like = matches!(info.transport, Transport::Rc) || info.code >= 0xC0;
+        if rc_like && ext <= RX_MAX_EXT {
+            t[info.code as usize] = 0x10 | (ext / 4) as u64;
+        }
+    }
+    t
+}
+
+fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
+    Constant::new(bits::<N>(v))
+}
+
+fn k64(v: u64) -> Constant<Bits<64>> {
+    let mut b = Bits::<64>::default();
+    b.set_bits::<32>(0, bits::<32>(v & 0xFFFF_FFFF));
+    b.set_bits::<32>(32, bits::<32>(v >> 32));
+    Constant::new(b)
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+enum ReadState {
+    Idle,
+    Header,
+    Payload,
+    Discard,
+}
+
+/// RX Parse (see the module documentation).
+#[derive(LogicBlock)]
+pub struct RxParse {
+    pub clock: Signal<In, Clock>,
+    /// Frames from the MAC (never back-pressured).
+    pub s_axis: AxisSink,
+    /// Our IPv4 address.
+    pub my_ip: Signal<In, Bits<32>>,
+    /// Headers of good frames; `pay_len` bytes of payload follow on `pay` (none when 0).
+    pub hdr: Signal<Out, RxHeader>,
+    pub hdr_ext_words: Signal<Out, Bits<4>>,
+    pub hdr_pay_len: Signal<Out, Bits<13>>,
+    pub hdr_valid: Signal<Out, Bit>,
+    pub hdr_ready: Signal<In, Bit>,
+    pub pay: AxisSource,
+    /// counters[0]: good frames; counters[r]: frames dropped for [`DropReason`] r.
+    pub counters: [Signal<Out, Bits<32>>; RX_COUNTERS],
+
+    // input stage
+    d0: DFF<Bits<512>>,
+    k0: DFF<Bits<64>>,
+    l0: DFF<Bit>,
+    v0: DFF<Bit>,
+    first0: DFF<Bit>,
+    in_frame: DFF<Bit>,
+    take: DFF<Bit>,
+    beat: DFF<Bits<7>>,
+    // header capture
+    map0: ByteMap<512, RXH_BITS>,
+    map1: ByteMap<512, RXH_BITS>,
+    w: DFF<RxHeader>,
+    m0: Signal<Local, RxHeader>,
+    wbits: Signal<Local, Bits<RXH_BITS>>,
+    opl: Lut8<5>,
+    ew: DFF<Bits<4>>,
+    opok: DFF<Bit>,
+    cov: DFF<Bits<16>>,
+    cov0: Signal<Local, Bits<16>>,
+    total0: Signal<Local, Bits<16>>,
+    rem: Signal<Local, Bits<7>>,
+    // payload realignment
+    prev: DFF<Bits<512>>,
+    pbeats: Signal<Local, Bits<7>>,
+    pay63: Signal<Local, Bits<13>>,
+    pwritten: DFF<Bits<7>>,
+    flush: DFF<Bit>,
+    shifted: Signal<Local, Bits<512>>,
+    cur: Signal<Local, Bits<512>>,
+    buf: Fifo<Bits<512>, 7, 8>,
+    // verdicts
+    engine: IcrcEngine,
+    crcq: Fifo<Bits<32>, 4, 5>,
+    pend: Fifo<RxPending, 4, 5>,
+    pend_push: DFF<Bit>,
+    reason: Signal<Local, Bits<4>>,
+    pay_len: Signal<Local, Bits<13>>,
+    udp_min: Signal<Local, Bits<16>>,
+    // reader
+    state: DFF<ReadState>,
+    cur_pend: DFF<RxPending>,
+    left: DFF<Bits<7>>,
+    last_keep: DFF<Bits<64>>,
+    cnt: [DFF<Bits<32>>; RX_COUNTERS],
+    verdict_ok: Signal<Local, Bit>,
+    // constants from the golden model
+    k_ipv4: Constant<Bits<16>>,
+    k_vihl: Constant<Bits<8>>,
+    k_udp: Constant<Bits<8>>,
+    k_dport: Constant<Bits<16>>,
+    k_frag_mask: Constant<Bits<16>>,
+    k_eth: Constant<Bits<16>>,
+    k_iphdr: Constant<Bits<16>>,
+    k_roce_fixed: Constant<Bits<16>>,
+    k_residue: Constant<Bits<32>>,
+    k_full: Constant<Bits<64>>,
+    k_min_space: Constant<Bits<8>>,
+    k_max_pend: Constant<Bits<5>>,
+    k0_7: Constant<Bits<7>>,
+    k1_7: Constant<Bits<7>>,
+    k64_7: Constant<Bits<7>>,
+    k63_13: Constant<Bits<13>>,
+    k0_4: Constant<Bits<4>>,
+    k1_32: Constant<Bits<32>>,
+    k0_512: Constant<Bits<512>>,
+    k_reason: [Constant<Bits<4>>; RX_COUNTERS],
+}
+
+impl Default for RxParse {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            s_axis: Default::default(),
+            my_ip: Default::default(),
+            hdr: Default::default(),
+            hdr_ext_words: Default::default(),
+            hdr_pay_len: Default::default(),
+            hdr_valid: Default::default(),
+            hdr_ready: Default::default(),
+            pay: Default::default(),
+            counters: Default::default(),
+            d0: Default::default(),
+            k0: Default::default(),
+            l0: Default::default(),
+            v0: Default::default(),
+            first0: Default::default(),
+            in_frame: Default::default(),
+            take: Default::default(),
+            beat: Default::default(),
+            map0: ByteMap::new(rx_header_map(0)),
+            map1: ByteMap::new(rx_header_map(1)),
+            w: Default::default(),
+            m0: Default::default(),
+            wbits: Default::default(),
+            opl: Lut8::new(rx_opcode_table()),
+            ew: Default::default(),
+            opok: Default::default(),
+            cov: Default::default(),
+            cov0: Default::default(),
+            total0: Default::default(),
+            rem: Default::default(),
+            prev: Default::default(),
+            pbeats: Default::default(),
+            pay63: Default::default(),
+            pwritten: Default::default(),
+            flush: Default::default(),
+            shifted: Default::default(),
+            cur: Default::default(),
+            buf: Default::default(),
+            engine: Default::default(),
+            crcq: Default::default(),
+            pend: Default::default(),
+            pend_push: Default::default(),
+            reason: Default::default(),
+            pay_len: Default::default(),
+            udp_min: Default::default(),
+            state: Default::default(),
+            cur_pend: Default::default(),
+            left: Default::default(),
+            last_keep: Default::default(),
+            cnt: Default::default(),
+            verdict_ok: Default::default(),
+            k_ipv4: k(ETHERTYPE_IPV4 as u64),
+            k_vihl: k(0x45),
+            k_udp: k(IP_PROTO_UDP as u64),
+            k_dport: k(ROCE_V2_UDP_DPORT as u64),
+            k_frag_mask: k(0x3FFF), // MF and the fragment offset
+            k_eth: k(ETH_HEADER_LEN as u64),
+            k_iphdr: k(IPV4_HEADER_LEN as u64),
+            k_roce_fixed: k((8 + BTH_LEN + 4) as u64),
+            k_residue: k(CRC32_RESIDUE as u64),
+            k_full: k64(u64::MAX),
+            k_min_space: k(128 - 66),
+            k_max_pend: k(12),
+            k0_7: k(0),
+            k1_7: k(1),
+            k64_7: k(64),
+            k63_13: k(63),
+            k0_4: k(0),
+            k1_32: k(1),
+            k0_512: Constant::new(Bits::<512>::default()),
+            k_reason: std::array::from_fn(|i| k(i as u64)),
+        }
+    }
+}
+
+impl Logic for RxParse {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, d0, k0, l0, v0, first0, in_frame, take, beat, w, ew, opok, cov, prev, pwritten, flush,
+            pend_push, state, cur_pend, left, last_keep
+        );
+        clock!(self, clock, buf, engine, crcq, pend);
+        for i in 0..9 {
+            self.cnt[i].clock.next = self.clock.val();
+            self.cnt[i].d.next = self.cnt[i].q.val();
+            self.counters[i].next = self.cnt[i].q.val();
+        }
+        self.s_axis.tready.next = true;
+
+        // ---- input register; a frame is taken or dropped whole at its first beat ----
+        self.v0.d.next = self.s_axis.tvalid.val();
+        self.d0.d.next = self.s_axis.tdata.val();
+        self.k0.d.next = self.s_axis.tkeep.val();
+        self.l0.d.next = self.s_axis.tlast.val();
+        self.first0.d.next = !self.in_frame.q.val();
+        if self.s_axis.tvalid.val() {
+            self.in_frame.d.next = !self.s_axis.tlast.val();
+        }
+
+        // ---- header capture ----
+        self.map0.x.next = self.d0.q.val();
+        self.map1.x.next = self.d0.q.val();
+        self.m0.next = self.map0.y.val().into();
+        self.wbits.next = self.w.q.val().into();
+        self.opl.x.next = self.m0.val().opcode;
+        self.total0.next = self.m0.val().ip_total;
+        self.cov0.next = self.total0.val() + self.k_eth.val();
+        if self.v0.q.val() & self.first0.q.val() {
+            self.w.d.next = self.m0.val();
+            self.ew.d.next = self.opl.y.val().get_bits::<4>(0);
+            self.opok.d.next = self.opl.y.val().get_bit(4);
+            self.cov.d.next = self.cov0.val();
+            self.beat.d.next = self.k1_7.val();
+            self.take.d.next = (self.buf.count.val() < bit_cast::<8, 8>(self.k_min_space.val()))
+                & (self.pend.count.val() < self.k_max_pend.val());
+        }
+        if self.v0.q.val() & !self.first0.q.val() {
+            self.beat.d.next = self.beat.q.val() + self.k1_7.val();
+            if self.beat.q.val() == self.k1_7.val() {
+                self.w.d.next = (self.wbits.val() | self.map1.y.val()).into();
+            }
+        }
+
+        // ---- the ICRC engine sees every taken frame, trimmed at 14 + IP total length ----
+        self.rem.next = bit_cast::<7, 6>(self.cov.q.val().get_bits::<6>(0));
+        if self.first0.q.val() {
+            self.rem.next = bit_cast::<7, 6>(self.cov0.val().get_bits::<6>(0));
+        }
+        if self.rem.val() == self.k0_7.val() {
+            self.rem.next = self.k64_7.val();
+        }
+        self.engine.s_axis.tdata.next = self.d0.q.val();
+        self.engine.s_axis.tkeep.next = self.k0.q.val();
+        if self.l0.q.val() {
+            self.engine.s_axis.tkeep.next = self.k0.q.val() & (self.k_full.val() >> (self.k64_7.val() - self.rem.val()));
+        }
+        self.engine.s_axis.tlast.next = self.l0.q.val();
+        self.engine.s_axis.tvalid.next = false;
+        if self.v0.q.val() {
+            if self.first0.q.val() {
+                self.engine.s_axis.tvalid.next = (self.buf.count.val() < bit_cast::<8, 8>(self.k_min_space.val()))
+                    & (self.pend.count.val() < self.k_max_pend.val());
+            } else {
+                self.engine.s_axis.tvalid.next = self.take.q.val();
+            }
+        }
+        self.engine.crc_ready.next = !self.crcq.full.val();
+        self.crcq.din.next = self.engine.crc.val();
+        self.crcq.push.next = self.engine.crc_valid.val();
+
+        // ---- payload realignment: frame beat j (j >= q+1) completes payload beat j-q-1 ----
+        match self.ew.q.val().index() {
+            0 => self.shifted.next = (self.prev.q.val() >> 432) | (self.cur.val() << 80),
+            1 => self.shifted.next = (self.prev.q.val() >> 464) | (self.cur.val() << 48),
+            2 => self.shifted.next = (self.prev.q.val() >> 496) | (self.cur.val() << 16),
+            3 => self.shifted.next = (self.prev.q.val() >> 16) | (self.cur.val() << 496),
+            4 => self.shifted.next = (self.prev.q.val() >> 48) | (self.cur.val() << 464),
+            5 => self.shifted.next = (self.prev.q.val() >> 80) | (self.cur.val() << 432),
+            6 => self.shifted.next = (self.prev.q.val() >> 112) | (self.cur.val() << 400),
+            7 => self.shifted.next = (self.prev.q.val() >> 144) | (self.cur.val() << 368),
+            8 => self.shifted.next = (self.prev.q.val() >> 176) | (self.cur.val() << 336),
+            9 => self.shifted.next = (self.prev.q.val() >> 208) | (self.cur.val() << 304),
+            10 => self.shifted.next = (self.prev.q.val() >> 240) | (self.cur.val() << 272),
+            _ => self.shifted.next = (self.prev.q.val() >> 272) | (self.cur.val() << 240),
+        }
+        self.cur.next = self.k0_512.val();
+        if self.v0.q.val() & !self.first0.q.val() {
+            self.cur.next = self.d0.q.val();
+        }
+        self.buf.din.next = self.shifted.val();
+        self.buf.push.next = false;
+        // the realigned beat is written when a later frame beat (or the flush after the last) completes it
+        if (self.v0.q.val() & !self.first0.q.val()) | self.flush.q.val() {
+            if self.take.q.val() & (self.pwritten.q.val() < self.pbeats.val()) {
+                if (self.beat.q.val() > self.k1_7.val()) | (self.ew.q.val() < bit_cast::<4, 3>(bits::<3>(3))) {
+                    self.buf.push.next = true;
+                }
+            }
+        }
+        if self.buf.push.val() {
+            self.pwritten.d.next = self.pwritten.q.val() + self.k1_7.val();
+        }
+        if self.v0.q.val() {
+            self.prev.d.next = self.d0.q.val();
+        }
+        self.flush.d.next = self.v0.q.val() & self.l0.q.val();
+        if self.v0.q.val() & self.first0.q.val() {
+            self.pwritten.d.next = self.k0_7.val();
+        }
+
+        // ---- header checks (from the captured header, the cycle after the last beat) ----
+        self.pay_len.next = (self.w.q.val().udp_len - self.udp_min.val()).get_bits::<13>(0);
+        self.udp_min.next = self.k_roce_fixed.val()
+            + (bit_cast::<16, 4>(self.ew.q.val()) << 2)
+            + bit_cast::<16, 2>(self.w.q.val().bth1.get_bits::<2>(4));
+        self.reason.next = self.k0_4.val();
+        if self.w.q.val().bth1.get_bits::<4>(0) != self.k0_4.val() {
+            self.reason.next = self.k_reason[6].val();
+        }
+        if !self.opok.q.val() {
+            self.reason.next = self.k_reason[5].val();
+        }
+        if (self.w.q.val().udp_len + self.k_iphdr.val() != self.w.q.val().ip_total)
+            | (self.w.q.val().udp_len < self.udp_min.val())
+        {
+            self.reason.next = self.k_reason[4].val();
+        }
+        if self.w.q.val().dst_ip != self.my_ip.val() {
+            self.reason.next = self.k_reason[3].val();
+        }
+        if (self.w.q.val().ip_proto != self.k_udp.val())
+            | (self.w.q.val().udp_dport != self.k_dport.val())
+            | ((self.w.q.val().ip_frag & self.k_frag_mask.val()) != bits::<16>(0))
+        {
+            self.reason.next = self.k_reason[2].val();
+        }
+        if (self.w.q.val().ethertype != self.k_ipv4.val()) | (self.w.q.val().ip_vihl != self.k_vihl.val()) {
+            self.reason.next = self.k_reason[1].val();
+        }
+        // payload beats to write: known from the header captured at beat 0 (none for a frame failing a check)
+        self.pay63.next = self.pay_len.val() + self.k63_13.val();
+        self.pbeats.next = self.pay63.val().get_bits::<7>(6);
+        if self.reason.val() != self.k0_4.val() {
+            self.pbeats.next = self.k0_7.val();
+        }
+        self.pend_push.d.next = self.v0.q.val() & self.l0.q.val() & ((self.first0.q.val() & self.engine.s_axis.tvalid.val()) | (!self.first0.q.val() & self.take.q.val()));
+        self.pend.din.next.hdr = self.w.q.val();
+        self.pend.din.next.ext_words = self.ew.q.val();
+        self.pend.din.next.pay_len = self.pay_len.val();
+        self.pend.din.next.beats = self.pwritten.q.val();
+        if self.buf.push.val() {
+            self.pend.din.next.beats = self.pwritten.q.val() + self.k1_7.val();
+        }
+        self.pend.din.next.reason = self.reason.val();
+        self.pend.push.next = self.pend_push.q.val();
+        // frames dropped at their first beat for lack of room
+        if self.v0.q.val() & self.first0.q.val() & !self.engine.s_axis.tvalid.val() {
+            self.cnt[8].d.next = self.cnt[8].q.val() + self.k1_32.val();
+        }
+
+        // ---- reader: verdict, then the header and payload out, or the payload discarded ----
+        self.hdr.next = self.cur_pend.q.val().hdr;
+        self.hdr_ext_words.next = self.cur_pend.q.val().ext_words;
+        self.hdr_pay_len.next = self.cur_pend.q.val().pay_len;
+        self.hdr_valid.next = false;
+        self.pay.tvalid.next = false;
+        self.pay.tdata.next = self.buf.dout.val();
+        self.pay.tkeep.next = self.k_full.val();
+        self.pay.tlast.next = self.left.q.val() == self.k1_7.val();
+        if self.pay.tlast.val() {
+            self.pay.tkeep.next = self.last_keep.q.val();
+        }
+        self.buf.pop.next = false;
+        self.pend.pop.next = false;
+        self.crcq.pop.next = false;
+        self.verdict_ok.next = (self.pend.dout.val().reason == self.k0_4.val()) & (self.crcq.dout.val() == self.k_residue.val());
+        match self.state.q.val() {
+            ReadState::Idle => {
+                if !self.pend.empty.val() & !self.crcq.empty.val() {
+                    self.pend.pop.next = true;
+                    self.crcq.pop.next = true;
+                    self.cur_pend.d.next = self.pend.dout.val();
+                    self.left.d.next = self.pend.dout.val().beats;
+                    self.last_keep.d.next = self.k_full.val();
+                    if self.pend.dout.val().pay_len.get_bits::<6>(0) != bits::<6>(0) {
+                        self.last_keep.d.next = self.k_full.val()
+                            >> (self.k64_7.val() - bit_cast::<7, 6>(self.pend.dout.val().pay_len.get_bits::<6>(0)));
+                    }
+                    if self.verdict_ok.val() {
+                        self.state.d.next = ReadState::Header;
+                        self.cnt[0].d.next = self.cnt[0].q.val() + self.k1_32.val();
+                    } else {
+                        if self.pend.dout.val().beats != self.k0_7.val() {
+                            self.state.d.next = ReadState::Discard;
+                        }
+                        if self.pend.dout.val().reason == self.k0_4.val() {
+                            self.cnt[7].d.next = self.cnt[7].q.val() + self.k1_32.val();
+                        }
+                        for i in 1..7 {
+                            if self.pend.dout.val().reason == self.k_reason[i].val() {
+                                self.cnt[i].d.next = self.cnt[i].q.val() + self.k1_32.val();
+                            }
+                        }
+                    }
+                }
+            }
+            ReadState::Header => {
+                self.hdr_valid.next = true;
+                if self.hdr_ready.val() {
+                    if self.left.q.val() == self.k0_7.val() {
+                        self.state.d.next = ReadState::Idle;
+                    } else {
+                        self.state.d.next = ReadState::Payload;
+                    }
+                }
+            }
+            ReadState::Payload => {
+                self.pay.tvalid.next = !self.buf.empty.val();
+                if !self.buf.empty.val() & self.pay.tready.val() {
+                    self.buf.pop.next = true;
+                    self.left.d.next = self.left.q.val() - self.k1_7.val();
+                    if self.left.q.val() == self.k1_7.val() {
+                        self.state.d.next = ReadState::Idle;
+                    }
+                }
+            }
+            _ => {
+                if !self.buf.empty.val() {
+                    self.buf.pop.next = true;
+                    self.left.d.next = self.left.q.val() - self.k1_7.val();
+                    if self.left.q.val() == self.k1_7.val() {
+                        self.state.d.next = ReadState::Idle;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::axis::{beat_of, BEAT_BYTES};
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use testbench::wire::{IpHeader, RoceFrame};
+
+    pub(crate) const MY_IP: u32 = 0x0A00_0002;
+
+    /// What came out: (header, ext_words, pay_len, payload bytes) per good frame, and the counters.
+    pub(crate) fn run(frames: &[Vec<u8>], seed: u64) -> (Vec<(RxHeader, u64, u64, Vec<u8>)>, Vec<u64>) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut u = RxParse::default();
+        u.connect_all();
+        u.my_ip.next = bits::<32>(MY_IP as u64);
+        let beats: Vec<(Vec<u8>, bool)> = frames
+            .iter()
+            .flat_map(|f| {
+                let n = f.len().div_ceil(BEAT_BYTES);
+                f.chunks(BEAT_BYTES).enumerate().map(move |(i, c)| (c.to_vec(), i + 1 == n)).collect::<Vec<_>>()
+            })
+            .collect();
+        let mut out = Vec::new();
+        let mut cur: Option<(RxHeader, u64, u64, Vec<u8>)> = None;
+        let mut next = 0;
+        let mut quiet = 0;
+        loop {
+            let valid = next < beats.len() && rng.gen_ratio(3, 4);
+            if valid {
+                let (d, k) = beat_of(&beats[next].0);
+                u.s_axis.tdata.next = d;
+                u.s_axis.tkeep.next = k;
+                u.s_axis.tlast.next = beats[next].1;
+            }
+            u.s_axis.tvalid.next = valid;
+            u.hdr_ready.next = rng.gen_ratio(3, 4);
+            u.pay.tready.next = rng.gen_ratio(3, 4);
+            u.clock.next = false.into();
+            assert!(simulate(&mut u, 50));
+            assert!(u.s_axis.tready.val(), "RX Parse must never back-pressure the MAC");
+            if valid {
+                next += 1;
+            }
+            quiet += 1;
+            if u.hdr_valid.val() && u.hdr_ready.val() {
+                assert!(cur.is_none());
+                let p = u.hdr_pay_len.val().to_u64();
+                cur = Some((u.hdr.val(), u.hdr_ext_words.val().to_u64(), p, Vec::new()));
+                quiet = 0;
+                if p == 0 {
+                    out.push(cur.take().unwrap());
+                }
+            }
+            if u.pay.tvalid.val() && u.pay.tready.val() {
+                let c = cur.as_mut().expect("payload without a header");
+                let n = 64 - u.pay.tkeep.val().get_bits::<64>(0).to_u64().leading_zeros() as usize;
+                for i in 0..n {
+                    c.3.push(u.pay.tdata.val().get_bits::<8>(8 * i).to_u8());
+                }
+                if u.pay.tlast.val() {
+                    out.push(cur.take().unwrap());
+                }
+                quiet = 0;
+            }
+            u.clock.next = true.into();
+            assert!(simulate(&mut u, 50));
+            if next >= beats.len() && quiet > 200 {
+                break;
+            }
+        }
+        let counters = (0..RX_COUNTERS).map(|i| u.counters[i].val().to_u64()).collect();
+        (out, counters)
+    }
+
+    pub(crate) fn for_us(mut f: RoceFrame) -> RoceFrame {
+        if let IpHeader::V4(h) = &mut f.ip {
+            h.dst = MY_IP.into();
+        }
+        f
+    }
+
+    #[test]
+    fn good_frames_come_out_whole_and_bad_ones_are_counted() {
+        let mut rng = SmallRng::seed_from_u64(9);
+        let lens: Vec<usize> = (0..70).map(|i| if i < 40 { i } else { rng.gen_range(0..2000) }).collect();
+        let good: Vec<RoceFrame> =
+            testbench::wire::samples::rc_frames(&mut || rng.gen(), &lens).into_iter().map(for_us).collect();
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        let mut expect_good = Vec::new();
+        let mut expect = vec![0u64; RX_COUNTERS];
+        for (i, f) in good.iter().enumerate() {
+            let mut bytes = f.build().unwrap();
+            let reason = match i % 10 {
+                1 => {
+                    let n = bytes.len();
+                    bytes[n - 10] ^= 0x40; // payload or header bit: bad ICRC
+                    Some(DropReason::BadIcrc)
+                }
+                3 => {
+                    bytes[30] ^= 1; // destination IP
+                    Some(DropReason::NotForUs)
+                }
+                5 => {
+                    bytes[36] = 0x13; // UDP destination port 0x13B7, not 4791
+                    Some(DropReason::NotRoceUdp)
+                }
+                7 => {
+                    bytes[42] = testbench::wire::opcode::UD_SEND_ONLY; // a valid frame of a transport we do not take
+                    let end = 14 + u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+                    let crc = testbench::wire::frame::icrc(&bytes[14..end - 4]);
+                    bytes[end - 4..end].copy_from_slice(&crc.to_le_bytes());
+                    Some(DropReason::BadOpcode)
+                }
+                _ => None,
+            };
+            match reason {
+                Some(r) => expect[r as usize] += 1,
+                None => {
+                    expect[0] += 1;
+                    expect_good.push(f.clone());
+                }
+            }
+            frames.push(bytes);
+        }
+        // an ARP request is not RoCE
+        frames.push(
+            testbench::wire::ArpFrame::request(testbench::wire::MacAddr([2, 0, 0, 0, 0, 1]), [10, 0, 0, 1].into(), [10, 0, 0, 2].into())
+                .build(),
+        );
+        expect[DropReason::NotIpv4 as usize] += 1;
+        let (out, counters) = run(&frames, 3);
+        assert_eq!(counters, expect, "counters (good, then per reason)");
+        assert_eq!(out.len(), expect_good.len());
+        for (k, ((h, ew, plen, pay), f)) in out.iter().zip(&expect_good).enumerate() {
+            assert_eq!(h.opcode.to_u64(), f.packet.bth.opcode as u64, "frame {k}");
+            assert_eq!(h.dest_qpn.to_u64(), f.packet.bth.dest_qpn as u64, "frame {k}");
+            assert_eq!(h.psn.to_u64(), f.packet.bth.psn as u64, "frame {k}");
+            assert_eq!(h.bth8.get_bit(7), f.packet.bth.ack_req, "frame {k}");
+            let ext_len: usize = f.packet.ext.iter().map(|e| e.kind().len()).sum();
+            assert_eq!(*ew as usize * 4, ext_len, "frame {k}");
+            let mut ext = Vec::new();
+            for e in &f.packet.ext {
+                e.build(&mut ext);
+            }
+            for (i, b) in ext.iter().enumerate() {
+                assert_eq!(h.ext.get_bits::<8>(8 * i).to_u8(), *b, "frame {k} ext byte {i}");
+            }
+            assert_eq!(*plen as usize, f.packet.payload.len(), "frame {k}");
+            assert_eq!(pay, &f.packet.payload, "frame {k} payload");
+        }
+    }
+}
