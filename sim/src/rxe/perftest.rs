@@ -1,1 +1,1394 @@
-//! perftest peer (in progress).
+//! A perftest peer: the unmodified perftest tools in the rxe VM (Debian perftest 4.5+0.17, which reports
+//! `Version: 6.06`) run against the golden model ([`testbench::model::Device`]) on our side, in both roles.
+//!
+//! [`run_perftest`] boots the VM with `sim/vm/scripts/perftest-run.sh`, speaks perftest's out-of-band
+//! protocol over the management TCP path ([`super::Mgmt`]) and behaves on RDMA as a perftest peer does.
+//!
+//! # The out-of-band protocol (TCP, port 18515 by default, "Data ex. method: Ethernet")
+//!
+//! Every exchange is `ctx_xchg_data`: the client writes its message, then reads the server's message of the
+//! same size; the server reads first, then writes. perftest reads each message with one `read()` and fails
+//! on a short read, so each message goes out in one segment here. In order (observed on the VM's build and
+//! matching `perftest_communication.c`):
+//!
+//! | step | bytes | content |
+//! |---|---|---|
+//! | `exchange_versions` | 16 | `"6.06"` NUL-padded; the tool rejects a peer older than 5.70 |
+//! | `check_sys_data` | 4 + 4 | cycle buffer (4096) and cache line size (64), big-endian `int` each |
+//! | `check_mtu` | 2 | the IB MTU enum as a decimal string (`"3\0"` = 1024); both use the smaller |
+//! | `ctx_hand_shake` (keys) | 108 | `KEY_PRINT_FMT_GID`: `lid:out_reads:qpn:psn:rkey:vaddr:gid[16]:srqn:` + NUL |
+//! | more `ctx_hand_shake`s | 108 each | barriers (the same keys again): 2 more before the run for write/read/atomic bw, 3 for send_bw and the _lat tools (the last one after the receives are posted) |
+//! | the run | | RDMA only |
+//! | write/read/atomic bw only | 108, then 5 x 8 | a barrier ("the server just waits"), then `xchg_bw_reports`: size (u64), iters (u64), bw_peak, bw_avg (MB/s), msg rate (Mpps) as byte-swapped doubles |
+//! | `ctx_close_connection` | 108, then 5 | a last barrier, then `"done\0"`; not in `ib_write_lat`, which just closes the socket after the run |
+//!
+//! QP attributes as perftest's `ctx_connect` sets them: path MTU from the exchange, `min_rnr_timer` 12,
+//! `timeout` 14, `retry_cnt` 7, `rnr_retry` 7, `max_rd_atomic` = the peer's `out_reads` (reads/atomics).
+//!
+//! # What each side does on RDMA
+//!
+//! * `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`: the client writes into / reads from / issues atomics on the
+//!   server's buffer, `tx_depth` (128) outstanding; the server only waits, then prints the client's report.
+//! * `ib_send_bw`: the server posts receives (we post all `iters` up front) and counts them; the client sends.
+//!   Each side prints its own report (no report exchange).
+//! * `ib_send_lat`: ping-pong of SENDs, the client first.
+//! * `ib_write_lat`: ping-pong of RDMA WRITEs into the peer's buffer, the *server* first; each side polls the
+//!   last byte of its own buffer for the peer's counter (`(char)rcnt`) before it writes its own.
+//! * `ib_read_lat`: the client reads, one at a time; the server waits.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use testbench::model::{
+    AccessFlags, AddressVector, Counters, Cq, DeviceConfig, QpAttr, QpCap, QpInitAttr, QpState,
+    QpType, RecvWr, SendWr, Sge, WcStatus, WrOpcode,
+};
+use testbench::wire::frame::MacAddr;
+
+use super::model_ep::SharedDevice;
+use super::{
+    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage,
+};
+
+/// The perftest version string we announce (the VM's build: Debian perftest 4.5+0.17 = "6.06").
+pub const PERFTEST_VERSION: &str = "6.06";
+/// perftest's default TCP port.
+pub const DEFAULT_PORT: u16 = 18515;
+/// The VM's in-VM script.
+pub const VM_SCRIPT: &str = include_str!("../../vm/scripts/perftest-run.sh");
+
+const VERSION_LEN: usize = 16;
+const KEY_MSG_SIZE_GID: usize = 108;
+const CYCLE_BUFFER: u32 = 4096;
+const CACHE_LINE: u32 = 64;
+const TX_DEPTH: usize = 128;
+/// What we announce as `out_reads` for READ/atomic tests (our responder resources; rxe announces 128).
+const OUR_OUT_READS: u8 = 16;
+/// perftest's `MIN_RNR_TIMER` and default `qp_timeout`.
+const MIN_RNR_TIMER: u8 = 12;
+const QP_TIMEOUT: u8 = 14;
+
+const VM_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const VM_MAC: MacAddr = MacAddr([0x52, 0x54, 0, 0, 0, 0x01]);
+
+/// Which atomic `ib_atomic_bw` runs (`-A`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    FetchAdd,
+    CmpSwap,
+}
+
+/// The perftest tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    SendBw,
+    WriteBw,
+    ReadBw,
+    AtomicBw(AtomicOp),
+    SendLat,
+    WriteLat,
+    ReadLat,
+}
+
+impl Tool {
+    /// All the tools (both atomics).
+    pub const ALL: [Tool; 8] = [
+        Tool::SendBw,
+        Tool::WriteBw,
+        Tool::ReadBw,
+        Tool::AtomicBw(AtomicOp::FetchAdd),
+        Tool::AtomicBw(AtomicOp::CmpSwap),
+        Tool::SendLat,
+        Tool::WriteLat,
+        Tool::ReadLat,
+    ];
+
+    /// The binary in the VM.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Tool::SendBw => "ib_send_bw",
+            Tool::WriteBw => "ib_write_bw",
+            Tool::ReadBw => "ib_read_bw",
+            Tool::AtomicBw(_) => "ib_atomic_bw",
+            Tool::SendLat => "ib_send_lat",
+            Tool::WriteLat => "ib_write_lat",
+            Tool::ReadLat => "ib_read_lat",
+        }
+    }
+
+    /// Parse `ib_write_bw`, `write_bw`, `ib_atomic_bw` (FETCH_AND_ADD), `ib_atomic_bw_cas` /
+    /// `atomic_cas`, ...
+    pub fn parse(s: &str) -> Option<Tool> {
+        let s = s.trim().to_ascii_lowercase();
+        let s = s.strip_prefix("ib_").unwrap_or(&s);
+        Some(match s {
+            "send_bw" => Tool::SendBw,
+            "write_bw" => Tool::WriteBw,
+            "read_bw" => Tool::ReadBw,
+            "atomic_bw" | "atomic_bw_faa" | "atomic_faa" | "atomic_bw:fetch_and_add" => {
+                Tool::AtomicBw(AtomicOp::FetchAdd)
+            }
+            "atomic_bw_cas" | "atomic_cas" | "atomic_bw:cmp_and_swap" => {
+                Tool::AtomicBw(AtomicOp::CmpSwap)
+            }
+            "send_lat" => Tool::SendLat,
+            "write_lat" => Tool::WriteLat,
+            "read_lat" => Tool::ReadLat,
+            _ => return None,
+        })
+    }
+
+    pub fn is_lat(self) -> bool {
+        matches!(self, Tool::SendLat | Tool::WriteLat | Tool::ReadLat)
+    }
+
+    fn is_send(self) -> bool {
+        matches!(self, Tool::SendBw | Tool::SendLat)
+    }
+
+    /// READ/atomic tests exchange `out_reads` and set the rd_atomic depths.
+    fn uses_rd_atomic(self) -> bool {
+        matches!(self, Tool::ReadBw | Tool::ReadLat | Tool::AtomicBw(_))
+    }
+
+    /// Barriers after the key exchange and before the run.
+    fn pre_run_barriers(self) -> usize {
+        match self {
+            Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw(_) => 2,
+            Tool::SendBw | Tool::SendLat | Tool::WriteLat | Tool::ReadLat => 3,
+        }
+    }
+
+    /// write/read/atomic bw: a barrier and the report exchange after the run.
+    fn exchanges_reports(self) -> bool {
+        matches!(self, Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw(_))
+    }
+
+    /// Everything but ib_write_lat ends with `ctx_close_connection` (a barrier and "done").
+    fn closes_with_handshake(self) -> bool {
+        self != Tool::WriteLat
+    }
+
+    /// perftest's default message size.
+    pub fn default_size(self) -> usize {
+        match self {
+            Tool::AtomicBw(_) => 8,
+            t if t.is_lat() => 2,
+            _ => 65536,
+        }
+    }
+
+    /// perftest's default iteration count.
+    pub fn default_iters(self) -> usize {
+        if self.is_lat() {
+            1000
+        } else {
+            5000
+        }
+    }
+}
+
+impl fmt::Display for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tool::AtomicBw(AtomicOp::FetchAdd) => write!(f, "ib_atomic_bw(FETCH_AND_ADD)"),
+            Tool::AtomicBw(AtomicOp::CmpSwap) => write!(f, "ib_atomic_bw(CMP_AND_SWAP)"),
+            t => f.write_str(t.binary()),
+        }
+    }
+}
+
+/// Our side's role (the VM tool takes the other one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// We serve; the VM tool connects to 10.0.0.2.
+    Server,
+    /// The VM tool serves; we connect to 10.0.0.1.
+    Client,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Role> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "server" => Some(Role::Server),
+            "client" => Some(Role::Client),
+            _ => None,
+        }
+    }
+}
+
+/// One perftest run.
+#[derive(Clone, Debug)]
+pub struct PerftestOpts {
+    pub tool: Tool,
+    /// Our role.
+    pub role: Role,
+    /// Path MTU (256..4096); the VM's netdev MTU is 1500 up to 1024 and 9000 above.
+    pub mtu: u32,
+    /// Message size (`-s`; ignored by `ib_atomic_bw`, always 8).
+    pub size: usize,
+    /// Iterations (`-n`).
+    pub iters: usize,
+    /// Drop probability of the bridge, each direction.
+    pub drop: f64,
+    /// Seed of the drops and of our PSN.
+    pub seed: u64,
+    pub pcap: Option<PathBuf>,
+    /// The whole run (VM boot excluded): the tool in the VM is killed after this, our side gives up.
+    pub timeout: Duration,
+    pub port: u16,
+    /// Where the VM's log and script go (default `sim/vm/work/run/perftest-<tool>-<role>`).
+    pub run_dir: Option<PathBuf>,
+    /// A prebuilt image (default: [`super::build_vm`]).
+    pub image: Option<VmImage>,
+}
+
+impl PerftestOpts {
+    /// `tool` in `role` with perftest's default size and iterations, MTU 1024, no drops, 120 s.
+    pub fn new(tool: Tool, role: Role) -> Self {
+        PerftestOpts {
+            tool,
+            role,
+            mtu: 1024,
+            size: tool.default_size(),
+            iters: tool.default_iters(),
+            drop: 0.0,
+            seed: 1,
+            pcap: None,
+            timeout: Duration::from_secs(120),
+            port: DEFAULT_PORT,
+            run_dir: None,
+            image: None,
+        }
+    }
+
+    fn eff_size(&self) -> usize {
+        match self.tool {
+            Tool::AtomicBw(_) => 8,
+            _ => self.size.max(1),
+        }
+    }
+
+    /// The command line run in the VM.
+    pub fn vm_command(&self) -> String {
+        let mut c = format!(
+            "{} -d rxe0 -x 1 -F -n {} -m {} -p {}",
+            self.tool.binary(),
+            self.iters,
+            self.mtu,
+            self.port
+        );
+        match self.tool {
+            Tool::AtomicBw(AtomicOp::FetchAdd) => c.push_str(" -A FETCH_AND_ADD"),
+            Tool::AtomicBw(AtomicOp::CmpSwap) => c.push_str(" -A CMP_AND_SWAP"),
+            _ => c.push_str(&format!(" -s {}", self.size)),
+        }
+        if self.role == Role::Server {
+            // the VM tool is the client
+            c.push_str(" 10.0.0.2");
+        }
+        c
+    }
+}
+
+/// A `bw_report_data` as exchanged by `xchg_bw_reports`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BwReport {
+    pub size: u64,
+    pub iters: u64,
+    /// MB/s (2^20 bytes).
+    pub bw_peak: f64,
+    pub bw_avg: f64,
+    /// Mpps.
+    pub msg_rate: f64,
+}
+
+/// Latency statistics in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LatStats {
+    pub samples: usize,
+    pub min_us: f64,
+    pub max_us: f64,
+    /// Median.
+    pub typical_us: f64,
+    pub avg_us: f64,
+}
+
+/// Our side's result.
+#[derive(Clone, Debug, Default)]
+pub struct OurResult {
+    /// The OOB exchange and the run completed.
+    pub completed: bool,
+    /// Why not.
+    pub error: Option<String>,
+    /// The peer's version string.
+    pub remote_version: String,
+    /// The path MTU both sides use.
+    pub path_mtu: u32,
+    pub our_qpn: u32,
+    pub remote_qpn: u32,
+    /// Messages we sent or received (bw: the data messages; lat: our sends/writes/reads).
+    pub messages: u64,
+    pub bytes: u64,
+    /// Work completions we polled (all of them successful unless listed in `bad_completions`).
+    pub completions: u64,
+    pub bad_completions: Vec<String>,
+    /// From our first post (or first receive) to the last completion.
+    pub elapsed: Duration,
+    /// MB/s (2^20 bytes), as perftest reports.
+    pub bw_mbs: f64,
+    pub msg_rate_mpps: f64,
+    pub latency: Option<LatStats>,
+    /// The client's report (when we are the server of a write/read/atomic bw test).
+    pub remote_report: Option<BwReport>,
+    /// The report we sent (when we are the client of a write/read/atomic bw test).
+    pub sent_report: Option<BwReport>,
+    /// The model's counters at the end.
+    pub model_counters: Counters,
+}
+
+/// Everything one run produced.
+#[derive(Debug)]
+pub struct PerftestReport {
+    pub tool: Tool,
+    /// Our role.
+    pub role: Role,
+    pub opts_summary: String,
+    pub vm_command: String,
+    /// The tool's exit status in the VM (`None`: the script never got that far).
+    pub vm_rc: Option<i32>,
+    /// The tool's stdout + stderr.
+    pub vm_output: String,
+    pub vm_timed_out: bool,
+    pub vm_log_path: PathBuf,
+    pub ours: OurResult,
+    /// rxe's `hw_counters` after the tool (name, value).
+    pub hw_counters: Vec<(String, u64)>,
+    /// Kernel messages about rxe (a bad ICRC is only logged there).
+    pub kernel_rxe_messages: Vec<String>,
+    pub bridge: BridgeStats,
+    pub bridge_error: Option<String>,
+    pub pcap: Option<PathBuf>,
+    pub wall: Duration,
+}
+
+impl PerftestReport {
+    /// The value of one rxe hw_counter.
+    pub fn hw(&self, name: &str) -> Option<u64> {
+        self.hw_counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+
+    /// The tool printed its result table: the `#bytes` header followed by a line of numbers.
+    pub fn vm_printed_results(&self) -> bool {
+        let mut lines = self.vm_output.lines();
+        while let Some(l) = lines.next() {
+            if l.trim_start().starts_with("#bytes") {
+                return lines
+                    .next()
+                    .map(|d| {
+                        let w: Vec<&str> = d.split_whitespace().collect();
+                        w.len() >= 3 && w.iter().take(3).all(|x| x.parse::<f64>().is_ok())
+                    })
+                    .unwrap_or(false);
+            }
+        }
+        false
+    }
+
+    /// Whether the VM tool prints a result table in its role: everyone but the server of ib_read_lat (only
+    /// the reader measures).
+    pub fn vm_prints_results(&self) -> bool {
+        !(self.tool == Tool::ReadLat && self.role == Role::Client)
+    }
+
+    /// The tool exited 0 and printed its results (when its role prints any), and our side completed.
+    pub fn ok(&self) -> bool {
+        self.vm_rc == Some(0)
+            && (self.vm_printed_results() || !self.vm_prints_results())
+            && self.ours.completed
+    }
+}
+
+impl fmt::Display for PerftestReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "perftest {} (wall {:.1} s)",
+            self.opts_summary,
+            self.wall.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "VM: {}  ->  rc {:?}{}",
+            self.vm_command,
+            self.vm_rc,
+            if self.vm_timed_out {
+                " (VM timed out)"
+            } else {
+                ""
+            }
+        )?;
+        for l in self.vm_output.lines() {
+            writeln!(f, "  | {l}")?;
+        }
+        let o = &self.ours;
+        writeln!(
+            f,
+            "ours: completed {} {}; QPN 0x{:x} <-> 0x{:x}, MTU {}, {} messages, {} bytes, {} completions ({} bad), {:.3} s, {:.2} MB/s, {:.6} Mpps",
+            o.completed,
+            o.error.as_deref().unwrap_or(""),
+            o.our_qpn,
+            o.remote_qpn,
+            o.path_mtu,
+            o.messages,
+            o.bytes,
+            o.completions,
+            o.bad_completions.len(),
+            o.elapsed.as_secs_f64(),
+            o.bw_mbs,
+            o.msg_rate_mpps
+        )?;
+        if let Some(l) = o.latency {
+            writeln!(f, "ours: latency {l:?}")?;
+        }
+        if let Some(r) = o.remote_report {
+            writeln!(f, "ours: the client's report {r:?}")?;
+        }
+        let c = &o.model_counters;
+        writeln!(
+            f,
+            "model: rx {} tx {} retransmitted {} timeouts {} dup requests {} read replays {} atomic replays {} naks sent {:?} rnr naks sent {} drops {:?}",
+            c.rx_frames,
+            c.tx_frames,
+            c.tx_retransmitted_packets,
+            c.timeouts,
+            c.duplicate_requests,
+            c.read_replays,
+            c.atomic_replays,
+            c.naks_sent,
+            c.rnr_naks_sent,
+            c.drops
+        )?;
+        let hw: Vec<String> = self
+            .hw_counters
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        writeln!(f, "rxe hw_counters: {}", hw.join(" "))?;
+        for k in &self.kernel_rxe_messages {
+            writeln!(f, "kernel: {k}")?;
+        }
+        write!(f, "bridge: {:?}", self.bridge)?;
+        if let Some(e) = &self.bridge_error {
+            write!(f, " error: {e}")?;
+        }
+        Ok(())
+    }
+}
+
+fn mtu_enum(mtu: u32) -> Result<u32> {
+    Ok(match mtu {
+        256 => 1,
+        512 => 2,
+        1024 => 3,
+        2048 => 4,
+        4096 => 5,
+        _ => bail!("path MTU {mtu} is not one of 256, 512, 1024, 2048, 4096"),
+    })
+}
+
+fn mtu_from_enum(e: u32) -> Option<u32> {
+    (1..=5).contains(&e).then(|| 128 << e)
+}
+
+/// The VM netdev MTU for a path MTU.
+pub fn netdev_mtu(path_mtu: u32) -> u32 {
+    if path_mtu <= 1024 {
+        1500
+    } else {
+        9000
+    }
+}
+
+/// One QP's record of `ctx_hand_shake` (`struct pingpong_dest`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dest {
+    pub lid: u16,
+    pub out_reads: u32,
+    pub qpn: u32,
+    pub psn: u32,
+    pub rkey: u32,
+    pub vaddr: u64,
+    pub gid: [u8; 16],
+    pub srqn: u32,
+}
+
+impl Dest {
+    /// `KEY_PRINT_FMT_GID`, NUL-padded to `KEY_MSG_SIZE_GID` (108) bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut s = format!(
+            "{:04x}:{:04x}:{:06x}:{:06x}:{:08x}:{:016x}:",
+            self.lid, self.out_reads, self.qpn, self.psn, self.rkey, self.vaddr
+        );
+        for b in self.gid {
+            s.push_str(&format!("{b:02x}:"));
+        }
+        s.push_str(&format!("{:08x}:", self.srqn));
+        let mut v = s.into_bytes();
+        v.resize(KEY_MSG_SIZE_GID, 0);
+        v
+    }
+
+    /// Parse a `KEY_PRINT_FMT_GID` record.
+    pub fn decode(msg: &[u8]) -> Result<Dest> {
+        let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+        let s = std::str::from_utf8(&msg[..end]).context("key record is not ASCII")?;
+        let f: Vec<&str> = s.split(':').collect();
+        if f.len() < 23 {
+            bail!("key record has {} fields: {s:?}", f.len());
+        }
+        let hex = |i: usize| -> Result<u64> {
+            u64::from_str_radix(f[i], 16).with_context(|| format!("field {i} of {s:?}"))
+        };
+        let mut gid = [0u8; 16];
+        for (i, g) in gid.iter_mut().enumerate() {
+            *g = hex(6 + i)? as u8;
+        }
+        Ok(Dest {
+            lid: hex(0)? as u16,
+            out_reads: hex(1)? as u32,
+            qpn: hex(2)? as u32,
+            psn: hex(3)? as u32,
+            rkey: hex(4)? as u32,
+            vaddr: hex(5)?,
+            gid,
+            srqn: hex(22)? as u32,
+        })
+    }
+}
+
+fn v4_gid(ip: Ipv4Addr) -> [u8; 16] {
+    ip.to_ipv6_mapped().octets()
+}
+
+fn be_f64(x: f64) -> [u8; 8] {
+    x.to_bits().to_be_bytes()
+}
+
+/// The OOB connection with perftest's write-first (client) / read-first (server) order.
+struct Oob {
+    conn: TcpConn,
+    role: Role,
+    deadline: Instant,
+}
+
+impl Oob {
+    fn left(&self) -> Duration {
+        self.deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    }
+
+    fn xchg(&self, mine: &[u8], what: &str) -> Result<Vec<u8>> {
+        let n = mine.len();
+        let r = (|| -> Result<Vec<u8>> {
+            match self.role {
+                Role::Client => {
+                    self.conn.send_all(mine, self.left())?;
+                    self.conn.recv_exact(n, self.left())
+                }
+                Role::Server => {
+                    let got = self.conn.recv_exact(n, self.left())?;
+                    self.conn.send_all(mine, self.left())?;
+                    Ok(got)
+                }
+            }
+        })();
+        r.with_context(|| format!("OOB exchange of {what} ({n} bytes)"))
+    }
+}
+
+struct Local {
+    dev: SharedDevice,
+    qpn: u32,
+    scq: Cq,
+    rcq: Cq,
+    lkey: u32,
+    /// Source of our sends/writes, destination of our reads.
+    src: u64,
+    /// The buffer we announce (the peer writes/reads/atomics here).
+    target: u64,
+}
+
+/// Everything needed after the VM is started.
+struct Peer<'a> {
+    opts: &'a PerftestOpts,
+    size: usize,
+    local: Local,
+    oob: Oob,
+    my: Dest,
+    rem: Dest,
+    res: OurResult,
+}
+
+/// Run one perftest tool in the VM against the golden model on our side.
+pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
+    let t0 = Instant::now();
+    let img = match &opts.image {
+        Some(i) => i.clone(),
+        None => super::build_vm()?,
+    };
+    let mtu_e = mtu_enum(opts.mtu)?;
+    if opts.iters == 0 {
+        bail!("iters must be at least 1");
+    }
+    let role_s = match opts.role {
+        Role::Server => "server",
+        Role::Client => "client",
+    };
+    let tool_s = opts
+        .tool
+        .to_string()
+        .replace(['(', ')'], "-")
+        .trim_end_matches('-')
+        .to_lowercase();
+    let run_dir = opts
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| super::run_dir(&format!("perftest-{tool_s}-{role_s}")));
+    std::fs::create_dir_all(&run_dir)?;
+    let netmtu = netdev_mtu(opts.mtu);
+    let vm_cmd = opts.vm_command();
+    let tool_timeout = opts.timeout.as_secs().max(10);
+
+    let mut vm_cfg = VmConfig::new("vm", img, super::temp_socket_path("perftest"), &run_dir);
+    vm_cfg.mtu = netmtu;
+    vm_cfg.timeout = opts.timeout + Duration::from_secs(30);
+    vm_cfg.script = Some(format!(
+        "PT_CMD='{vm_cmd}'\nPT_TIMEOUT={tool_timeout}\n{VM_SCRIPT}"
+    ));
+
+    // Our side: host stack + the model at 10.0.0.2.
+    let host_cfg = HostConfig {
+        mtu: netmtu as usize,
+        ..HostConfig::default()
+    };
+    let dev = SharedDevice::new(DeviceConfig {
+        mac: host_cfg.mac,
+        ip: IpAddr::V4(host_cfg.ip),
+        seed: opts.seed,
+        first_qpn: 0x11,
+        active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
+    });
+    let size = opts.eff_size();
+    let local = setup_local(&dev, size)?;
+    let host = HostStack::new(host_cfg).with_roce(dev.endpoint());
+    let mgmt = host.mgmt();
+    let listener = match opts.role {
+        Role::Server => Some(mgmt.listen(opts.port)?),
+        Role::Client => None,
+    };
+    let bcfg = BridgeConfig {
+        pcap: opts.pcap.clone(),
+        drop_from_vm: opts.drop,
+        drop_to_vm: opts.drop,
+        seed: opts.seed,
+        ..Default::default()
+    };
+    let session = Session::start(&vm_cfg, bcfg, host)?;
+    // The VM boots in about 4 s (TCG); the tool's own timeout starts after that.
+    let deadline = Instant::now() + opts.timeout + Duration::from_secs(20);
+
+    let mut res = OurResult {
+        our_qpn: local.qpn,
+        ..Default::default()
+    };
+    let conn = match listener {
+        Some(l) => l.accept(deadline.saturating_duration_since(Instant::now())),
+        None => mgmt.connect(
+            VM_IP,
+            opts.port,
+            deadline.saturating_duration_since(Instant::now()),
+        ),
+    };
+    match conn {
+        Ok(conn) => {
+            let oob = Oob {
+                conn,
+                role: opts.role,
+                deadline,
+            };
+            let my_psn = (opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 & 0xFF_FFFF;
+            let my = Dest {
+                lid: 0,
+                out_reads: if opts.tool.uses_rd_atomic() {
+                    u32::from(OUR_OUT_READS)
+                } else {
+                    1
+                },
+                qpn: local.qpn,
+                psn: my_psn,
+                rkey: local.lkey,
+                vaddr: local.target,
+                gid: v4_gid(host_cfg.ip),
+                srqn: 0,
+            };
+            let mut peer = Peer {
+                opts,
+                size,
+                local,
+                oob,
+                my,
+                rem: my,
+                res,
+            };
+            match peer.run(mtu_e) {
+                Ok(()) => peer.res.completed = true,
+                Err(e) => {
+                    peer.res.error = Some(format!("{e:#}"));
+                    peer.oob.conn.abort();
+                }
+            }
+            peer.res.model_counters = peer.local.dev.lock().counters().clone();
+            res = peer.res;
+            drop(peer.oob);
+        }
+        Err(e) => {
+            res.error = Some(format!("{e:#}"));
+            res.model_counters = dev.lock().counters().clone();
+        }
+    }
+
+    let (out, br) = session.finish()?;
+    let log = &out.log;
+    let vm_output = between(
+        log,
+        "=== PERFTEST_OUTPUT_BEGIN ===",
+        "=== PERFTEST_OUTPUT_END ===",
+    )
+    .unwrap_or_default();
+    let vm_rc = log.lines().find_map(|l| {
+        let i = l.find("=== PERFTEST_RC rc=")?;
+        l[i + 19..].trim_end_matches(" ===").trim().parse().ok()
+    });
+    let hw_counters = log
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("hw_counter ")?;
+            let mut w = rest.split_whitespace();
+            Some((w.next()?.to_string(), w.next()?.parse().ok()?))
+        })
+        .collect();
+    let kernel_rxe_messages = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("kmsg ").map(str::to_string))
+        .collect();
+    Ok(PerftestReport {
+        tool: opts.tool,
+        role: opts.role,
+        opts_summary: format!(
+            "{} ours={role_s} mtu={} size={size} iters={} drop={}",
+            opts.tool, opts.mtu, opts.iters, opts.drop
+        ),
+        vm_command: vm_cmd,
+        vm_rc,
+        vm_output,
+        vm_timed_out: out.timed_out,
+        vm_log_path: out.log_path.clone(),
+        ours: res,
+        hw_counters,
+        kernel_rxe_messages,
+        bridge: br.stats,
+        bridge_error: br.error.map(|e| format!("{e:#}")),
+        pcap: opts.pcap.clone(),
+        wall: t0.elapsed(),
+    })
+}
+
+fn between(log: &str, a: &str, b: &str) -> Option<String> {
+    let i = log.find(a)? + a.len();
+    let j = log[i..].find(b)? + i;
+    Some(log[i..j].trim_start_matches('\n').to_string())
+}
+
+fn setup_local(dev: &SharedDevice, size: usize) -> Result<Local> {
+    let mut d = dev.lock();
+    // perftest's BUFF_SIZE: max(size, cycle buffer); the peer uses [vaddr, vaddr + BUFF).
+    let buff = (size as u64)
+        .max(u64::from(CYCLE_BUFFER))
+        .next_multiple_of(4096);
+    let buf_len = 2 * buff + 4096;
+    let base = d.alloc(buf_len as usize);
+    let pd = d.alloc_pd();
+    let mr = d
+        .reg_mr(pd, base, buf_len, AccessFlags::ALL)
+        .map_err(|e| anyhow!("reg_mr: {e}"))?;
+    let scq = d.create_cq(4096);
+    let rcq = d.create_cq(4096);
+    let qpn = d
+        .create_qp(
+            pd,
+            QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: scq,
+                recv_cq: rcq,
+                cap: QpCap::default(),
+                sq_sig_all: false,
+            },
+        )
+        .map_err(|e| anyhow!("create_qp: {e}"))?;
+    d.modify_qp(
+        qpn,
+        &QpAttr {
+            qp_state: Some(QpState::Init),
+            qp_access_flags: Some(AccessFlags::ALL),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| anyhow!("modify_qp INIT: {e}"))?;
+    Ok(Local {
+        dev: dev.clone(),
+        qpn,
+        scq,
+        rcq,
+        lkey: mr.lkey,
+        src: base,
+        target: base + buff,
+    })
+}
+
+impl Peer<'_> {
+    fn run(&mut self, mtu_e: u32) -> Result<()> {
+        let tool = self.opts.tool;
+        // 1. versions
+        let mut v = PERFTEST_VERSION.as_bytes().to_vec();
+        v.resize(VERSION_LEN, 0);
+        let rv = self.oob.xchg(&v, "version")?;
+        let end = rv.iter().position(|&b| b == 0).unwrap_or(rv.len());
+        self.res.remote_version = String::from_utf8_lossy(&rv[..end]).to_string();
+        let rvf: f64 = self.res.remote_version.trim().parse().unwrap_or(0.0);
+        if rvf < 5.70 {
+            bail!(
+                "peer perftest version {:?} is older than 5.70",
+                self.res.remote_version
+            );
+        }
+        // 2. check_sys_data
+        self.oob.xchg(&CYCLE_BUFFER.to_be_bytes(), "cycle buffer")?;
+        self.oob
+            .xchg(&CACHE_LINE.to_be_bytes(), "cache line size")?;
+        // 3. check_mtu: "%d" of the enum in char[2]
+        let mut m = format!("{mtu_e}").into_bytes();
+        m.resize(2, 0);
+        let rm = self.oob.xchg(&m, "MTU")?;
+        let rm_end = rm.iter().position(|&b| b == 0).unwrap_or(rm.len());
+        let rem_e: u32 = std::str::from_utf8(&rm[..rm_end])?
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        let eff_e = match mtu_from_enum(rem_e) {
+            Some(_) if rem_e < mtu_e => rem_e,
+            _ => mtu_e,
+        };
+        self.res.path_mtu = mtu_from_enum(eff_e).unwrap();
+        // 4. keys
+        let r = self.oob.xchg(&self.my.encode(), "keys")?;
+        self.rem = Dest::decode(&r)?;
+        self.res.remote_qpn = self.rem.qpn;
+        self.connect_qp()?;
+        // receives first, so that the peer's first SEND finds one
+        if tool.is_send() {
+            self.post_recvs(self.opts.iters)?;
+        }
+        // 5. barriers
+        for i in 0..tool.pre_run_barriers() {
+            self.barrier(&format!("pre-run barrier {}", i + 1))?;
+        }
+        // 6. the run
+        self.run_traffic()?;
+        // 7. reports, close
+        if tool.exchanges_reports() {
+            self.barrier("post-run barrier")?;
+            self.xchg_reports()?;
+        }
+        if !tool.closes_with_handshake() {
+            // ib_write_lat (this build) just exits after the run.
+            self.oob.conn.close();
+            let _ = self.oob.conn.flush(Duration::from_secs(2));
+            return Ok(());
+        }
+        self.barrier("close barrier")?;
+        let mut done = b"done".to_vec();
+        done.push(0);
+        match self.opts.role {
+            Role::Server => {
+                self.oob.xchg(&done, "done")?;
+            }
+            Role::Client => {
+                // The server may close right after reading it.
+                let _ = self.oob.xchg(&done, "done");
+            }
+        }
+        self.oob.conn.close();
+        let _ = self.oob.conn.flush(Duration::from_secs(2));
+        Ok(())
+    }
+
+    fn barrier(&mut self, what: &str) -> Result<()> {
+        let r = self.oob.xchg(&self.my.encode(), what)?;
+        Dest::decode(&r).with_context(|| what.to_string())?;
+        Ok(())
+    }
+
+    fn connect_qp(&mut self) -> Result<()> {
+        let rem = self.rem;
+        let gid = rem.gid;
+        let dip = if gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
+            IpAddr::V4(Ipv4Addr::new(gid[12], gid[13], gid[14], gid[15]))
+        } else {
+            IpAddr::V6(std::net::Ipv6Addr::from(gid))
+        };
+        if dip != IpAddr::V4(VM_IP) {
+            bail!("the peer's GID {dip} is not the VM's address {VM_IP}");
+        }
+        let rd = self.opts.tool.uses_rd_atomic();
+        let max_rd = (rem.out_reads.clamp(1, u32::from(OUR_OUT_READS))) as u8;
+        let mut d = self.local.dev.lock();
+        d.modify_qp(
+            self.local.qpn,
+            &QpAttr {
+                qp_state: Some(QpState::Rtr),
+                path_mtu: Some(self.res.path_mtu),
+                dest_qp_num: Some(rem.qpn),
+                rq_psn: Some(rem.psn),
+                max_dest_rd_atomic: Some(if rd { OUR_OUT_READS } else { 1 }),
+                min_rnr_timer: Some(MIN_RNR_TIMER),
+                av: Some(AddressVector::new(VM_MAC, dip)),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| anyhow!("modify_qp RTR: {e}"))?;
+        d.modify_qp(
+            self.local.qpn,
+            &QpAttr {
+                qp_state: Some(QpState::Rts),
+                sq_psn: Some(self.my.psn),
+                timeout: Some(QP_TIMEOUT),
+                retry_cnt: Some(7),
+                rnr_retry: Some(7),
+                max_rd_atomic: Some(if rd { max_rd } else { 1 }),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| anyhow!("modify_qp RTS: {e}"))?;
+        Ok(())
+    }
+
+    fn post_recvs(&mut self, n: usize) -> Result<()> {
+        let mut d = self.local.dev.lock();
+        for i in 0..n {
+            d.post_recv(
+                self.local.qpn,
+                RecvWr {
+                    wr_id: i as u64,
+                    sg_list: vec![Sge {
+                        addr: self.local.target,
+                        length: self.size as u32,
+                        lkey: self.local.lkey,
+                    }],
+                },
+            )
+            .map_err(|e| anyhow!("post_recv: {e}"))?;
+        }
+        Ok(())
+    }
+
+    fn wr(&self, wr_id: u64) -> SendWr {
+        let tool = self.opts.tool;
+        let (op, len, local) = match tool {
+            Tool::SendBw | Tool::SendLat => (WrOpcode::Send, self.size, self.local.src),
+            Tool::WriteBw | Tool::WriteLat => (WrOpcode::RdmaWrite, self.size, self.local.src),
+            Tool::ReadBw | Tool::ReadLat => (WrOpcode::RdmaRead, self.size, self.local.src),
+            Tool::AtomicBw(AtomicOp::FetchAdd) => (WrOpcode::AtomicFetchAndAdd, 8, self.local.src),
+            Tool::AtomicBw(AtomicOp::CmpSwap) => (WrOpcode::AtomicCmpAndSwp, 8, self.local.src),
+        };
+        let mut wr = SendWr::new(
+            wr_id,
+            op,
+            vec![Sge {
+                addr: local,
+                length: len as u32,
+                lkey: self.local.lkey,
+            }],
+        );
+        if !op.is_send() {
+            wr.remote_addr = self.rem.vaddr;
+            wr.rkey = self.rem.rkey;
+        }
+        match op {
+            WrOpcode::AtomicFetchAndAdd => wr.compare_add = 1,
+            WrOpcode::AtomicCmpAndSwp => {
+                // perftest's CAS: compare with what it expects there, swap in something else; any value is a
+                // valid CAS on the wire.
+                wr.compare_add = 0;
+                wr.swap = wr_id + 1;
+            }
+            _ => {}
+        }
+        wr
+    }
+
+    /// Poll `cq` for up to `max` completions, waiting until at least one arrives.
+    fn poll_some(&mut self, cq: Cq, max: usize) -> Result<usize> {
+        loop {
+            let wcs = self.local.dev.lock().poll_cq(cq, max);
+            if !wcs.is_empty() {
+                for wc in &wcs {
+                    self.res.completions += 1;
+                    if wc.status != WcStatus::Success {
+                        self.res.bad_completions.push(format!("{wc:?}"));
+                    }
+                }
+                if let Some(bad) = wcs.iter().find(|w| w.status != WcStatus::Success) {
+                    bail!("completion error: {bad:?}");
+                }
+                return Ok(wcs.len());
+            }
+            if Instant::now() > self.oob.deadline {
+                bail!("timed out waiting for completions");
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    fn run_traffic(&mut self) -> Result<()> {
+        let tool = self.opts.tool;
+        let role = self.opts.role;
+        let iters = self.opts.iters;
+        match (tool, role) {
+            // The server of write/read/atomic bw only waits (the barrier after the run).
+            (Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw(_), Role::Server) => Ok(()),
+            (Tool::ReadLat, Role::Server) => Ok(()),
+            (Tool::SendBw, Role::Server) => {
+                let mut got = 0;
+                let mut start = None;
+                while got < iters {
+                    got += self.poll_some(self.local.rcq, iters - got)?;
+                    start.get_or_insert_with(Instant::now);
+                }
+                let el = start.map(|s| s.elapsed()).unwrap_or_default();
+                self.finish_bw(iters as u64, el);
+                Ok(())
+            }
+            (Tool::SendBw | Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw(_), Role::Client) => {
+                let t = Instant::now();
+                let (mut posted, mut done) = (0usize, 0usize);
+                let window = TX_DEPTH.min(iters);
+                let mut peak = 0f64;
+                let mut last = (t, 0usize);
+                while done < iters {
+                    {
+                        let mut d = self.local.dev.lock();
+                        while posted < iters && posted - done < window {
+                            d.post_send(self.local.qpn, self.wr(posted as u64))
+                                .map_err(|e| anyhow!("post_send: {e}"))?;
+                            posted += 1;
+                        }
+                    }
+                    let n = self.poll_some(self.local.scq, TX_DEPTH)?;
+                    done += n;
+                    let now = Instant::now();
+                    let dt = now.duration_since(last.0).as_secs_f64();
+                    if dt > 0.0 {
+                        let bw = ((done - last.1) * self.size) as f64 / dt / (1 << 20) as f64;
+                        peak = peak.max(bw);
+                    }
+                    last = (now, done);
+                }
+                self.finish_bw(iters as u64, t.elapsed());
+                if self.res.bw_mbs > 0.0 {
+                    self.res.sent_report = Some(BwReport {
+                        size: self.size as u64,
+                        iters: iters as u64,
+                        bw_peak: peak.max(self.res.bw_mbs),
+                        bw_avg: self.res.bw_mbs,
+                        msg_rate: self.res.msg_rate_mpps,
+                    });
+                }
+                Ok(())
+            }
+            (Tool::SendLat, _) => self.send_lat(),
+            (Tool::WriteLat, _) => self.write_lat(),
+            (Tool::ReadLat, Role::Client) => {
+                let mut samples = Vec::with_capacity(iters);
+                for i in 0..iters {
+                    let t = Instant::now();
+                    self.local
+                        .dev
+                        .lock()
+                        .post_send(self.local.qpn, self.wr(i as u64))
+                        .map_err(|e| anyhow!("post_send: {e}"))?;
+                    self.poll_some(self.local.scq, 1)?;
+                    samples.push(t.elapsed());
+                }
+                self.finish_lat(samples);
+                Ok(())
+            }
+        }
+    }
+
+    fn finish_bw(&mut self, msgs: u64, el: Duration) {
+        self.res.messages = msgs;
+        self.res.bytes = msgs * self.size as u64;
+        self.res.elapsed = el;
+        let s = el.as_secs_f64();
+        if s > 0.0 {
+            self.res.bw_mbs = self.res.bytes as f64 / s / (1 << 20) as f64;
+            self.res.msg_rate_mpps = msgs as f64 / s / 1e6;
+        }
+    }
+
+    fn finish_lat(&mut self, samples: Vec<Duration>) {
+        let n = samples.len();
+        self.res.messages = n as u64;
+        self.res.bytes = (n * self.size) as u64;
+        self.res.elapsed = samples.iter().sum();
+        if n == 0 {
+            return;
+        }
+        // perftest reports half the round trip for send/write ping-pong, the full time for reads.
+        let half = if self.opts.tool == Tool::ReadLat {
+            1.0
+        } else {
+            2.0
+        };
+        let mut us: Vec<f64> = samples
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e6 / half)
+            .collect();
+        us.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        self.res.latency = Some(LatStats {
+            samples: n,
+            min_us: us[0],
+            max_us: us[n - 1],
+            typical_us: us[n / 2],
+            avg_us: us.iter().sum::<f64>() / n as f64,
+        });
+        let s = self.res.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.res.bw_mbs = self.res.bytes as f64 / s / (1 << 20) as f64;
+            self.res.msg_rate_mpps = n as f64 / s / 1e6;
+        }
+    }
+
+    /// SEND ping-pong: the client sends first; each side sends after each receive.
+    fn send_lat(&mut self) -> Result<()> {
+        let iters = self.opts.iters;
+        let client = self.opts.role == Role::Client;
+        let mut samples = Vec::with_capacity(iters);
+        let mut t = Instant::now();
+        let (mut scnt, mut rcnt) = (0usize, 0usize);
+        while scnt < iters || rcnt < iters {
+            if rcnt < iters && !(scnt < 1 && client) {
+                self.poll_some(self.local.rcq, 1)?;
+                rcnt += 1;
+                if client {
+                    samples.push(t.elapsed());
+                }
+            }
+            if scnt < iters {
+                t = Instant::now();
+                self.local
+                    .dev
+                    .lock()
+                    .post_send(self.local.qpn, self.wr(scnt as u64))
+                    .map_err(|e| anyhow!("post_send: {e}"))?;
+                scnt += 1;
+                self.poll_some(self.local.scq, 1)?;
+                if !client && rcnt > 0 {
+                    samples.push(t.elapsed() * 2);
+                }
+            }
+        }
+        self.finish_lat(samples);
+        Ok(())
+    }
+
+    /// WRITE ping-pong: the server writes first; before each of its writes (but the server's first) a side
+    /// waits until the last byte of its buffer holds the peer's counter.
+    fn write_lat(&mut self) -> Result<()> {
+        let iters = self.opts.iters;
+        let server = self.opts.role == Role::Server;
+        let poll_addr = self.local.target + self.size as u64 - 1;
+        let post_addr = self.local.src + self.size as u64 - 1;
+        let mut samples = Vec::with_capacity(iters);
+        let (mut scnt, mut rcnt, mut ccnt) = (0usize, 0usize, 0usize);
+        let mut t = Instant::now();
+        while scnt < iters || ccnt < iters || rcnt < iters {
+            if rcnt < iters && !(scnt < 1 && server) {
+                rcnt += 1;
+                let want = rcnt as u8;
+                loop {
+                    let b = self
+                        .local
+                        .dev
+                        .lock()
+                        .mem()
+                        .read(poll_addr, 1)
+                        .map_err(|e| anyhow!("{e}"))?[0];
+                    if b == want {
+                        break;
+                    }
+                    if Instant::now() > self.oob.deadline {
+                        bail!("timed out waiting for the peer's write #{rcnt} (byte {b}, want {want})");
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                if scnt > 0 {
+                    samples.push(t.elapsed());
+                }
+            }
+            if scnt < iters {
+                scnt += 1;
+                t = Instant::now();
+                let mut d = self.local.dev.lock();
+                d.mem_mut()
+                    .write(post_addr, &[scnt as u8])
+                    .map_err(|e| anyhow!("{e}"))?;
+                d.post_send(self.local.qpn, self.wr(scnt as u64))
+                    .map_err(|e| anyhow!("post_send: {e}"))?;
+            }
+            if ccnt < iters {
+                self.poll_some(self.local.scq, 1)?;
+                ccnt += 1;
+            }
+        }
+        self.finish_lat(samples);
+        Ok(())
+    }
+
+    fn xchg_reports(&mut self) -> Result<()> {
+        let mine = self.res.sent_report.unwrap_or(BwReport {
+            size: self.size as u64,
+            iters: self.opts.iters as u64,
+            ..Default::default()
+        });
+        let size = self.oob.xchg(&mine.size.to_be_bytes(), "report size")?;
+        let iters = self.oob.xchg(&mine.iters.to_be_bytes(), "report iters")?;
+        let peak = self.oob.xchg(&be_f64(mine.bw_peak), "report bw_peak")?;
+        let avg = self.oob.xchg(&be_f64(mine.bw_avg), "report bw_avg")?;
+        let rate = self.oob.xchg(&be_f64(mine.msg_rate), "report msg rate")?;
+        let u = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap());
+        let f = |b: &[u8]| f64::from_bits(u(b));
+        if self.opts.role == Role::Server {
+            let rep = BwReport {
+                size: u(&size),
+                iters: u(&iters),
+                bw_peak: f(&peak),
+                bw_avg: f(&avg),
+                msg_rate: f(&rate),
+            };
+            // We only waited: what the client says it moved (the wire shows the same, see the pcap).
+            self.res.messages = rep.iters;
+            self.res.bytes = rep.iters * rep.size;
+            self.res.bw_mbs = rep.bw_avg;
+            self.res.msg_rate_mpps = rep.msg_rate;
+            self.res.remote_report = Some(rep);
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// pcap analysis
+
+/// Retransmissions seen in a capture.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Retransmissions {
+    pub roce_frames: usize,
+    /// Request packets (SEND/WRITE/READ request/atomic) whose (source, destination QP, PSN) was already seen.
+    pub duplicate_requests: usize,
+    /// Of those, RDMA READ requests (each makes the responder replay its response).
+    pub duplicate_read_requests: usize,
+    /// Response packets (READ response, ACK, atomic ACK) whose (source, destination QP, PSN) was already seen.
+    pub duplicate_responses: usize,
+}
+
+/// Count duplicate PSNs in a pcap written by the bridge.
+pub fn count_retransmissions(path: &std::path::Path) -> Result<Retransmissions> {
+    use std::collections::HashSet;
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut r = pcap_file::pcap::PcapReader::new(f)?;
+    let mut out = Retransmissions::default();
+    let mut seen_req = HashSet::new();
+    let mut seen_resp = HashSet::new();
+    while let Some(p) = r.next_packet() {
+        let p = p?;
+        let Ok(Frame::Roce(fr)) = parse_ethernet(&p.data) else {
+            continue;
+        };
+        out.roce_frames += 1;
+        let bth = &fr.packet.bth;
+        let key = (fr.ip.src(), bth.dest_qpn, bth.psn, bth.opcode);
+        let Some(info) = testbench::wire::opcode::info(bth.opcode) else {
+            continue;
+        };
+        if info.is_request() {
+            if !seen_req.insert(key) {
+                out.duplicate_requests += 1;
+                if bth.opcode & 0x1F == 0x0C {
+                    out.duplicate_read_requests += 1;
+                }
+            }
+        } else if !seen_resp.insert(key) {
+            out.duplicate_responses += 1;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_record_round_trip() {
+        // The record rxe's perftest sent in the VM.
+        let s = "0000:0001:000011:29bc75:000002b8:00007f6099226000:00:00:00:00:00:00:00:00:00:00:ff:ff:0a:00:00:01:00000000:";
+        let mut m = s.as_bytes().to_vec();
+        m.resize(108, 0);
+        let d = Dest::decode(&m).unwrap();
+        assert_eq!(d.qpn, 0x11);
+        assert_eq!(d.psn, 0x29bc75);
+        assert_eq!(d.rkey, 0x2b8);
+        assert_eq!(d.vaddr, 0x7f60_9922_6000);
+        assert_eq!(d.out_reads, 1);
+        assert_eq!(d.gid, v4_gid(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(d.encode(), m);
+    }
+
+    #[test]
+    fn vm_commands() {
+        let mut o = PerftestOpts::new(Tool::WriteBw, Role::Server);
+        o.iters = 200;
+        o.size = 4096;
+        assert_eq!(
+            o.vm_command(),
+            "ib_write_bw -d rxe0 -x 1 -F -n 200 -m 1024 -p 18515 -s 4096 10.0.0.2"
+        );
+        let o = PerftestOpts::new(Tool::AtomicBw(AtomicOp::CmpSwap), Role::Client);
+        assert_eq!(
+            o.vm_command(),
+            "ib_atomic_bw -d rxe0 -x 1 -F -n 5000 -m 1024 -p 18515 -A CMP_AND_SWAP"
+        );
+        assert_eq!(Tool::parse("ib_send_lat"), Some(Tool::SendLat));
+        assert_eq!(mtu_from_enum(3), Some(1024));
+    }
+}

@@ -1,0 +1,477 @@
+//! The unmodified perftest tools (Debian perftest 4.5+0.17) in the rxe VM against the golden model on our
+//! side, in both roles: `sim::rxe::perftest::run_perftest`.
+//!
+//! Each test checks that the VM tool exited 0 and printed its result table, that our side completed, that
+//! every frame of the pcap passes the golden decoder, and rxe's hw_counters (see [`check_counters`]).
+//! Skips (prints why and passes) only when qemu cannot run here and `RNIC_REQUIRE_VM` is unset.
+//! Logs, scripts and pcaps stay in `sim/vm/work/run/perftest-<test>/`.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sim::rxe::perftest::{
+    count_retransmissions, run_perftest, AtomicOp, PerftestOpts, PerftestReport, Role, Tool,
+};
+use sim::rxe::{self, VmImage};
+
+static BUILD: Mutex<()> = Mutex::new(());
+
+fn image_or_skip(test: &str) -> Option<VmImage> {
+    let _g = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    match rxe::vm_available() {
+        Ok(Some(img)) => Some(img),
+        Ok(None) => {
+            eprintln!("SKIP {test}: qemu-system-x86_64 is not available (set RNIC_REQUIRE_VM=1 to fail instead)");
+            None
+        }
+        Err(e) => panic!("{test}: the VM cannot be built: {e:#}"),
+    }
+}
+
+/// rxe counters that must stay zero on a clean link: anything else means we sent something rxe did not
+/// expect. `out_of_seq_request` (rxe got a PSN ahead of its ePSN) and `rcvd_seq_err` (rxe got a
+/// PSN-sequence NAK from us) mean a lost or reordered packet; the bridge loses nothing, so they point at
+/// us. `retry_exceeded_err` / `retry_rnr_exceeded_err` would have failed the QP, `link_downed` the port.
+/// NOT checked: `duplicate_request` and `completer_retry_err` (our model's or rxe's retransmit timer can
+/// fire under TCG when the VM stalls for longer than the 67 ms timeout, a retransmission is then a
+/// legitimate duplicate), `send_rnr_err` / `rcvd_rnr_err` (a receiver that is late reposting receives
+/// answers RNR NAK, which is the protocol working), `ack_deferred`.
+const ZERO_CLEAN: &[&str] = &[
+    "out_of_seq_request",
+    "rcvd_seq_err",
+    "retry_exceeded_err",
+    "retry_rnr_exceeded_err",
+    "link_downed",
+];
+/// With drops, sequence errors are expected; the QP must still never give up.
+const ZERO_LOSSY: &[&str] = &[
+    "retry_exceeded_err",
+    "retry_rnr_exceeded_err",
+    "link_downed",
+];
+
+fn check_counters(r: &PerftestReport, lossy: bool) {
+    assert!(
+        r.hw_counters.len() >= 10,
+        "hw_counters missing from the VM log:\n{r}"
+    );
+    for name in if lossy { ZERO_LOSSY } else { ZERO_CLEAN } {
+        assert_eq!(r.hw(name), Some(0), "rxe counter {name} is not 0:\n{r}");
+    }
+    // rxe drops a frame with a bad ICRC silently and only logs it.
+    assert!(
+        !r.kernel_rxe_messages
+            .iter()
+            .any(|m| m.to_lowercase().contains("icrc")),
+        "rxe logged an ICRC problem:\n{r}"
+    );
+    assert!(
+        r.hw("rcvd_pkts").unwrap_or(0) > 0,
+        "rxe received nothing:\n{r}"
+    );
+}
+
+fn run(
+    test: &str,
+    tool: Tool,
+    role: Role,
+    size: usize,
+    iters: usize,
+    drop: f64,
+) -> Option<PerftestReport> {
+    run_mtu(test, tool, role, size, iters, drop, 1024)
+}
+
+fn run_mtu(
+    test: &str,
+    tool: Tool,
+    role: Role,
+    size: usize,
+    iters: usize,
+    drop: f64,
+    mtu: u32,
+) -> Option<PerftestReport> {
+    let img = image_or_skip(test)?;
+    let t0 = Instant::now();
+    let dir = rxe::run_dir(&format!("perftest-{test}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("link.pcap");
+    let mut o = PerftestOpts::new(tool, role);
+    o.size = size;
+    o.iters = iters;
+    o.drop = drop;
+    o.mtu = mtu;
+    o.seed = 7;
+    o.pcap = Some(pcap.clone());
+    o.timeout = Duration::from_secs(if drop > 0.0 { 90 } else { 60 });
+    o.run_dir = Some(dir);
+    o.image = Some(img);
+    let r = run_perftest(&o).unwrap();
+    eprintln!("{test}: {:.1} s\n{r}", t0.elapsed().as_secs_f64());
+    assert!(
+        r.ok(),
+        "{test} failed:\n{r}\nlog: {}",
+        r.vm_log_path.display()
+    );
+    assert!(r.bridge_error.is_none(), "{r}");
+    assert!(r.ours.bad_completions.is_empty(), "{r}");
+    let dec = testbench::decode::decode_pcap(&pcap).unwrap();
+    assert!(dec.roce_frames > 0, "no RoCE frames in the pcap");
+    assert!(
+        dec.ok(),
+        "{test}: the golden decoder flags frames: {:?}\n{:?}",
+        dec.problem_counts(),
+        dec.problems.iter().take(10).collect::<Vec<_>>()
+    );
+    assert_eq!(r.ours.path_mtu, mtu, "{r}");
+    check_counters(&r, drop > 0.0);
+    if drop > 0.0 {
+        let re = count_retransmissions(&pcap).unwrap();
+        eprintln!("{test}: pcap {re:?}, bridge {:?}", r.bridge);
+        assert!(r.bridge.dropped_from_vm + r.bridge.dropped_to_vm > 0, "{r}");
+        assert!(
+            re.duplicate_requests + re.duplicate_responses > 0,
+            "{test}: no retransmission in the pcap: {re:?}\n{r}"
+        );
+    }
+    Some(r)
+}
+
+// ---- bandwidth, our side server (the VM tool is the client) ----
+
+#[test]
+fn write_bw_ours_server() {
+    let Some(r) = run(
+        "write_bw_server",
+        Tool::WriteBw,
+        Role::Server,
+        65536,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    let rep = r.ours.remote_report.expect("the client's report");
+    assert_eq!((rep.size, rep.iters), (65536, 200));
+}
+
+#[test]
+fn send_bw_ours_server() {
+    let Some(r) = run(
+        "send_bw_server",
+        Tool::SendBw,
+        Role::Server,
+        65536,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert_eq!(r.ours.messages, 200);
+    assert!(r.ours.completions >= 200);
+}
+
+#[test]
+fn read_bw_ours_server() {
+    let Some(r) = run(
+        "read_bw_server",
+        Tool::ReadBw,
+        Role::Server,
+        65536,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert_eq!(r.ours.remote_report.map(|x| x.iters), Some(200));
+    assert!(r.ours.model_counters.read_responses_sent > 0);
+}
+
+#[test]
+fn atomic_faa_ours_server() {
+    let Some(r) = run(
+        "atomic_faa_server",
+        Tool::AtomicBw(AtomicOp::FetchAdd),
+        Role::Server,
+        8,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert!(r.ours.model_counters.atomic_acks_sent >= 200);
+}
+
+#[test]
+fn atomic_cas_ours_server() {
+    let Some(r) = run(
+        "atomic_cas_server",
+        Tool::AtomicBw(AtomicOp::CmpSwap),
+        Role::Server,
+        8,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert!(r.ours.model_counters.atomic_acks_sent >= 200);
+}
+
+// ---- bandwidth, our side client (the VM tool is the server) ----
+
+#[test]
+fn write_bw_ours_client() {
+    let Some(r) = run(
+        "write_bw_client",
+        Tool::WriteBw,
+        Role::Client,
+        65536,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert_eq!(r.ours.messages, 200);
+    assert!(r.ours.bw_mbs > 0.0);
+}
+
+#[test]
+fn send_bw_ours_client() {
+    let Some(r) = run(
+        "send_bw_client",
+        Tool::SendBw,
+        Role::Client,
+        65536,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert_eq!(r.ours.messages, 200);
+}
+
+#[test]
+fn read_bw_ours_client() {
+    let Some(r) = run(
+        "read_bw_client",
+        Tool::ReadBw,
+        Role::Client,
+        65536,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert_eq!(r.ours.messages, 200);
+}
+
+#[test]
+fn atomic_faa_ours_client() {
+    let Some(r) = run(
+        "atomic_faa_client",
+        Tool::AtomicBw(AtomicOp::FetchAdd),
+        Role::Client,
+        8,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert_eq!(r.ours.messages, 200);
+}
+
+#[test]
+fn atomic_cas_ours_client() {
+    let Some(r) = run(
+        "atomic_cas_client",
+        Tool::AtomicBw(AtomicOp::CmpSwap),
+        Role::Client,
+        8,
+        200,
+        0.0,
+    ) else {
+        return;
+    };
+    assert_eq!(r.ours.messages, 200);
+}
+
+// ---- latency, both roles ----
+
+#[test]
+fn send_lat_ours_server() {
+    let Some(r) = run("send_lat_server", Tool::SendLat, Role::Server, 64, 100, 0.0) else {
+        return;
+    };
+    assert!(r.ours.latency.is_some());
+}
+
+#[test]
+fn send_lat_ours_client() {
+    let Some(r) = run("send_lat_client", Tool::SendLat, Role::Client, 64, 100, 0.0) else {
+        return;
+    };
+    assert_eq!(r.ours.latency.map(|l| l.samples), Some(100));
+}
+
+#[test]
+fn write_lat_ours_server() {
+    let Some(r) = run(
+        "write_lat_server",
+        Tool::WriteLat,
+        Role::Server,
+        64,
+        100,
+        0.0,
+    ) else {
+        return;
+    };
+    assert!(r.ours.latency.is_some());
+}
+
+#[test]
+fn write_lat_ours_client() {
+    let Some(r) = run(
+        "write_lat_client",
+        Tool::WriteLat,
+        Role::Client,
+        64,
+        100,
+        0.0,
+    ) else {
+        return;
+    };
+    // The server writes first: the client times 99 round trips (its write to the server's next one).
+    assert_eq!(r.ours.latency.map(|l| l.samples), Some(99));
+}
+
+#[test]
+fn read_lat_ours_server() {
+    let Some(r) = run("read_lat_server", Tool::ReadLat, Role::Server, 64, 100, 0.0) else {
+        return;
+    };
+    assert!(r.ours.model_counters.read_responses_sent >= 100);
+}
+
+#[test]
+fn read_lat_ours_client() {
+    let Some(r) = run("read_lat_client", Tool::ReadLat, Role::Client, 64, 100, 0.0) else {
+        return;
+    };
+    assert_eq!(r.ours.latency.map(|l| l.samples), Some(100));
+}
+
+// ---- bandwidth with 1 % loss each way (seeded): go-back-N and read replays on both sides ----
+
+#[test]
+fn write_bw_drop_ours_server() {
+    run(
+        "write_bw_drop_server",
+        Tool::WriteBw,
+        Role::Server,
+        4096,
+        200,
+        0.01,
+    );
+}
+
+#[test]
+fn write_bw_drop_ours_client() {
+    run(
+        "write_bw_drop_client",
+        Tool::WriteBw,
+        Role::Client,
+        4096,
+        200,
+        0.01,
+    );
+}
+
+#[test]
+fn send_bw_drop_ours_server() {
+    run(
+        "send_bw_drop_server",
+        Tool::SendBw,
+        Role::Server,
+        4096,
+        200,
+        0.01,
+    );
+}
+
+#[test]
+fn send_bw_drop_ours_client() {
+    run(
+        "send_bw_drop_client",
+        Tool::SendBw,
+        Role::Client,
+        4096,
+        200,
+        0.01,
+    );
+}
+
+#[test]
+fn read_bw_drop_ours_server() {
+    run(
+        "read_bw_drop_server",
+        Tool::ReadBw,
+        Role::Server,
+        4096,
+        200,
+        0.01,
+    );
+}
+
+#[test]
+fn read_bw_drop_ours_client() {
+    run(
+        "read_bw_drop_client",
+        Tool::ReadBw,
+        Role::Client,
+        4096,
+        200,
+        0.01,
+    );
+}
+
+#[test]
+fn atomic_faa_drop_ours_server() {
+    run(
+        "atomic_faa_drop_server",
+        Tool::AtomicBw(AtomicOp::FetchAdd),
+        Role::Server,
+        8,
+        200,
+        0.01,
+    );
+}
+
+#[test]
+fn atomic_faa_drop_ours_client() {
+    run(
+        "atomic_faa_drop_client",
+        Tool::AtomicBw(AtomicOp::FetchAdd),
+        Role::Client,
+        8,
+        200,
+        0.01,
+    );
+}
+
+// ---- jumbo: path MTU 4096 over a 9000-byte netdev ----
+
+#[test]
+fn write_bw_mtu4096_ours_client() {
+    let Some(r) = run_mtu(
+        "write_bw_mtu4096_client",
+        Tool::WriteBw,
+        Role::Client,
+        65536,
+        100,
+        0.0,
+        4096,
+    ) else {
+        return;
+    };
+    assert!(r.vm_output.contains("Mtu             : 4096[B]"), "{r}");
+}
