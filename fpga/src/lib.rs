@@ -31,6 +31,11 @@ pub fn blocks() -> Vec<Emitted> {
             depth_budget: None,
         },
         Emitted {
+            name: "rx_parse",
+            verilog: rtl::verilog_of(&mut rtl::rx_parse::RxParse::default()),
+            depth_budget: None,
+        },
+        Emitted {
             name: "tx_packet_build",
             verilog: rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()),
             depth_budget: None,

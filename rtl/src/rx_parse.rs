@@ -8,7 +8,7 @@
 //!   length comes from the golden opcode table ([`Lut8`]).
 //! - The payload is realigned as it arrives: payload beat k is {frame beat q+k, frame beat q+k+1} shifted
 //!   down by H mod 64 bytes, H = 54 + 4·ext_words (12 possible shifts, a mux, no barrel shifter), and
-//!   written to a payload FIFO (2 maximum frames).
+//!   written to a payload FIFO (256 beats: two maximum frames and the ICRC latency).
 //! - The ICRC is checked without locating it: the engine runs over the datagram *with* its received ICRC
 //!   (tkeep trimmed at 14 + IP total length, which also drops Ethernet padding) and a good frame leaves the
 //!   CRC-32 residue 0x2144DF1C. Until its verdict a frame's payload waits in the FIFO; a bad frame's payload
@@ -203,7 +203,6 @@ fn k64(v: u64) -> Constant<Bits<64>> {
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 enum ReadState {
     Idle,
-    Header,
     Payload,
     Discard,
 }
@@ -256,18 +255,24 @@ pub struct RxParse {
     flush: DFF<Bit>,
     shifted: Signal<Local, Bits<512>>,
     cur: Signal<Local, Bits<512>>,
-    buf: Fifo<Bits<512>, 7, 8>,
+    /// two maximum frames plus the ICRC verdict latency
+    paybuf: Fifo<Bits<512>, 8, 9>,
     // verdicts
     engine: IcrcEngine,
-    crcq: Fifo<Bits<32>, 4, 5>,
-    pend: Fifo<RxPending, 4, 5>,
+    // deep enough for the ICRC engine's latency with back-to-back one-beat frames
+    crcq: Fifo<Bits<32>, 5, 6>,
+    pend: Fifo<RxPending, 5, 6>,
     pend_push: DFF<Bit>,
     reason: Signal<Local, Bits<4>>,
     pay_len: Signal<Local, Bits<13>>,
+    udp_diff: Signal<Local, Bits<16>>,
+    bth1w: Signal<Local, Bits<8>>,
+    plen_d: Signal<Local, Bits<13>>,
     udp_min: Signal<Local, Bits<16>>,
     // reader
     state: DFF<ReadState>,
-    cur_pend: DFF<RxPending>,
+    verdict_here: Signal<Local, Bit>,
+    reader_free: Signal<Local, Bit>,
     left: DFF<Bits<7>>,
     last_keep: DFF<Bits<64>>,
     cnt: [DFF<Bits<32>>; RX_COUNTERS],
@@ -283,13 +288,16 @@ pub struct RxParse {
     k_roce_fixed: Constant<Bits<16>>,
     k_residue: Constant<Bits<32>>,
     k_full: Constant<Bits<64>>,
-    k_min_space: Constant<Bits<8>>,
-    k_max_pend: Constant<Bits<5>>,
+    k_min_space: Constant<Bits<9>>,
+    k_max_pend: Constant<Bits<6>>,
     k0_7: Constant<Bits<7>>,
     k1_7: Constant<Bits<7>>,
     k64_7: Constant<Bits<7>>,
     k63_13: Constant<Bits<13>>,
     k0_4: Constant<Bits<4>>,
+    k0_6: Constant<Bits<6>>,
+    k0_16: Constant<Bits<16>>,
+    k3_4: Constant<Bits<4>>,
     k1_32: Constant<Bits<32>>,
     k0_512: Constant<Bits<512>>,
     k_reason: [Constant<Bits<4>>; RX_COUNTERS],
@@ -335,16 +343,20 @@ impl Default for RxParse {
             flush: Default::default(),
             shifted: Default::default(),
             cur: Default::default(),
-            buf: Default::default(),
+            paybuf: Default::default(),
             engine: Default::default(),
             crcq: Default::default(),
             pend: Default::default(),
             pend_push: Default::default(),
             reason: Default::default(),
             pay_len: Default::default(),
+            udp_diff: Default::default(),
+            bth1w: Default::default(),
+            plen_d: Default::default(),
             udp_min: Default::default(),
             state: Default::default(),
-            cur_pend: Default::default(),
+            verdict_here: Default::default(),
+            reader_free: Default::default(),
             left: Default::default(),
             last_keep: Default::default(),
             cnt: Default::default(),
@@ -359,13 +371,16 @@ impl Default for RxParse {
             k_roce_fixed: k((8 + BTH_LEN + 4) as u64),
             k_residue: k(CRC32_RESIDUE as u64),
             k_full: k64(u64::MAX),
-            k_min_space: k(128 - 66),
-            k_max_pend: k(12),
+            k_min_space: k(256 - 66),
+            k_max_pend: k(28),
             k0_7: k(0),
             k1_7: k(1),
             k64_7: k(64),
             k63_13: k(63),
             k0_4: k(0),
+            k0_6: k(0),
+            k0_16: k(0),
+            k3_4: k(3),
             k1_32: k(1),
             k0_512: Constant::new(Bits::<512>::default()),
             k_reason: std::array::from_fn(|i| k(i as u64)),
@@ -378,9 +393,9 @@ impl Logic for RxParse {
     fn update(&mut self) {
         dff_setup!(
             self, clock, d0, k0, l0, v0, first0, in_frame, take, beat, w, ew, opok, cov, prev, pwritten, flush,
-            pend_push, state, cur_pend, left, last_keep
+            pend_push, state, left, last_keep
         );
-        clock!(self, clock, buf, engine, crcq, pend);
+        clock!(self, clock, paybuf, engine, crcq, pend);
         for i in 0..9 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].d.next = self.cnt[i].q.val();
@@ -412,7 +427,7 @@ impl Logic for RxParse {
             self.opok.d.next = self.opl.y.val().get_bit(4);
             self.cov.d.next = self.cov0.val();
             self.beat.d.next = self.k1_7.val();
-            self.take.d.next = (self.buf.count.val() < bit_cast::<8, 8>(self.k_min_space.val()))
+            self.take.d.next = (self.paybuf.count.val() < self.k_min_space.val())
                 & (self.pend.count.val() < self.k_max_pend.val());
         }
         if self.v0.q.val() & !self.first0.q.val() {
@@ -439,7 +454,7 @@ impl Logic for RxParse {
         self.engine.s_axis.tvalid.next = false;
         if self.v0.q.val() {
             if self.first0.q.val() {
-                self.engine.s_axis.tvalid.next = (self.buf.count.val() < bit_cast::<8, 8>(self.k_min_space.val()))
+                self.engine.s_axis.tvalid.next = (self.paybuf.count.val() < self.k_min_space.val())
                     & (self.pend.count.val() < self.k_max_pend.val());
             } else {
                 self.engine.s_axis.tvalid.next = self.take.q.val();
@@ -450,6 +465,10 @@ impl Logic for RxParse {
         self.crcq.push.next = self.engine.crc_valid.val();
 
         // ---- payload realignment: frame beat j (j >= q+1) completes payload beat j-q-1 ----
+        self.cur.next = self.k0_512.val();
+        if self.v0.q.val() & !self.first0.q.val() {
+            self.cur.next = self.d0.q.val();
+        }
         match self.ew.q.val().index() {
             0 => self.shifted.next = (self.prev.q.val() >> 432) | (self.cur.val() << 80),
             1 => self.shifted.next = (self.prev.q.val() >> 464) | (self.cur.val() << 48),
@@ -464,21 +483,17 @@ impl Logic for RxParse {
             10 => self.shifted.next = (self.prev.q.val() >> 240) | (self.cur.val() << 272),
             _ => self.shifted.next = (self.prev.q.val() >> 272) | (self.cur.val() << 240),
         }
-        self.cur.next = self.k0_512.val();
-        if self.v0.q.val() & !self.first0.q.val() {
-            self.cur.next = self.d0.q.val();
-        }
-        self.buf.din.next = self.shifted.val();
-        self.buf.push.next = false;
+        self.paybuf.din.next = self.shifted.val();
+        self.paybuf.push.next = false;
         // the realigned beat is written when a later frame beat (or the flush after the last) completes it
         if (self.v0.q.val() & !self.first0.q.val()) | self.flush.q.val() {
             if self.take.q.val() & (self.pwritten.q.val() < self.pbeats.val()) {
-                if (self.beat.q.val() > self.k1_7.val()) | (self.ew.q.val() < bit_cast::<4, 3>(bits::<3>(3))) {
-                    self.buf.push.next = true;
+                if (self.beat.q.val() > self.k1_7.val()) | (self.ew.q.val() < self.k3_4.val()) {
+                    self.paybuf.push.next = true;
                 }
             }
         }
-        if self.buf.push.val() {
+        if self.paybuf.push.val() {
             self.pwritten.d.next = self.pwritten.q.val() + self.k1_7.val();
         }
         if self.v0.q.val() {
@@ -490,12 +505,15 @@ impl Logic for RxParse {
         }
 
         // ---- header checks (from the captured header, the cycle after the last beat) ----
-        self.pay_len.next = (self.w.q.val().udp_len - self.udp_min.val()).get_bits::<13>(0);
+        // (fields go through plain signals before slicing: Verilog has no slice of a slice)
+        self.bth1w.next = self.w.q.val().bth1;
         self.udp_min.next = self.k_roce_fixed.val()
             + (bit_cast::<16, 4>(self.ew.q.val()) << 2)
-            + bit_cast::<16, 2>(self.w.q.val().bth1.get_bits::<2>(4));
+            + bit_cast::<16, 2>(self.bth1w.val().get_bits::<2>(4));
+        self.udp_diff.next = self.w.q.val().udp_len - self.udp_min.val();
+        self.pay_len.next = self.udp_diff.val().get_bits::<13>(0);
         self.reason.next = self.k0_4.val();
-        if self.w.q.val().bth1.get_bits::<4>(0) != self.k0_4.val() {
+        if self.bth1w.val().get_bits::<4>(0) != self.k0_4.val() {
             self.reason.next = self.k_reason[6].val();
         }
         if !self.opok.q.val() {
@@ -511,7 +529,7 @@ impl Logic for RxParse {
         }
         if (self.w.q.val().ip_proto != self.k_udp.val())
             | (self.w.q.val().udp_dport != self.k_dport.val())
-            | ((self.w.q.val().ip_frag & self.k_frag_mask.val()) != bits::<16>(0))
+            | ((self.w.q.val().ip_frag & self.k_frag_mask.val()) != self.k0_16.val())
         {
             self.reason.next = self.k_reason[2].val();
         }
@@ -529,7 +547,7 @@ impl Logic for RxParse {
         self.pend.din.next.ext_words = self.ew.q.val();
         self.pend.din.next.pay_len = self.pay_len.val();
         self.pend.din.next.beats = self.pwritten.q.val();
-        if self.buf.push.val() {
+        if self.paybuf.push.val() {
             self.pend.din.next.beats = self.pwritten.q.val() + self.k1_7.val();
         }
         self.pend.din.next.reason = self.reason.val();
@@ -540,77 +558,78 @@ impl Logic for RxParse {
         }
 
         // ---- reader: verdict, then the header and payload out, or the payload discarded ----
-        self.hdr.next = self.cur_pend.q.val().hdr;
-        self.hdr_ext_words.next = self.cur_pend.q.val().ext_words;
-        self.hdr_pay_len.next = self.cur_pend.q.val().pay_len;
         self.hdr_valid.next = false;
         self.pay.tvalid.next = false;
-        self.pay.tdata.next = self.buf.dout.val();
+        self.pay.tdata.next = self.paybuf.dout.val();
         self.pay.tkeep.next = self.k_full.val();
         self.pay.tlast.next = self.left.q.val() == self.k1_7.val();
         if self.pay.tlast.val() {
             self.pay.tkeep.next = self.last_keep.q.val();
         }
-        self.buf.pop.next = false;
+        self.paybuf.pop.next = false;
         self.pend.pop.next = false;
         self.crcq.pop.next = false;
+        self.plen_d.next = self.pend.dout.val().pay_len;
         self.verdict_ok.next = (self.pend.dout.val().reason == self.k0_4.val()) & (self.crcq.dout.val() == self.k_residue.val());
+        self.hdr.next = self.pend.dout.val().hdr;
+        self.hdr_ext_words.next = self.pend.dout.val().ext_words;
+        self.hdr_pay_len.next = self.pend.dout.val().pay_len;
+        self.verdict_here.next = !self.pend.empty.val() & !self.crcq.empty.val();
+        // payload out, or a bad frame's payload discarded; the last beat frees the reader in the same cycle
+        self.reader_free.next = false;
         match self.state.q.val() {
             ReadState::Idle => {
-                if !self.pend.empty.val() & !self.crcq.empty.val() {
-                    self.pend.pop.next = true;
-                    self.crcq.pop.next = true;
-                    self.cur_pend.d.next = self.pend.dout.val();
-                    self.left.d.next = self.pend.dout.val().beats;
-                    self.last_keep.d.next = self.k_full.val();
-                    if self.pend.dout.val().pay_len.get_bits::<6>(0) != bits::<6>(0) {
-                        self.last_keep.d.next = self.k_full.val()
-                            >> (self.k64_7.val() - bit_cast::<7, 6>(self.pend.dout.val().pay_len.get_bits::<6>(0)));
-                    }
-                    if self.verdict_ok.val() {
-                        self.state.d.next = ReadState::Header;
-                        self.cnt[0].d.next = self.cnt[0].q.val() + self.k1_32.val();
-                    } else {
-                        if self.pend.dout.val().beats != self.k0_7.val() {
-                            self.state.d.next = ReadState::Discard;
-                        }
-                        if self.pend.dout.val().reason == self.k0_4.val() {
-                            self.cnt[7].d.next = self.cnt[7].q.val() + self.k1_32.val();
-                        }
-                        for i in 1..7 {
-                            if self.pend.dout.val().reason == self.k_reason[i].val() {
-                                self.cnt[i].d.next = self.cnt[i].q.val() + self.k1_32.val();
-                            }
-                        }
-                    }
-                }
-            }
-            ReadState::Header => {
-                self.hdr_valid.next = true;
-                if self.hdr_ready.val() {
-                    if self.left.q.val() == self.k0_7.val() {
-                        self.state.d.next = ReadState::Idle;
-                    } else {
-                        self.state.d.next = ReadState::Payload;
-                    }
-                }
+                self.reader_free.next = true;
             }
             ReadState::Payload => {
-                self.pay.tvalid.next = !self.buf.empty.val();
-                if !self.buf.empty.val() & self.pay.tready.val() {
-                    self.buf.pop.next = true;
+                self.pay.tvalid.next = !self.paybuf.empty.val();
+                if !self.paybuf.empty.val() & self.pay.tready.val() {
+                    self.paybuf.pop.next = true;
                     self.left.d.next = self.left.q.val() - self.k1_7.val();
                     if self.left.q.val() == self.k1_7.val() {
                         self.state.d.next = ReadState::Idle;
+                        self.reader_free.next = true;
                     }
                 }
             }
             _ => {
-                if !self.buf.empty.val() {
-                    self.buf.pop.next = true;
+                if !self.paybuf.empty.val() {
+                    self.paybuf.pop.next = true;
                     self.left.d.next = self.left.q.val() - self.k1_7.val();
                     if self.left.q.val() == self.k1_7.val() {
                         self.state.d.next = ReadState::Idle;
+                        self.reader_free.next = true;
+                    }
+                }
+            }
+        }
+        // the next verdict, and for a good frame its header, as soon as the reader is free
+        self.hdr_valid.next = self.reader_free.val() & self.verdict_here.val() & self.verdict_ok.val();
+        if self.reader_free.val() & self.verdict_here.val() & (!self.verdict_ok.val() | self.hdr_ready.val()) {
+            self.pend.pop.next = true;
+            self.crcq.pop.next = true;
+            self.left.d.next = self.pend.dout.val().beats;
+            self.last_keep.d.next = self.k_full.val();
+            if self.plen_d.val().get_bits::<6>(0) != self.k0_6.val() {
+                self.last_keep.d.next =
+                    self.k_full.val() >> (self.k64_7.val() - bit_cast::<7, 6>(self.plen_d.val().get_bits::<6>(0)));
+            }
+            if self.pend.dout.val().beats != self.k0_7.val() {
+                if self.verdict_ok.val() {
+                    self.state.d.next = ReadState::Payload;
+                } else {
+                    self.state.d.next = ReadState::Discard;
+                }
+            }
+            if self.verdict_ok.val() {
+                self.cnt[0].d.next = self.cnt[0].q.val() + self.k1_32.val();
+            } else {
+                if self.pend.dout.val().reason == self.k0_4.val() {
+                    self.cnt[7].d.next = self.cnt[7].q.val() + self.k1_32.val();
+                }
+                for i in 1..7 {
+                    if self.pend.dout.val().reason == self.k_reason[i].val() {
+                        self.cnt[i].d.next = self.cnt[i].q.val() + self.k1_32.val();
                     }
                 }
             }
@@ -641,8 +660,8 @@ mod tests {
                 f.chunks(BEAT_BYTES).enumerate().map(move |(i, c)| (c.to_vec(), i + 1 == n)).collect::<Vec<_>>()
             })
             .collect();
-        let mut out = Vec::new();
-        let mut cur: Option<(RxHeader, u64, u64, Vec<u8>)> = None;
+        let mut out: Vec<(RxHeader, u64, u64, Vec<u8>)> = Vec::new();
+        let mut waiting = std::collections::VecDeque::<usize>::new(); // packets whose payload is still coming
         let mut next = 0;
         let mut quiet = 0;
         loop {
@@ -663,23 +682,22 @@ mod tests {
                 next += 1;
             }
             quiet += 1;
-            if u.hdr_valid.val() && u.hdr_ready.val() {
-                assert!(cur.is_none());
-                let p = u.hdr_pay_len.val().to_u64();
-                cur = Some((u.hdr.val(), u.hdr_ext_words.val().to_u64(), p, Vec::new()));
-                quiet = 0;
-                if p == 0 {
-                    out.push(cur.take().unwrap());
-                }
-            }
             if u.pay.tvalid.val() && u.pay.tready.val() {
-                let c = cur.as_mut().expect("payload without a header");
+                let at: usize = *waiting.front().expect("payload without a header");
                 let n = 64 - u.pay.tkeep.val().get_bits::<64>(0).to_u64().leading_zeros() as usize;
                 for i in 0..n {
-                    c.3.push(u.pay.tdata.val().get_bits::<8>(8 * i).to_u8());
+                    out[at].3.push(u.pay.tdata.val().get_bits::<8>(8 * i).to_u8());
                 }
                 if u.pay.tlast.val() {
-                    out.push(cur.take().unwrap());
+                    waiting.pop_front();
+                }
+                quiet = 0;
+            }
+            if u.hdr_valid.val() && u.hdr_ready.val() {
+                let p = u.hdr_pay_len.val().to_u64();
+                out.push((u.hdr.val(), u.hdr_ext_words.val().to_u64(), p, Vec::new()));
+                if p > 0 {
+                    waiting.push_back(out.len() - 1);
                 }
                 quiet = 0;
             }

@@ -2,6 +2,7 @@
 //! both simulators.
 
 pub mod icrc_harness;
+pub mod rx_harness;
 pub mod tx_harness;
 pub mod rxe;
 
