@@ -41,6 +41,34 @@ enum Cmd {
         #[arg(long)]
         block: Option<String>,
     },
+    /// Run an unmodified rdma-core/perftest tool in a Linux soft-RoCE (rxe) VM against our endpoint.
+    Rxe {
+        /// Our side: `model` (the golden transport model) or `rtl` (the Verilator RNIC).
+        #[arg(long, default_value = "model")]
+        endpoint: String,
+        /// ibv_rc_pingpong, ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw (fetch-and-add),
+        /// ib_atomic_bw_cas, ib_send_lat, ib_write_lat, ib_read_lat.
+        #[arg(long)]
+        tool: String,
+        /// Our endpoint's role: server (the tool in the VM connects to us) or client.
+        #[arg(long, default_value = "server")]
+        role: String,
+        /// RDMA path MTU (256..4096); the VM's netdev MTU is set to fit (1500, or 9000 above 1024).
+        #[arg(long, default_value_t = 1024)]
+        mtu: u32,
+        /// Message size handed to the tool (default: the tool's own).
+        #[arg(long)]
+        size: Option<usize>,
+        /// Iterations (default: a short run suited to the emulated VM).
+        #[arg(long)]
+        iters: Option<usize>,
+        /// Fraction of frames the bridge drops, each way.
+        #[arg(long, default_value_t = 0.0)]
+        drop: f64,
+        /// Capture of every frame on the link.
+        #[arg(long)]
+        pcap: Option<PathBuf>,
+    },
     /// What the project can show today: the RTL ICRC engine (Verilator model of the emitted Verilog)
     /// checks a real rxe capture against the golden model, then runs random frames at full rate.
     Demo {
@@ -94,7 +122,73 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Synth { block } => synth(block.as_deref()),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
+        Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
+            rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
+        }
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rxe(
+    endpoint: &str,
+    tool: &str,
+    role: &str,
+    mtu: u32,
+    size: Option<usize>,
+    iters: Option<usize>,
+    drop: f64,
+    pcap: Option<PathBuf>,
+) -> Result<ExitCode> {
+    use sim::rxe::{perftest, pingpong};
+    match endpoint {
+        "model" => {}
+        "rtl" => anyhow::bail!(
+            "--endpoint rtl needs the RTL transport slice (QP context, requester, responder), which is not built yet; \
+             use --endpoint model"
+        ),
+        other => anyhow::bail!("unknown endpoint `{other}` (model or rtl)"),
+    }
+    anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
+    anyhow::ensure!((0.0..1.0).contains(&drop), "--drop is a fraction in [0, 1)");
+    if tool == "ibv_rc_pingpong" {
+        let mut o = pingpong::PingpongOpts {
+            role: role.parse().map_err(|e| anyhow::anyhow!("--role: {e}"))?,
+            mtu,
+            drop,
+            pcap,
+            iters: iters.unwrap_or(200) as u32,
+            ..Default::default()
+        };
+        if let Some(s) = size {
+            o.size = s as u32;
+        }
+        let r = pingpong::run_pingpong(&o)?;
+        println!("{}", r.summary());
+        return Ok(match r.check() {
+            Ok(()) => {
+                println!("result: PASS");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                println!("result: FAIL: {e:#}");
+                ExitCode::FAILURE
+            }
+        });
+    }
+    let t = perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?;
+    let r = perftest::Role::parse(role).with_context(|| format!("--role must be server or client, not `{role}`"))?;
+    let mut o = perftest::PerftestOpts::new(t, r);
+    o.mtu = mtu;
+    o.drop = drop;
+    o.pcap = pcap;
+    o.iters = iters.unwrap_or(200);
+    if let Some(s) = size {
+        o.size = s;
+    }
+    let rep = perftest::run_perftest(&o)?;
+    println!("{rep}");
+    println!("result: {}", if rep.ok() { "PASS" } else { "FAIL" });
+    Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn scratch(tag: &str) -> Result<PathBuf> {
