@@ -125,11 +125,11 @@ pub fn synth(file: &Path) -> Result<SynthReport> {
         }
     }
     let g = yosys(
-        &format!("read_verilog -sv {f}; synth -flatten -top top; check -assert; abc -lut 6; opt_clean; stat; ltp -noff"),
+        &format!("read_verilog -sv {f}; synth -flatten -top top -run begin:fine; opt -fast -full; techmap; opt -fast; check -assert; abc -lut 6; opt_clean; stat; ltp -noff"),
         &dir.join("generic.log"),
     )?;
     for (cell, _) in cell_counts(&g) {
-        if !(cell == "$lut" || cell.starts_with("$_DFF") || cell.starts_with("$_SDFF") || cell.starts_with("$_DFFE") || cell.starts_with("$mem") || cell.starts_with("$_SDFFE") || cell.starts_with("$_ALDFF")) {
+        if !(cell == "$lut" || cell.starts_with("$mem") || cell.starts_with("$_DFF") || cell.starts_with("$_SDFF") || cell.starts_with("$_DFFE") || cell.starts_with("$mem") || cell.starts_with("$_SDFFE") || cell.starts_with("$_ALDFF")) {
             bail!("generic flow left a `{cell}` cell: the LUT-level count would not be LUT6 levels");
         }
     }
