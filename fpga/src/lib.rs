@@ -35,6 +35,8 @@ pub fn blocks() -> Vec<Emitted> {
             verilog: rtl::verilog_of(&mut rtl::rx_parse::RxParse::default()),
             depth_budget: None,
         },
+        // [key_cache entry]
+        // [qp_context entry]
         Emitted {
             name: "tx_packet_build",
             verilog: rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()),
