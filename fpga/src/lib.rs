@@ -35,8 +35,21 @@ pub fn blocks() -> Vec<Emitted> {
             verilog: rtl::verilog_of(&mut rtl::rx_parse::RxParse::default()),
             depth_budget: None,
         },
-        // [key_cache entry]
-        // [qp_context entry]
+        Emitted {
+            name: "key_cache",
+            verilog: rtl::verilog_of(&mut rtl::key_cache::KeyCache::<1024, 10>::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "psn_check",
+            verilog: rtl::verilog_of(&mut rtl::psn_check::PsnCheck::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "qp_context",
+            verilog: rtl::verilog_of(&mut rtl::qp_context::QpContext::<256, 8>::default()),
+            depth_budget: Some(6),
+        },
         Emitted {
             name: "tx_packet_build",
             verilog: rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()),

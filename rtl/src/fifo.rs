@@ -1,4 +1,5 @@
-//! Small show-ahead FIFO on distributed RAM (LUTRAM): the head is readable while `empty` is low, `pop`
+//! Memories and the small show-ahead FIFO: [`DistRam`] (asynchronous read, LUTRAM), [`SdpRam`] (registered
+//! read, block RAM), and [`Fifo`] on distributed RAM (LUTRAM): the head is readable while `empty` is low, `pop`
 //! removes it, `push` writes `din` unless `full`. Depth 2^AW.
 //!
 //! The storage is a hand-written leaf ([`DistRam`]: synchronous write, asynchronous read, so Vivado infers
@@ -54,6 +55,62 @@ impl<T: Synth, const AW: usize> Logic for DistRam<T, AW> {
              initial begin\n   for (i = 0; i < {d}; i = i + 1) mem[i] = {w}'d0;\nend\n\
              always @(posedge clock) begin\n   if (we) mem[waddr] <= wdata;\nend\n\
              always @(*) begin\n   rdata = mem[raddr];\nend\n",
+            w - 1,
+            d - 1
+        ))
+    }
+}
+
+/// Simple dual-port RAM of 2^AW words of T with a registered, read-first read port: one write port, one
+/// read port, same clock. Written as `reg [W-1:0] mem [0:2^AW-1]` so that Yosys/Vivado map it to BRAM.
+#[derive(LogicBlock)]
+pub struct SdpRam<T: Synth, const AW: usize> {
+    pub clock: Signal<In, Clock>,
+    pub waddr: Signal<In, Bits<AW>>,
+    pub wdata: Signal<In, T>,
+    pub we: Signal<In, Bit>,
+    pub raddr: Signal<In, Bits<AW>>,
+    pub rdata: Signal<Out, T>,
+    _mem: Vec<T>,
+}
+
+impl<T: Synth, const AW: usize> Default for SdpRam<T, AW> {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            waddr: Default::default(),
+            wdata: Default::default(),
+            we: Default::default(),
+            raddr: Default::default(),
+            rdata: Default::default(),
+            _mem: vec![T::default(); 1 << AW],
+        }
+    }
+}
+
+impl<T: Synth, const AW: usize> Logic for SdpRam<T, AW> {
+    fn update(&mut self) {
+        if self.clock.pos_edge() {
+            // read-first, as the Verilog's nonblocking assignments
+            self.rdata.next = self._mem[self.raddr.val().index()];
+            if self.we.val() {
+                self._mem[self.waddr.val().index()] = self.wdata.val();
+            }
+        }
+    }
+
+    fn connect(&mut self) {
+        self.rdata.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        let w = T::BITS;
+        let d = 1usize << AW;
+        Verilog::Custom(format!(
+            "reg [{}:0] mem [0:{}];\n\
+             integer i;\n\
+             initial begin\n   for (i = 0; i < {d}; i = i + 1) mem[i] = {w}'d0;\n   rdata = {w}'d0;\nend\n\
+             always @(posedge clock) begin\n   if (we) mem[waddr] <= wdata;\n   rdata <= mem[raddr];\nend\n",
             w - 1,
             d - 1
         ))

@@ -1,10 +1,14 @@
 //! Synthesizable blocks of the RoCEv2 RNIC, in rust-hdl. One file per block, its unit test beside it.
 pub mod axis;
 pub mod bytemap;
+pub mod consts;
 pub mod fifo;
 pub mod gf2;
 pub mod icrc;
+pub mod key_cache;
 pub mod lut;
+pub mod psn_check;
+pub mod qp_context;
 pub mod rx_parse;
 pub mod tx_build;
 pub mod tx_icrc;
