@@ -21,6 +21,7 @@
 //! output. Latency 12 cycles; one beat per cycle; frames back to back with no idle cycle.
 
 use crate::axis::AxisSink;
+use crate::consts::{k, keep_count_map};
 use crate::gf2::Gf2Map;
 use testbench::wire::frame::{icrc_header_mask, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_HEADER_LEN, VLAN_TAG_LEN};
 use rust_hdl::prelude::*;
@@ -44,7 +45,7 @@ fn icrc_or_masks(ipv6: bool, vlan: bool) -> [u32; 32] {
 }
 
 fn c32(v: u32) -> Constant<Bits<32>> {
-    Constant::new(bits::<32>(v as u64))
+    k::<32>(v as u64)
 }
 
 /// The ICRC engine (see the module documentation).
@@ -161,9 +162,7 @@ impl Default for IcrcEngine {
             // byte b of lane s is kept when tkeep[4s+b]
             keep_lane: std::array::from_fn(|s| Gf2Map::new((0..32).map(|i| 1u64 << (4 * s + i / 8)).collect())),
             // n - 1 for a contiguous tkeep of n ones: bit j is the parity of the keep bits at multiples of 2^j
-            nm1: Gf2Map::new(
-                (0..6).map(|j| (1..64).filter(|p| p % (1 << j) == 0).fold(0u64, |m, p| m | 1 << p)).collect(),
-            ),
+            nm1: keep_count_map(),
             s2_lane: Default::default(),
             s2_k: Default::default(),
             s2_valid: Default::default(),

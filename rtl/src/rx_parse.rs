@@ -20,6 +20,7 @@
 
 use crate::axis::{AxisSink, AxisSource};
 use crate::bytemap::{ByteMap, ByteSrc};
+use crate::consts::{k, keep_thermo};
 use crate::fifo::Fifo;
 use crate::icrc::IcrcEngine;
 use crate::lut::Lut8;
@@ -187,17 +188,6 @@ pub fn rx_opcode_table() -> Vec<u64> {
         }
     }
     t
-}
-
-fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
-    Constant::new(bits::<N>(v))
-}
-
-fn k64(v: u64) -> Constant<Bits<64>> {
-    let mut b = Bits::<64>::default();
-    b.set_bits::<32>(0, bits::<32>(v & 0xFFFF_FFFF));
-    b.set_bits::<32>(32, bits::<32>(v >> 32));
-    Constant::new(b)
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
@@ -370,7 +360,7 @@ impl Default for RxParse {
             k_iphdr: k(IPV4_HEADER_LEN as u64),
             k_roce_fixed: k((8 + BTH_LEN + 4) as u64),
             k_residue: k(CRC32_RESIDUE as u64),
-            k_full: k64(u64::MAX),
+            k_full: keep_thermo(64),
             k_min_space: k(256 - 66),
             k_max_pend: k(28),
             k0_7: k(0),

@@ -14,6 +14,7 @@
 
 use crate::axis::{AxisSink, AxisSource, KeepMask};
 use crate::bytemap::{ByteMap, ByteSrc};
+use crate::consts::{byte_mask, k, keep_thermo};
 use crate::tx_icrc::TxIcrcAppend;
 use rust_hdl::prelude::*;
 use std::net::Ipv4Addr;
@@ -106,19 +107,6 @@ pub fn ipv4_const_sum() -> u32 {
     [0usize, 6, 8].iter().map(|&i| u16::from_be_bytes([ip[i], ip[i + 1]]) as u32).sum()
 }
 
-/// A 512-bit mask of the first `n` bytes.
-fn byte_mask(n: usize) -> Constant<Bits<512>> {
-    let mut b = Bits::<512>::default();
-    for i in 0..n {
-        b.set_bits::<8>(8 * i, bits::<8>(0xFF));
-    }
-    Constant::new(b)
-}
-
-fn kc<const N: usize>(v: u64) -> Constant<Bits<N>> {
-    Constant::new(bits::<N>(v))
-}
-
 /// TX Packet Build (see the module documentation).
 #[derive(LogicBlock)]
 pub struct TxPacketBuild {
@@ -201,13 +189,6 @@ pub struct TxPacketBuild {
 impl Default for TxPacketBuild {
     fn default() -> Self {
         let h = |ext: usize| FIXED_HDR + 4 * ext;
-        let thermo = |n: usize| -> Constant<Bits<64>> {
-            let v = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-            let mut b = Bits::<64>::default();
-            b.set_bits::<32>(0, bits::<32>(v & 0xFFFF_FFFF));
-            b.set_bits::<32>(32, bits::<32>(v >> 32));
-            Constant::new(b)
-        };
         Self {
             clock: Default::default(),
             hdr: Default::default(),
@@ -258,19 +239,19 @@ impl Default for TxPacketBuild {
             dst0: Default::default(),
             pay63: Default::default(),
             icrc: Default::default(),
-            k0_2: kc(0),
-            k24: kc((UDP_HEADER_LEN + BTH_LEN + 4) as u64),
-            k20: kc(IPV4_HEADER_LEN as u64),
-            kconst: kc((ipv4_const_sum() + IPV4_HEADER_LEN as u32) as u64),
-            k54: kc(FIXED_HDR as u64),
-            k63: kc(63),
-            k0_7: kc(0),
+            k0_2: k(0),
+            k24: k((UDP_HEADER_LEN + BTH_LEN + 4) as u64),
+            k20: k(IPV4_HEADER_LEN as u64),
+            kconst: k((ipv4_const_sum() + IPV4_HEADER_LEN as u32) as u64),
+            k54: k(FIXED_HDR as u64),
+            k63: k(63),
+            k0_7: k(0),
             k0_512: byte_mask(0),
-            k1_7: kc(1),
-            k64_7: kc(64),
-            k0_6: kc(0),
-            k3_3: kc(3),
-            kfull: thermo(64),
+            k1_7: k(1),
+            k64_7: k(64),
+            k0_6: k(0),
+            k3_3: k(3),
+            kfull: keep_thermo(64),
             hm0_t: std::array::from_fn(|e| byte_mask(h(e).min(64))),
             hm1_t: std::array::from_fn(|e| byte_mask(h(e).saturating_sub(64))),
         }

@@ -9,6 +9,7 @@
 
 use crate::axis::{AxisSink, AxisSource, KeepMask};
 use crate::fifo::Fifo;
+use crate::consts::{k, keep_count_map, keep_thermo};
 use crate::gf2::Gf2Map;
 use crate::icrc::IcrcEngine;
 use rust_hdl::prelude::*;
@@ -56,13 +57,6 @@ pub struct TxIcrcAppend {
 
 impl Default for TxIcrcAppend {
     fn default() -> Self {
-        let mut full = Bits::<64>::default();
-        full.set_bits::<32>(0, bits::<32>(0xFFFF_FFFF));
-        full.set_bits::<32>(32, bits::<32>(0xFFFF_FFFF));
-        let min_keep = (1u64 << ETH_MIN_FRAME_LEN) - 1;
-        let mut mk = Bits::<64>::default();
-        mk.set_bits::<32>(0, bits::<32>(min_keep & 0xFFFF_FFFF));
-        mk.set_bits::<32>(32, bits::<32>(min_keep >> 32));
         Self {
             clock: Default::default(),
             s_axis: Default::default(),
@@ -70,9 +64,7 @@ impl Default for TxIcrcAppend {
             engine: Default::default(),
             fifo: Default::default(),
             head_mask: Default::default(),
-            nm1: Gf2Map::new(
-                (0..6).map(|j| (1..64).filter(|p| p % (1 << j) == 0).fold(0u64, |m, p| m | 1 << p)).collect(),
-            ),
+            nm1: keep_count_map(),
             n: Default::default(),
             with_crc: Default::default(),
             o_data: Default::default(),
@@ -85,12 +77,12 @@ impl Default for TxIcrcAppend {
             mid_frame: Default::default(),
             adv: Default::default(),
             head_ok: Default::default(),
-            kfull: Constant::new(full),
-            k1: Constant::new(bits::<7>(1)),
-            k60: Constant::new(bits::<7>(60)),
-            k56: Constant::new(bits::<7>(ETH_MIN_FRAME_LEN as u64 - 4)),
-            k64: Constant::new(bits::<7>(64)),
-            kmin_keep: Constant::new(mk),
+            kfull: keep_thermo(64),
+            k1: k(1),
+            k60: k(60),
+            k56: k(ETH_MIN_FRAME_LEN as u64 - 4),
+            k64: k(64),
+            kmin_keep: keep_thermo(ETH_MIN_FRAME_LEN),
         }
     }
 }
