@@ -28,7 +28,7 @@ pub fn blocks() -> Vec<Emitted> {
         Emitted {
             name: "tx_icrc_append",
             verilog: rtl::verilog_of(&mut rtl::tx_icrc::TxIcrcAppend::default()),
-            depth_budget: None,
+            depth_budget: Some(6),
         },
         Emitted {
             name: "rx_parse",
@@ -53,7 +53,7 @@ pub fn blocks() -> Vec<Emitted> {
         Emitted {
             name: "tx_packet_build",
             verilog: rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()),
-            depth_budget: None,
+            depth_budget: Some(6),
         },
     ]
 }

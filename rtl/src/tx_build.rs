@@ -1,14 +1,17 @@
 //! TX Packet Build: a header descriptor and its payload stream in, a complete RoCEv2 frame out
 //! (Ethernet, IPv4, UDP, BTH, extension headers, payload, pad, ICRC, padding to the 60-byte minimum).
 //!
-//! - Header descriptors ([`TxHeader`]) flow through a six-stage pipeline that fills in the computed fields
-//!   (PadCnt, UDP length, IP total length, IP header checksum as a tree of two-input adds) while earlier frames
-//!   are being sent; descriptors are accepted back to back.
+//! - Header descriptors ([`TxHeader`]) flow through a nine-stage pipeline that fills in the computed fields
+//!   (PadCnt, UDP length, IP total length, the IPv4 header checksum summed as two byte columns and folded in
+//!   small steps, the beat plan) while earlier frames are being sent; descriptors are accepted back to back.
+//!   No add is wider than 14 bits, so every stage fits the 6-LUT budget.
 //! - The frame former writes the header bytes (a [`ByteMap`] whose table comes from the golden wire model)
 //!   and shifts the payload behind them: the header is 54 + 4·ext_words bytes, so the payload sits at one of
 //!   eight byte offsets; each output beat is the two-beat window {previous payload beat, current one} shifted by
 //!   a constant chosen by `ext_words` (an 8:1 mux per bit, no barrel shifter).
-//! - The ICRC is appended by [`crate::tx_icrc::TxIcrcAppend`] (the ICRC engine beside a beat FIFO).
+//! - Each formed beat is registered before the ICRC append, [`crate::tx_icrc::TxIcrcAppend`] (the ICRC engine
+//!   beside a beat FIFO), so the shift-and-merge logic and the engine's frame-type detection sit in different
+//!   cycles.
 //!
 //! IPv4 only (what rxe uses with IPv4-mapped GIDs); IPv6 is a second header map away.
 
@@ -31,8 +34,8 @@ pub const MAX_EXT: usize = 28;
 pub const HDR_BYTES: usize = 84;
 
 /// One packet to send. Multi-byte fields hold numbers (sent big-endian); `ext` holds the extension headers
-/// in wire order (byte 0 in bits 7:0), `ext_words` their length in 4-byte words. The last five fields are
-/// computed here; leave them zero.
+/// in wire order (byte 0 in bits 7:0), `ext_words` their length in 4-byte words. The fields from `ip_total`
+/// on are computed here; leave them zero.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct TxHeader {
     pub dst_mac: Bits<48>,
@@ -54,6 +57,11 @@ pub struct TxHeader {
     pub ip_csum: Bits<16>,
     pub bth1: Bits<8>,
     pub bth8: Bits<8>,
+    /// Beats of the frame before its ICRC is appended, payload beats, and `64 - (frame bytes mod 64)` (0 when
+    /// the last beat is full): the frame former's plan.
+    pub nbeats: Bits<7>,
+    pub pbeats: Bits<7>,
+    pub keep_shift: Bits<7>,
 }
 
 /// Bits of a packed [`TxHeader`].
@@ -122,19 +130,35 @@ pub struct TxPacketBuild {
 
     // header pipeline
     hadv: Signal<Local, Bit>,
-    h: [DFF<TxHeader>; 6],
-    hv: [DFF<Bit>; 6],
+    h: [DFF<TxHeader>; 9],
+    hv: [DFF<Bit>; 9],
     pad: DFF<Bits<2>>,
     padded: DFF<Bits<14>>,
-    sa: DFF<Bits<18>>,
-    sb: DFF<Bits<18>>,
-    sc: DFF<Bits<18>>,
-    t1: DFF<Bits<19>>,
-    sc2: DFF<Bits<18>>,
-    t1_3: DFF<Bits<19>>,
-    t2: DFF<Bits<19>>,
-    t: DFF<Bits<19>>,
-    f1: DFF<Bits<17>>,
+    ew4: DFF<Bits<14>>,
+    a1: DFF<Bits<9>>,
+    a2: DFF<Bits<9>>,
+    a3: DFF<Bits<9>>,
+    b1: DFF<Bits<9>>,
+    b2: DFF<Bits<9>>,
+    b3: DFF<Bits<9>>,
+    a12: DFF<Bits<10>>,
+    b12: DFF<Bits<10>>,
+    a3c: DFF<Bits<9>>,
+    b3c: DFF<Bits<9>>,
+    hi: DFF<Bits<12>>,
+    lo: DFF<Bits<12>>,
+    hi2: DFF<Bits<12>>,
+    lo2: DFF<Bits<12>>,
+    flen: DFF<Bits<14>>,
+    pay63: DFF<Bits<14>>,
+    hi3: DFF<Bits<12>>,
+    lo8: DFF<Bits<8>>,
+    flen63: DFF<Bits<14>>,
+    lo9: DFF<Bits<9>>,
+    hi8: DFF<Bits<8>>,
+    hi9: DFF<Bits<9>>,
+    lo8b: DFF<Bits<8>>,
+    lo_f: Signal<Local, Bits<8>>,
     // frame former
     cur: DFF<TxHeader>,
     active: DFF<Bit>,
@@ -152,28 +176,39 @@ pub struct TxPacketBuild {
     cur_pay: Signal<Local, Bits<512>>,
     hdr_sel: Signal<Local, Bits<512>>,
     load: Signal<Local, Bit>,
+    f_last: Signal<Local, Bit>,
+    f_valid: Signal<Local, Bit>,
+    ob_ready: Signal<Local, Bit>,
+    ob_data: DFF<Bits<512>>,
+    ob_keep: DFF<Bits<64>>,
+    ob_last: DFF<Bit>,
+    ob_valid: DFF<Bit>,
     shifted: Signal<Local, Bits<512>>,
     hdr_beat: Signal<Local, Bits<512>>,
     need_pay: Signal<Local, Bit>,
     fire: Signal<Local, Bit>,
-    total: Signal<Local, Bits<14>>,
-    total63: Signal<Local, Bits<14>>,
-    pad5: Signal<Local, Bits<2>>,
-    len5: Signal<Local, Bits<13>>,
     in_len: Signal<Local, Bits<13>>,
     src0: Signal<Local, Bits<32>>,
     dst0: Signal<Local, Bits<32>>,
-    pay63: Signal<Local, Bits<14>>,
+    id0: Signal<Local, Bits<16>>,
+    ulen3: Signal<Local, Bits<16>>,
+    ipt3: Signal<Local, Bits<16>>,
+    len3: Signal<Local, Bits<13>>,
+    ulen_sum: Signal<Local, Bits<14>>,
     // ICRC append
     icrc: TxIcrcAppend,
 
     // constants
     k0_2: Constant<Bits<2>>,
-    k24: Constant<Bits<16>>,
+    k24: Constant<Bits<14>>,
     k20: Constant<Bits<16>>,
-    kconst: Constant<Bits<18>>,
-    k54: Constant<Bits<14>>,
+    /// high and low bytes of the IPv4 header's constant words (plus the 20 of ip_total = udp_len + 20)
+    khi: Constant<Bits<9>>,
+    klo: Constant<Bits<9>>,
+    /// frame bytes before the ICRC = IP total length + Ethernet header - 4 (the ICRC is appended later)
+    k_eth_no_icrc: Constant<Bits<14>>,
     k63: Constant<Bits<14>>,
+    k1_8: Constant<Bits<8>>,
     k0_7: Constant<Bits<7>>,
     k0_512: Constant<Bits<512>>,
     k1_7: Constant<Bits<7>>,
@@ -189,6 +224,9 @@ pub struct TxPacketBuild {
 impl Default for TxPacketBuild {
     fn default() -> Self {
         let h = |ext: usize| FIXED_HDR + 4 * ext;
+        // one's-complement sum of the constant words, folded to 16 bits
+        let c = ipv4_const_sum() + IPV4_HEADER_LEN as u32;
+        let const_words = ((c & 0xFFFF) + (c >> 16)) as u64;
         Self {
             clock: Default::default(),
             hdr: Default::default(),
@@ -201,15 +239,31 @@ impl Default for TxPacketBuild {
             hv: Default::default(),
             pad: Default::default(),
             padded: Default::default(),
-            sa: Default::default(),
-            sb: Default::default(),
-            sc: Default::default(),
-            t1: Default::default(),
-            sc2: Default::default(),
-            t1_3: Default::default(),
-            t2: Default::default(),
-            t: Default::default(),
-            f1: Default::default(),
+            ew4: Default::default(),
+            a1: Default::default(),
+            a2: Default::default(),
+            a3: Default::default(),
+            b1: Default::default(),
+            b2: Default::default(),
+            b3: Default::default(),
+            a12: Default::default(),
+            b12: Default::default(),
+            a3c: Default::default(),
+            b3c: Default::default(),
+            hi: Default::default(),
+            lo: Default::default(),
+            hi2: Default::default(),
+            lo2: Default::default(),
+            flen: Default::default(),
+            pay63: Default::default(),
+            hi3: Default::default(),
+            lo8: Default::default(),
+            flen63: Default::default(),
+            lo9: Default::default(),
+            hi8: Default::default(),
+            hi9: Default::default(),
+            lo8b: Default::default(),
+            lo_f: Default::default(),
             cur: Default::default(),
             active: Default::default(),
             beat: Default::default(),
@@ -226,25 +280,34 @@ impl Default for TxPacketBuild {
             cur_pay: Default::default(),
             hdr_sel: Default::default(),
             load: Default::default(),
+            f_last: Default::default(),
+            f_valid: Default::default(),
+            ob_ready: Default::default(),
+            ob_data: Default::default(),
+            ob_keep: Default::default(),
+            ob_last: Default::default(),
+            ob_valid: Default::default(),
             shifted: Default::default(),
             hdr_beat: Default::default(),
             need_pay: Default::default(),
             fire: Default::default(),
-            total: Default::default(),
-            total63: Default::default(),
-            pad5: Default::default(),
-            len5: Default::default(),
             in_len: Default::default(),
             src0: Default::default(),
             dst0: Default::default(),
-            pay63: Default::default(),
+            id0: Default::default(),
+            ulen3: Default::default(),
+            ipt3: Default::default(),
+            len3: Default::default(),
+            ulen_sum: Default::default(),
             icrc: Default::default(),
             k0_2: k(0),
             k24: k((UDP_HEADER_LEN + BTH_LEN + 4) as u64),
             k20: k(IPV4_HEADER_LEN as u64),
-            kconst: k((ipv4_const_sum() + IPV4_HEADER_LEN as u32) as u64),
-            k54: k(FIXED_HDR as u64),
+            khi: k(const_words >> 8),
+            klo: k(const_words & 0xFF),
+            k_eth_no_icrc: k((ETH_HEADER_LEN - 4) as u64),
             k63: k(63),
+            k1_8: k(1),
             k0_7: k(0),
             k0_512: byte_mask(0),
             k1_7: k(1),
@@ -262,10 +325,11 @@ impl Logic for TxPacketBuild {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, pad, padded, sa, sb, sc, t1, sc2, t1_3, t2, t, f1, cur, active, beat, nbeats, last_keep, pbeats, pidx,
+            self, clock, pad, padded, ew4, a1, a2, a3, b1, b2, b3, a12, b12, a3c, b3c, hi, lo, hi2, lo2, flen, pay63,
+            hi3, lo8, flen63, lo9, hi8, hi9, lo8b, ob_data, ob_keep, ob_last, ob_valid, cur, active, beat, nbeats, last_keep, pbeats, pidx,
             prev, hq, hmask0, hmask1
         );
-        for i in 0..6 {
+        for i in 0..9 {
             self.h[i].clock.next = self.clock.val();
             self.h[i].d.next = self.h[i].q.val();
             self.hv[i].clock.next = self.clock.val();
@@ -274,62 +338,80 @@ impl Logic for TxPacketBuild {
         clock!(self, clock, icrc);
 
         // ---- header pipeline: stage i+1 takes stage i when the pipeline advances ----
+        // Every add is at most 14 bits wide (<= 6 LUT6 levels). The IPv4 checksum is summed as two byte columns
+        // (high and low bytes of the 16-bit words), then folded with end-around carries in small steps.
         // (struct fields are copied to plain signals before slicing: Verilog has no slice of a slice)
         self.in_len.next = self.hdr.val().pay_len;
         self.src0.next = self.h[0].q.val().src_ip;
         self.dst0.next = self.h[0].q.val().dst_ip;
+        self.id0.next = self.h[0].q.val().ip_id;
+        self.ulen3.next = self.h[3].q.val().udp_len;
+        self.ipt3.next = self.h[3].q.val().ip_total;
+        self.len3.next = self.h[3].q.val().pay_len;
+        self.ulen_sum.next = self.padded.q.val() + self.ew4.q.val();
+        for i in 0..8 {
+            if self.hadv.val() {
+                self.h[i + 1].d.next = self.h[i].q.val();
+                self.hv[i + 1].d.next = self.hv[i].q.val();
+            }
+        }
         if self.hadv.val() {
-            // H0: capture; PadCnt and the padded payload length
+            // H0: capture; PadCnt
             self.h[0].d.next = self.hdr.val();
             self.hv[0].d.next = self.hdr_valid.val();
             self.pad.d.next = self.k0_2.val() - self.in_len.val().get_bits::<2>(0);
-            // H1: lengths, BTH flag bytes, first checksum adds
-            self.h[1].d.next = self.h[0].q.val();
-            self.hv[1].d.next = self.hv[0].q.val();
+            // H1: padded payload, 24 + 4*ext_words, BTH flag bytes, byte-column pairs
             self.padded.d.next = bit_cast::<14, 13>(self.h[0].q.val().pay_len) + bit_cast::<14, 2>(self.pad.q.val());
+            self.ew4.d.next = self.k24.val() + (bit_cast::<14, 3>(self.h[0].q.val().ext_words) << 2);
             self.h[1].d.next.bth1 = (bit_cast::<8, 1>(self.h[0].q.val().solicited.into()) << 7)
                 | (bit_cast::<8, 2>(self.pad.q.val()) << 4);
             self.h[1].d.next.bth8 = bit_cast::<8, 1>(self.h[0].q.val().ack_req.into()) << 7;
-            self.sa.d.next = bit_cast::<18, 16>(self.src0.val().get_bits::<16>(16))
-                + bit_cast::<18, 16>(self.src0.val().get_bits::<16>(0));
-            self.sb.d.next = bit_cast::<18, 16>(self.dst0.val().get_bits::<16>(16))
-                + bit_cast::<18, 16>(self.dst0.val().get_bits::<16>(0));
-            // (kconst holds the constant words plus the 20 bytes of IP header in ip_total = udp_len + 20)
-            self.sc.d.next = bit_cast::<18, 16>(self.h[0].q.val().ip_id) + self.kconst.val();
-            // H2: UDP length and IP total length
-            self.h[2].d.next = self.h[1].q.val();
-            self.hv[2].d.next = self.hv[1].q.val();
-            self.h[2].d.next.udp_len = self.k24.val()
-                + (bit_cast::<16, 3>(self.h[1].q.val().ext_words) << 2)
-                + bit_cast::<16, 14>(self.padded.q.val());
-            self.t1.d.next = bit_cast::<19, 18>(self.sa.q.val()) + bit_cast::<19, 18>(self.sb.q.val());
-            self.sc2.d.next = self.sc.q.val();
-            // H3
-            self.h[3].d.next = self.h[2].q.val();
-            self.hv[3].d.next = self.hv[2].q.val();
+            self.a1.d.next = bit_cast::<9, 8>(self.src0.val().get_bits::<8>(24)) + bit_cast::<9, 8>(self.src0.val().get_bits::<8>(8));
+            self.a2.d.next = bit_cast::<9, 8>(self.dst0.val().get_bits::<8>(24)) + bit_cast::<9, 8>(self.dst0.val().get_bits::<8>(8));
+            self.a3.d.next = bit_cast::<9, 8>(self.id0.val().get_bits::<8>(8)) + self.khi.val();
+            self.b1.d.next = bit_cast::<9, 8>(self.src0.val().get_bits::<8>(16)) + bit_cast::<9, 8>(self.src0.val().get_bits::<8>(0));
+            self.b2.d.next = bit_cast::<9, 8>(self.dst0.val().get_bits::<8>(16)) + bit_cast::<9, 8>(self.dst0.val().get_bits::<8>(0));
+            self.b3.d.next = bit_cast::<9, 8>(self.id0.val().get_bits::<8>(0)) + self.klo.val();
+            // H2: UDP length; column sums
+            self.h[2].d.next.udp_len = bit_cast::<16, 14>(self.ulen_sum.val());
+            self.a12.d.next = bit_cast::<10, 9>(self.a1.q.val()) + bit_cast::<10, 9>(self.a2.q.val());
+            self.b12.d.next = bit_cast::<10, 9>(self.b1.q.val()) + bit_cast::<10, 9>(self.b2.q.val());
+            self.a3c.d.next = self.a3.q.val();
+            self.b3c.d.next = self.b3.q.val();
+            // H3: IP total length; column sums
             self.h[3].d.next.ip_total = self.h[2].q.val().udp_len + self.k20.val();
-            self.t2.d.next = bit_cast::<19, 18>(self.sc2.q.val()) + bit_cast::<19, 16>(self.h[2].q.val().udp_len);
-            self.t1_3.d.next = self.t1.q.val();
-            // H4: the checksum sum
-            self.h[4].d.next = self.h[3].q.val();
-            self.hv[4].d.next = self.hv[3].q.val();
-            self.t.d.next = self.t1_3.q.val() + self.t2.q.val();
-            // H5: fold the carries twice and invert
-            self.h[5].d.next = self.h[4].q.val();
-            self.hv[5].d.next = self.hv[4].q.val();
-            self.f1.d.next = bit_cast::<17, 16>(self.t.q.val().get_bits::<16>(0))
-                + bit_cast::<17, 3>(self.t.q.val().get_bits::<3>(16));
+            self.hi.d.next = bit_cast::<12, 10>(self.a12.q.val()) + bit_cast::<12, 9>(self.a3c.q.val());
+            self.lo.d.next = bit_cast::<12, 10>(self.b12.q.val()) + bit_cast::<12, 9>(self.b3c.q.val());
+            // H4: the IP total length's bytes join the columns (ip_total = udp_len + 20, the 20 is in klo); frame
+            // and payload lengths for the beat plan
+            self.hi2.d.next = self.hi.q.val() + bit_cast::<12, 8>(self.ulen3.val().get_bits::<8>(8));
+            self.lo2.d.next = self.lo.q.val() + bit_cast::<12, 8>(self.ulen3.val().get_bits::<8>(0));
+            self.flen.d.next = self.ipt3.val().get_bits::<14>(0) + self.k_eth_no_icrc.val();
+            self.pay63.d.next = bit_cast::<14, 13>(self.len3.val()) + self.k63.val();
+            // H5: low column carry into the high column; beat plan
+            self.hi3.d.next = self.hi2.q.val() + bit_cast::<12, 4>(self.lo2.q.val().get_bits::<4>(8));
+            self.lo8.d.next = self.lo2.q.val().get_bits::<8>(0);
+            self.flen63.d.next = self.flen.q.val() + self.k63.val();
+            self.h[5].d.next.pbeats = self.pay63.q.val().get_bits::<7>(6);
+            self.h[5].d.next.keep_shift = self.k0_7.val();
+            if self.flen.q.val().get_bits::<6>(0) != self.k0_6.val() {
+                self.h[5].d.next.keep_shift = self.k64_7.val() - bit_cast::<7, 6>(self.flen.q.val().get_bits::<6>(0));
+            }
+            // H6: end-around carry of the bits above 16 into the low byte
+            self.h[6].d.next.nbeats = self.flen63.q.val().get_bits::<7>(6);
+            self.lo9.d.next = bit_cast::<9, 8>(self.lo8.q.val()) + bit_cast::<9, 4>(self.hi3.q.val().get_bits::<4>(8));
+            self.hi8.d.next = self.hi3.q.val().get_bits::<8>(0);
+            // H7: the low byte's carry into the high byte
+            self.hi9.d.next = bit_cast::<9, 8>(self.hi8.q.val()) + bit_cast::<9, 1>(self.lo9.q.val().get_bits::<1>(8));
+            self.lo8b.d.next = self.lo9.q.val().get_bits::<8>(0);
+            // H8: a carry out of the high byte wraps into the low byte (which is then small: no further carry)
+            self.lo_f.next = self.lo8b.q.val();
+            if self.hi9.q.val().get_bit(8) {
+                self.lo_f.next = self.lo8b.q.val() + self.k1_8.val();
+            }
+            self.h[8].d.next.ip_csum = !((bit_cast::<16, 8>(self.hi9.q.val().get_bits::<8>(0)) << 8) | bit_cast::<16, 8>(self.lo_f.val()));
         }
         // ---- frame former ----
-        // (PadCnt in its own 2-bit signal: `bit_cast` of a subtraction would subtract at the wider width in Verilog)
-        self.len5.next = self.h[5].q.val().pay_len;
-        self.pad5.next = self.k0_2.val() - self.len5.val().get_bits::<2>(0);
-        self.total.next = self.k54.val()
-            + (bit_cast::<14, 3>(self.h[5].q.val().ext_words) << 2)
-            + bit_cast::<14, 13>(self.h[5].q.val().pay_len)
-            + bit_cast::<14, 2>(self.pad5.val());
-        self.total63.next = self.total.val() + self.k63.val();
-        self.pay63.next = bit_cast::<14, 13>(self.h[5].q.val().pay_len) + self.k63.val();
         self.hdr_map.x.next = self.cur.q.val().into();
         self.pay_mask.keep.next = self.pay.tkeep.val();
         // output beat j takes payload beat j - q (q = 1 when the header fills beat 0)
@@ -362,17 +444,27 @@ impl Logic for TxPacketBuild {
             self.hdr_beat.next = bit_cast::<512, 160>(self.hdr_map.y.val().get_bits::<160>(512));
             self.hdr_sel.next = self.hmask1.q.val();
         }
-        self.icrc.s_axis.tdata.next = (self.shifted.val() & !self.hdr_sel.val()) | (self.hdr_beat.val() & self.hdr_sel.val());
-        self.icrc.s_axis.tlast.next = (self.beat.q.val() + self.k1_7.val()) == self.nbeats.q.val();
-        self.icrc.s_axis.tkeep.next = self.kfull.val();
-        if self.icrc.s_axis.tlast.val() {
-            self.icrc.s_axis.tkeep.next = self.last_keep.q.val();
-        }
+        // the formed beat, registered on its way to the ICRC append (a pipeline register with a ready path)
+        self.f_last.next = (self.beat.q.val() + self.k1_7.val()) == self.nbeats.q.val();
+        self.f_valid.next = self.active.q.val() & (!self.need_pay.val() | self.pay.tvalid.val());
+        self.ob_ready.next = !self.ob_valid.q.val() | self.icrc.s_axis.tready.val();
+        self.icrc.s_axis.tdata.next = self.ob_data.q.val();
+        self.icrc.s_axis.tkeep.next = self.ob_keep.q.val();
+        self.icrc.s_axis.tlast.next = self.ob_last.q.val();
+        self.icrc.s_axis.tvalid.next = self.ob_valid.q.val();
         AxisSource::link(&mut self.m_axis, &mut self.icrc.m_axis);
 
         self.pay.tready.next = false;
-        self.icrc.s_axis.tvalid.next = self.active.q.val() & (!self.need_pay.val() | self.pay.tvalid.val());
-        self.fire.next = self.icrc.s_axis.tvalid.val() & self.icrc.s_axis.tready.val();
+        self.fire.next = self.f_valid.val() & self.ob_ready.val();
+        if self.ob_ready.val() {
+            self.ob_valid.d.next = self.f_valid.val();
+            self.ob_data.d.next = (self.shifted.val() & !self.hdr_sel.val()) | (self.hdr_beat.val() & self.hdr_sel.val());
+            self.ob_last.d.next = self.f_last.val();
+            self.ob_keep.d.next = self.kfull.val();
+            if self.f_last.val() {
+                self.ob_keep.d.next = self.last_keep.q.val();
+            }
+        }
         if self.fire.val() {
             self.pay.tready.next = self.need_pay.val();
             self.beat.d.next = self.beat.q.val() + self.k1_7.val();
@@ -380,30 +472,25 @@ impl Logic for TxPacketBuild {
                 self.prev.d.next = self.cur_pay.val();
                 self.pidx.d.next = self.pidx.q.val() + self.k1_7.val();
             }
-            if self.icrc.s_axis.tlast.val() {
+            if self.f_last.val() {
                 self.active.d.next = false;
             }
         }
         // load the next frame (also in the cycle its predecessor's last beat leaves)
-        self.load.next = self.hv[5].q.val() & (!self.active.q.val() | (self.fire.val() & self.icrc.s_axis.tlast.val()));
-        self.hadv.next = !self.hv[5].q.val() | self.load.val();
+        self.load.next = self.hv[8].q.val() & (!self.active.q.val() | (self.fire.val() & self.f_last.val()));
+        self.hadv.next = !self.hv[8].q.val() | self.load.val();
         self.hdr_ready.next = self.hadv.val();
         if self.load.val() {
             self.active.d.next = true;
-            self.cur.d.next = self.h[5].q.val();
-            self.cur.d.next.ip_csum =
-                !(self.f1.q.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.f1.q.val().get_bits::<1>(16)));
+            self.cur.d.next = self.h[8].q.val();
             self.beat.d.next = self.k0_7.val();
             self.pidx.d.next = self.k0_7.val();
             self.prev.d.next = self.k0_512.val();
-            self.hq.d.next = self.h[5].q.val().ext_words >= self.k3_3.val();
-            self.nbeats.d.next = self.total63.val().get_bits::<7>(6);
-            self.pbeats.d.next = self.pay63.val().get_bits::<7>(6);
-            self.last_keep.d.next = self.kfull.val();
-            if self.total.val().get_bits::<6>(0) != self.k0_6.val() {
-                self.last_keep.d.next = self.kfull.val() >> (self.k64_7.val() - bit_cast::<7, 6>(self.total.val().get_bits::<6>(0)));
-            }
-            match self.h[5].q.val().ext_words.index() {
+            self.hq.d.next = self.h[8].q.val().ext_words >= self.k3_3.val();
+            self.nbeats.d.next = self.h[8].q.val().nbeats;
+            self.pbeats.d.next = self.h[8].q.val().pbeats;
+            self.last_keep.d.next = self.kfull.val() >> self.h[8].q.val().keep_shift;
+            match self.h[8].q.val().ext_words.index() {
                 0 => { self.hmask0.d.next = self.hm0_t[0].val(); self.hmask1.d.next = self.hm1_t[0].val(); }
                 1 => { self.hmask0.d.next = self.hm0_t[1].val(); self.hmask1.d.next = self.hm1_t[1].val(); }
                 2 => { self.hmask0.d.next = self.hm0_t[2].val(); self.hmask1.d.next = self.hm1_t[2].val(); }
