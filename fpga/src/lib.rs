@@ -33,7 +33,7 @@ pub fn blocks() -> Vec<Emitted> {
         Emitted {
             name: "rx_parse",
             verilog: rtl::verilog_of(&mut rtl::rx_parse::RxParse::default()),
-            depth_budget: None,
+            depth_budget: Some(6),
         },
         Emitted {
             name: "key_cache",

@@ -2,6 +2,7 @@
 pub mod axis;
 pub mod bytemap;
 pub mod consts;
+pub mod counter;
 pub mod fifo;
 pub mod gf2;
 pub mod icrc;

@@ -21,6 +21,7 @@
 use crate::axis::{AxisSink, AxisSource};
 use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::{k, keep_thermo};
+use crate::counter::EventCounter;
 use crate::fifo::Fifo;
 use crate::icrc::IcrcEngine;
 use crate::lut::Lut8;
@@ -117,6 +118,8 @@ pub struct RxPending {
     pub pay_len: Bits<13>,
     /// Payload beats written to the payload FIFO for this frame.
     pub beats: Bits<7>,
+    /// Of those, the beats that carry the payload (the rest hold pad, ICRC and Ethernet padding).
+    pub pbeats: Bits<7>,
     /// 0 when the header checks passed, else the [`DropReason`].
     pub reason: Bits<4>,
 }
@@ -176,6 +179,21 @@ pub fn rx_header_map(beat: usize) -> Vec<ByteSrc> {
     m
 }
 
+/// The `tkeep` of a frame's last beat that ends the ICRC engine's input at 14 + IP total length, indexed by the
+/// IP total length mod 64 (one LUT per bit, no adder or shifter on the path).
+pub fn trim_table() -> Vec<u64> {
+    (0..64usize)
+        .map(|x| {
+            let r = (x + ETH_HEADER_LEN) % 64;
+            if r == 0 {
+                u64::MAX
+            } else {
+                (1u64 << r) - 1
+            }
+        })
+        .collect()
+}
+
 /// Opcode table for RX: bit 4 = accepted, bits 3:0 = extension-header words. RC opcodes and the masked
 /// atomics (vendor opcodes that behave as RC); UC, UD, RD and CNP are not accepted yet.
 pub fn rx_opcode_table() -> Vec<u64> {
@@ -223,6 +241,7 @@ pub struct RxParse {
     first0: DFF<Bit>,
     in_frame: DFF<Bit>,
     take: DFF<Bit>,
+    room: DFF<Bit>,
     beat: DFF<Bits<7>>,
     // header capture
     map0: ByteMap<512, RXH_BITS>,
@@ -233,13 +252,13 @@ pub struct RxParse {
     opl: Lut8<5>,
     ew: DFF<Bits<4>>,
     opok: DFF<Bit>,
-    cov: DFF<Bits<16>>,
-    cov0: Signal<Local, Bits<16>>,
+    /// IP total length mod 64 of the frame in flight; the ICRC trim of its last beat is a table of it
+    tlo: DFF<Bits<8>>,
     total0: Signal<Local, Bits<16>>,
-    rem: Signal<Local, Bits<7>>,
+    tidx: Signal<Local, Bits<8>>,
+    trim: Lut8<64>,
     // payload realignment
     prev: DFF<Bits<512>>,
-    pbeats: Signal<Local, Bits<7>>,
     pay63: Signal<Local, Bits<13>>,
     pwritten: DFF<Bits<7>>,
     flush: DFF<Bit>,
@@ -253,19 +272,51 @@ pub struct RxParse {
     crcq: Fifo<Bits<32>, 5, 6>,
     pend: Fifo<RxPending, 5, 6>,
     pend_push: DFF<Bit>,
-    reason: Signal<Local, Bits<4>>,
-    pay_len: Signal<Local, Bits<13>>,
-    udp_diff: Signal<Local, Bits<16>>,
     bth1w: Signal<Local, Bits<8>>,
     plen_d: Signal<Local, Bits<13>>,
-    udp_min: Signal<Local, Bits<16>>,
+    // header checks, stages A..C
+    ulen_w: Signal<Local, Bits<16>>,
+    ipt_w: Signal<Local, Bits<16>>,
+    a_valid: DFF<Bit>,
+    wa: DFF<RxHeader>,
+    ewa: DFF<Bits<4>>,
+    beats_a: DFF<Bits<7>>,
+    fa_ipv4: DFF<Bit>,
+    fa_udp: DFF<Bit>,
+    fa_ours: DFF<Bit>,
+    fa_op: DFF<Bit>,
+    fa_tver: DFF<Bit>,
+    d_lo: DFF<Bits<9>>,
+    d_hi: DFF<Bits<8>>,
+    umin_a: DFF<Bits<8>>,
+    ulen_a: DFF<Bits<16>>,
+    b_valid: DFF<Bit>,
+    wb: DFF<RxHeader>,
+    ewb: DFF<Bits<4>>,
+    beats_b: DFF<Bits<7>>,
+    fb_ipv4: DFF<Bit>,
+    fb_udp: DFF<Bit>,
+    fb_ours: DFF<Bit>,
+    fb_op: DFF<Bit>,
+    fb_tver: DFF<Bit>,
+    fb_len: DFF<Bit>,
+    u_lo: DFF<Bits<9>>,
+    u_hi: DFF<Bits<8>>,
+    u_hi_m: Signal<Local, Bits<8>>,
+    c_valid: DFF<Bit>,
+    wc: DFF<RxHeader>,
+    ewc: DFF<Bits<4>>,
+    beats_c: DFF<Bits<7>>,
+    plen_c: DFF<Bits<13>>,
+    reason_c: DFF<Bits<4>>,
+    extra: DFF<Bits<7>>,
     // reader
     state: DFF<ReadState>,
     verdict_here: Signal<Local, Bit>,
     reader_free: Signal<Local, Bit>,
     left: DFF<Bits<7>>,
     last_keep: DFF<Bits<64>>,
-    cnt: [DFF<Bits<32>>; RX_COUNTERS],
+    cnt: [EventCounter; RX_COUNTERS],
     verdict_ok: Signal<Local, Bit>,
     // constants from the golden model
     k_ipv4: Constant<Bits<16>>,
@@ -273,9 +324,14 @@ pub struct RxParse {
     k_udp: Constant<Bits<8>>,
     k_dport: Constant<Bits<16>>,
     k_frag_mask: Constant<Bits<16>>,
-    k_eth: Constant<Bits<16>>,
     k_iphdr: Constant<Bits<16>>,
-    k_roce_fixed: Constant<Bits<16>>,
+    k_roce_fixed8: Constant<Bits<8>>,
+    k_iphdr8: Constant<Bits<8>>,
+    k0_8: Constant<Bits<8>>,
+    /// the largest payload (4096, the largest path MTU) is 16 x 256
+    k_pmtu_hi: Constant<Bits<8>>,
+    /// payload FIFO beats one frame may take (the room reserved at its first beat)
+    k_max_beats: Constant<Bits<7>>,
     k_residue: Constant<Bits<32>>,
     k_full: Constant<Bits<64>>,
     k_min_space: Constant<Bits<9>>,
@@ -313,6 +369,7 @@ impl Default for RxParse {
             first0: Default::default(),
             in_frame: Default::default(),
             take: Default::default(),
+            room: Default::default(),
             beat: Default::default(),
             map0: ByteMap::new(rx_header_map(0)),
             map1: ByteMap::new(rx_header_map(1)),
@@ -322,12 +379,11 @@ impl Default for RxParse {
             opl: Lut8::new(rx_opcode_table()),
             ew: Default::default(),
             opok: Default::default(),
-            cov: Default::default(),
-            cov0: Default::default(),
+            tlo: Default::default(),
             total0: Default::default(),
-            rem: Default::default(),
+            tidx: Default::default(),
+            trim: Lut8::new(trim_table()),
             prev: Default::default(),
-            pbeats: Default::default(),
             pay63: Default::default(),
             pwritten: Default::default(),
             flush: Default::default(),
@@ -338,12 +394,43 @@ impl Default for RxParse {
             crcq: Default::default(),
             pend: Default::default(),
             pend_push: Default::default(),
-            reason: Default::default(),
-            pay_len: Default::default(),
-            udp_diff: Default::default(),
             bth1w: Default::default(),
             plen_d: Default::default(),
-            udp_min: Default::default(),
+            ulen_w: Default::default(),
+            ipt_w: Default::default(),
+            a_valid: Default::default(),
+            wa: Default::default(),
+            ewa: Default::default(),
+            beats_a: Default::default(),
+            fa_ipv4: Default::default(),
+            fa_udp: Default::default(),
+            fa_ours: Default::default(),
+            fa_op: Default::default(),
+            fa_tver: Default::default(),
+            d_lo: Default::default(),
+            d_hi: Default::default(),
+            umin_a: Default::default(),
+            ulen_a: Default::default(),
+            b_valid: Default::default(),
+            wb: Default::default(),
+            ewb: Default::default(),
+            beats_b: Default::default(),
+            fb_ipv4: Default::default(),
+            fb_udp: Default::default(),
+            fb_ours: Default::default(),
+            fb_op: Default::default(),
+            fb_tver: Default::default(),
+            fb_len: Default::default(),
+            u_lo: Default::default(),
+            u_hi: Default::default(),
+            u_hi_m: Default::default(),
+            c_valid: Default::default(),
+            wc: Default::default(),
+            ewc: Default::default(),
+            beats_c: Default::default(),
+            plen_c: Default::default(),
+            reason_c: Default::default(),
+            extra: Default::default(),
             state: Default::default(),
             verdict_here: Default::default(),
             reader_free: Default::default(),
@@ -356,13 +443,16 @@ impl Default for RxParse {
             k_udp: k(IP_PROTO_UDP as u64),
             k_dport: k(ROCE_V2_UDP_DPORT as u64),
             k_frag_mask: k(0x3FFF), // MF and the fragment offset
-            k_eth: k(ETH_HEADER_LEN as u64),
             k_iphdr: k(IPV4_HEADER_LEN as u64),
-            k_roce_fixed: k((8 + BTH_LEN + 4) as u64),
+            k_roce_fixed8: k((8 + BTH_LEN + 4) as u64),
+            k_iphdr8: k(IPV4_HEADER_LEN as u64),
+            k0_8: k(0),
+            k_pmtu_hi: k((4096 / 256) as u64),
+            k_max_beats: k(66),
             k_residue: k(CRC32_RESIDUE as u64),
             k_full: keep_thermo(64),
-            k_min_space: k(256 - 66),
-            k_max_pend: k(28),
+            k_min_space: k(256 - 66 - 1),
+            k_max_pend: k(24),
             k0_7: k(0),
             k1_7: k(1),
             k64_7: k(64),
@@ -382,14 +472,16 @@ impl Logic for RxParse {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, d0, k0, l0, v0, first0, in_frame, take, beat, w, ew, opok, cov, prev, pwritten, flush,
-            pend_push, state, left, last_keep
+            self, clock, d0, k0, l0, v0, first0, in_frame, take, room, beat, w, ew, opok, tlo, prev, pwritten, flush,
+            pend_push, state, left, last_keep, a_valid, wa, ewa, beats_a, fa_ipv4, fa_udp, fa_ours, fa_op, fa_tver,
+            d_lo, d_hi, umin_a, ulen_a, b_valid, wb, ewb, beats_b, fb_ipv4, fb_udp, fb_ours, fb_op, fb_tver, fb_len, u_lo,
+            u_hi, c_valid, wc, ewc, beats_c, plen_c, reason_c, extra
         );
         clock!(self, clock, paybuf, engine, crcq, pend);
         for i in 0..9 {
             self.cnt[i].clock.next = self.clock.val();
-            self.cnt[i].d.next = self.cnt[i].q.val();
-            self.counters[i].next = self.cnt[i].q.val();
+            self.cnt[i].inc.next = false;
+            self.counters[i].next = self.cnt[i].value.val();
         }
         self.s_axis.tready.next = true;
 
@@ -403,6 +495,9 @@ impl Logic for RxParse {
             self.in_frame.d.next = !self.s_axis.tlast.val();
         }
 
+        // room for one more frame, registered (one beat of margin for its age)
+        self.room.d.next = (self.paybuf.count.val() < self.k_min_space.val()) & (self.pend.count.val() < self.k_max_pend.val());
+
         // ---- header capture ----
         self.map0.x.next = self.d0.q.val();
         self.map1.x.next = self.d0.q.val();
@@ -410,15 +505,13 @@ impl Logic for RxParse {
         self.wbits.next = self.w.q.val().into();
         self.opl.x.next = self.m0.val().opcode;
         self.total0.next = self.m0.val().ip_total;
-        self.cov0.next = self.total0.val() + self.k_eth.val();
         if self.v0.q.val() & self.first0.q.val() {
             self.w.d.next = self.m0.val();
             self.ew.d.next = self.opl.y.val().get_bits::<4>(0);
             self.opok.d.next = self.opl.y.val().get_bit(4);
-            self.cov.d.next = self.cov0.val();
+            self.tlo.d.next = bit_cast::<8, 6>(self.total0.val().get_bits::<6>(0));
             self.beat.d.next = self.k1_7.val();
-            self.take.d.next = (self.paybuf.count.val() < self.k_min_space.val())
-                & (self.pend.count.val() < self.k_max_pend.val());
+            self.take.d.next = self.room.q.val();
         }
         if self.v0.q.val() & !self.first0.q.val() {
             self.beat.d.next = self.beat.q.val() + self.k1_7.val();
@@ -428,24 +521,21 @@ impl Logic for RxParse {
         }
 
         // ---- the ICRC engine sees every taken frame, trimmed at 14 + IP total length ----
-        self.rem.next = bit_cast::<7, 6>(self.cov.q.val().get_bits::<6>(0));
+        self.tidx.next = self.tlo.q.val();
         if self.first0.q.val() {
-            self.rem.next = bit_cast::<7, 6>(self.cov0.val().get_bits::<6>(0));
+            self.tidx.next = bit_cast::<8, 6>(self.total0.val().get_bits::<6>(0));
         }
-        if self.rem.val() == self.k0_7.val() {
-            self.rem.next = self.k64_7.val();
-        }
+        self.trim.x.next = self.tidx.val();
         self.engine.s_axis.tdata.next = self.d0.q.val();
         self.engine.s_axis.tkeep.next = self.k0.q.val();
         if self.l0.q.val() {
-            self.engine.s_axis.tkeep.next = self.k0.q.val() & (self.k_full.val() >> (self.k64_7.val() - self.rem.val()));
+            self.engine.s_axis.tkeep.next = self.k0.q.val() & self.trim.y.val();
         }
         self.engine.s_axis.tlast.next = self.l0.q.val();
         self.engine.s_axis.tvalid.next = false;
         if self.v0.q.val() {
             if self.first0.q.val() {
-                self.engine.s_axis.tvalid.next = (self.paybuf.count.val() < self.k_min_space.val())
-                    & (self.pend.count.val() < self.k_max_pend.val());
+                self.engine.s_axis.tvalid.next = self.room.q.val();
             } else {
                 self.engine.s_axis.tvalid.next = self.take.q.val();
             }
@@ -477,7 +567,7 @@ impl Logic for RxParse {
         self.paybuf.push.next = false;
         // the realigned beat is written when a later frame beat (or the flush after the last) completes it
         if (self.v0.q.val() & !self.first0.q.val()) | self.flush.q.val() {
-            if self.take.q.val() & (self.pwritten.q.val() < self.pbeats.val()) {
+            if self.take.q.val() & (self.pwritten.q.val() < self.k_max_beats.val()) {
                 if (self.beat.q.val() > self.k1_7.val()) | (self.ew.q.val() < self.k3_4.val()) {
                     self.paybuf.push.next = true;
                 }
@@ -494,57 +584,93 @@ impl Logic for RxParse {
             self.pwritten.d.next = self.k0_7.val();
         }
 
-        // ---- header checks (from the captured header, the cycle after the last beat) ----
+        // ---- header checks: three registered stages after the frame's last beat (A: compares and 8-bit
+        // slices of the length arithmetic, B: the IP/UDP length match and the payload-length slices, C: the
+        // payload length and the reason), then the pending entry. No stage has an add wider than 8 bits.
         // (fields go through plain signals before slicing: Verilog has no slice of a slice)
         self.bth1w.next = self.w.q.val().bth1;
-        self.udp_min.next = self.k_roce_fixed.val()
-            + (bit_cast::<16, 4>(self.ew.q.val()) << 2)
-            + bit_cast::<16, 2>(self.bth1w.val().get_bits::<2>(4));
-        self.udp_diff.next = self.w.q.val().udp_len - self.udp_min.val();
-        self.pay_len.next = self.udp_diff.val().get_bits::<13>(0);
-        self.reason.next = self.k0_4.val();
-        if self.bth1w.val().get_bits::<4>(0) != self.k0_4.val() {
-            self.reason.next = self.k_reason[6].val();
-        }
-        if !self.opok.q.val() {
-            self.reason.next = self.k_reason[5].val();
-        }
-        if (self.w.q.val().udp_len + self.k_iphdr.val() != self.w.q.val().ip_total)
-            | (self.w.q.val().udp_len < self.udp_min.val())
-        {
-            self.reason.next = self.k_reason[4].val();
-        }
-        if self.w.q.val().dst_ip != self.my_ip.val() {
-            self.reason.next = self.k_reason[3].val();
-        }
-        if (self.w.q.val().ip_proto != self.k_udp.val())
-            | (self.w.q.val().udp_dport != self.k_dport.val())
-            | ((self.w.q.val().ip_frag & self.k_frag_mask.val()) != self.k0_16.val())
-        {
-            self.reason.next = self.k_reason[2].val();
-        }
-        if (self.w.q.val().ethertype != self.k_ipv4.val()) | (self.w.q.val().ip_vihl != self.k_vihl.val()) {
-            self.reason.next = self.k_reason[1].val();
-        }
-        // payload beats to write: known from the header captured at beat 0 (none for a frame failing a check)
-        self.pay63.next = self.pay_len.val() + self.k63_13.val();
-        self.pbeats.next = self.pay63.val().get_bits::<7>(6);
-        if self.reason.val() != self.k0_4.val() {
-            self.pbeats.next = self.k0_7.val();
-        }
+        self.ulen_w.next = self.w.q.val().udp_len;
+        self.ipt_w.next = self.w.q.val().ip_total;
         self.pend_push.d.next = self.v0.q.val() & self.l0.q.val() & ((self.first0.q.val() & self.engine.s_axis.tvalid.val()) | (!self.first0.q.val() & self.take.q.val()));
-        self.pend.din.next.hdr = self.w.q.val();
-        self.pend.din.next.ext_words = self.ew.q.val();
-        self.pend.din.next.pay_len = self.pay_len.val();
-        self.pend.din.next.beats = self.pwritten.q.val();
+        // stage A
+        self.a_valid.d.next = self.pend_push.q.val();
+        self.wa.d.next = self.w.q.val();
+        self.ewa.d.next = self.ew.q.val();
+        self.beats_a.d.next = self.pwritten.q.val();
         if self.paybuf.push.val() {
-            self.pend.din.next.beats = self.pwritten.q.val() + self.k1_7.val();
+            self.beats_a.d.next = self.pwritten.q.val() + self.k1_7.val();
         }
-        self.pend.din.next.reason = self.reason.val();
-        self.pend.push.next = self.pend_push.q.val();
+        self.fa_ipv4.d.next = (self.w.q.val().ethertype == self.k_ipv4.val()) & (self.w.q.val().ip_vihl == self.k_vihl.val());
+        self.fa_udp.d.next = (self.w.q.val().ip_proto == self.k_udp.val())
+            & (self.w.q.val().udp_dport == self.k_dport.val())
+            & ((self.w.q.val().ip_frag & self.k_frag_mask.val()) == self.k0_16.val());
+        self.fa_ours.d.next = self.w.q.val().dst_ip == self.my_ip.val();
+        self.fa_op.d.next = self.opok.q.val();
+        self.fa_tver.d.next = self.bth1w.val().get_bits::<4>(0) == self.k0_4.val();
+        self.d_lo.d.next = bit_cast::<9, 8>(self.ipt_w.val().get_bits::<8>(0)) - bit_cast::<9, 8>(self.ulen_w.val().get_bits::<8>(0));
+        self.d_hi.d.next = self.ipt_w.val().get_bits::<8>(8) - self.ulen_w.val().get_bits::<8>(8);
+        self.umin_a.d.next = self.k_roce_fixed8.val()
+            + (bit_cast::<8, 4>(self.ew.q.val()) << 2)
+            + bit_cast::<8, 2>(self.bth1w.val().get_bits::<2>(4));
+        self.ulen_a.d.next = self.ulen_w.val();
+        // stage B: ip_total - udp_len == 20 without a 16-bit subtraction
+        self.b_valid.d.next = self.a_valid.q.val();
+        self.wb.d.next = self.wa.q.val();
+        self.ewb.d.next = self.ewa.q.val();
+        self.beats_b.d.next = self.beats_a.q.val();
+        self.fb_ipv4.d.next = self.fa_ipv4.q.val();
+        self.fb_udp.d.next = self.fa_udp.q.val();
+        self.fb_ours.d.next = self.fa_ours.q.val();
+        self.fb_op.d.next = self.fa_op.q.val();
+        self.fb_tver.d.next = self.fa_tver.q.val();
+        self.fb_len.d.next = (self.d_lo.q.val().get_bits::<8>(0) == self.k_iphdr8.val())
+            & (self.d_hi.q.val() == bit_cast::<8, 1>(self.d_lo.q.val().get_bits::<1>(8)));
+        self.u_lo.d.next = bit_cast::<9, 8>(self.ulen_a.q.val().get_bits::<8>(0)) - bit_cast::<9, 8>(self.umin_a.q.val());
+        self.u_hi.d.next = self.ulen_a.q.val().get_bits::<8>(8);
+        // stage C: payload length = udp_len - header - pad - ICRC (no underflow, at most one PMTU), the reason
+        self.u_hi_m.next = self.u_hi.q.val() - bit_cast::<8, 1>(self.u_lo.q.val().get_bits::<1>(8));
+        self.c_valid.d.next = self.b_valid.q.val();
+        self.wc.d.next = self.wb.q.val();
+        self.ewc.d.next = self.ewb.q.val();
+        self.beats_c.d.next = self.beats_b.q.val();
+        self.plen_c.d.next = (bit_cast::<13, 5>(self.u_hi_m.val().get_bits::<5>(0)) << 8) | bit_cast::<13, 8>(self.u_lo.q.val().get_bits::<8>(0));
+        self.reason_c.d.next = self.k0_4.val();
+        if !self.fb_tver.q.val() {
+            self.reason_c.d.next = self.k_reason[6].val();
+        }
+        if !self.fb_op.q.val() {
+            self.reason_c.d.next = self.k_reason[5].val();
+        }
+        // length: IP and UDP lengths disagree, the UDP length is shorter than the headers, or the payload is
+        // longer than the largest path MTU
+        if !self.fb_len.q.val()
+            | ((self.u_hi.q.val() == self.k0_8.val()) & self.u_lo.q.val().get_bit(8))
+            | (self.u_hi_m.val() > self.k_pmtu_hi.val())
+            | ((self.u_hi_m.val() == self.k_pmtu_hi.val()) & (self.u_lo.q.val().get_bits::<8>(0) != self.k0_8.val()))
+        {
+            self.reason_c.d.next = self.k_reason[4].val();
+        }
+        if !self.fb_ours.q.val() {
+            self.reason_c.d.next = self.k_reason[3].val();
+        }
+        if !self.fb_udp.q.val() {
+            self.reason_c.d.next = self.k_reason[2].val();
+        }
+        if !self.fb_ipv4.q.val() {
+            self.reason_c.d.next = self.k_reason[1].val();
+        }
+        // the pending entry; its payload beats to hand on (the rest of what was written is discarded)
+        self.pay63.next = self.plen_c.q.val() + self.k63_13.val();
+        self.pend.din.next.hdr = self.wc.q.val();
+        self.pend.din.next.ext_words = self.ewc.q.val();
+        self.pend.din.next.pay_len = self.plen_c.q.val();
+        self.pend.din.next.beats = self.beats_c.q.val();
+        self.pend.din.next.pbeats = self.pay63.val().get_bits::<7>(6);
+        self.pend.din.next.reason = self.reason_c.q.val();
+        self.pend.push.next = self.c_valid.q.val();
         // frames dropped at their first beat for lack of room
         if self.v0.q.val() & self.first0.q.val() & !self.engine.s_axis.tvalid.val() {
-            self.cnt[8].d.next = self.cnt[8].q.val() + self.k1_32.val();
+            self.cnt[8].inc.next = true;
         }
 
         // ---- reader: verdict, then the header and payload out, or the payload discarded ----
@@ -577,8 +703,14 @@ impl Logic for RxParse {
                     self.paybuf.pop.next = true;
                     self.left.d.next = self.left.q.val() - self.k1_7.val();
                     if self.left.q.val() == self.k1_7.val() {
-                        self.state.d.next = ReadState::Idle;
-                        self.reader_free.next = true;
+                        // the beats past the payload (pad, ICRC, Ethernet padding) are dropped next
+                        if self.extra.q.val() == self.k0_7.val() {
+                            self.state.d.next = ReadState::Idle;
+                            self.reader_free.next = true;
+                        } else {
+                            self.state.d.next = ReadState::Discard;
+                            self.left.d.next = self.extra.q.val();
+                        }
                     }
                 }
             }
@@ -599,27 +731,34 @@ impl Logic for RxParse {
             self.pend.pop.next = true;
             self.crcq.pop.next = true;
             self.left.d.next = self.pend.dout.val().beats;
+            self.extra.d.next = self.k0_7.val();
+            if self.verdict_ok.val() & (self.pend.dout.val().pbeats != self.k0_7.val()) {
+                self.left.d.next = self.pend.dout.val().pbeats;
+                self.extra.d.next = self.pend.dout.val().beats - self.pend.dout.val().pbeats;
+            }
             self.last_keep.d.next = self.k_full.val();
             if self.plen_d.val().get_bits::<6>(0) != self.k0_6.val() {
                 self.last_keep.d.next =
                     self.k_full.val() >> (self.k64_7.val() - bit_cast::<7, 6>(self.plen_d.val().get_bits::<6>(0)));
             }
-            if self.pend.dout.val().beats != self.k0_7.val() {
-                if self.verdict_ok.val() {
+            if self.verdict_ok.val() {
+                if self.pend.dout.val().pbeats != self.k0_7.val() {
                     self.state.d.next = ReadState::Payload;
-                } else {
+                } else if self.pend.dout.val().beats != self.k0_7.val() {
                     self.state.d.next = ReadState::Discard;
                 }
+            } else if self.pend.dout.val().beats != self.k0_7.val() {
+                self.state.d.next = ReadState::Discard;
             }
             if self.verdict_ok.val() {
-                self.cnt[0].d.next = self.cnt[0].q.val() + self.k1_32.val();
+                self.cnt[0].inc.next = true;
             } else {
                 if self.pend.dout.val().reason == self.k0_4.val() {
-                    self.cnt[7].d.next = self.cnt[7].q.val() + self.k1_32.val();
+                    self.cnt[7].inc.next = true;
                 }
                 for i in 1..7 {
                     if self.pend.dout.val().reason == self.k_reason[i].val() {
-                        self.cnt[i].d.next = self.cnt[i].q.val() + self.k1_32.val();
+                        self.cnt[i].inc.next = true;
                     }
                 }
             }
@@ -751,6 +890,10 @@ mod tests {
             }
             frames.push(bytes);
         }
+        // a payload longer than the largest path MTU is a length error
+        let long = for_us(testbench::wire::samples::rc_frames(&mut || rng.gen(), &[4100]).remove(0));
+        frames.push(long.build().unwrap());
+        expect[DropReason::BadLength as usize] += 1;
         // an ARP request is not RoCE
         frames.push(
             testbench::wire::ArpFrame::request(testbench::wire::MacAddr([2, 0, 0, 0, 0, 1]), [10, 0, 0, 1].into(), [10, 0, 0, 2].into())
