@@ -1,6 +1,7 @@
 //! One stimulus, two simulators: the ICRC engine in rust-hdl's simulator (direct drive) and as the
 //! Verilator model of its emitted Verilog, run in lockstep and compared on every cycle.
 
+use crate::Clocked;
 use crate::vmodels::icrc_engine::IcrcEngine as VIcrc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -48,46 +49,28 @@ impl IcrcDut for RustHdlIcrc {
 }
 
 /// The Verilator model of the emitted Verilog.
-pub struct VerilatorIcrc {
-    m: VIcrc,
-    t: u64,
-    trace: bool,
-}
+pub struct VerilatorIcrc(Clocked<VIcrc>);
 
 impl VerilatorIcrc {
     pub fn new(vcd: Option<&str>) -> Self {
-        let mut m = VIcrc::new();
-        if let Some(p) = vcd {
-            m.trace_open(p);
-        }
-        Self { m, t: 0, trace: vcd.is_some() }
+        Self(Clocked::new(vcd))
     }
 }
 
 impl IcrcDut for VerilatorIcrc {
     fn drive(&mut self, beat: &[u8], tlast: bool, tvalid: bool, crc_ready: bool) -> (bool, bool, u32) {
         let keep = if beat.len() >= 64 { u64::MAX } else { (1u64 << beat.len()) - 1 };
-        self.m.set_s_axis_tdata(&beat_words(beat));
-        self.m.set_s_axis_tkeep(keep);
-        self.m.set_s_axis_tlast(tlast as u64);
-        self.m.set_s_axis_tvalid(tvalid as u64);
-        self.m.set_crc_ready(crc_ready as u64);
-        self.m.set_clock(0);
-        self.m.eval();
-        if self.trace {
-            self.m.trace_dump(self.t);
-        }
-        self.t += 1;
-        (self.m.s_axis_tready() != 0, self.m.crc_valid() != 0, self.m.crc() as u32)
+        self.0.m.set_s_axis_tdata(&beat_words(beat));
+        self.0.m.set_s_axis_tkeep(keep);
+        self.0.m.set_s_axis_tlast(tlast as u64);
+        self.0.m.set_s_axis_tvalid(tvalid as u64);
+        self.0.m.set_crc_ready(crc_ready as u64);
+        self.0.settle();
+        (self.0.m.s_axis_tready() != 0, self.0.m.crc_valid() != 0, self.0.m.crc() as u32)
     }
 
     fn tick(&mut self) {
-        self.m.set_clock(1);
-        self.m.eval();
-        if self.trace {
-            self.m.trace_dump(self.t);
-        }
-        self.t += 1;
+        self.0.tick();
     }
 }
 

@@ -1,6 +1,7 @@
 //! RX Parse on both simulators in lockstep: frames in (with idle gaps), headers and payload out under random
 //! back-pressure, every output compared on every cycle.
 
+use crate::Clocked;
 use crate::vmodels::rx_parse::RxParse as VRx;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -88,26 +89,18 @@ impl RxDut for RustHdlRx {
     }
 }
 
-pub struct VerilatorRx {
-    m: VRx,
-    t: u64,
-    trace: bool,
-}
+pub struct VerilatorRx(Clocked<VRx>);
 
 impl VerilatorRx {
     pub fn new(vcd: Option<&str>) -> Self {
-        let mut m = VRx::new();
-        if let Some(p) = vcd {
-            m.trace_open(p);
-        }
-        Self { m, t: 0, trace: vcd.is_some() }
+        Self(Clocked::new(vcd))
     }
 }
 
 impl RxDut for VerilatorRx {
     fn drive(&mut self, beat: &[u8], last: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut {
         let keep = if beat.len() >= 64 { u64::MAX } else { (1u64 << beat.len()) - 1 };
-        let m = &mut self.m;
+        let m = &mut self.0.m;
         m.set_s_axis_tdata(&beat_words(beat));
         m.set_s_axis_tkeep(keep);
         m.set_s_axis_tlast(last as u64);
@@ -115,12 +108,8 @@ impl RxDut for VerilatorRx {
         m.set_my_ip(my_ip as u64);
         m.set_hdr_ready(hdr_ready as u64);
         m.set_pay_tready(pay_ready as u64);
-        m.set_clock(0);
-        m.eval();
-        if self.trace {
-            m.trace_dump(self.t);
-        }
-        self.t += 1;
+        self.0.settle();
+        let m = &self.0.m;
         RxOut {
             in_ready: m.s_axis_tready() != 0,
             hdr_valid: m.hdr_valid() != 0,
@@ -146,12 +135,7 @@ impl RxDut for VerilatorRx {
     }
 
     fn tick(&mut self) {
-        self.m.set_clock(1);
-        self.m.eval();
-        if self.trace {
-            self.m.trace_dump(self.t);
-        }
-        self.t += 1;
+        self.0.tick();
     }
 }
 

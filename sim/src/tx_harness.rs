@@ -1,6 +1,7 @@
 //! TX Packet Build on both simulators in lockstep: descriptors and payload in, frames out, every output
 //! compared on every cycle, and the frames compared with the golden model's.
 
+use crate::Clocked;
 use crate::vmodels::tx_packet_build::TxPacketBuild as VTx;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -69,19 +70,11 @@ impl TxDut for RustHdlTx {
     }
 }
 
-pub struct VerilatorTx {
-    m: VTx,
-    t: u64,
-    trace: bool,
-}
+pub struct VerilatorTx(Clocked<VTx>);
 
 impl VerilatorTx {
     pub fn new(vcd: Option<&str>) -> Self {
-        let mut m = VTx::new();
-        if let Some(p) = vcd {
-            m.trace_open(p);
-        }
-        Self { m, t: 0, trace: vcd.is_some() }
+        Self(Clocked::new(vcd))
     }
 }
 
@@ -101,36 +94,26 @@ pub fn header_words(h: &TxHeader) -> [u32; TXH_BITS.div_ceil(32)] {
 impl TxDut for VerilatorTx {
     fn drive(&mut self, i: TxIn) -> TxOut {
         let keep = if i.pay.len() >= 64 { u64::MAX } else { (1u64 << i.pay.len()) - 1 };
-        self.m.set_hdr(&header_words(i.hdr));
-        self.m.set_hdr_valid(i.hdr_valid as u64);
-        self.m.set_pay_tdata(&beat_words(i.pay));
-        self.m.set_pay_tkeep(keep);
-        self.m.set_pay_tlast(i.pay_last as u64);
-        self.m.set_pay_tvalid(i.pay_valid as u64);
-        self.m.set_m_axis_tready(i.out_ready as u64);
-        self.m.set_clock(0);
-        self.m.eval();
-        if self.trace {
-            self.m.trace_dump(self.t);
-        }
-        self.t += 1;
+        self.0.m.set_hdr(&header_words(i.hdr));
+        self.0.m.set_hdr_valid(i.hdr_valid as u64);
+        self.0.m.set_pay_tdata(&beat_words(i.pay));
+        self.0.m.set_pay_tkeep(keep);
+        self.0.m.set_pay_tlast(i.pay_last as u64);
+        self.0.m.set_pay_tvalid(i.pay_valid as u64);
+        self.0.m.set_m_axis_tready(i.out_ready as u64);
+        self.0.settle();
         (
-            self.m.hdr_ready() != 0,
-            self.m.pay_tready() != 0,
-            self.m.m_axis_tvalid() != 0,
-            self.m.m_axis_tlast() != 0,
-            self.m.m_axis_tkeep(),
-            self.m.m_axis_tdata(),
+            self.0.m.hdr_ready() != 0,
+            self.0.m.pay_tready() != 0,
+            self.0.m.m_axis_tvalid() != 0,
+            self.0.m.m_axis_tlast() != 0,
+            self.0.m.m_axis_tkeep(),
+            self.0.m.m_axis_tdata(),
         )
     }
 
     fn tick(&mut self) {
-        self.m.set_clock(1);
-        self.m.eval();
-        if self.trace {
-            self.m.trace_dump(self.t);
-        }
-        self.t += 1;
+        self.0.tick();
     }
 }
 
