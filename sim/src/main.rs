@@ -62,7 +62,7 @@ enum Cmd {
         /// Iterations (default: a short run suited to the emulated VM).
         #[arg(long)]
         iters: Option<usize>,
-        /// Fraction of frames the bridge drops, each way.
+        /// Fraction of RoCEv2 frames the bridge drops, each way (ARP and the tools' TCP are never dropped).
         #[arg(long, default_value_t = 0.0)]
         drop: f64,
         /// Capture of every frame on the link.

@@ -16,6 +16,8 @@ use pcap_file::DataLink;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::host::is_roce_v2;
+
 /// Largest frame accepted from qemu (jumbo MTU 9000 plus headers, with margin).
 pub const MAX_FRAME_LEN: usize = 65536;
 
@@ -59,9 +61,15 @@ pub struct BridgeConfig {
     /// Dropped frames are not written (they never reached the other side); they are counted in
     /// [`BridgeStats`].
     pub pcap: Option<PathBuf>,
-    /// Probability in [0, 1] of dropping a frame sent by the VM before our endpoint sees it.
+    /// Probability in [0, 1] of dropping a RoCEv2 frame sent by the VM before our endpoint sees it.
+    ///
+    /// Only RoCEv2 frames (UDP destination port 4791) are ever dropped. ARP and the tools' out-of-band TCP
+    /// stand for a lab's management network: a tool writes its last message ("done") and exits, the VM powers
+    /// off, and a dropped final segment could then never be retransmitted by anyone, so the run would fail for
+    /// a reason that has nothing to do with the RDMA transport under test.
     pub drop_from_vm: f64,
-    /// Probability in [0, 1] of dropping a frame our endpoint sends before the VM gets it.
+    /// Probability in [0, 1] of dropping a RoCEv2 frame our endpoint sends before the VM gets it (RoCEv2
+    /// only, as for `drop_from_vm`).
     pub drop_to_vm: f64,
     /// Seed of the drop decisions (each direction has its own generator, so runs are reproducible as long as
     /// each side's frame sequence is).
@@ -332,7 +340,7 @@ impl Bridge {
         // Ok(false): qemu closed the link.
         let mut send = |frames: Vec<Vec<u8>>, pcap: &mut Option<Pcap>| -> Result<bool> {
             for f in frames {
-                if p_out > 0.0 && rng_out.gen_bool(p_out.min(1.0)) {
+                if p_out > 0.0 && is_roce_v2(&f) && rng_out.gen_bool(p_out.min(1.0)) {
                     stats.lock().unwrap().dropped_to_vm += 1;
                     continue;
                 }
@@ -376,7 +384,7 @@ impl Bridge {
                 };
                 while let Some(r) = got.take() {
                     let frame = r.context("reading a frame from qemu")?;
-                    if p_in > 0.0 && rng_in.gen_bool(p_in.min(1.0)) {
+                    if p_in > 0.0 && is_roce_v2(&frame) && rng_in.gen_bool(p_in.min(1.0)) {
                         stats.lock().unwrap().dropped_from_vm += 1;
                     } else {
                         if let Some(p) = pcap.as_mut() {
