@@ -1,4 +1,5 @@
 pub mod crc;
 pub mod decode;
+pub mod host;
 pub mod model;
 pub mod wire;
