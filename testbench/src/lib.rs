@@ -1,5 +1,6 @@
 pub mod crc;
 pub mod decode;
+pub mod driver;
 pub mod host;
 pub mod model;
 pub mod wire;

@@ -1,0 +1,508 @@
+//! The RNIC's driver: the model's verbs API (`reg_mr`, `create_cq`, `create_qp`, `modify_qp`, `post_send`,
+//! `post_recv`, `poll_cq`) spoken only through the host interface of `docs/host-interface.md`: 32-bit register
+//! reads and writes ([`CsrBus`]) and rings in host memory.
+//!
+//! The bus is a trait so that one driver runs the simulated RNIC (a bus over the register slave's ports, host
+//! memory shared with the DMA model) and, later, the board (a bus over a PCIe BAR, DMA to pinned pages).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use thiserror::Error;
+
+use crate::host::*;
+use crate::model::memory::HostMemory;
+use crate::model::mr::{AccessFlags, Pd};
+use crate::model::qp::{QpState, QpType};
+use crate::model::verbs::{
+    Cq, QpAttr, QpInitAttr, RecvWr, SendWr, Sge, VerbsError, WcFlags, WorkCompletion, WrOpcode,
+};
+
+/// 32-bit register access to the RNIC (AXI4-Lite in simulation, a BAR over PCIe).
+pub trait CsrBus {
+    fn write32(&mut self, addr: u32, value: u32) -> Result<(), DriverError>;
+    fn read32(&mut self, addr: u32) -> Result<u32, DriverError>;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Verbs(#[from] VerbsError),
+    /// The bus answered SLVERR/DECERR or did not answer.
+    #[error("register bus: {0}")]
+    Bus(String),
+    #[error("not an RNIC: ID register reads 0x{0:08x}")]
+    NotAnRnic(u32),
+    #[error("table command op {op} index {index} failed with error {err}")]
+    Command { op: u8, index: u32, err: u8 },
+    #[error("table command op {op} index {index} still busy after {polls} polls")]
+    CommandTimeout { op: u8, index: u32, polls: u32 },
+    #[error("the device lacks capability 0x{0:x}")]
+    Unsupported(u32),
+    #[error("CQE with unknown status {status} or opcode {opcode}")]
+    BadCqe { status: u8, opcode: u8 },
+}
+
+/// What the device reported at open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub version: u32,
+    pub caps: u32,
+    pub log2_qps: u8,
+    pub log2_mrs: u8,
+    pub log2_cqs: u8,
+    pub max_mtu_code: u8,
+}
+
+struct Ring {
+    base: u64,
+    log2: u8,
+    /// Producer (SQ/RQ) or consumer (CQ) index, free-running mod 2^16.
+    idx: u16,
+    /// Slots the device has not completed yet (SQ/RQ).
+    outstanding: u32,
+}
+
+impl Ring {
+    fn entries(&self) -> u32 {
+        1 << self.log2
+    }
+}
+
+struct QpState_ {
+    send_cq: Cq,
+    recv_cq: Cq,
+    sq: Ring,
+    rq: Ring,
+    cmd: QpCmd,
+    state: QpState,
+    sq_sig_all: bool,
+    /// Posted send WQEs not completed yet, oldest first: (slots, signaled). Send completions arrive in
+    /// order, and a signaled WQE's CQE also retires the unsignaled WQEs before it (IBA).
+    sq_posted: VecDeque<(u16, bool)>,
+}
+
+/// The host side of one RNIC.
+pub struct Driver<B: CsrBus> {
+    bus: B,
+    mem: Arc<Mutex<HostMemory>>,
+    pub info: DeviceInfo,
+    pds: u32,
+    next_mr_index: u32,
+    mr_tag: u8,
+    mrs: HashMap<u32, MrCmd>,
+    cqs: Vec<(Ring, bool)>,
+    qps: HashMap<u32, QpState_>,
+    next_qpn: u32,
+    /// Polls of CMD_STATUS before a command counts as hung.
+    pub command_polls: u32,
+}
+
+/// IB MTU code (`enum ibv_mtu`) of a path MTU in bytes.
+pub fn mtu_code(bytes: u32) -> Option<u8> {
+    match bytes {
+        256 => Some(1),
+        512 => Some(2),
+        1024 => Some(3),
+        2048 => Some(4),
+        4096 => Some(5),
+        _ => None,
+    }
+}
+
+fn log2_ceil(n: u32) -> u8 {
+    (32 - n.max(2).saturating_sub(1).leading_zeros()) as u8
+}
+
+impl<B: CsrBus> Driver<B> {
+    /// Open the device: check `ID`, read `CAPS` and `SIZES`.
+    pub fn open(mut bus: B, mem: Arc<Mutex<HostMemory>>) -> Result<Self, DriverError> {
+        let id = bus.read32(REG_ID)?;
+        if id != ID_VALUE {
+            return Err(DriverError::NotAnRnic(id));
+        }
+        let version = bus.read32(REG_VERSION)?;
+        let caps = bus.read32(REG_CAPS)?;
+        let s = bus.read32(REG_SIZES)?;
+        let info = DeviceInfo {
+            version,
+            caps,
+            log2_qps: s as u8,
+            log2_mrs: (s >> 8) as u8,
+            log2_cqs: (s >> 16) as u8,
+            max_mtu_code: (s >> 24) as u8,
+        };
+        Ok(Driver {
+            bus,
+            mem,
+            info,
+            pds: 0,
+            next_mr_index: 1,
+            mr_tag: 0x5A,
+            mrs: HashMap::new(),
+            cqs: Vec::new(),
+            qps: HashMap::new(),
+            // rxe numbers user QPs from 0x11; QPN 0 and 1 are the special QPs
+            next_qpn: 0x11,
+            command_polls: 10_000,
+        })
+    }
+
+    pub fn bus(&mut self) -> &mut B {
+        &mut self.bus
+    }
+
+    pub fn memory(&self) -> Arc<Mutex<HostMemory>> {
+        self.mem.clone()
+    }
+
+    /// Our MAC and IPv4 address.
+    pub fn set_address(&mut self, mac: [u8; 6], ipv4: u32) -> Result<(), DriverError> {
+        self.bus.write32(REG_MAC_LO, u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]]))?;
+        self.bus.write32(REG_MAC_HI, u32::from(u16::from_be_bytes([mac[0], mac[1]])))?;
+        self.bus.write32(REG_IPV4, ipv4)
+    }
+
+    /// One table command: stage, start, wait.
+    pub fn command(&mut self, c: &Command) -> Result<(), DriverError> {
+        for (i, w) in c.data.iter().enumerate() {
+            self.bus.write32(REG_CMD_DATA + 4 * i as u32, *w)?;
+        }
+        let before = self.bus.read32(REG_CMD_STATUS)? >> 16;
+        self.bus.write32(REG_CMD, c.cmd_word())?;
+        for _ in 0..self.command_polls {
+            let s = self.bus.read32(REG_CMD_STATUS)?;
+            if s & 1 == 0 && (s >> 16) != before {
+                let err = (s >> 8) as u8;
+                return if err == CMD_ERR_NONE {
+                    Ok(())
+                } else {
+                    Err(DriverError::Command { op: c.op, index: c.index, err })
+                };
+            }
+        }
+        Err(DriverError::CommandTimeout { op: c.op, index: c.index, polls: self.command_polls })
+    }
+
+    /// `ibv_alloc_pd`.
+    pub fn alloc_pd(&mut self) -> Pd {
+        self.pds += 1;
+        Pd(self.pds)
+    }
+
+    /// `ibv_reg_mr` over host memory the caller allocated; returns the key (lkey = rkey).
+    pub fn reg_mr(&mut self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<u32, DriverError> {
+        if pd.0 == 0 || pd.0 > self.pds {
+            return Err(VerbsError::NoSuchPd.into());
+        }
+        if len > 0 && !self.mem.lock().unwrap().contains(addr, len) {
+            return Err(VerbsError::BadAddress { addr, len }.into());
+        }
+        if (access.contains(AccessFlags::REMOTE_WRITE) || access.contains(AccessFlags::REMOTE_ATOMIC))
+            && !access.contains(AccessFlags::LOCAL_WRITE)
+        {
+            return Err(VerbsError::InvalidArgument("REMOTE_WRITE/ATOMIC need LOCAL_WRITE").into());
+        }
+        let slots = 1u32 << self.info.log2_mrs;
+        let index = (0..slots)
+            .map(|k| (self.next_mr_index + k) % slots)
+            .find(|&i| i != 0 && !self.mrs.values().any(|m| m.key >> 8 == i))
+            .ok_or(VerbsError::QueueFull)?;
+        self.next_mr_index = index + 1;
+        self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
+        let m = MrCmd { va: addr, len, dma_base: addr, key: index << 8 | u32::from(self.mr_tag), pd: pd.0, access: access.0 as u8 };
+        self.command(&m.command())?;
+        self.mrs.insert(m.key, m);
+        Ok(m.key)
+    }
+
+    /// `ibv_dereg_mr`.
+    pub fn dereg_mr(&mut self, key: u32) -> Result<(), DriverError> {
+        self.mrs.remove(&key).ok_or(VerbsError::NoSuchMr(key))?;
+        let c = Command { op: CMD_INVALIDATE_MR, index: key >> 8, data: [0; CMD_DATA_WORDS] };
+        self.command(&c)
+    }
+
+    fn alloc_ring(&mut self, log2: u8, entry: usize) -> u64 {
+        let bytes = (1usize << log2) * entry;
+        // HostMemory allocations are page aligned, so rings are 64-byte aligned
+        self.mem.lock().unwrap().alloc(bytes)
+    }
+
+    /// `ibv_create_cq` with room for at least `cqe` entries.
+    pub fn create_cq(&mut self, cqe: u32) -> Result<Cq, DriverError> {
+        let cqn = self.cqs.len() as u32;
+        if cqn >= 1 << self.info.log2_cqs {
+            return Err(VerbsError::QueueFull.into());
+        }
+        let log2 = log2_ceil(cqe.max(2)).min(16);
+        let base = self.alloc_ring(log2, CQE_BYTES);
+        self.command(&RingCmd { base, log2_entries: log2, cqn: 0 }.command(CMD_WRITE_CQ, cqn))?;
+        self.cqs.push((Ring { base, log2, idx: 0, outstanding: 0 }, true));
+        Ok(Cq(cqn))
+    }
+
+    /// `ibv_create_qp`: rings of at least `cap.max_send_wr` / `max_recv_wr` slots.
+    pub fn create_qp(&mut self, pd: Pd, init: QpInitAttr) -> Result<u32, DriverError> {
+        if pd.0 == 0 || pd.0 > self.pds {
+            return Err(VerbsError::NoSuchPd.into());
+        }
+        for cq in [init.send_cq, init.recv_cq] {
+            if cq.0 as usize >= self.cqs.len() {
+                return Err(VerbsError::NoSuchCq.into());
+            }
+        }
+        let cap = match init.qp_type {
+            QpType::Rc => CAP_RC,
+            QpType::Uc => CAP_UC,
+            QpType::Ud => CAP_UD,
+        };
+        if self.info.caps & cap == 0 {
+            return Err(DriverError::Unsupported(cap));
+        }
+        let qpn = self.next_qpn;
+        if qpn >= 1 << self.info.log2_qps {
+            return Err(VerbsError::QueueFull.into());
+        }
+        self.next_qpn += 1;
+        let slog2 = log2_ceil(init.cap.max_send_wr.max(1) * 2).min(15);
+        let rlog2 = log2_ceil(init.cap.max_recv_wr.max(1)).min(15);
+        let sbase = self.alloc_ring(slog2, WQE_BYTES);
+        let rbase = self.alloc_ring(rlog2, WQE_BYTES);
+        self.command(&RingCmd { base: sbase, log2_entries: slog2, cqn: init.send_cq.0 }.command(CMD_WRITE_SQ, qpn))?;
+        self.command(&RingCmd { base: rbase, log2_entries: rlog2, cqn: init.recv_cq.0 }.command(CMD_WRITE_RQ, qpn))?;
+        let cmd = QpCmd {
+            state: QpState::Reset as u8,
+            qp_type: init.qp_type as u8,
+            pd: pd.0,
+            send_cq: init.send_cq.0,
+            recv_cq: init.recv_cq.0,
+            ..Default::default()
+        };
+        self.command(&cmd.command(qpn))?;
+        self.qps.insert(
+            qpn,
+            QpState_ {
+                send_cq: init.send_cq,
+                recv_cq: init.recv_cq,
+                sq: Ring { base: sbase, log2: slog2, idx: 0, outstanding: 0 },
+                rq: Ring { base: rbase, log2: rlog2, idx: 0, outstanding: 0 },
+                cmd,
+                state: QpState::Reset,
+                sq_sig_all: init.sq_sig_all,
+                sq_posted: VecDeque::new(),
+            },
+        );
+        Ok(qpn)
+    }
+
+    /// `ibv_modify_qp`: every `Some` attribute is applied; the QP's static word is rewritten whole, the PSNs
+    /// with their own commands.
+    pub fn modify_qp(&mut self, qpn: u32, attr: &QpAttr) -> Result<(), DriverError> {
+        let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::NoSuchQp(qpn))?;
+        let c = &mut qp.cmd;
+        if let Some(s) = attr.qp_state {
+            c.state = s as u8;
+        }
+        if let Some(m) = attr.path_mtu {
+            c.path_mtu = mtu_code(m).ok_or(VerbsError::InvalidArgument("path_mtu"))?;
+        }
+        if let Some(d) = attr.dest_qp_num {
+            c.dest_qpn = d & 0xFF_FFFF;
+        }
+        if let Some(v) = attr.max_rd_atomic {
+            c.max_rd_atomic = v;
+        }
+        if let Some(v) = attr.max_dest_rd_atomic {
+            c.max_dest_rd_atomic = v;
+        }
+        if let Some(v) = attr.min_rnr_timer {
+            c.min_rnr_timer = v & 31;
+        }
+        if let Some(v) = attr.timeout {
+            c.timeout = v & 31;
+        }
+        if let Some(v) = attr.retry_cnt {
+            c.retry_cnt = v.min(7);
+        }
+        if let Some(v) = attr.rnr_retry {
+            c.rnr_retry = v.min(7);
+        }
+        if let Some(a) = attr.qp_access_flags {
+            c.access = a.0 as u8;
+        }
+        if let Some(av) = attr.av {
+            c.remote_mac = av.dmac.0;
+            c.remote_ip = match av.dip {
+                std::net::IpAddr::V4(a) => u32::from(a),
+                std::net::IpAddr::V6(_) => return Err(VerbsError::NotSupported("IPv6 address vector").into()),
+            };
+            c.sport = av.sport.unwrap_or(0xC000 | (qpn as u16 & 0x3FFF));
+        }
+        let cmd = c.command(qpn);
+        if let Some(s) = attr.qp_state {
+            qp.state = s;
+        }
+        self.command(&cmd)?;
+        if let Some(p) = attr.rq_psn {
+            self.command(&psn_command(CMD_WRITE_QP_RESP, qpn, p))?;
+        }
+        if let Some(p) = attr.sq_psn {
+            self.command(&psn_command(CMD_WRITE_QP_REQ, qpn, p))?;
+        }
+        Ok(())
+    }
+
+    /// `ibv_post_send`: write the WQE (and its mask or inline slots) into the ring, then ring the doorbell.
+    pub fn post_send(&mut self, qpn: u32, wr: &SendWr) -> Result<(), DriverError> {
+        let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::NoSuchQp(qpn))?;
+        if !matches!(qp.state, QpState::Rts | QpState::Sqd) {
+            return Err(VerbsError::NotSupported("post_send needs RTS").into());
+        }
+        if wr.sg_list.len() > 1 {
+            return Err(VerbsError::InvalidArgument("one SGE per WQE").into());
+        }
+        let masked = matches!(wr.opcode, WrOpcode::MaskedAtomicCmpAndSwp | WrOpcode::MaskedAtomicFetchAndAdd);
+        if masked && self.info.caps & CAP_MASKED_ATOMIC == 0 {
+            return Err(DriverError::Unsupported(CAP_MASKED_ATOMIC));
+        }
+        let sge = wr.sg_list.first().copied().unwrap_or(Sge { addr: 0, length: 0, lkey: 0 });
+        let mut flags = 0u8;
+        if wr.flags.signaled || qp.sq_sig_all {
+            flags |= WQE_SIGNALED;
+        }
+        if wr.flags.solicited {
+            flags |= WQE_SOLICITED;
+        }
+        if wr.flags.fence {
+            flags |= WQE_FENCE;
+        }
+        if masked {
+            flags |= WQE_EXT;
+        }
+        let inline = wr.flags.inline;
+        if inline {
+            flags |= WQE_INLINE;
+        }
+        let w = SendWqe {
+            wr_id: wr.wr_id,
+            opcode: wr_opcode_code(wr.opcode),
+            flags,
+            imm_or_inv: if wr.opcode == WrOpcode::SendWithInv { wr.invalidate_rkey } else { wr.imm_data },
+            local_addr: sge.addr,
+            length: if inline { wr.inline_data.len() as u32 } else { sge.length },
+            lkey: sge.lkey,
+            remote_addr: wr.remote_addr,
+            rkey: wr.rkey,
+            compare_add: wr.compare_add,
+            swap: wr.swap,
+        };
+        let mut slots: Vec<[u8; WQE_BYTES]> = vec![w.encode()];
+        if masked {
+            slots.push(mask_slot(wr.compare_add_mask, wr.swap_mask));
+        }
+        if inline {
+            for chunk in wr.inline_data.chunks(WQE_BYTES) {
+                let mut b = [0u8; WQE_BYTES];
+                b[..chunk.len()].copy_from_slice(chunk);
+                slots.push(b);
+            }
+        }
+        let n = slots.len() as u32;
+        if qp.sq.outstanding + n > qp.sq.entries() {
+            return Err(VerbsError::QueueFull.into());
+        }
+        {
+            let mut mem = self.mem.lock().unwrap();
+            for (k, s) in slots.iter().enumerate() {
+                let i = qp.sq.idx.wrapping_add(k as u16);
+                let slot = u64::from(i) & u64::from(qp.sq.entries() - 1);
+                mem.write(qp.sq.base + slot * WQE_BYTES as u64, s)?;
+            }
+        }
+        qp.sq_posted.push_back((n as u16, flags & WQE_SIGNALED != 0));
+        qp.sq.idx = qp.sq.idx.wrapping_add(n as u16);
+        qp.sq.outstanding += n;
+        let pi = qp.sq.idx;
+        self.bus.write32(sq_doorbell(qpn), u32::from(pi))
+    }
+
+    /// `ibv_post_recv`.
+    pub fn post_recv(&mut self, qpn: u32, wr: &RecvWr) -> Result<(), DriverError> {
+        let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::NoSuchQp(qpn))?;
+        if matches!(qp.state, QpState::Reset | QpState::Error) {
+            return Err(VerbsError::NotSupported("post_recv in RESET/ERROR").into());
+        }
+        if wr.sg_list.len() > 1 {
+            return Err(VerbsError::InvalidArgument("one SGE per WQE").into());
+        }
+        if qp.rq.outstanding >= qp.rq.entries() {
+            return Err(VerbsError::QueueFull.into());
+        }
+        let sge = wr.sg_list.first().copied().unwrap_or(Sge { addr: 0, length: 0, lkey: 0 });
+        let w = RecvWqe { wr_id: wr.wr_id, addr: sge.addr, length: sge.length, lkey: sge.lkey };
+        let slot = u64::from(qp.rq.idx) & u64::from(qp.rq.entries() - 1);
+        self.mem.lock().unwrap().write(qp.rq.base + slot * WQE_BYTES as u64, &w.encode())?;
+        qp.rq.idx = qp.rq.idx.wrapping_add(1);
+        qp.rq.outstanding += 1;
+        let pi = qp.rq.idx;
+        self.bus.write32(rq_doorbell(qpn), u32::from(pi))
+    }
+
+    /// `ibv_poll_cq`: up to `max` new CQEs (by phase), oldest first; tells the device the new consumer index.
+    pub fn poll_cq(&mut self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>, DriverError> {
+        let (ring, _) = self.cqs.get(cq.0 as usize).ok_or(VerbsError::NoSuchCq)?;
+        let (base, log2, mut idx) = (ring.base, ring.log2, ring.idx);
+        let mut raw = Vec::new();
+        {
+            let mem = self.mem.lock().unwrap();
+            while raw.len() < max {
+                let entries = 1u32 << log2;
+                let slot = u32::from(idx) & (entries - 1);
+                // pass number of this index: phase 1 on even passes
+                let pass_phase = (u32::from(idx) >> log2) & 1 == 0;
+                let b: [u8; CQE_BYTES] =
+                    mem.read(base + u64::from(slot) * CQE_BYTES as u64, CQE_BYTES)?.try_into().unwrap();
+                let c = Cqe::decode(&b);
+                if c.phase != pass_phase {
+                    break;
+                }
+                raw.push(c);
+                idx = idx.wrapping_add(1);
+            }
+        }
+        if raw.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.cqs[cq.0 as usize].0.idx = idx;
+        self.bus.write32(cq_doorbell(cq.0), u32::from(idx))?;
+        let mut out = Vec::with_capacity(raw.len());
+        for c in raw {
+            let wc = WorkCompletion {
+                wr_id: c.wr_id,
+                status: wc_status_of(c.status).ok_or(DriverError::BadCqe { status: c.status, opcode: c.opcode })?,
+                opcode: wc_opcode_of(c.opcode).ok_or(DriverError::BadCqe { status: c.status, opcode: c.opcode })?,
+                byte_len: c.byte_len,
+                imm_data: if u32::from(c.wc_flags) & WcFlags::WITH_IMM != 0 { c.imm_or_inv } else { 0 },
+                invalidated_rkey: if u32::from(c.wc_flags) & WcFlags::WITH_INV != 0 { c.imm_or_inv } else { 0 },
+                qp_num: c.qp_num,
+                src_qp: c.src_qp,
+                wc_flags: WcFlags(u32::from(c.wc_flags)),
+            };
+            if let Some(qp) = self.qps.get_mut(&c.qp_num) {
+                if wc.opcode as u8 >= crate::model::verbs::WcOpcode::Recv as u8 && qp.recv_cq == cq {
+                    qp.rq.outstanding = qp.rq.outstanding.saturating_sub(1);
+                } else if qp.send_cq == cq {
+                    while let Some((n, signaled)) = qp.sq_posted.pop_front() {
+                        qp.sq.outstanding = qp.sq.outstanding.saturating_sub(u32::from(n));
+                        if signaled {
+                            break;
+                        }
+                    }
+                }
+            }
+            out.push(wc);
+        }
+        Ok(out)
+    }
+}
