@@ -14,12 +14,17 @@ pub struct Emitted {
     pub depth_budget: Option<u64>,
 }
 
-/// The current top of the RNIC. Grows as blocks land; today it is the TX Packet Build (with its ICRC).
-pub const TOP: &str = "tx_packet_build";
+/// The current top of the RNIC (`rtl::rnic::Rnic`): every block wired behind the host interface.
+pub const TOP: &str = "rnic";
 
 /// Every block with a unit test, emitted as its own top.
 pub fn blocks() -> Vec<Emitted> {
     vec![
+        Emitted {
+            name: "rnic",
+            verilog: rtl::verilog_of(&mut rtl::rnic::Rnic::default()),
+            depth_budget: Some(6),
+        },
         Emitted {
             name: "icrc_engine",
             verilog: rtl::verilog_of(&mut rtl::icrc::IcrcEngine::default()),
@@ -51,8 +56,55 @@ pub fn blocks() -> Vec<Emitted> {
             depth_budget: Some(6),
         },
         Emitted {
+            name: "dma_read_arb",
+            verilog: rtl::verilog_of(&mut rtl::dma_arb::DmaReadArb::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "dma_write_arb",
+            verilog: rtl::verilog_of(&mut rtl::dma_warb::DmaWriteArb::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "tx_frame_mux",
+            verilog: rtl::verilog_of(&mut rtl::tx_mux::TxFrameMux::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "req_front",
+            verilog: rtl::verilog_of(&mut rtl::req_front::ReqFront::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "requester",
+            verilog: rtl::verilog_of(&mut rtl::requester::Requester::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
             name: "tx_packet_build",
             verilog: rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "gather_path",
+            verilog: rtl::verilog_of(&mut rtl::gather::GatherPath::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "scatter_path",
+            verilog: rtl::verilog_of(&mut rtl::scatter::ScatterPath::default()),
+            depth_budget: Some(6),
+        },
+        Emitted { name: "csr", verilog: rtl::verilog_of(&mut rtl::csr::Csr::default()), depth_budget: Some(6) },
+        Emitted { name: "completer", verilog: rtl::verilog_of(&mut rtl::completer::Completer::default()), depth_budget: Some(6) },
+        Emitted {
+            name: "sq_ring",
+            verilog: rtl::verilog_of(&mut rtl::sq_ring::SqRing::<256, 8>::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
+            name: "cqe_gen",
+            verilog: rtl::verilog_of(&mut rtl::cqe_gen::CqeGen::<256, 8>::default()),
             depth_budget: Some(6),
         },
     ]

@@ -1,0 +1,1544 @@
+//! Completer (rxe `rxe_comp.c` `rxe_completer`, as `testbench::model::completer` implements it): the WQEs
+//! the requester is done with ([`ReqIssued`], `iss_*`) wait in a per-QP list until their responses
+//! (`hdr_*` + `pay`: RC ACKNOWLEDGE, ATOMIC ACKNOWLEDGE, RDMA READ RESPONSE FIRST/MIDDLE/LAST/ONLY) retire
+//! them; completions go to CQE Generation (`cq_*`, formed as the golden `send_cqe`), read-response payload
+//! to the Scatter Path (`s_*`, `s_pay`).
+//!
+//! **State.** Per QP (256, index = QPN[7:0]): a ring of 8 pending records in block RAM (`ring`, address
+//! {QPN, slot}), and one state word (`qst`: head, tail with wrap bits, `comp_psn`, bytes received of the
+//! head READ, read-in-progress, error flag) plus the send CQ (`cqw_*`, CMD_WRITE_QP word 9). `comp_psn` is
+//! set from the first PSN of a WQE pushed onto an empty list (all earlier PSNs are then acknowledged, which
+//! is where the model's `comp.psn` stands too; CMD_WRITE_QP_REQ does not reach this block).
+//! **A QP whose list holds 8 records back-pressures `iss_ready`** (the record waits; responses keep being
+//! processed, alternating with `iss`, so the list drains).
+//!
+//! **Rules** (in the model's order): `check_psn` (a response PSN beyond the head WQE's last PSN completes a
+//! pending SEND/WRITE, a coalesced ACK, and the next WQE is looked at; beyond a pending READ/atomic it is an
+//! implied NAK: counted and dropped; older than `comp_psn` is stale and dropped, except an ACK equal to a
+//! SEND/WRITE's last PSN, which completes it; a later response of a READ/atomic whose earlier one is missing
+//! is dropped), `check_ack` (FIRST/ONLY/ACK/ATOMIC ACK start, MIDDLE/LAST/ACK continue a read; the AETH of
+//! FIRST/LAST/ONLY must be ACK; read responses must match a READ), then: a READ response's payload goes to
+//! `laddr + bytes received` (LOC_LEN_ERR when it runs past the WQE length), LAST/ONLY complete the READ; an
+//! ACK advances `comp_psn` to PSN + 1 and completes a SEND/WRITE whose last PSN it is.
+//! BAD_RESP / LOC_LEN_ERR complete the head WQE and put the QP in error (rxe `COMPST_ERROR`): every other
+//! pending WQE, and every later record, completes with WR_FLUSH_ERR (or its own error status), responses are
+//! dropped, until the next `cqw_we` (CMD_WRITE_QP) of the QP clears the flag.
+//! A record with `status != 0` (failed its local checks, never sent) completes with that status when it
+//! reaches the head of its list, in order. Only signaled WQEs and errors produce a completion.
+//!
+//! **Not yet (counted and dropped):** NAKs, RNR NAKs and implied NAKs (retry, `comp_psn` on NAK-sequence and
+//! the retransmit timer are issue 5; so is a read retry restarting with FIRST at the WQE's first PSN, which
+//! without retries cannot happen and is a BAD_RESP here); ATOMIC ACKNOWLEDGE (issue 6 writes the original
+//! value and completes the atomic; until then its WQE stays at the head).
+//!
+//! **Timing** (322 MHz, at most 6 LUT6 levels): one event at a time by a state machine. PSN compares mod 2^24
+//! as rxe `psn_compare` in two registered stages ([`PsnCmp`], as `psn_check.rs`: narrow chunk compares, then
+//! the borrow); `PSN + 1` in two 12-bit halves; the 64-bit address and the 32-bit byte counts by 8-bit serial
+//! adders ([`SerAdd64`], 8 cycles). Rate: an ACK or dropped response takes about 10 cycles, plus 4 per WQE it
+//! completes (plus the completion handshake); a read response about 20 cycles plus its payload beats (one
+//! beat per cycle); a record from `iss` about 5 cycles.
+//!
+//! Event counters (`counters[i]`): [`CNT_ACKS`] ACKs received (ACKNOWLEDGE with an ACK syndrome), [`CNT_NAKS`]
+//! NAKs received (NAK syndrome), [`CNT_RNR_NAKS`] RNR NAKs received, [`CNT_DROPPED`] responses dropped for no
+//! pending WQE or as stale (the model's `NoPendingWqe` + `StaleResponse`), [`CNT_BAD`] bad responses
+//! (BAD_RESP completions), [`CNT_IMPLIED_NAKS`] implied NAKs, [`CNT_ATOMIC_ACKS`] atomic ACKs ignored.
+
+use rust_hdl::prelude::*;
+
+use crate::axis::{AxisSink, AxisSource};
+use crate::consts::k;
+use crate::counter::EventCounter;
+use crate::fifo::{Fifo, SdpRam};
+use crate::lut::Lut8;
+use crate::req_front::ReqIssued;
+use crate::rx_parse::RxHeader;
+use testbench::host::{wc_opcode_code, wc_status_code, wr_opcode_of};
+use testbench::model::{WcFlags, WcOpcode, WcStatus};
+use testbench::wire::headers::{AETH_TYPE_ACK, AETH_TYPE_MASK, AETH_TYPE_NAK, AETH_TYPE_RESERVED, AETH_TYPE_RNR_NAK};
+use testbench::wire::opcode::{
+    RC_ACKNOWLEDGE, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST, RC_RDMA_READ_RESPONSE_LAST,
+    RC_RDMA_READ_RESPONSE_MIDDLE, RC_RDMA_READ_RESPONSE_ONLY,
+};
+
+pub const CNT_ACKS: usize = 0;
+pub const CNT_NAKS: usize = 1;
+pub const CNT_RNR_NAKS: usize = 2;
+pub const CNT_DROPPED: usize = 3;
+pub const CNT_BAD: usize = 4;
+pub const CNT_IMPLIED_NAKS: usize = 5;
+pub const CNT_ATOMIC_ACKS: usize = 6;
+pub const COMP_COUNTERS: usize = 7;
+
+/// Pending records per QP (ring slots).
+pub const COMP_RING: usize = 8;
+
+/// The WR opcode table: bits 7:0 the WC opcode (`WcOpcode::from_wr`), bit 8 WITH_IMM, bit 9 READ, bit 10
+/// atomic, bit 11 READ or atomic.
+pub fn wr_class_table() -> Vec<u64> {
+    (0..256u32)
+        .map(|c| match wr_opcode_of(c as u8) {
+            Some(op) => {
+                wc_opcode_code(WcOpcode::from_wr(op)) as u64
+                    | (op.has_imm() as u64) << 8
+                    | (op.is_read() as u64) << 9
+                    | (op.is_atomic() as u64) << 10
+                    | (op.is_read_or_atomic() as u64) << 11
+            }
+            None => 0,
+        })
+        .collect()
+}
+
+/// A pending WQE in the ring.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct Pend {
+    pub wr_id: Bits<64>,
+    pub wr_op: Bits<8>,
+    pub signaled: Bit,
+    /// One past the WQE's last PSN.
+    pub next_psn: Bits<24>,
+    pub status: Bits<8>,
+    pub laddr: Bits<64>,
+    pub len: Bits<32>,
+    pub imm: Bits<32>,
+}
+
+/// The completer state of a QP.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct CompSt {
+    pub head: Bits<4>,
+    pub tail: Bits<4>,
+    pub comp_psn: Bits<24>,
+    /// Bytes received of the head READ.
+    pub rd: Bits<32>,
+    pub reading: Bit,
+    pub err: Bit,
+}
+
+/// rxe `psn_compare(a, b)` in two registered stages: `neg` (< 0), `eq`, `gt` (> 0) two clocks after `a`, `b`.
+#[derive(LogicBlock)]
+pub struct PsnCmp {
+    pub clock: Signal<In, Clock>,
+    pub a: Signal<In, Bits<24>>,
+    pub b: Signal<In, Bits<24>>,
+    pub neg: Signal<Out, Bit>,
+    pub eq: Signal<Out, Bit>,
+    pub gt: Signal<Out, Bit>,
+    s_eq: DFF<Bit>,
+    s_x23: DFF<Bit>,
+    s_lt0: DFF<Bit>,
+    s_lt1: DFF<Bit>,
+    s_eq1: DFF<Bit>,
+    s_lt2: DFF<Bit>,
+    s_eq2: DFF<Bit>,
+    o_neg: DFF<Bit>,
+    o_eq: DFF<Bit>,
+    o_gt: DFF<Bit>,
+    lt: Signal<Local, Bit>,
+    sign: Signal<Local, Bit>,
+}
+
+impl Default for PsnCmp {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            a: Default::default(),
+            b: Default::default(),
+            neg: Default::default(),
+            eq: Default::default(),
+            gt: Default::default(),
+            s_eq: Default::default(),
+            s_x23: Default::default(),
+            s_lt0: Default::default(),
+            s_lt1: Default::default(),
+            s_eq1: Default::default(),
+            s_lt2: Default::default(),
+            s_eq2: Default::default(),
+            o_neg: Default::default(),
+            o_eq: Default::default(),
+            o_gt: Default::default(),
+            lt: Default::default(),
+            sign: Default::default(),
+        }
+    }
+}
+
+impl Logic for PsnCmp {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, s_eq, s_x23, s_lt0, s_lt1, s_eq1, s_lt2, s_eq2, o_neg, o_eq, o_gt);
+        self.s_eq.d.next = self.a.val() == self.b.val();
+        self.s_x23.d.next = self.a.val().get_bit(23) ^ self.b.val().get_bit(23);
+        self.s_lt0.d.next = self.a.val().get_bits::<8>(0) < self.b.val().get_bits::<8>(0);
+        self.s_lt1.d.next = self.a.val().get_bits::<8>(8) < self.b.val().get_bits::<8>(8);
+        self.s_eq1.d.next = self.a.val().get_bits::<8>(8) == self.b.val().get_bits::<8>(8);
+        self.s_lt2.d.next = self.a.val().get_bits::<7>(16) < self.b.val().get_bits::<7>(16);
+        self.s_eq2.d.next = self.a.val().get_bits::<7>(16) == self.b.val().get_bits::<7>(16);
+        // bit 23 of a - b: the top bits' xor and the borrow out of bits 22:0
+        self.lt.next = self.s_lt2.q.val() | (self.s_eq2.q.val() & (self.s_lt1.q.val() | (self.s_eq1.q.val() & self.s_lt0.q.val())));
+        self.sign.next = self.s_x23.q.val() ^ self.lt.val();
+        self.o_neg.d.next = self.sign.val();
+        self.o_eq.d.next = self.s_eq.q.val();
+        self.o_gt.d.next = !self.sign.val() & !self.s_eq.q.val();
+        self.neg.next = self.o_neg.q.val();
+        self.eq.next = self.o_eq.q.val();
+        self.gt.next = self.o_gt.q.val();
+    }
+}
+
+/// `a + b + cin` (64 bits) by 8-bit steps: `load` takes the operands; `done` (and `sum`, `cout`) 8 clocks later.
+#[derive(LogicBlock)]
+pub struct SerAdd64 {
+    pub clock: Signal<In, Clock>,
+    pub load: Signal<In, Bit>,
+    pub a: Signal<In, Bits<64>>,
+    pub b: Signal<In, Bits<64>>,
+    pub cin: Signal<In, Bit>,
+    pub sum: Signal<Out, Bits<64>>,
+    pub cout: Signal<Out, Bit>,
+    pub done: Signal<Out, Bit>,
+    ra: DFF<Bits<64>>,
+    rb: DFF<Bits<64>>,
+    rs: DFF<Bits<64>>,
+    rc: DFF<Bit>,
+    n: DFF<Bits<4>>,
+    av: Signal<Local, Bits<10>>,
+    bv: Signal<Local, Bits<10>>,
+    t: Signal<Local, Bits<10>>,
+    one10: Constant<Bits<10>>,
+    one4: Constant<Bits<4>>,
+    zero4: Constant<Bits<4>>,
+    steps: Constant<Bits<4>>,
+}
+
+impl Default for SerAdd64 {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            load: Default::default(),
+            a: Default::default(),
+            b: Default::default(),
+            cin: Default::default(),
+            sum: Default::default(),
+            cout: Default::default(),
+            done: Default::default(),
+            ra: Default::default(),
+            rb: Default::default(),
+            rs: Default::default(),
+            rc: Default::default(),
+            n: Default::default(),
+            av: Default::default(),
+            bv: Default::default(),
+            t: Default::default(),
+            one10: k(1),
+            one4: k(1),
+            zero4: k(0),
+            steps: k(8),
+        }
+    }
+}
+
+impl Logic for SerAdd64 {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, ra, rb, rs, rc, n);
+        // {a, 1} + {b, c}: the carry in enters at bit 0 of a 10-bit add
+        self.av.next = (bit_cast::<10, 8>(self.ra.q.val().get_bits::<8>(0)) << 1) | self.one10.val();
+        self.bv.next = bit_cast::<10, 8>(self.rb.q.val().get_bits::<8>(0)) << 1;
+        if self.rc.q.val() {
+            self.bv.next = (bit_cast::<10, 8>(self.rb.q.val().get_bits::<8>(0)) << 1) | self.one10.val();
+        }
+        self.t.next = self.av.val() + self.bv.val();
+        self.sum.next = self.rs.q.val();
+        self.cout.next = self.rc.q.val();
+        self.done.next = self.n.q.val() == self.steps.val();
+        if self.load.val() {
+            self.ra.d.next = self.a.val();
+            self.rb.d.next = self.b.val();
+            self.rc.d.next = self.cin.val();
+            self.n.d.next = self.zero4.val();
+        } else if self.n.q.val() != self.steps.val() {
+            self.ra.d.next = self.ra.q.val() >> 8;
+            self.rb.d.next = self.rb.q.val() >> 8;
+            self.rs.d.next = (self.rs.q.val() >> 8) | (bit_cast::<64, 8>(self.t.val().get_bits::<8>(1)) << 56);
+            self.rc.d.next = self.t.val().get_bit(9);
+            self.n.d.next = self.n.q.val() + self.one4.val();
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+enum CompState {
+    Idle,
+    IRd,
+    IWr,
+    CRd,
+    RQst,
+    HeadRd,
+    HeadWait,
+    HeadEval,
+    Cmp0,
+    Eval,
+    Act,
+    RdWait,
+    RdChk,
+    RdDec,
+    SCmd,
+    PayFwd,
+    RdEnd,
+    CqLoad,
+    CqEmit,
+    Done,
+    PDrop,
+}
+
+/// The Completer (see the module documentation).
+#[derive(LogicBlock)]
+pub struct Completer {
+    pub clock: Signal<In, Clock>,
+    /// WQEs the requester is done with, in per-QP order.
+    pub iss: Signal<In, ReqIssued>,
+    pub iss_valid: Signal<In, Bit>,
+    pub iss_ready: Signal<Out, Bit>,
+    /// Response headers (response opcodes only) and their payload (`hdr_pay_len` bytes, none when 0).
+    pub hdr: Signal<In, RxHeader>,
+    pub hdr_ext_words: Signal<In, Bits<4>>,
+    pub hdr_pay_len: Signal<In, Bits<13>>,
+    pub hdr_valid: Signal<In, Bit>,
+    pub hdr_ready: Signal<Out, Bit>,
+    pub pay: AxisSink,
+    /// QP table: the send CQ of a QP (CMD_WRITE_QP word 9); also clears the QP's error flag.
+    pub cqw_we: Signal<In, Bit>,
+    pub cqw_qpn: Signal<In, Bits<24>>,
+    pub cqw_cqn: Signal<In, Bits<24>>,
+    /// Scatter commands (read-response payload placement) and their payload.
+    pub s_valid: Signal<Out, Bit>,
+    pub s_ready: Signal<In, Bit>,
+    pub s_addr: Signal<Out, Bits<64>>,
+    pub s_len: Signal<Out, Bits<13>>,
+    pub s_pay: AxisSource,
+    /// Completions to CQE Generation.
+    pub cq_valid: Signal<Out, Bit>,
+    pub cq_ready: Signal<In, Bit>,
+    pub cq_cqn: Signal<Out, Bits<24>>,
+    pub cq_wr_id: Signal<Out, Bits<64>>,
+    pub cq_byte_len: Signal<Out, Bits<32>>,
+    pub cq_imm: Signal<Out, Bits<32>>,
+    pub cq_qp_num: Signal<Out, Bits<24>>,
+    pub cq_src_qp: Signal<Out, Bits<24>>,
+    pub cq_status: Signal<Out, Bits<8>>,
+    pub cq_opcode: Signal<Out, Bits<8>>,
+    pub cq_wc_flags: Signal<Out, Bits<8>>,
+    /// Event counters, indexed by the `CNT_*` constants.
+    pub counters: [Signal<Out, Bits<32>>; COMP_COUNTERS],
+
+    ring: SdpRam<Pend, 11>,
+    qst: SdpRam<CompSt, 8>,
+    cqn_ram: SdpRam<Bits<24>, 8>,
+    cqwq: Fifo<Bits<8>, 4, 5>,
+    cls_lut: Lut8<12>,
+    cmp_last: PsnCmp,
+    cmp_comp: PsnCmp,
+    cmp_next: PsnCmp,
+    add_addr: SerAdd64,
+    add_room: SerAdd64,
+    add_rd: SerAdd64,
+    cnt: [EventCounter; COMP_COUNTERS],
+
+    state: DFF<CompState>,
+    prio: DFF<Bit>,
+    qpn: DFF<Bits<24>>,
+    cqn: DFF<Bits<24>>,
+    s_head: DFF<Bits<4>>,
+    s_tail: DFF<Bits<4>>,
+    s_comp: DFF<Bits<24>>,
+    s_rd: DFF<Bits<32>>,
+    s_reading: DFF<Bit>,
+    s_err: DFF<Bit>,
+    rec: DFF<Pend>,
+    i_first: DFF<Bits<24>>,
+    cls: DFF<Bits<12>>,
+    resp: DFF<Bit>,
+    paypend: DFF<Bit>,
+    cstat: DFF<Bits<8>>,
+    act: DFF<Bits<4>>,
+    over: DFF<Bit>,
+    // header
+    h_psn: DFF<Bits<24>>,
+    h_plen: DFF<Bits<13>>,
+    d_ackop: DFF<Bit>,
+    d_first: DFF<Bit>,
+    d_mid: DFF<Bit>,
+    d_last: DFF<Bit>,
+    d_only: DFF<Bit>,
+    d_atack: DFF<Bit>,
+    sy_ack: DFF<Bit>,
+    sy_rnr: DFF<Bit>,
+    sy_nak: DFF<Bit>,
+    sy_res: DFF<Bit>,
+    inc_lo: DFF<Bits<12>>,
+    inc_c: DFF<Bit>,
+    psn1: DFF<Bits<24>>,
+    // completion out
+    o_valid: DFF<Bit>,
+    o_cqn: DFF<Bits<24>>,
+    o_wr_id: DFF<Bits<64>>,
+    o_len: DFF<Bits<32>>,
+    o_imm: DFF<Bits<32>>,
+    o_qpn: DFF<Bits<24>>,
+    o_status: DFF<Bits<8>>,
+    o_opcode: DFF<Bits<8>>,
+    o_flags: DFF<Bits<8>>,
+
+    l_qpn8: Signal<Local, Bits<8>>,
+    l_head: Signal<Local, Bits<4>>,
+    l_tail: Signal<Local, Bits<4>>,
+    l_iqpn: Signal<Local, Bits<24>>,
+    l_hqpn: Signal<Local, Bits<24>>,
+    l_ext: Signal<Local, Bits<352>>,
+    l_syn: Signal<Local, Bits<8>>,
+    l_hop: Signal<Local, Bits<8>>,
+    l_hpsn: Signal<Local, Bits<24>>,
+    l_hi: Signal<Local, Bits<12>>,
+    l_imm: Signal<Local, Bits<32>>,
+    l_cls: Signal<Local, Bits<12>>,
+    l_room: Signal<Local, Bits<64>>,
+    l_rdsum: Signal<Local, Bits<64>>,
+    l_full: Signal<Local, Bit>,
+    l_rresp: Signal<Local, Bit>,
+    l_badseq: Signal<Local, Bit>,
+    c_rd_at: Signal<Local, Bit>,
+    c_read: Signal<Local, Bit>,
+    c_atomic: Signal<Local, Bit>,
+
+    k0_4: Constant<Bits<4>>,
+    k1_4: Constant<Bits<4>>,
+    k8_4: Constant<Bits<4>>,
+    k0_8: Constant<Bits<8>>,
+    k0_13: Constant<Bits<13>>,
+    k0_19: Constant<Bits<19>>,
+    k0_32: Constant<Bits<32>>,
+    k1_12: Constant<Bits<12>>,
+    kfff_12: Constant<Bits<12>>,
+    op_ack: Constant<Bits<8>>,
+    op_atack: Constant<Bits<8>>,
+    op_first: Constant<Bits<8>>,
+    op_mid: Constant<Bits<8>>,
+    op_last: Constant<Bits<8>>,
+    op_only: Constant<Bits<8>>,
+    sy_mask: Constant<Bits<8>>,
+    sy_t_ack: Constant<Bits<8>>,
+    sy_t_rnr: Constant<Bits<8>>,
+    sy_t_nak: Constant<Bits<8>>,
+    sy_t_res: Constant<Bits<8>>,
+    st_flush: Constant<Bits<8>>,
+    st_bad: Constant<Bits<8>>,
+    st_len: Constant<Bits<8>>,
+    f_imm: Constant<Bits<8>>,
+    a_implied: Constant<Bits<4>>,
+    a_coalesce: Constant<Bits<4>>,
+    a_ack_last: Constant<Bits<4>>,
+    a_stale: Constant<Bits<4>>,
+    a_bad: Constant<Bits<4>>,
+    a_read: Constant<Bits<4>>,
+    a_atomic: Constant<Bits<4>>,
+    a_ack_adv: Constant<Bits<4>>,
+    a_ack_comp: Constant<Bits<4>>,
+    a_ignore: Constant<Bits<4>>,
+}
+
+impl Default for Completer {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            iss: Default::default(),
+            iss_valid: Default::default(),
+            iss_ready: Default::default(),
+            hdr: Default::default(),
+            hdr_ext_words: Default::default(),
+            hdr_pay_len: Default::default(),
+            hdr_valid: Default::default(),
+            hdr_ready: Default::default(),
+            pay: Default::default(),
+            cqw_we: Default::default(),
+            cqw_qpn: Default::default(),
+            cqw_cqn: Default::default(),
+            s_valid: Default::default(),
+            s_ready: Default::default(),
+            s_addr: Default::default(),
+            s_len: Default::default(),
+            s_pay: Default::default(),
+            cq_valid: Default::default(),
+            cq_ready: Default::default(),
+            cq_cqn: Default::default(),
+            cq_wr_id: Default::default(),
+            cq_byte_len: Default::default(),
+            cq_imm: Default::default(),
+            cq_qp_num: Default::default(),
+            cq_src_qp: Default::default(),
+            cq_status: Default::default(),
+            cq_opcode: Default::default(),
+            cq_wc_flags: Default::default(),
+            counters: Default::default(),
+            ring: Default::default(),
+            qst: Default::default(),
+            cqn_ram: Default::default(),
+            cqwq: Default::default(),
+            cls_lut: Lut8::new(wr_class_table()),
+            cmp_last: Default::default(),
+            cmp_comp: Default::default(),
+            cmp_next: Default::default(),
+            add_addr: Default::default(),
+            add_room: Default::default(),
+            add_rd: Default::default(),
+            cnt: Default::default(),
+            state: Default::default(),
+            prio: Default::default(),
+            qpn: Default::default(),
+            cqn: Default::default(),
+            s_head: Default::default(),
+            s_tail: Default::default(),
+            s_comp: Default::default(),
+            s_rd: Default::default(),
+            s_reading: Default::default(),
+            s_err: Default::default(),
+            rec: Default::default(),
+            i_first: Default::default(),
+            cls: Default::default(),
+            resp: Default::default(),
+            paypend: Default::default(),
+            cstat: Default::default(),
+            act: Default::default(),
+            over: Default::default(),
+            h_psn: Default::default(),
+            h_plen: Default::default(),
+            d_ackop: Default::default(),
+            d_first: Default::default(),
+            d_mid: Default::default(),
+            d_last: Default::default(),
+            d_only: Default::default(),
+            d_atack: Default::default(),
+            sy_ack: Default::default(),
+            sy_rnr: Default::default(),
+            sy_nak: Default::default(),
+            sy_res: Default::default(),
+            inc_lo: Default::default(),
+            inc_c: Default::default(),
+            psn1: Default::default(),
+            o_valid: Default::default(),
+            o_cqn: Default::default(),
+            o_wr_id: Default::default(),
+            o_len: Default::default(),
+            o_imm: Default::default(),
+            o_qpn: Default::default(),
+            o_status: Default::default(),
+            o_opcode: Default::default(),
+            o_flags: Default::default(),
+            l_qpn8: Default::default(),
+            l_head: Default::default(),
+            l_tail: Default::default(),
+            l_iqpn: Default::default(),
+            l_hqpn: Default::default(),
+            l_ext: Default::default(),
+            l_syn: Default::default(),
+            l_hop: Default::default(),
+            l_hpsn: Default::default(),
+            l_hi: Default::default(),
+            l_imm: Default::default(),
+            l_cls: Default::default(),
+            l_room: Default::default(),
+            l_rdsum: Default::default(),
+            l_full: Default::default(),
+            l_rresp: Default::default(),
+            l_badseq: Default::default(),
+            c_rd_at: Default::default(),
+            c_read: Default::default(),
+            c_atomic: Default::default(),
+            k0_4: k(0),
+            k1_4: k(1),
+            k8_4: k(8),
+            k0_8: k(0),
+            k0_13: k(0),
+            k0_19: k(0),
+            k0_32: k(0),
+            k1_12: k(1),
+            kfff_12: k(0xFFF),
+            op_ack: k(RC_ACKNOWLEDGE as u64),
+            op_atack: k(RC_ATOMIC_ACKNOWLEDGE as u64),
+            op_first: k(RC_RDMA_READ_RESPONSE_FIRST as u64),
+            op_mid: k(RC_RDMA_READ_RESPONSE_MIDDLE as u64),
+            op_last: k(RC_RDMA_READ_RESPONSE_LAST as u64),
+            op_only: k(RC_RDMA_READ_RESPONSE_ONLY as u64),
+            sy_mask: k(AETH_TYPE_MASK as u64),
+            sy_t_ack: k(AETH_TYPE_ACK as u64),
+            sy_t_rnr: k(AETH_TYPE_RNR_NAK as u64),
+            sy_t_nak: k(AETH_TYPE_NAK as u64),
+            sy_t_res: k(AETH_TYPE_RESERVED as u64),
+            st_flush: k(wc_status_code(WcStatus::WrFlushErr) as u64),
+            st_bad: k(wc_status_code(WcStatus::BadRespErr) as u64),
+            st_len: k(wc_status_code(WcStatus::LocLenErr) as u64),
+            f_imm: k(WcFlags::WITH_IMM as u64),
+            a_implied: k(0),
+            a_coalesce: k(1),
+            a_ack_last: k(2),
+            a_stale: k(3),
+            a_bad: k(4),
+            a_read: k(5),
+            a_atomic: k(6),
+            a_ack_adv: k(7),
+            a_ack_comp: k(8),
+            a_ignore: k(9),
+        }
+    }
+}
+
+impl Logic for Completer {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, cls,
+            resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack,
+            sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, o_valid, o_cqn, o_wr_id, o_len, o_imm, o_qpn,
+            o_status, o_opcode, o_flags
+        );
+        clock!(self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd);
+        for i in 0..7 {
+            self.cnt[i].clock.next = self.clock.val();
+            self.cnt[i].inc.next = false;
+            self.counters[i].next = self.cnt[i].value.val();
+        }
+
+        // ---- defaults ----
+        self.iss_ready.next = false;
+        self.hdr_ready.next = false;
+        self.pay.tready.next = false;
+        self.s_valid.next = false;
+        self.s_addr.next = self.add_addr.sum.val();
+        self.s_len.next = self.h_plen.q.val();
+        self.s_pay.tdata.next = self.pay.tdata.val();
+        self.s_pay.tkeep.next = self.pay.tkeep.val();
+        self.s_pay.tlast.next = self.pay.tlast.val();
+        self.s_pay.tvalid.next = false;
+        self.cq_valid.next = self.o_valid.q.val();
+        self.cq_cqn.next = self.o_cqn.q.val();
+        self.cq_wr_id.next = self.o_wr_id.q.val();
+        self.cq_byte_len.next = self.o_len.q.val();
+        self.cq_imm.next = self.o_imm.q.val();
+        self.cq_qp_num.next = self.o_qpn.q.val();
+        self.cq_src_qp.next = bit_cast::<24, 8>(self.k0_8.val());
+        self.cq_status.next = self.o_status.q.val();
+        self.cq_opcode.next = self.o_opcode.q.val();
+        self.cq_wc_flags.next = self.o_flags.q.val();
+
+        // QP table writes; a write also queues the clearing of the QP's error flag
+        self.cqn_ram.we.next = self.cqw_we.val();
+        self.cqn_ram.waddr.next = self.cqw_qpn.val().get_bits::<8>(0);
+        self.cqn_ram.wdata.next = self.cqw_cqn.val();
+        self.cqwq.push.next = self.cqw_we.val();
+        self.cqwq.din.next = self.cqw_qpn.val().get_bits::<8>(0);
+        self.cqwq.pop.next = false;
+
+        // ---- addresses ----
+        self.l_qpn8.next = self.qpn.q.val().get_bits::<8>(0);
+        self.l_head.next = self.s_head.q.val();
+        self.l_tail.next = self.s_tail.q.val();
+        self.l_iqpn.next = self.iss.val().qpn;
+        self.l_hqpn.next = self.hdr.val().dest_qpn;
+        self.qst.raddr.next = self.l_qpn8.val();
+        self.cqn_ram.raddr.next = self.l_qpn8.val();
+        self.qst.we.next = false;
+        self.qst.waddr.next = self.l_qpn8.val();
+        self.qst.wdata.next.head = self.s_head.q.val();
+        self.qst.wdata.next.tail = self.s_tail.q.val();
+        self.qst.wdata.next.comp_psn = self.s_comp.q.val();
+        self.qst.wdata.next.rd = self.s_rd.q.val();
+        self.qst.wdata.next.reading = self.s_reading.q.val();
+        self.qst.wdata.next.err = self.s_err.q.val();
+        self.ring.raddr.next = (bit_cast::<11, 8>(self.l_qpn8.val()) << 3) | bit_cast::<11, 3>(self.l_head.val().get_bits::<3>(0));
+        self.ring.waddr.next = (bit_cast::<11, 8>(self.l_qpn8.val()) << 3) | bit_cast::<11, 3>(self.l_tail.val().get_bits::<3>(0));
+        self.ring.wdata.next = self.rec.q.val();
+        self.ring.we.next = false;
+        self.l_full.next = (self.qst.rdata.val().head ^ self.qst.rdata.val().tail) == self.k8_4.val();
+
+        // ---- PSN + 1 of the header, in two 12-bit halves ----
+        self.l_hpsn.next = self.h_psn.q.val();
+        self.inc_lo.d.next = self.l_hpsn.val().get_bits::<12>(0) + self.k1_12.val();
+        self.inc_c.d.next = self.l_hpsn.val().get_bits::<12>(0) == self.kfff_12.val();
+        self.l_hi.next = self.l_hpsn.val().get_bits::<12>(12);
+        if self.inc_c.q.val() {
+            self.l_hi.next = self.l_hpsn.val().get_bits::<12>(12) + self.k1_12.val();
+        }
+        self.psn1.d.next = (bit_cast::<24, 12>(self.l_hi.val()) << 12) | bit_cast::<24, 12>(self.inc_lo.q.val());
+
+        // ---- the head record's class, registered ----
+        self.cls_lut.x.next = self.rec.q.val().wr_op;
+        self.l_cls.next = self.cls_lut.y.val();
+        self.cls.d.next = self.l_cls.val();
+        self.c_read.next = self.cls.q.val().get_bit(9);
+        self.c_atomic.next = self.cls.q.val().get_bit(10);
+        self.c_rd_at.next = self.cls.q.val().get_bit(11);
+
+        // ---- PSN compares (inputs stable from HeadEval; results in Eval) ----
+        self.cmp_last.a.next = self.psn1.q.val();
+        self.cmp_last.b.next = self.rec.q.val().next_psn;
+        self.cmp_comp.a.next = self.h_psn.q.val();
+        self.cmp_comp.b.next = self.s_comp.q.val();
+        self.cmp_next.a.next = self.rec.q.val().next_psn;
+        self.cmp_next.b.next = self.s_comp.q.val();
+
+        // ---- serial adders of the read path ----
+        self.add_addr.load.next = false;
+        self.add_addr.a.next = self.rec.q.val().laddr;
+        self.add_addr.b.next = bit_cast::<64, 32>(self.s_rd.q.val());
+        self.add_addr.cin.next = false;
+        self.add_room.load.next = false;
+        self.add_room.a.next = bit_cast::<64, 32>(self.rec.q.val().len);
+        self.add_room.b.next = !bit_cast::<64, 32>(self.s_rd.q.val());
+        self.add_room.cin.next = true;
+        self.add_rd.load.next = false;
+        self.add_rd.a.next = bit_cast::<64, 32>(self.s_rd.q.val());
+        self.add_rd.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
+        self.add_rd.cin.next = false;
+        self.l_room.next = self.add_room.sum.val();
+        self.l_rdsum.next = self.add_rd.sum.val();
+
+        // ---- header decode ----
+        self.l_ext.next = self.hdr.val().ext;
+        self.l_syn.next = self.l_ext.val().get_bits::<8>(0) & self.sy_mask.val();
+        self.l_hop.next = self.hdr.val().opcode;
+        self.l_rresp.next = self.d_first.q.val() | self.d_mid.q.val() | self.d_last.q.val() | self.d_only.q.val();
+        self.l_badseq.next = (!self.s_reading.q.val() & (self.d_mid.q.val() | self.d_last.q.val()))
+            | (self.s_reading.q.val() & (self.d_first.q.val() | self.d_only.q.val() | self.d_atack.q.val()));
+        self.l_imm.next = self.rec.q.val().imm;
+
+        match self.state.q.val() {
+            CompState::Idle => {
+                if !self.cqwq.empty.val() {
+                    self.cqwq.pop.next = true;
+                    self.qpn.d.next = bit_cast::<24, 8>(self.cqwq.dout.val());
+                    self.qst.raddr.next = self.cqwq.dout.val();
+                    self.state.d.next = CompState::CRd;
+                } else if self.hdr_valid.val() & (!self.iss_valid.val() | self.prio.q.val()) {
+                    self.hdr_ready.next = true;
+                    self.prio.d.next = false;
+                    self.qpn.d.next = self.l_hqpn.val();
+                    self.qst.raddr.next = self.l_hqpn.val().get_bits::<8>(0);
+                    self.cqn_ram.raddr.next = self.l_hqpn.val().get_bits::<8>(0);
+                    self.h_psn.d.next = self.hdr.val().psn;
+                    self.h_plen.d.next = self.hdr_pay_len.val();
+                    self.paypend.d.next = self.hdr_pay_len.val() != self.k0_13.val();
+                    self.d_ackop.d.next = self.l_hop.val() == self.op_ack.val();
+                    self.d_atack.d.next = self.l_hop.val() == self.op_atack.val();
+                    self.d_first.d.next = self.l_hop.val() == self.op_first.val();
+                    self.d_mid.d.next = self.l_hop.val() == self.op_mid.val();
+                    self.d_last.d.next = self.l_hop.val() == self.op_last.val();
+                    self.d_only.d.next = self.l_hop.val() == self.op_only.val();
+                    self.sy_ack.d.next = self.l_syn.val() == self.sy_t_ack.val();
+                    self.sy_rnr.d.next = self.l_syn.val() == self.sy_t_rnr.val();
+                    self.sy_nak.d.next = self.l_syn.val() == self.sy_t_nak.val();
+                    self.sy_res.d.next = self.l_syn.val() == self.sy_t_res.val();
+                    self.resp.d.next = true;
+                    self.state.d.next = CompState::RQst;
+                } else if self.iss_valid.val() {
+                    self.prio.d.next = true;
+                    self.qpn.d.next = self.l_iqpn.val();
+                    self.qst.raddr.next = self.l_iqpn.val().get_bits::<8>(0);
+                    self.cqn_ram.raddr.next = self.l_iqpn.val().get_bits::<8>(0);
+                    self.state.d.next = CompState::IRd;
+                }
+            }
+            CompState::CRd => {
+                self.s_head.d.next = self.qst.rdata.val().head;
+                self.s_tail.d.next = self.qst.rdata.val().tail;
+                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
+                self.s_rd.d.next = self.qst.rdata.val().rd;
+                self.s_reading.d.next = self.qst.rdata.val().reading;
+                self.s_err.d.next = false;
+                self.state.d.next = CompState::Done;
+            }
+            CompState::IRd => {
+                self.s_head.d.next = self.qst.rdata.val().head;
+                self.s_tail.d.next = self.qst.rdata.val().tail;
+                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
+                self.s_rd.d.next = self.qst.rdata.val().rd;
+                self.s_reading.d.next = self.qst.rdata.val().reading;
+                self.s_err.d.next = self.qst.rdata.val().err;
+                self.cqn.d.next = self.cqn_ram.rdata.val();
+                if self.l_full.val() {
+                    // the QP's list is full: the record waits; a response goes first if one is there
+                    self.state.d.next = CompState::Idle;
+                } else {
+                    self.iss_ready.next = true;
+                    self.rec.d.next.wr_id = self.iss.val().wr_id;
+                    self.rec.d.next.wr_op = self.iss.val().wr_op;
+                    self.rec.d.next.signaled = self.iss.val().signaled;
+                    self.rec.d.next.next_psn = self.iss.val().next_psn;
+                    self.rec.d.next.status = self.iss.val().status;
+                    self.rec.d.next.laddr = self.iss.val().laddr;
+                    self.rec.d.next.len = self.iss.val().len;
+                    self.rec.d.next.imm = self.iss.val().imm;
+                    self.i_first.d.next = self.iss.val().first_psn;
+                    self.state.d.next = CompState::IWr;
+                }
+            }
+            CompState::IWr => {
+                self.ring.we.next = true;
+                self.s_tail.d.next = self.s_tail.q.val() + self.k1_4.val();
+                self.resp.d.next = false;
+                if self.s_head.q.val() == self.s_tail.q.val() {
+                    // first record of an empty list: everything before it is acknowledged
+                    self.s_comp.d.next = self.i_first.q.val();
+                    self.s_reading.d.next = false;
+                    self.s_rd.d.next = self.k0_32.val();
+                    self.state.d.next = CompState::HeadRd;
+                } else {
+                    self.state.d.next = CompState::Done;
+                }
+            }
+            CompState::RQst => {
+                self.s_head.d.next = self.qst.rdata.val().head;
+                self.s_tail.d.next = self.qst.rdata.val().tail;
+                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
+                self.s_rd.d.next = self.qst.rdata.val().rd;
+                self.s_reading.d.next = self.qst.rdata.val().reading;
+                self.s_err.d.next = self.qst.rdata.val().err;
+                self.cqn.d.next = self.cqn_ram.rdata.val();
+                if self.d_ackop.q.val() {
+                    self.cnt[0].inc.next = self.sy_ack.q.val();
+                    self.cnt[1].inc.next = self.sy_nak.q.val();
+                    self.cnt[2].inc.next = self.sy_rnr.q.val();
+                }
+                self.state.d.next = CompState::HeadRd;
+            }
+            CompState::HeadRd => {
+                if self.s_head.q.val() == self.s_tail.q.val() {
+                    if self.resp.q.val() {
+                        // no pending WQE
+                        self.cnt[3].inc.next = true;
+                    }
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::Done;
+                } else {
+                    self.state.d.next = CompState::HeadWait;
+                }
+            }
+            CompState::HeadWait => {
+                self.rec.d.next = self.ring.rdata.val();
+                self.state.d.next = CompState::HeadEval;
+            }
+            CompState::HeadEval => {
+                if self.s_err.q.val() | (self.rec.q.val().status != self.k0_8.val()) {
+                    // a record that was never sent, or a QP in error: complete it now
+                    self.cstat.d.next = self.rec.q.val().status;
+                    if self.rec.q.val().status == self.k0_8.val() {
+                        self.cstat.d.next = self.st_flush.val();
+                    }
+                    self.state.d.next = CompState::CqLoad;
+                } else if self.resp.q.val() {
+                    self.state.d.next = CompState::Cmp0;
+                } else {
+                    self.state.d.next = CompState::Done;
+                }
+            }
+            CompState::Cmp0 => {
+                self.state.d.next = CompState::Eval;
+            }
+            CompState::Eval => {
+                self.state.d.next = CompState::Act;
+                self.act.d.next = self.a_ignore.val();
+                if self.cmp_last.gt.val() {
+                    if self.c_rd_at.val() {
+                        self.act.d.next = self.a_implied.val();
+                    } else {
+                        self.act.d.next = self.a_coalesce.val();
+                    }
+                } else if self.cmp_comp.neg.val() {
+                    if self.cmp_last.eq.val() & self.d_ackop.q.val() & self.sy_ack.q.val() & !self.c_rd_at.val() {
+                        self.act.d.next = self.a_ack_last.val();
+                    } else {
+                        self.act.d.next = self.a_stale.val();
+                    }
+                } else if self.cmp_comp.gt.val() & self.c_rd_at.val() {
+                    self.act.d.next = self.a_stale.val();
+                } else if self.l_badseq.val() {
+                    self.act.d.next = self.a_bad.val();
+                } else if self.l_rresp.val() {
+                    if !self.c_read.val() | (!self.d_mid.q.val() & !self.sy_ack.q.val()) {
+                        self.act.d.next = self.a_bad.val();
+                    } else {
+                        self.act.d.next = self.a_read.val();
+                    }
+                } else if self.d_atack.q.val() {
+                    if !self.c_atomic.val() | !self.sy_ack.q.val() {
+                        self.act.d.next = self.a_bad.val();
+                    } else {
+                        self.act.d.next = self.a_atomic.val();
+                    }
+                } else if self.d_ackop.q.val() {
+                    if self.sy_ack.q.val() {
+                        if self.c_rd_at.val() {
+                            self.act.d.next = self.a_stale.val();
+                        } else if self.cmp_last.eq.val() {
+                            self.act.d.next = self.a_ack_comp.val();
+                        } else {
+                            self.act.d.next = self.a_ack_adv.val();
+                        }
+                    } else if self.sy_res.q.val() {
+                        self.act.d.next = self.a_bad.val();
+                    }
+                }
+            }
+            CompState::Act => {
+                self.state.d.next = CompState::Done;
+                self.cstat.d.next = self.k0_8.val();
+                if self.act.q.val() == self.a_implied.val() {
+                    self.cnt[5].inc.next = true;
+                } else if self.act.q.val() == self.a_coalesce.val() {
+                    if self.cmp_next.gt.val() {
+                        self.s_comp.d.next = self.rec.q.val().next_psn;
+                    }
+                    self.state.d.next = CompState::CqLoad;
+                } else if self.act.q.val() == self.a_ack_last.val() {
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::CqLoad;
+                } else if self.act.q.val() == self.a_stale.val() {
+                    self.cnt[3].inc.next = true;
+                } else if self.act.q.val() == self.a_bad.val() {
+                    self.cnt[4].inc.next = true;
+                    self.cstat.d.next = self.st_bad.val();
+                    self.s_err.d.next = true;
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::CqLoad;
+                } else if self.act.q.val() == self.a_read.val() {
+                    self.add_addr.load.next = true;
+                    self.add_room.load.next = true;
+                    self.add_rd.load.next = true;
+                    self.state.d.next = CompState::RdWait;
+                } else if self.act.q.val() == self.a_atomic.val() {
+                    self.cnt[6].inc.next = true;
+                } else if self.act.q.val() == self.a_ack_adv.val() {
+                    self.s_comp.d.next = self.psn1.q.val();
+                } else if self.act.q.val() == self.a_ack_comp.val() {
+                    self.s_comp.d.next = self.psn1.q.val();
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::CqLoad;
+                }
+            }
+            CompState::RdWait => {
+                if self.add_addr.done.val() {
+                    self.state.d.next = CompState::RdChk;
+                }
+            }
+            CompState::RdChk => {
+                // payload beyond the WQE length: pay_len > len - received
+                self.over.d.next = (self.l_room.val().get_bits::<19>(13) == self.k0_19.val())
+                    & (self.h_plen.q.val() > self.l_room.val().get_bits::<13>(0));
+                self.state.d.next = CompState::RdDec;
+            }
+            CompState::RdDec => {
+                if self.over.q.val() {
+                    self.cstat.d.next = self.st_len.val();
+                    self.s_err.d.next = true;
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::CqLoad;
+                } else {
+                    self.s_rd.d.next = self.l_rdsum.val().get_bits::<32>(0);
+                    self.s_comp.d.next = self.psn1.q.val();
+                    if self.paypend.q.val() {
+                        self.state.d.next = CompState::SCmd;
+                    } else {
+                        self.state.d.next = CompState::RdEnd;
+                    }
+                }
+            }
+            CompState::SCmd => {
+                self.s_valid.next = true;
+                if self.s_ready.val() {
+                    self.state.d.next = CompState::PayFwd;
+                }
+            }
+            CompState::PayFwd => {
+                self.s_pay.tvalid.next = self.pay.tvalid.val();
+                self.pay.tready.next = self.s_pay.tready.val();
+                if self.pay.tvalid.val() & self.s_pay.tready.val() & self.pay.tlast.val() {
+                    self.paypend.d.next = false;
+                    self.state.d.next = CompState::RdEnd;
+                }
+            }
+            CompState::RdEnd => {
+                if self.d_last.q.val() | self.d_only.q.val() {
+                    self.s_reading.d.next = false;
+                    self.cstat.d.next = self.k0_8.val();
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::CqLoad;
+                } else {
+                    self.s_reading.d.next = true;
+                    self.state.d.next = CompState::Done;
+                }
+            }
+            CompState::CqLoad => {
+                self.o_valid.d.next = (self.cstat.q.val() != self.k0_8.val()) | self.rec.q.val().signaled;
+                self.o_cqn.d.next = self.cqn.q.val();
+                self.o_wr_id.d.next = self.rec.q.val().wr_id;
+                self.o_len.d.next = self.rec.q.val().len;
+                self.o_qpn.d.next = self.qpn.q.val();
+                self.o_status.d.next = self.cstat.q.val();
+                self.o_opcode.d.next = self.l_cls.val().get_bits::<8>(0);
+                self.o_imm.d.next = self.k0_32.val();
+                self.o_flags.d.next = self.k0_8.val();
+                if self.l_cls.val().get_bit(8) {
+                    // immediate data in wire byte order (CQE bytes 12..15)
+                    self.o_imm.d.next = (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(0)) << 24)
+                        | (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(8)) << 16)
+                        | (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(16)) << 8)
+                        | bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(24));
+                    self.o_flags.d.next = self.f_imm.val();
+                }
+                self.state.d.next = CompState::CqEmit;
+            }
+            CompState::CqEmit => {
+                if !self.o_valid.q.val() | self.cq_ready.val() {
+                    self.o_valid.d.next = false;
+                    // retire the head
+                    self.s_head.d.next = self.s_head.q.val() + self.k1_4.val();
+                    self.s_rd.d.next = self.k0_32.val();
+                    self.s_reading.d.next = false;
+                    self.state.d.next = CompState::HeadRd;
+                }
+            }
+            CompState::Done => {
+                self.qst.we.next = true;
+                if self.paypend.q.val() {
+                    self.state.d.next = CompState::PDrop;
+                } else {
+                    self.state.d.next = CompState::Idle;
+                }
+            }
+            CompState::PDrop => {
+                self.pay.tready.next = true;
+                if self.pay.tvalid.val() & self.pay.tlast.val() {
+                    self.paypend.d.next = false;
+                    self.state.d.next = CompState::Idle;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::axis::beat_of;
+    use crate::bytemap::ByteSrc;
+    use crate::rx_parse::{rx_header_map, RXH_BITS};
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::{BTreeMap, VecDeque};
+    use testbench::host::{wc_opcode_code, wc_status_code, wr_opcode_code};
+    use testbench::model::harness::{ConnOpts, Pair};
+    use testbench::model::*;
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    use testbench::wire::RoceFrame;
+
+    /// A response as RX Parse hands it on: header, ext words, payload.
+    #[derive(Clone)]
+    struct Resp {
+        h: RxHeader,
+        ew: u64,
+        pay: Vec<u8>,
+    }
+
+    /// The RxHeader RX Parse produces for a frame: its byte maps applied to the frame bytes.
+    fn resp_of(bytes: &[u8]) -> Resp {
+        let Frame::Roce(rf) = parse_ethernet(bytes).unwrap() else { panic!("not RoCE") };
+        let mut b = Bits::<RXH_BITS>::default();
+        for beat in 0..2 {
+            for (i, s) in rx_header_map(beat).iter().enumerate() {
+                if let ByteSrc::In(off) = s {
+                    let at = beat * 64 + off / 8;
+                    if at < bytes.len() {
+                        b.set_bits::<8>(8 * i, bits::<8>(bytes[at] as u64));
+                    }
+                }
+            }
+        }
+        let ext: usize = rf.packet.ext.iter().map(|e| e.kind().len()).sum();
+        Resp { h: RxHeader::from(b), ew: (ext / 4) as u64, pay: rf.packet.payload.clone() }
+    }
+
+    /// A completion as the RTL gave it.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Cq {
+        cqn: u64,
+        wr_id: u64,
+        byte_len: u64,
+        imm: u64,
+        qp_num: u64,
+        src_qp: u64,
+        status: u64,
+        opcode: u64,
+        flags: u64,
+    }
+
+    fn cq_of_wc(wc: &WorkCompletion, cqn: u64) -> Cq {
+        Cq {
+            cqn,
+            wr_id: wc.wr_id,
+            byte_len: wc.byte_len as u64,
+            imm: wc.imm_data.swap_bytes() as u64,
+            qp_num: wc.qp_num as u64,
+            src_qp: wc.src_qp as u64,
+            status: wc_status_code(wc.status) as u64,
+            opcode: wc_opcode_code(wc.opcode) as u64,
+            flags: (wc.wc_flags.0 & 0xFF) as u64,
+        }
+    }
+
+    struct Rig {
+        u: Completer,
+        rng: SmallRng,
+        /// scattered bytes: address -> byte
+        mem: BTreeMap<u64, u8>,
+        cqs: Vec<Cq>,
+        /// most records waiting at once while the QP was full (iss_ready low with iss_valid high)
+        full_stalls: u64,
+    }
+
+    impl Rig {
+        fn new(seed: u64) -> Self {
+            let mut u = Completer::default();
+            u.connect_all();
+            Rig { u, rng: SmallRng::seed_from_u64(seed), mem: BTreeMap::new(), cqs: Vec::new(), full_stalls: 0 }
+        }
+        fn tick(&mut self) {
+            self.u.clock.next = false.into();
+            assert!(simulate(&mut self.u, 200));
+            self.u.clock.next = true.into();
+            assert!(simulate(&mut self.u, 200));
+        }
+        fn set_cq(&mut self, qpn: u32, cqn: u32) {
+            self.u.cqw_we.next = true;
+            self.u.cqw_qpn.next = bits(qpn as u64);
+            self.u.cqw_cqn.next = bits(cqn as u64);
+            self.tick();
+            self.u.cqw_we.next = false;
+            for _ in 0..10 {
+                self.tick();
+            }
+        }
+        fn counter(&self, i: usize) -> u64 {
+            self.u.counters[i].val().to_u64()
+        }
+        /// Feed the records (first alone, until all are in or the list is full) and then the responses, with
+        /// random valid and ready everywhere; run until everything is consumed and the block is quiet.
+        fn run(&mut self, iss: &[ReqIssued], resps: &[Resp]) {
+            let mut iq: VecDeque<ReqIssued> = iss.iter().copied().collect();
+            let mut hq: VecDeque<Resp> = resps.iter().cloned().collect();
+            let mut beats: VecDeque<(Vec<u8>, bool)> = VecDeque::new();
+            let mut cmds: VecDeque<(u64, u64)> = VecDeque::new();
+            let mut cur: Option<(u64, u64, Vec<u8>)> = None;
+            let mut stalled = 0;
+            let mut quiet = 0;
+            let mut cycles = 0u64;
+            loop {
+                cycles += 1;
+                assert!(cycles < 400_000, "completer hung");
+                let iv = !iq.is_empty();
+                if let Some(r) = iq.front() {
+                    self.u.iss.next = *r;
+                }
+                self.u.iss_valid.next = iv;
+                let hv = !hq.is_empty() && (iq.is_empty() || stalled > 40) && self.rng.gen_ratio(3, 4);
+                if hv {
+                    let r = hq.front().unwrap();
+                    self.u.hdr.next = r.h;
+                    self.u.hdr_ext_words.next = bits(r.ew);
+                    self.u.hdr_pay_len.next = bits(r.pay.len() as u64);
+                }
+                self.u.hdr_valid.next = hv;
+                let pv = !beats.is_empty() && self.rng.gen_ratio(3, 4);
+                if pv {
+                    let (d, k) = beat_of(&beats[0].0);
+                    self.u.pay.tdata.next = d;
+                    self.u.pay.tkeep.next = k;
+                    self.u.pay.tlast.next = beats[0].1;
+                }
+                self.u.pay.tvalid.next = pv;
+                let (sr, tr, cr) = (self.rng.gen_ratio(2, 3), self.rng.gen_ratio(2, 3), self.rng.gen_ratio(2, 3));
+                self.u.s_ready.next = sr;
+                self.u.s_pay.tready.next = tr;
+                self.u.cq_ready.next = cr;
+                self.u.clock.next = false.into();
+                assert!(simulate(&mut self.u, 200));
+                quiet += 1;
+                if iv {
+                    if self.u.iss_ready.val() {
+                        iq.pop_front();
+                        stalled = 0;
+                        quiet = 0;
+                    } else {
+                        stalled += 1;
+                        if stalled == 41 {
+                            self.full_stalls += 1;
+                        }
+                    }
+                }
+                if hv && self.u.hdr_ready.val() {
+                    let r = hq.pop_front().unwrap();
+                    let n = r.pay.len();
+                    if n > 0 {
+                        let chunks: Vec<Vec<u8>> = r.pay.chunks(64).map(|c| c.to_vec()).collect();
+                        let m = chunks.len();
+                        for (i, c) in chunks.into_iter().enumerate() {
+                            beats.push_back((c, i + 1 == m));
+                        }
+                    }
+                    quiet = 0;
+                }
+                if pv && self.u.pay.tready.val() {
+                    beats.pop_front();
+                    quiet = 0;
+                }
+                if self.u.s_valid.val() && sr {
+                    cmds.push_back((self.u.s_addr.val().to_u64(), self.u.s_len.val().to_u64()));
+                    quiet = 0;
+                }
+                if self.u.s_pay.tvalid.val() && tr {
+                    if cur.is_none() {
+                        let (a, l) = cmds.pop_front().expect("payload beat without a scatter command");
+                        cur = Some((a, l, Vec::new()));
+                    }
+                    let c = cur.as_mut().unwrap();
+                    let keep = self.u.s_pay.tkeep.val();
+                    for i in 0..64 {
+                        if keep.get_bit(i) {
+                            c.2.push(self.u.s_pay.tdata.val().get_bits::<8>(8 * i).to_u8());
+                        }
+                    }
+                    if self.u.s_pay.tlast.val() {
+                        let (a, l, data) = cur.take().unwrap();
+                        assert_eq!(data.len() as u64, l, "scatter payload length");
+                        for (i, b) in data.iter().enumerate() {
+                            self.mem.insert(a + i as u64, *b);
+                        }
+                    }
+                    quiet = 0;
+                }
+                if self.u.cq_valid.val() && cr {
+                    let u = &self.u;
+                    self.cqs.push(Cq {
+                        cqn: u.cq_cqn.val().to_u64(),
+                        wr_id: u.cq_wr_id.val().to_u64(),
+                        byte_len: u.cq_byte_len.val().to_u64(),
+                        imm: u.cq_imm.val().to_u64(),
+                        qp_num: u.cq_qp_num.val().to_u64(),
+                        src_qp: u.cq_src_qp.val().to_u64(),
+                        status: u.cq_status.val().to_u64(),
+                        opcode: u.cq_opcode.val().to_u64(),
+                        flags: u.cq_wc_flags.val().to_u64(),
+                    });
+                    quiet = 0;
+                }
+                self.u.clock.next = true.into();
+                assert!(simulate(&mut self.u, 200));
+                if iq.is_empty() && hq.is_empty() && beats.is_empty() && quiet > 60 {
+                    break;
+                }
+            }
+            assert!(cmds.is_empty() && cur.is_none(), "scatter command without its payload");
+        }
+    }
+
+    fn ops() -> [WrOpcode; 5] {
+        [WrOpcode::Send, WrOpcode::SendWithImm, WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::RdmaRead]
+    }
+
+    /// Golden campaign: two model devices; the requester's WQEs as ReqIssued records (PSNs as the model assigned
+    /// them) and the responder's response frames (some ACKs dropped: coalesced ACKs; some responses duplicated:
+    /// stale) go to the RTL and to the model requester; every completion and scattered byte compared.
+    fn campaign(seed: u64, seqs: usize) -> (usize, usize, u64) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut rig = Rig::new(seed ^ 0x55);
+        let (mut ncq, mut nbytes) = (0usize, 0usize);
+        let mut coalesced = 0u64;
+        for s in 0..seqs {
+            let mtu = [256u32, 1024, 4096][s % 3];
+            let m = mtu as u64;
+            let mut p = Pair::new(LinkConfig::default(), seed + s as u64);
+            let psn0 = if s % 2 == 0 { 0xFF_FFFF - rng.gen_range(0..30) } else { rng.gen_range(0..0x100_0000) };
+            let o = ConnOpts { path_mtu: mtu, ..Default::default() };
+            let (qa, qb) = p.connect(&o, psn0, rng.gen_range(0..0x100_0000));
+            let cqn = 0x100 + s as u32;
+            rig.set_cq(qa, cqn);
+            let abuf = p.a.alloc(1 << 17);
+            let bbuf = p.b.alloc(1 << 17);
+            for i in 0..(1u64 << 17) / 8 {
+                p.b.mem_mut().write_u64(bbuf + 8 * i, rng.gen()).unwrap();
+            }
+            let amr = p.a.reg_mr(p.pd_a, abuf, 1 << 17, AccessFlags::ALL).unwrap();
+            let bmr = p.b.reg_mr(p.pd_b, bbuf, 1 << 17, AccessFlags::ALL).unwrap();
+            for r in 0..64 {
+                p.b.post_recv(qb, RecvWr { wr_id: r, sg_list: vec![Sge { addr: bbuf + (1 << 16), length: 1 << 16, lkey: bmr.lkey }] })
+                    .unwrap();
+            }
+            let drops0 = p.a.counters().drop_count(DropReason::NoPendingWqe) + p.a.counters().drop_count(DropReason::StaleResponse);
+            let dropped0 = rig.counter(CNT_DROPPED);
+            let acks0 = p.a.counters().acks_received;
+            let racks0 = rig.counter(CNT_ACKS);
+            let mut wid = 0u64;
+            for _batch in 0..3 {
+                let n = rng.gen_range(1..=12);
+                let mut iss = Vec::new();
+                let mut reads = Vec::new();
+                for _ in 0..n {
+                    let op = ops()[rng.gen_range(0..5)];
+                    let len = [0, 1, m - 1, m, m + 1, 3 * m + 17][rng.gen_range(0..6)];
+                    let off = rng.gen_range(0..(1u64 << 16) - len);
+                    let mut wr = SendWr::new(wid, op, vec![Sge { addr: abuf + off, length: len as u32, lkey: amr.lkey }]);
+                    wr.remote_addr = bbuf + rng.gen_range(0..(1u64 << 16) - len);
+                    wr.rkey = bmr.rkey;
+                    wr.imm_data = rng.gen();
+                    wr.flags.signaled = rng.gen_bool(0.7);
+                    p.a.post_send(qa, wr.clone()).unwrap();
+                    if op == WrOpcode::RdmaRead {
+                        reads.push((abuf + off, len));
+                    }
+                    iss.push((wr, off, len));
+                    wid += 1;
+                }
+                let reqs = p.a.poll(0);
+                let q = p.a.qp(qa).unwrap();
+                assert_eq!(q.sq.len(), n, "every WQE is sent and pending");
+                let recs: Vec<ReqIssued> = iss
+                    .iter()
+                    .zip(q.sq.iter())
+                    .map(|((wr, off, len), w)| {
+                        assert_eq!(w.wr.wr_id, wr.wr_id);
+                        ReqIssued {
+                            qpn: bits(qa as u64),
+                            idx: bits(wr.wr_id & 0xFFFF),
+                            wr_id: bits(wr.wr_id),
+                            wr_op: bits(wr_opcode_code(wr.opcode) as u64),
+                            signaled: wr.flags.signaled,
+                            first_psn: bits(w.first_psn as u64),
+                            next_psn: bits(psn_add(w.last_psn, 1) as u64),
+                            status: bits(0),
+                            laddr: bits(abuf + off),
+                            len: bits(*len),
+                            imm: bits(wr.imm_data as u64),
+                        }
+                    })
+                    .collect();
+                let mut resp_frames: Vec<Vec<u8>> = Vec::new();
+                for f in &reqs {
+                    resp_frames.extend(p.b.process(0, f));
+                }
+                // drop some ACKs (not the last response: the next one acknowledges them too), duplicate some
+                let mut deliver: Vec<Vec<u8>> = Vec::new();
+                let k = resp_frames.len();
+                for (i, f) in resp_frames.iter().enumerate() {
+                    let Frame::Roce(rf) = parse_ethernet(f).unwrap() else { panic!() };
+                    if i + 1 < k && rf.packet.bth.opcode == RC_ACKNOWLEDGE && rng.gen_bool(0.4) {
+                        coalesced += 1;
+                        continue;
+                    }
+                    deliver.push(f.clone());
+                    if rng.gen_bool(0.12) {
+                        deliver.push(f.clone());
+                    }
+                }
+                // and now and then a response after everything is complete: no pending WQE
+                if rng.gen_bool(0.3) {
+                    deliver.push(deliver.last().unwrap().clone());
+                }
+                for f in &deliver {
+                    p.a.process(0, f);
+                }
+                let resps: Vec<Resp> = deliver.iter().map(|f| resp_of(f)).collect();
+                rig.run(&recs, &resps);
+                let want: Vec<Cq> = p.a.poll_cq(p.cq_a, 1000).iter().map(|wc| cq_of_wc(wc, cqn as u64)).collect();
+                assert!(p.a.qp(qa).unwrap().sq.is_empty(), "the model completed the batch");
+                let got: Vec<Cq> = std::mem::take(&mut rig.cqs);
+                assert_eq!(got, want, "seq {s} mtu {mtu}: completions");
+                ncq += got.len();
+                for (a, len) in reads {
+                    let model = p.a.mem().read(a, len as usize).unwrap();
+                    let rtl: Vec<u8> = (0..len).map(|i| *rig.mem.get(&(a + i)).expect("read byte not scattered")).collect();
+                    assert_eq!(rtl, model, "seq {s}: READ of {len} bytes at {a:#x}");
+                }
+                for (a, b) in &rig.mem {
+                    assert_eq!(p.a.mem().read(*a, 1).unwrap()[0], *b, "scattered byte at {a:#x}");
+                }
+                nbytes += rig.mem.len();
+                rig.mem.clear();
+            }
+            // a record that failed its local checks (here: a bad lkey), in order behind nothing
+            let mut wr = SendWr::new(wid, WrOpcode::Send, vec![Sge { addr: abuf, length: 16, lkey: amr.lkey ^ 0x55 }]);
+            wr.flags.signaled = false;
+            let psn = p.a.qp(qa).unwrap().req.psn;
+            p.a.post_send(qa, wr.clone()).unwrap();
+            assert!(p.a.poll(0).is_empty());
+            let want: Vec<Cq> = p.a.poll_cq(p.cq_a, 10).iter().map(|wc| cq_of_wc(wc, cqn as u64)).collect();
+            assert_eq!(want.len(), 1);
+            assert_eq!(want[0].status, wc_status_code(WcStatus::LocProtErr) as u64);
+            let rec = ReqIssued {
+                qpn: bits(qa as u64),
+                wr_id: bits(wid),
+                wr_op: bits(wr_opcode_code(WrOpcode::Send) as u64),
+                signaled: false,
+                first_psn: bits(psn as u64),
+                next_psn: bits(psn as u64),
+                status: bits(wc_status_code(WcStatus::LocProtErr) as u64),
+                len: bits(16),
+                ..Default::default()
+            };
+            rig.run(&[rec], &[]);
+            assert_eq!(std::mem::take(&mut rig.cqs), want, "seq {s}: error record");
+            let drops = p.a.counters().drop_count(DropReason::NoPendingWqe) + p.a.counters().drop_count(DropReason::StaleResponse) - drops0;
+            assert_eq!(rig.counter(CNT_DROPPED) - dropped0, drops, "seq {s}: dropped responses");
+            assert_eq!(rig.counter(CNT_ACKS) - racks0, p.a.counters().acks_received - acks0, "seq {s}: ACKs");
+        }
+        assert!(rig.full_stalls > 0, "no batch filled a QP's list");
+        assert_eq!(rig.counter(CNT_BAD), 0);
+        assert_eq!(rig.counter(CNT_IMPLIED_NAKS), 0);
+        (ncq, nbytes, coalesced)
+    }
+
+    #[test]
+    fn completer_matches_the_golden_requester() {
+        let (ncq, nbytes, coalesced) = campaign(7, 12);
+        assert!(ncq > 100, "{ncq} completions");
+        assert!(nbytes > 10_000, "{nbytes} bytes scattered");
+        assert!(coalesced > 10, "{coalesced} ACKs coalesced");
+    }
+
+    fn ack(qpn: u32, psn: u32, syndrome: u8) -> Resp {
+        let mut h = RxHeader::default();
+        h.opcode = bits(RC_ACKNOWLEDGE as u64);
+        h.dest_qpn = bits(qpn as u64);
+        h.psn = bits(psn as u64);
+        h.ext = bits::<352>(syndrome as u64);
+        Resp { h, ew: 1, pay: Vec::new() }
+    }
+
+    fn read_resp(qpn: u32, psn: u32, op: u8, pay: Vec<u8>) -> Resp {
+        let mut r = ack(qpn, psn, AETH_TYPE_ACK | 0x1F);
+        r.h.opcode = bits(op as u64);
+        if op == RC_RDMA_READ_RESPONSE_MIDDLE {
+            r.ew = 0;
+            r.h.ext = bits::<352>(0xEE); // no AETH: whatever follows
+        }
+        r.pay = pay;
+        r
+    }
+
+    fn rec(qpn: u32, wr_id: u64, op: u8, psn: u32, npkts: u32, len: u64, signaled: bool, status: WcStatus) -> ReqIssued {
+        ReqIssued {
+            qpn: bits(qpn as u64),
+            wr_id: bits(wr_id),
+            wr_op: bits(op as u64),
+            signaled,
+            first_psn: bits(psn as u64),
+            next_psn: bits(psn_add(psn, npkts) as u64),
+            status: bits(wc_status_code(status) as u64),
+            laddr: bits(0x1000 * (wr_id + 1)),
+            len: bits(len),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn stale_unmatched_errors_in_order_and_bad_responses() {
+        use testbench::host::{WC_RDMA_READ, WC_SEND, WR_RDMA_READ, WR_SEND};
+        let mut rig = Rig::new(3);
+        let q = 0x15;
+        rig.set_cq(q, 0x42);
+        let p0 = 0xFF_FFFE;
+        // a response for a QP with nothing pending
+        rig.run(&[], &[ack(q, p0, 0)]);
+        assert_eq!(rig.counter(CNT_DROPPED), 1);
+        assert_eq!(rig.counter(CNT_ACKS), 1);
+        assert!(rig.cqs.is_empty());
+        // W1 SEND (psn p0), E2 failed locally (unsignaled), W3 SEND 2 packets (p0+1, p0+2; wraps)
+        let w1 = rec(q, 1, WR_SEND, p0, 1, 10, true, WcStatus::Success);
+        let e2 = rec(q, 2, WR_SEND, psn_add(p0, 1), 0, 20, false, WcStatus::LocProtErr);
+        let w3 = rec(q, 3, WR_SEND, psn_add(p0, 1), 2, 3000, false, WcStatus::Success);
+        rig.run(&[w1, e2, w3], &[]);
+        assert!(rig.cqs.is_empty(), "E2 waits behind W1");
+        // an ACK from the future of a READ is not there; NAK and RNR NAK counted and ignored
+        rig.run(&[], &[ack(q, p0, 0x60 | 1), ack(q, p0, 0x20 | 5)]);
+        assert_eq!((rig.counter(CNT_NAKS), rig.counter(CNT_RNR_NAKS)), (1, 1));
+        assert!(rig.cqs.is_empty());
+        // ACK of W1's PSN: W1 completes, E2 follows in order; a duplicate of it is stale
+        rig.run(&[], &[ack(q, p0, 0), ack(q, p0, 0)]);
+        let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
+        assert_eq!(got, vec![(1, 0), (2, wc_status_code(WcStatus::LocProtErr) as u64)]);
+        assert_eq!(rig.cqs[1].byte_len, 20);
+        assert_eq!(rig.cqs[1].opcode, WC_SEND as u64);
+        assert_eq!(rig.cqs[0].cqn, 0x42);
+        rig.cqs.clear();
+        assert_eq!(rig.counter(CNT_DROPPED), 2);
+        // a mid-message ACK of W3 advances comp_psn; an ACK below it is stale; the last ACK completes W3
+        // silently (unsignaled)
+        rig.run(&[], &[ack(q, psn_add(p0, 1), 0), ack(q, p0, 0), ack(q, psn_add(p0, 2), 0)]);
+        assert!(rig.cqs.is_empty());
+        assert_eq!(rig.counter(CNT_DROPPED), 3);
+        // R4 READ of 300 bytes (2 packets at MTU 256), then W5: a MIDDLE before FIRST is a bad response: R4
+        // BAD_RESP, W5 flushed, later responses and records of the QP flushed/dropped
+        let p4 = psn_add(p0, 3);
+        let r4 = rec(q, 4, WR_RDMA_READ, p4, 2, 300, true, WcStatus::Success);
+        let w5 = rec(q, 5, WR_SEND, psn_add(p4, 2), 1, 8, false, WcStatus::Success);
+        // first a later response of the READ whose FIRST is missing: dropped; an ACK beyond it: implied NAK
+        rig.run(&[r4, w5], &[read_resp(q, psn_add(p4, 1), RC_RDMA_READ_RESPONSE_LAST, vec![7; 44])]);
+        rig.run(&[], &[ack(q, psn_add(p4, 2), 0)]);
+        assert_eq!(rig.counter(CNT_DROPPED), 4);
+        assert_eq!(rig.counter(CNT_IMPLIED_NAKS), 1);
+        assert!(rig.mem.is_empty(), "nothing scattered from a dropped response");
+        rig.run(&[], &[read_resp(q, p4, RC_RDMA_READ_RESPONSE_MIDDLE, vec![9; 256])]);
+        let got: Vec<(u64, u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status, c.opcode)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (4, wc_status_code(WcStatus::BadRespErr) as u64, WC_RDMA_READ as u64),
+                (5, wc_status_code(WcStatus::WrFlushErr) as u64, WC_SEND as u64)
+            ]
+        );
+        assert_eq!(rig.counter(CNT_BAD), 1);
+        rig.cqs.clear();
+        let w6 = rec(q, 6, WR_SEND, psn_add(p4, 3), 1, 8, true, WcStatus::Success);
+        rig.run(&[w6], &[ack(q, psn_add(p4, 3), 0)]);
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(6, wc_status_code(WcStatus::WrFlushErr) as u64)]);
+        rig.cqs.clear();
+        assert_eq!(rig.counter(CNT_DROPPED), 5);
+        // CMD_WRITE_QP clears the error: a READ works again; a payload beyond its length is LOC_LEN_ERR
+        rig.set_cq(q, 0x43);
+        let p7 = 0x1234;
+        let r7 = rec(q, 7, WR_RDMA_READ, p7, 2, 300, true, WcStatus::Success);
+        rig.run(
+            &[r7],
+            &[
+                read_resp(q, p7, RC_RDMA_READ_RESPONSE_FIRST, (0..=255).collect()),
+                read_resp(q, psn_add(p7, 1), RC_RDMA_READ_RESPONSE_LAST, (0..44).map(|i| 100 + i).collect()),
+            ],
+        );
+        assert_eq!(rig.cqs.len(), 1);
+        assert_eq!((rig.cqs[0].wr_id, rig.cqs[0].status, rig.cqs[0].byte_len, rig.cqs[0].cqn), (7, 0, 300, 0x43));
+        let want: Vec<u8> = (0..=255u8).chain((0..44).map(|i| 100 + i)).collect();
+        let got: Vec<u8> = (0..300).map(|i| rig.mem[&(0x8000 + i)]).collect();
+        assert_eq!(got, want);
+        assert_eq!(rig.mem.len(), 300);
+        rig.cqs.clear();
+        let r8 = rec(q, 8, WR_RDMA_READ, 0x2000, 1, 100, false, WcStatus::Success);
+        rig.run(&[r8], &[read_resp(q, 0x2000, RC_RDMA_READ_RESPONSE_ONLY, vec![1; 101])]);
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(8, wc_status_code(WcStatus::LocLenErr) as u64)]);
+        assert_eq!(rig.mem.len(), 300, "nothing placed from the over-long response");
+    }
+
+    #[test]
+    fn completer_emits_verilog() {
+        let mut u = Completer::default();
+        u.connect_all();
+        let v = generate_verilog(&u);
+        assert!(v.contains("module top"));
+    }
+}

@@ -1,0 +1,638 @@
+//! WQE Check: the requester's front end between WQE Prefetch and the Requester. One send WQE at a time:
+//! decode the 64-byte slot (`testbench::host::SendWqe` layout), read the QP's send context (state, path MTU,
+//! destination QPN and path, PD) and send PSN, check the lkey, range and access of the local buffer in the
+//! Key Cache (translating its VA to a DMA address), hand a [`ReqDesc`] to the Requester, write the Requester's
+//! next PSN and AckReq counter back, and report the WQE to the completer as a [`ReqIssued`] record.
+//!
+//! Errors complete the WQE without sending anything (status in the record, `ibv_wc_status` codes): QP not in
+//! RTS/SQD (ERROR: WR_FLUSH_ERR, else LOC_QP_OP_ERR), lkey/PD/access/bounds failure (LOC_PROT_ERR, as rxe's
+//! `copy_data` failing in `rxe_req.c`), an opcode or flag this build does not implement (inline, masked atomics,
+//! SEND_WITH_INV: LOC_QP_OP_ERR; the driver does not post them when `CAPS` lacks them).
+//!
+//! Local access needed: READ and the atomics write the local buffer (LOCAL_WRITE); SEND and WRITE only read it
+//! (no flag, as rxe: a gather needs none). A zero-length buffer is not checked (C9-88, as the Key Cache).
+//!
+//! The QP's send context lives in two RAMs here, written by the command dispatcher (`ctx_*`: CMD_WRITE_QP;
+//! `psn_*`: CMD_WRITE_QP_REQ, which also clears the AckReq counter), and its own Key Cache copy (the RX side
+//! has another; both take every MR write), so the TX and RX pipelines never contend for a lookup port.
+//!
+//! One WQE in flight keeps the PSN read-modify-write free of hazards; a WQE takes about 12 cycles plus the
+//! Requester's time (see `docs/architecture.md` for the throughput this gives and the plan to pipeline it).
+
+use rust_hdl::prelude::*;
+
+use crate::bytemap::{ByteMap, ByteSrc};
+use crate::consts::k;
+use crate::fifo::SdpRam;
+use crate::key_cache::{KeyCache, ACC_LOCAL_WRITE, PD_BITS};
+use crate::requester::{ReqDesc, ReqDone};
+use testbench::host::{
+    WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ,
+};
+use testbench::model::{QpState, WcStatus};
+
+/// The QP's send context (CMD_WRITE_QP).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct SqCtx {
+    /// `QpState as u8`.
+    pub state: Bits<3>,
+    /// log2 of the path MTU (8..=12).
+    pub mtu_log2: Bits<4>,
+    pub dest_qpn: Bits<24>,
+    pub dst_mac: Bits<48>,
+    pub dst_ip: Bits<32>,
+    pub sport: Bits<16>,
+    pub pd: Bits<PD_BITS>,
+    /// Every WQE completes (`sq_sig_all`).
+    pub sig_all: Bit,
+}
+
+/// The QP's send PSN state.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct SqPsn {
+    pub psn: Bits<24>,
+    pub noack: Bits<7>,
+}
+
+/// A WQE the requester is done with, for the completer.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct ReqIssued {
+    pub qpn: Bits<24>,
+    pub idx: Bits<16>,
+    pub wr_id: Bits<64>,
+    pub wr_op: Bits<8>,
+    pub signaled: Bit,
+    /// The WQE's PSNs: `first_psn .. next_psn` (empty when nothing was sent).
+    pub first_psn: Bits<24>,
+    pub next_psn: Bits<24>,
+    /// `ibv_wc_status`: 0 when sent; an error code when the WQE completes without being sent.
+    pub status: Bits<8>,
+    /// Local buffer for READ / atomic responses (DMA address after translation) and its length.
+    pub laddr: Bits<64>,
+    pub len: Bits<32>,
+    /// Immediate data (wire bytes read big-endian): rxe reports it in the sender's completion too.
+    pub imm: Bits<32>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+enum FrontState {
+    Idle,
+    Read,
+    Key,
+    Check,
+    Run,
+    Emit,
+}
+
+#[derive(LogicBlock)]
+pub struct ReqFront {
+    pub clock: Signal<In, Clock>,
+    /// WQE slots from WQE Prefetch.
+    pub wqe_valid: Signal<In, Bit>,
+    pub wqe_ready: Signal<Out, Bit>,
+    pub wqe_qpn: Signal<In, Bits<24>>,
+    pub wqe_idx: Signal<In, Bits<16>>,
+    pub wqe_data: Signal<In, Bits<512>>,
+    /// Send context writes (CMD_WRITE_QP), one per cycle.
+    pub ctx_we: Signal<In, Bit>,
+    pub ctx_qpn: Signal<In, Bits<24>>,
+    pub ctx_data: Signal<In, SqCtx>,
+    /// PSN writes (CMD_WRITE_QP_REQ); `psn_ready` low while the Requester's write-back has the port.
+    pub psn_we: Signal<In, Bit>,
+    pub psn_ready: Signal<Out, Bit>,
+    pub psn_qpn: Signal<In, Bits<24>>,
+    pub psn_value: Signal<In, Bits<24>>,
+    /// Key Cache write port (every MR write goes to both copies).
+    pub kc_wr_en: Signal<In, Bit>,
+    pub kc_inv_en: Signal<In, Bit>,
+    pub kc_wr_index: Signal<In, Bits<10>>,
+    pub kc_wr_valid: Signal<In, Bit>,
+    pub kc_wr_tag: Signal<In, Bits<8>>,
+    pub kc_wr_pd: Signal<In, Bits<PD_BITS>>,
+    pub kc_wr_access: Signal<In, Bits<4>>,
+    pub kc_wr_va: Signal<In, Bits<64>>,
+    pub kc_wr_len: Signal<In, Bits<64>>,
+    pub kc_wr_base: Signal<In, Bits<64>>,
+    /// Our addresses (from the register slave).
+    pub src_mac: Signal<In, Bits<48>>,
+    pub src_ip: Signal<In, Bits<32>>,
+    /// To and from the Requester.
+    pub desc: Signal<Out, ReqDesc>,
+    pub desc_valid: Signal<Out, Bit>,
+    pub desc_ready: Signal<In, Bit>,
+    pub done: Signal<In, ReqDone>,
+    pub done_valid: Signal<In, Bit>,
+    pub done_ready: Signal<Out, Bit>,
+    /// To the completer.
+    pub issued: Signal<Out, ReqIssued>,
+    pub issued_valid: Signal<Out, Bit>,
+    pub issued_ready: Signal<In, Bit>,
+
+    kc: KeyCache<1024, 10>,
+    ctx_ram: SdpRam<SqCtx, 8>,
+    psn_ram: SdpRam<SqPsn, 8>,
+    imm_map: ByteMap<512, 32>,
+    state: DFF<FrontState>,
+    slot: DFF<Bits<512>>,
+    qpn: DFF<Bits<24>>,
+    idx: DFF<Bits<16>>,
+    ctx: DFF<SqCtx>,
+    sp: DFF<SqPsn>,
+    key_ok: DFF<Bit>,
+    dma: DFF<Bits<64>>,
+    status: DFF<Bits<8>>,
+    next_psn: DFF<Bits<24>>,
+    o_desc: DFF<ReqDesc>,
+    o_dv: DFF<Bit>,
+    o_iss: DFF<ReqIssued>,
+    o_iv: DFF<Bit>,
+
+    l_op: Signal<Local, Bits<8>>,
+    l_flags: Signal<Local, Bits<8>>,
+    l_len: Signal<Local, Bits<32>>,
+    l_slot: Signal<Local, Bits<512>>,
+    l_st: Signal<Local, Bits<3>>,
+
+    zero7: Constant<Bits<7>>,
+    zero8: Constant<Bits<8>>,
+    st_rts: Constant<Bits<3>>,
+    st_sqd: Constant<Bits<3>>,
+    st_err: Constant<Bits<3>>,
+    op_read: Constant<Bits<8>>,
+    op_cas: Constant<Bits<8>>,
+    op_faa: Constant<Bits<8>>,
+    acc_lw: Constant<Bits<4>>,
+    acc_none: Constant<Bits<4>>,
+    f_sig: Constant<Bits<8>>,
+    f_sol: Constant<Bits<8>>,
+    f_unsup: Constant<Bits<8>>,
+    s_flush: Constant<Bits<8>>,
+    s_qp_op: Constant<Bits<8>>,
+    s_prot: Constant<Bits<8>>,
+}
+
+impl Default for ReqFront {
+    fn default() -> Self {
+        // imm_data: bytes 12..16 of the slot in wire order, read big-endian
+        let imm = ByteMap::new(vec![ByteSrc::In(15 * 8), ByteSrc::In(14 * 8), ByteSrc::In(13 * 8), ByteSrc::In(12 * 8)]);
+        Self {
+            clock: Default::default(),
+            wqe_valid: Default::default(),
+            wqe_ready: Default::default(),
+            wqe_qpn: Default::default(),
+            wqe_idx: Default::default(),
+            wqe_data: Default::default(),
+            ctx_we: Default::default(),
+            ctx_qpn: Default::default(),
+            ctx_data: Default::default(),
+            psn_we: Default::default(),
+            psn_ready: Default::default(),
+            psn_qpn: Default::default(),
+            psn_value: Default::default(),
+            kc_wr_en: Default::default(),
+            kc_inv_en: Default::default(),
+            kc_wr_index: Default::default(),
+            kc_wr_valid: Default::default(),
+            kc_wr_tag: Default::default(),
+            kc_wr_pd: Default::default(),
+            kc_wr_access: Default::default(),
+            kc_wr_va: Default::default(),
+            kc_wr_len: Default::default(),
+            kc_wr_base: Default::default(),
+            src_mac: Default::default(),
+            src_ip: Default::default(),
+            desc: Default::default(),
+            desc_valid: Default::default(),
+            desc_ready: Default::default(),
+            done: Default::default(),
+            done_valid: Default::default(),
+            done_ready: Default::default(),
+            issued: Default::default(),
+            issued_valid: Default::default(),
+            issued_ready: Default::default(),
+            kc: Default::default(),
+            ctx_ram: Default::default(),
+            psn_ram: Default::default(),
+            imm_map: imm,
+            state: Default::default(),
+            slot: Default::default(),
+            qpn: Default::default(),
+            idx: Default::default(),
+            ctx: Default::default(),
+            sp: Default::default(),
+            key_ok: Default::default(),
+            dma: Default::default(),
+            status: Default::default(),
+            next_psn: Default::default(),
+            o_desc: Default::default(),
+            o_dv: Default::default(),
+            o_iss: Default::default(),
+            o_iv: Default::default(),
+            l_op: Default::default(),
+            l_flags: Default::default(),
+            l_len: Default::default(),
+            l_slot: Default::default(),
+            l_st: Default::default(),
+            zero7: k(0),
+            zero8: k(0),
+            st_rts: k(QpState::Rts as u64),
+            st_sqd: k(QpState::Sqd as u64),
+            st_err: k(QpState::Error as u64),
+            op_read: k(u64::from(WR_RDMA_READ)),
+            op_cas: k(u64::from(WR_ATOMIC_CMP_AND_SWP)),
+            op_faa: k(u64::from(WR_ATOMIC_FETCH_AND_ADD)),
+            acc_lw: k(ACC_LOCAL_WRITE),
+            acc_none: k(0),
+            f_sig: k(u64::from(WQE_SIGNALED)),
+            f_sol: k(u64::from(WQE_SOLICITED)),
+            f_unsup: k(u64::from(WQE_INLINE | WQE_EXT)),
+            s_flush: k(WcStatus::WrFlushErr as u64),
+            s_qp_op: k(WcStatus::LocQpOpErr as u64),
+            s_prot: k(WcStatus::LocProtErr as u64),
+        }
+    }
+}
+
+impl Logic for ReqFront {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, o_desc, o_dv, o_iss,
+            o_iv
+        );
+        self.kc.clock.next = self.clock.val();
+        self.ctx_ram.clock.next = self.clock.val();
+        self.psn_ram.clock.next = self.clock.val();
+
+        // Key Cache write port straight through
+        self.kc.wr_en.next = self.kc_wr_en.val();
+        self.kc.inv_en.next = self.kc_inv_en.val();
+        self.kc.wr_index.next = self.kc_wr_index.val();
+        self.kc.wr_valid.next = self.kc_wr_valid.val();
+        self.kc.wr_tag.next = self.kc_wr_tag.val();
+        self.kc.wr_pd.next = self.kc_wr_pd.val();
+        self.kc.wr_access.next = self.kc_wr_access.val();
+        self.kc.wr_va.next = self.kc_wr_va.val();
+        self.kc.wr_len.next = self.kc_wr_len.val();
+        self.kc.wr_base.next = self.kc_wr_base.val();
+
+        // context RAM: written by the dispatcher, read by qpn
+        self.ctx_ram.we.next = self.ctx_we.val();
+        self.ctx_ram.waddr.next = self.ctx_qpn.val().get_bits::<8>(0);
+        self.ctx_ram.wdata.next = self.ctx_data.val();
+        self.ctx_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        self.psn_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        // PSN RAM: the Requester's write-back wins; a command write waits (psn_ready low)
+        self.psn_ready.next = !self.done_valid.val() | (self.state.q.val() != FrontState::Run);
+        self.psn_ram.we.next = self.psn_we.val() & self.psn_ready.val();
+        self.psn_ram.waddr.next = self.psn_qpn.val().get_bits::<8>(0);
+        self.psn_ram.wdata.next.psn = self.psn_value.val();
+        self.psn_ram.wdata.next.noack = self.zero7.val();
+
+        // decode of the latched slot
+        self.l_slot.next = self.slot.q.val();
+        self.l_op.next = self.l_slot.val().get_bits::<8>(64);
+        self.l_flags.next = self.l_slot.val().get_bits::<8>(72);
+        self.l_len.next = self.l_slot.val().get_bits::<32>(192);
+        self.imm_map.x.next = self.l_slot.val();
+        self.l_st.next = self.ctx.q.val().state;
+
+        // Key Cache lookup: held while in Key (only the first cycle's result is used)
+        self.kc.lk_valid.next = false;
+        self.kc.lk_key.next = self.l_slot.val().get_bits::<32>(224);
+        self.kc.lk_pd.next = self.ctx.q.val().pd;
+        self.kc.lk_va.next = self.l_slot.val().get_bits::<64>(128);
+        self.kc.lk_len.next = self.l_len.val();
+        self.kc.lk_access.next = self.acc_none.val();
+        if (self.l_op.val() == self.op_read.val())
+            | (self.l_op.val() == self.op_cas.val())
+            | (self.l_op.val() == self.op_faa.val())
+        {
+            self.kc.lk_access.next = self.acc_lw.val();
+        }
+        self.kc.lk_remote.next = false;
+
+        // outputs
+        self.desc.next = self.o_desc.q.val();
+        self.desc_valid.next = self.o_dv.q.val();
+        self.issued.next = self.o_iss.q.val();
+        self.issued_valid.next = self.o_iv.q.val();
+        if self.desc_ready.val() {
+            self.o_dv.d.next = false;
+        }
+        if self.issued_ready.val() {
+            self.o_iv.d.next = false;
+        }
+        self.wqe_ready.next = false;
+        self.done_ready.next = false;
+
+        match self.state.q.val() {
+            FrontState::Idle => {
+                if self.wqe_valid.val() & !self.o_iv.q.val() {
+                    self.slot.d.next = self.wqe_data.val();
+                    self.qpn.d.next = self.wqe_qpn.val();
+                    self.idx.d.next = self.wqe_idx.val();
+                    self.state.d.next = FrontState::Read;
+                }
+            }
+            FrontState::Read => {
+                // the RAMs were read with the slot's QPN in Idle (the slot is still presented)
+                self.ctx.d.next = self.ctx_ram.rdata.val();
+                self.sp.d.next = self.psn_ram.rdata.val();
+                self.state.d.next = FrontState::Key;
+            }
+            FrontState::Key => {
+                self.kc.lk_valid.next = true;
+                self.state.d.next = FrontState::Check;
+            }
+            FrontState::Check => {
+                if self.kc.res_valid.val() {
+                    self.key_ok.d.next = self.kc.res_ok.val();
+                    self.dma.d.next = self.kc.res_dma.val();
+                    self.status.d.next = self.zero8.val();
+                    if !self.kc.res_ok.val() {
+                        self.status.d.next = self.s_prot.val();
+                    }
+                    if (self.l_flags.val() & self.f_unsup.val()) != self.zero8.val() {
+                        self.status.d.next = self.s_qp_op.val();
+                    }
+                    if (self.l_st.val() != self.st_rts.val()) & (self.l_st.val() != self.st_sqd.val()) {
+                        self.status.d.next = self.s_qp_op.val();
+                        if self.l_st.val() == self.st_err.val() {
+                            self.status.d.next = self.s_flush.val();
+                        }
+                    }
+                    self.state.d.next = FrontState::Run;
+                    self.next_psn.d.next = self.sp.q.val().psn;
+                    // hand the WQE to the Requester unless it failed its checks
+                    if self.kc.res_ok.val()
+                        & ((self.l_flags.val() & self.f_unsup.val()) == self.zero8.val())
+                        & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()))
+                    {
+                        self.o_dv.d.next = true;
+                        self.o_desc.d.next.qpn = self.qpn.q.val();
+                        self.o_desc.d.next.slot = self.idx.q.val();
+                        self.o_desc.d.next.wr_op = self.l_op.val();
+                        self.o_desc.d.next.solicited = (self.l_flags.val() & self.f_sol.val()) != self.zero8.val();
+                        self.o_desc.d.next.imm = self.imm_map.y.val();
+                        self.o_desc.d.next.laddr = self.kc.res_dma.val();
+                        self.o_desc.d.next.len = self.l_len.val();
+                        self.o_desc.d.next.raddr = self.l_slot.val().get_bits::<64>(256);
+                        self.o_desc.d.next.rkey = self.l_slot.val().get_bits::<32>(320);
+                        self.o_desc.d.next.compare_add = self.l_slot.val().get_bits::<64>(384);
+                        self.o_desc.d.next.swap = self.l_slot.val().get_bits::<64>(448);
+                        self.o_desc.d.next.psn = self.sp.q.val().psn;
+                        self.o_desc.d.next.noack = self.sp.q.val().noack;
+                        self.o_desc.d.next.mtu_log2 = self.ctx.q.val().mtu_log2;
+                        self.o_desc.d.next.dest_qpn = self.ctx.q.val().dest_qpn;
+                        self.o_desc.d.next.dst_mac = self.ctx.q.val().dst_mac;
+                        self.o_desc.d.next.src_mac = self.src_mac.val();
+                        self.o_desc.d.next.src_ip = self.src_ip.val();
+                        self.o_desc.d.next.dst_ip = self.ctx.q.val().dst_ip;
+                        self.o_desc.d.next.sport = self.ctx.q.val().sport;
+                    } else {
+                        self.state.d.next = FrontState::Emit;
+                    }
+                }
+            }
+            FrontState::Run => {
+                self.done_ready.next = true;
+                if self.done_valid.val() {
+                    // write-back: the Requester's next PSN and AckReq counter
+                    self.psn_ram.we.next = true;
+                    self.psn_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+                    self.psn_ram.wdata.next.psn = self.done.val().next_psn;
+                    self.psn_ram.wdata.next.noack = self.done.val().noack;
+                    self.next_psn.d.next = self.done.val().next_psn;
+                    if self.done.val().err {
+                        self.status.d.next = self.s_qp_op.val();
+                    }
+                    self.state.d.next = FrontState::Emit;
+                }
+            }
+            FrontState::Emit => {
+                self.o_iv.d.next = true;
+                self.o_iss.d.next.qpn = self.qpn.q.val();
+                self.o_iss.d.next.idx = self.idx.q.val();
+                self.o_iss.d.next.wr_id = self.l_slot.val().get_bits::<64>(0);
+                self.o_iss.d.next.wr_op = self.l_op.val();
+                self.o_iss.d.next.signaled =
+                    ((self.l_flags.val() & self.f_sig.val()) != self.zero8.val()) | self.ctx.q.val().sig_all;
+                self.o_iss.d.next.first_psn = self.sp.q.val().psn;
+                self.o_iss.d.next.next_psn = self.next_psn.q.val();
+                self.o_iss.d.next.status = self.status.q.val();
+                self.o_iss.d.next.laddr = self.dma.q.val();
+                self.o_iss.d.next.len = self.l_len.val();
+                self.o_iss.d.next.imm = self.imm_map.y.val();
+                // the slot is consumed
+                self.wqe_ready.next = true;
+                self.state.d.next = FrontState::Idle;
+            }
+            _ => {
+                self.state.d.next = FrontState::Idle;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testbench::host::{SendWqe, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM};
+
+    struct Rig {
+        u: ReqFront,
+    }
+
+    fn b512(bytes: &[u8; 64]) -> Bits<512> {
+        let mut b = Bits::<512>::default();
+        for (i, x) in bytes.iter().enumerate() {
+            b.set_bits::<8>(8 * i, bits::<8>(*x as u64));
+        }
+        b
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            let mut u = ReqFront::default();
+            u.connect_all();
+            Rig { u }
+        }
+        fn clock(&mut self) {
+            self.u.clock.next = false.into();
+            simulate(&mut self.u, 200);
+            self.u.clock.next = true.into();
+            simulate(&mut self.u, 200);
+            self.u.ctx_we.next = false;
+            self.u.psn_we.next = false;
+            self.u.kc_wr_en.next = false;
+        }
+        fn mr(&mut self, key: u32, pd: u64, va: u64, len: u64, base: u64, access: u64) {
+            self.u.kc_wr_en.next = true;
+            self.u.kc_wr_index.next = bits((key >> 8) as u64);
+            self.u.kc_wr_valid.next = true;
+            self.u.kc_wr_tag.next = bits((key & 0xFF) as u64);
+            self.u.kc_wr_pd.next = bits(pd);
+            self.u.kc_wr_access.next = bits(access);
+            self.u.kc_wr_va.next = bits(va);
+            self.u.kc_wr_len.next = bits(len);
+            self.u.kc_wr_base.next = bits(base);
+            self.clock();
+        }
+        fn ctx(&mut self, qpn: u64, c: SqCtx) {
+            self.u.ctx_we.next = true;
+            self.u.ctx_qpn.next = bits(qpn);
+            self.u.ctx_data.next = c;
+            self.clock();
+        }
+        fn psn(&mut self, qpn: u64, psn: u64) {
+            self.u.psn_we.next = true;
+            self.u.psn_qpn.next = bits(qpn);
+            self.u.psn_value.next = bits(psn);
+            simulate(&mut self.u, 200);
+            assert!(self.u.psn_ready.val());
+            self.clock();
+        }
+        /// One WQE through; `done` answers a descriptor with (next_psn, noack, err).
+        fn wqe(&mut self, qpn: u64, idx: u64, w: &SendWqe, done: impl Fn(&ReqDesc) -> (u64, u64, bool)) -> (Option<ReqDesc>, ReqIssued) {
+            let mut desc = None;
+            let mut pend: Option<(u64, u64, bool)> = None;
+            let mut consumed = false;
+            for _ in 0..200 {
+                self.u.wqe_valid.next = !consumed;
+                self.u.wqe_qpn.next = bits(qpn);
+                self.u.wqe_idx.next = bits(idx);
+                self.u.wqe_data.next = b512(&w.encode());
+                self.u.desc_ready.next = true;
+                self.u.issued_ready.next = true;
+                let presented = pend.is_some();
+                self.u.done_valid.next = presented;
+                if let Some((p, n, e)) = pend {
+                    self.u.done.next = ReqDone { next_psn: bits(p), noack: bits(n), err: e, ..Default::default() };
+                }
+                simulate(&mut self.u, 200);
+                if self.u.desc_valid.val() {
+                    assert!(desc.is_none(), "one descriptor per WQE");
+                    let d = self.u.desc.val();
+                    pend = Some(done(&d));
+                    desc = Some(d);
+                }
+                if self.u.done_ready.val() && presented {
+                    pend = None;
+                }
+                if self.u.wqe_ready.val() {
+                    consumed = true;
+                }
+                let iss = self.u.issued_valid.val().then(|| self.u.issued.val());
+                self.clock();
+                if let Some(i) = iss {
+                    assert!(consumed, "the slot is consumed with its record");
+                    return (desc, i);
+                }
+            }
+            panic!("WQE Check hung");
+        }
+    }
+
+    fn ctx(state: QpState) -> SqCtx {
+        SqCtx {
+            state: bits(state as u64),
+            mtu_log2: bits(10),
+            dest_qpn: bits(0x33),
+            dst_mac: bits(0x5254_0000_0001),
+            dst_ip: bits(0x0A00_0001),
+            sport: bits(0xC012),
+            pd: bits(7),
+            sig_all: false,
+        }
+    }
+
+    #[test]
+    fn a_checked_wqe_becomes_a_descriptor_and_its_psn_is_written_back() {
+        let mut r = Rig::new();
+        r.u.src_mac.next = bits(0x0200_0000_0022);
+        r.u.src_ip.next = bits(0x0A00_0002);
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
+        r.ctx(0x12, ctx(QpState::Rts));
+        r.psn(0x12, 0xFF_FFFE);
+        let w = SendWqe {
+            wr_id: 0xDEAD_BEEF_0000_0001,
+            opcode: WR_SEND_WITH_IMM,
+            flags: WQE_SIGNALED | WQE_SOLICITED,
+            imm_or_inv: 0x1122_3344,
+            local_addr: 0x7F00_0000_0100,
+            length: 3000,
+            lkey: 0x0301,
+            remote_addr: 0x1234,
+            rkey: 0x5678,
+            compare_add: 9,
+            swap: 10,
+        };
+        let (d, i) = r.wqe(0x12, 5, &w, |d| {
+            assert_eq!(d.psn.to_u64(), 0xFF_FFFE);
+            (1, 3, false)
+        });
+        let d = d.expect("a descriptor");
+        assert_eq!(d.laddr.to_u64(), 0x8_0000_0100, "VA translated to the MR's DMA address");
+        assert_eq!((d.len.to_u64(), d.imm.to_u64(), d.wr_op.to_u64()), (3000, 0x1122_3344, WR_SEND_WITH_IMM as u64));
+        assert!(d.solicited);
+        assert_eq!((d.raddr.to_u64(), d.rkey.to_u64(), d.compare_add.to_u64(), d.swap.to_u64()), (0x1234, 0x5678, 9, 10));
+        assert_eq!((d.mtu_log2.to_u64(), d.dest_qpn.to_u64(), d.sport.to_u64()), (10, 0x33, 0xC012));
+        assert_eq!((d.dst_mac.to_u64(), d.src_mac.to_u64(), d.dst_ip.to_u64(), d.src_ip.to_u64()), (0x5254_0000_0001, 0x0200_0000_0022, 0x0A00_0001, 0x0A00_0002));
+        assert_eq!((d.qpn.to_u64(), d.slot.to_u64(), d.noack.to_u64()), (0x12, 5, 0));
+        assert_eq!((i.status.to_u64(), i.first_psn.to_u64(), i.next_psn.to_u64()), (0, 0xFF_FFFE, 1));
+        assert_eq!((i.wr_id.to_u64(), i.idx.to_u64(), i.signaled), (0xDEAD_BEEF_0000_0001, 5, true));
+        assert_eq!((i.imm.to_u64(), i.laddr.to_u64(), i.len.to_u64()), (0x1122_3344, 0x8_0000_0100, 3000));
+        // the next WQE starts where the Requester left off
+        let w2 = SendWqe { wr_id: 2, opcode: WR_RDMA_WRITE, flags: 0, length: 0, ..w };
+        let (d, i) = r.wqe(0x12, 6, &w2, |_| (2, 4, false));
+        let d = d.unwrap();
+        assert_eq!((d.psn.to_u64(), d.noack.to_u64()), (1, 3));
+        assert_eq!((i.first_psn.to_u64(), i.next_psn.to_u64(), i.signaled), (1, 2, false));
+        // a PSN command resets both
+        r.psn(0x12, 100);
+        let (d, _) = r.wqe(0x12, 7, &w2, |_| (101, 0, false));
+        assert_eq!((d.unwrap().psn.to_u64(), 0), (100, 0));
+        // the Requester's error becomes the WQE's status
+        let (_, i) = r.wqe(0x12, 8, &w2, |_| (101, 0, true));
+        assert_eq!(i.status.to_u64(), WcStatus::LocQpOpErr as u64);
+    }
+
+    #[test]
+    fn wqes_failing_their_checks_complete_with_the_right_status_and_send_nothing() {
+        let mut r = Rig::new();
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0x1);
+        r.ctx(1, ctx(QpState::Rts));
+        r.ctx(2, ctx(QpState::Error));
+        r.ctx(3, ctx(QpState::Rtr));
+        r.psn(1, 50);
+        let w = SendWqe { wr_id: 1, opcode: WR_SEND, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0000, length: 64, lkey: 0x0301, ..Default::default() };
+        let never = |_: &ReqDesc| -> (u64, u64, bool) { panic!("nothing may be sent") };
+        let cases = [
+            (1, SendWqe { lkey: 0x0302, ..w }, WcStatus::LocProtErr),      // tag mismatch
+            (1, SendWqe { lkey: 0x0401, ..w }, WcStatus::LocProtErr),      // no such MR
+            (1, SendWqe { length: 0x1001, ..w }, WcStatus::LocProtErr),    // beyond the MR
+            (1, SendWqe { opcode: WR_RDMA_READ, ..w }, WcStatus::LocProtErr), // READ needs LOCAL_WRITE... which it has
+            (1, SendWqe { flags: WQE_INLINE, ..w }, WcStatus::LocQpOpErr),
+            (2, w, WcStatus::WrFlushErr),
+            (3, w, WcStatus::LocQpOpErr),
+        ];
+        for (k, (qpn, w, st)) in cases.into_iter().enumerate() {
+            if k == 3 {
+                // READ with LOCAL_WRITE in the MR: accepted
+                let (d, i) = r.wqe(qpn, k as u64, &w, |d| (d.psn.to_u64() + 1, 0, false));
+                assert!(d.is_some() && i.status.to_u64() == 0);
+                continue;
+            }
+            let (d, i) = r.wqe(qpn, k as u64, &w, never);
+            assert!(d.is_none());
+            assert_eq!(i.status.to_u64(), st as u64, "case {k}");
+            assert_eq!(i.first_psn, i.next_psn, "no PSN consumed");
+        }
+        // a MR without LOCAL_WRITE refuses a READ's local buffer
+        r.mr(0x0501, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0x4);
+        let (d, i) = r.wqe(1, 9, &SendWqe { opcode: WR_RDMA_READ, lkey: 0x0501, ..w }, never);
+        assert!(d.is_none());
+        assert_eq!(i.status.to_u64(), WcStatus::LocProtErr as u64);
+    }
+}

@@ -1,0 +1,477 @@
+//! The RNIC top: the blocks wired together behind the host interface of `docs/host-interface.md`.
+//!
+//! Today's top carries the requester side end to end and the receive side up to RX Parse:
+//!
+//! ```text
+//!  AXI4-Lite ─ Register/Doorbell slave ─┬─ command dispatcher ─ Key Cache (TX copy), send context, SQ rings
+//!                                       └─ SQ doorbells ─ Send Queue Ring / WQE Prefetch ─┐
+//!  DMA read port ─ DMA read arbiter ─┬───────────────────────────────────────────────────┘
+//!                                    └─ Gather Path ◄─ Requester ◄─ WQE Check ◄─ WQE slots
+//!  MAC TX ◄─ TX frame mux ◄─┬─ TX Packet Build (+ ICRC) ◄─ Requester headers, Gather payload
+//!                           └─ ARP responder ◄─┐
+//!  MAC RX ─────────────────────────────────────┴─ RX Parse (ICRC check, drop counters; requests and responses
+//!                                                 are parsed and counted, and wait for the responder and
+//!                                                 completer, issue 4)
+//! ```
+//!
+//! Table commands the top does not own yet (WRITE_QP_RESP, WRITE_RQ, WRITE_CQ) complete with no error and
+//! change nothing; RQ and CQ doorbells are taken and dropped; the DMA write port stays idle. `CAPS` says RC
+//! only. The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
+
+use rust_hdl::prelude::*;
+
+use crate::axis::{AxisSink, AxisSource};
+use crate::consts::k;
+use crate::csr::Csr;
+use crate::dma_arb::DmaReadArb;
+use crate::gather::GatherPath;
+use crate::req_front::ReqFront;
+use crate::requester::Requester;
+use crate::rx_parse::RxParse;
+use crate::sq_ring::SqRing;
+use crate::tx_build::TxPacketBuild;
+use crate::tx_mux::TxFrameMux;
+use testbench::host::*;
+
+/// QPs and MR entries of this build.
+pub const LOG2_QPS: u32 = 8;
+pub const LOG2_MRS: u32 = 10;
+pub const LOG2_CQS: u32 = 8;
+
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+enum CmdState {
+    Idle,
+    Exec,
+    Finish,
+}
+
+#[derive(LogicBlock)]
+pub struct Rnic {
+    pub clock: Signal<In, Clock>,
+    // register slave (AXI4-Lite)
+    pub awvalid: Signal<In, Bit>,
+    pub awready: Signal<Out, Bit>,
+    pub awaddr: Signal<In, Bits<20>>,
+    pub wvalid: Signal<In, Bit>,
+    pub wready: Signal<Out, Bit>,
+    pub wdata: Signal<In, Bits<32>>,
+    pub wstrb: Signal<In, Bits<4>>,
+    pub bvalid: Signal<Out, Bit>,
+    pub bready: Signal<In, Bit>,
+    pub bresp: Signal<Out, Bits<2>>,
+    pub arvalid: Signal<In, Bit>,
+    pub arready: Signal<Out, Bit>,
+    pub araddr: Signal<In, Bits<20>>,
+    pub rvalid: Signal<Out, Bit>,
+    pub rready: Signal<In, Bit>,
+    pub rdata: Signal<Out, Bits<32>>,
+    pub rresp: Signal<Out, Bits<2>>,
+    // DMA read port
+    pub rd_req_valid: Signal<Out, Bit>,
+    pub rd_req_ready: Signal<In, Bit>,
+    pub rd_req_addr: Signal<Out, Bits<64>>,
+    pub rd_req_len: Signal<Out, Bits<13>>,
+    pub rd_req_tag: Signal<Out, Bits<8>>,
+    pub rd_resp_valid: Signal<In, Bit>,
+    pub rd_resp_ready: Signal<Out, Bit>,
+    pub rd_resp_data: Signal<In, Bits<512>>,
+    pub rd_resp_tag: Signal<In, Bits<8>>,
+    pub rd_resp_last: Signal<In, Bit>,
+    // DMA write port
+    pub wr_valid: Signal<Out, Bit>,
+    pub wr_ready: Signal<In, Bit>,
+    pub wr_addr: Signal<Out, Bits<64>>,
+    pub wr_data: Signal<Out, Bits<512>>,
+    pub wr_strb: Signal<Out, Bits<64>>,
+    pub wr_last: Signal<Out, Bit>,
+    // MAC
+    pub m_axis: AxisSource,
+    pub s_axis: AxisSink,
+
+    csr: Csr,
+    sq: SqRing<256, 8>,
+    front: ReqFront,
+    req: Requester,
+    gather: GatherPath,
+    txb: TxPacketBuild,
+    arb: DmaReadArb,
+    rx: RxParse,
+    mux: TxFrameMux,
+
+    // command dispatcher
+    cst: DFF<CmdState>,
+    c_op: DFF<Bits<8>>,
+    c_index: DFF<Bits<24>>,
+    c_data: DFF<Bits<512>>,
+    c_err: DFF<Bits<8>>,
+    l_data: Signal<Local, Bits<512>>,
+    l_w0: Signal<Local, Bits<32>>,
+    l_ctr: Signal<Local, Bits<32>>,
+
+    op_mr: Constant<Bits<8>>,
+    op_inv: Constant<Bits<8>>,
+    op_qp: Constant<Bits<8>>,
+    op_req: Constant<Bits<8>>,
+    op_resp: Constant<Bits<8>>,
+    op_sq: Constant<Bits<8>>,
+    op_rq: Constant<Bits<8>>,
+    op_cq: Constant<Bits<8>>,
+    err_none: Constant<Bits<8>>,
+    err_index: Constant<Bits<8>>,
+    n_mrs: Constant<Bits<24>>,
+    n_qps: Constant<Bits<24>>,
+    n_cqs: Constant<Bits<24>>,
+    mtu_bias: Constant<Bits<4>>,
+    kind_sq: Constant<Bits<2>>,
+    zero8: Constant<Bits<8>>,
+    zero32: Constant<Bits<32>>,
+    zero64: Constant<Bits<64>>,
+    zero512: Constant<Bits<512>>,
+    ctr_k: [Constant<Bits<6>>; 10],
+}
+
+impl Default for Rnic {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            awvalid: Default::default(),
+            awready: Default::default(),
+            awaddr: Default::default(),
+            wvalid: Default::default(),
+            wready: Default::default(),
+            wdata: Default::default(),
+            wstrb: Default::default(),
+            bvalid: Default::default(),
+            bready: Default::default(),
+            bresp: Default::default(),
+            arvalid: Default::default(),
+            arready: Default::default(),
+            araddr: Default::default(),
+            rvalid: Default::default(),
+            rready: Default::default(),
+            rdata: Default::default(),
+            rresp: Default::default(),
+            rd_req_valid: Default::default(),
+            rd_req_ready: Default::default(),
+            rd_req_addr: Default::default(),
+            rd_req_len: Default::default(),
+            rd_req_tag: Default::default(),
+            rd_resp_valid: Default::default(),
+            rd_resp_ready: Default::default(),
+            rd_resp_data: Default::default(),
+            rd_resp_tag: Default::default(),
+            rd_resp_last: Default::default(),
+            wr_valid: Default::default(),
+            wr_ready: Default::default(),
+            wr_addr: Default::default(),
+            wr_data: Default::default(),
+            wr_strb: Default::default(),
+            wr_last: Default::default(),
+            m_axis: Default::default(),
+            s_axis: Default::default(),
+            csr: Csr::new(CAP_RC, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
+            sq: Default::default(),
+            front: Default::default(),
+            req: Default::default(),
+            gather: Default::default(),
+            txb: Default::default(),
+            arb: Default::default(),
+            rx: Default::default(),
+            mux: Default::default(),
+            cst: Default::default(),
+            c_op: Default::default(),
+            c_index: Default::default(),
+            c_data: Default::default(),
+            c_err: Default::default(),
+            l_data: Default::default(),
+            l_w0: Default::default(),
+            l_ctr: Default::default(),
+            op_mr: k(u64::from(CMD_WRITE_MR)),
+            op_inv: k(u64::from(CMD_INVALIDATE_MR)),
+            op_qp: k(u64::from(CMD_WRITE_QP)),
+            op_req: k(u64::from(CMD_WRITE_QP_REQ)),
+            op_resp: k(u64::from(CMD_WRITE_QP_RESP)),
+            op_sq: k(u64::from(CMD_WRITE_SQ)),
+            op_rq: k(u64::from(CMD_WRITE_RQ)),
+            op_cq: k(u64::from(CMD_WRITE_CQ)),
+            err_none: k(u64::from(CMD_ERR_NONE)),
+            err_index: k(u64::from(CMD_ERR_BAD_INDEX)),
+            n_mrs: k(1 << LOG2_MRS),
+            n_qps: k(1 << LOG2_QPS),
+            n_cqs: k(1 << LOG2_CQS),
+            // IB MTU code (1 = 256 .. 5 = 4096) + 7 = log2 bytes
+            mtu_bias: k(7),
+            kind_sq: k(0),
+            zero8: k(0),
+            zero32: k(0),
+            zero64: k(0),
+            zero512: Constant::new(Bits::<512>::default()),
+            ctr_k: core::array::from_fn(|i| k(i as u64)),
+        }
+    }
+}
+
+impl Logic for Rnic {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err);
+        self.csr.clock.next = self.clock.val();
+        self.sq.clock.next = self.clock.val();
+        self.front.clock.next = self.clock.val();
+        self.req.clock.next = self.clock.val();
+        self.gather.clock.next = self.clock.val();
+        self.txb.clock.next = self.clock.val();
+        self.arb.clock.next = self.clock.val();
+        self.rx.clock.next = self.clock.val();
+        self.mux.clock.next = self.clock.val();
+
+        // ---- register slave
+        self.csr.awvalid.next = self.awvalid.val();
+        self.awready.next = self.csr.awready.val();
+        self.csr.awaddr.next = self.awaddr.val();
+        self.csr.wvalid.next = self.wvalid.val();
+        self.wready.next = self.csr.wready.val();
+        self.csr.wdata.next = self.wdata.val();
+        self.csr.wstrb.next = self.wstrb.val();
+        self.bvalid.next = self.csr.bvalid.val();
+        self.csr.bready.next = self.bready.val();
+        self.bresp.next = self.csr.bresp.val();
+        self.csr.arvalid.next = self.arvalid.val();
+        self.arready.next = self.csr.arready.val();
+        self.csr.araddr.next = self.araddr.val();
+        self.rvalid.next = self.csr.rvalid.val();
+        self.csr.rready.next = self.rready.val();
+        self.rdata.next = self.csr.rdata.val();
+        self.rresp.next = self.csr.rresp.val();
+        // counter window: RX Parse's counters, then ARP's
+        self.l_ctr.next = self.rx.counters[0].val();
+        if self.csr.ctr_index.val() == self.ctr_k[1].val() {
+            self.l_ctr.next = self.rx.counters[1].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[2].val() {
+            self.l_ctr.next = self.rx.counters[2].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[3].val() {
+            self.l_ctr.next = self.rx.counters[3].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[4].val() {
+            self.l_ctr.next = self.rx.counters[4].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[5].val() {
+            self.l_ctr.next = self.rx.counters[5].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[6].val() {
+            self.l_ctr.next = self.rx.counters[6].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[7].val() {
+            self.l_ctr.next = self.rx.counters[7].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[8].val() {
+            self.l_ctr.next = self.rx.counters[8].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[9].val() {
+            self.l_ctr.next = self.zero32.val();
+        }
+        self.csr.ctr_value.next = self.l_ctr.val();
+
+        // ---- command dispatcher
+        self.l_data.next = self.c_data.q.val();
+        self.l_w0.next = self.l_data.val().get_bits::<32>(0);
+        self.csr.cmd_ready.next = false;
+        self.csr.cmd_done.next = false;
+        self.csr.cmd_err.next = self.c_err.q.val();
+        // Key Cache (TX copy) write port
+        self.front.kc_wr_en.next = false;
+        self.front.kc_inv_en.next = false;
+        self.front.kc_wr_index.next = self.c_index.q.val().get_bits::<10>(0);
+        self.front.kc_wr_valid.next = true;
+        self.front.kc_wr_va.next = self.l_data.val().get_bits::<64>(0);
+        self.front.kc_wr_len.next = self.l_data.val().get_bits::<64>(64);
+        self.front.kc_wr_base.next = self.l_data.val().get_bits::<64>(128);
+        self.front.kc_wr_tag.next = self.l_data.val().get_bits::<8>(192);
+        self.front.kc_wr_pd.next = self.l_data.val().get_bits::<24>(224);
+        self.front.kc_wr_access.next = self.l_data.val().get_bits::<4>(256);
+        // send context
+        self.front.ctx_we.next = false;
+        self.front.ctx_qpn.next = self.c_index.q.val();
+        self.front.ctx_data.next.state = self.l_w0.val().get_bits::<3>(0);
+        self.front.ctx_data.next.mtu_log2 = bit_cast::<4, 3>(self.l_w0.val().get_bits::<3>(8)) + self.mtu_bias.val();
+        self.front.ctx_data.next.dest_qpn = self.l_data.val().get_bits::<24>(96);
+        self.front.ctx_data.next.pd = self.l_data.val().get_bits::<24>(128);
+        self.front.ctx_data.next.sport = self.l_data.val().get_bits::<16>(160);
+        self.front.ctx_data.next.dst_ip = self.l_data.val().get_bits::<32>(192);
+        self.front.ctx_data.next.dst_mac = self.l_data.val().get_bits::<48>(224);
+        self.front.ctx_data.next.sig_all = false;
+        self.front.psn_we.next = false;
+        self.front.psn_qpn.next = self.c_index.q.val();
+        self.front.psn_value.next = self.l_w0.val().get_bits::<24>(0);
+        // SQ ring set-up
+        self.sq.setup_valid.next = false;
+        self.sq.setup_qpn.next = self.c_index.q.val();
+        self.sq.setup_base.next = self.l_data.val().get_bits::<64>(0);
+        self.sq.setup_log2.next = self.l_data.val().get_bits::<4>(64);
+
+        match self.cst.q.val() {
+            CmdState::Idle => {
+                self.csr.cmd_ready.next = true;
+                if self.csr.cmd_valid.val() {
+                    self.c_op.d.next = self.csr.cmd_op.val();
+                    self.c_index.d.next = self.csr.cmd_index.val();
+                    self.c_data.d.next = self.csr.cmd_data.val();
+                    self.cst.d.next = CmdState::Exec;
+                }
+            }
+            CmdState::Exec => {
+                self.c_err.d.next = self.err_none.val();
+                self.cst.d.next = CmdState::Finish;
+                if (self.c_op.q.val() == self.op_mr.val()) | (self.c_op.q.val() == self.op_inv.val()) {
+                    if self.c_index.q.val() < self.n_mrs.val() {
+                        self.front.kc_wr_en.next = self.c_op.q.val() == self.op_mr.val();
+                        self.front.kc_inv_en.next = self.c_op.q.val() == self.op_inv.val();
+                    } else {
+                        self.c_err.d.next = self.err_index.val();
+                    }
+                }
+                if (self.c_op.q.val() == self.op_qp.val())
+                    | (self.c_op.q.val() == self.op_req.val())
+                    | (self.c_op.q.val() == self.op_resp.val())
+                    | (self.c_op.q.val() == self.op_sq.val())
+                    | (self.c_op.q.val() == self.op_rq.val())
+                {
+                    if self.c_index.q.val() >= self.n_qps.val() {
+                        self.c_err.d.next = self.err_index.val();
+                    } else {
+                        self.front.ctx_we.next = self.c_op.q.val() == self.op_qp.val();
+                        if self.c_op.q.val() == self.op_req.val() {
+                            self.front.psn_we.next = true;
+                            if !self.front.psn_ready.val() {
+                                self.cst.d.next = CmdState::Exec;
+                            }
+                        }
+                        if self.c_op.q.val() == self.op_sq.val() {
+                            self.sq.setup_valid.next = true;
+                            if !self.sq.setup_ready.val() {
+                                self.cst.d.next = CmdState::Exec;
+                            }
+                        }
+                    }
+                }
+                if (self.c_op.q.val() == self.op_cq.val()) & (self.c_index.q.val() >= self.n_cqs.val()) {
+                    self.c_err.d.next = self.err_index.val();
+                }
+            }
+            CmdState::Finish => {
+                self.csr.cmd_done.next = true;
+                self.cst.d.next = CmdState::Idle;
+            }
+            _ => {
+                self.cst.d.next = CmdState::Idle;
+            }
+        }
+
+        // ---- doorbells: SQ to the ring; RQ and CQ doorbells are taken (no RQ/CQ logic yet)
+        self.sq.db_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_sq.val());
+        self.sq.db_qpn.next = self.csr.db_index.val();
+        self.sq.db_pi.next = self.csr.db_value.val();
+        self.csr.db_ready.next = true;
+        if self.csr.db_kind.val() == self.kind_sq.val() {
+            self.csr.db_ready.next = self.sq.db_ready.val();
+        }
+
+        // ---- DMA reads: WQE Prefetch (a) and Gather Path (b)
+        self.arb.a_req_valid.next = self.sq.rd_req_valid.val();
+        self.sq.rd_req_ready.next = self.arb.a_req_ready.val();
+        self.arb.a_req_addr.next = self.sq.rd_req_addr.val();
+        self.arb.a_req_len.next = self.sq.rd_req_len.val();
+        self.arb.a_req_tag.next = self.sq.rd_req_tag.val();
+        self.sq.rd_resp_valid.next = self.arb.a_resp_valid.val();
+        self.arb.a_resp_ready.next = self.sq.rd_resp_ready.val();
+        self.sq.rd_resp_data.next = self.arb.resp_data.val();
+        self.sq.rd_resp_tag.next = self.arb.resp_tag.val();
+        self.sq.rd_resp_last.next = self.arb.resp_last.val();
+        self.arb.b_req_valid.next = self.gather.rd_req_valid.val();
+        self.gather.rd_req_ready.next = self.arb.b_req_ready.val();
+        self.arb.b_req_addr.next = self.gather.rd_req_addr.val();
+        self.arb.b_req_len.next = self.gather.rd_req_len.val();
+        self.arb.b_req_tag.next = self.gather.rd_req_tag.val();
+        self.gather.rd_resp_valid.next = self.arb.b_resp_valid.val();
+        self.arb.b_resp_ready.next = self.gather.rd_resp_ready.val();
+        self.gather.rd_resp_data.next = self.arb.resp_data.val();
+        self.gather.rd_resp_tag.next = self.arb.resp_tag.val();
+        self.gather.rd_resp_last.next = self.arb.resp_last.val();
+        self.rd_req_valid.next = self.arb.rd_req_valid.val();
+        self.arb.rd_req_ready.next = self.rd_req_ready.val();
+        self.rd_req_addr.next = self.arb.rd_req_addr.val();
+        self.rd_req_len.next = self.arb.rd_req_len.val();
+        self.rd_req_tag.next = self.arb.rd_req_tag.val();
+        self.arb.rd_resp_valid.next = self.rd_resp_valid.val();
+        self.rd_resp_ready.next = self.arb.rd_resp_ready.val();
+        self.arb.rd_resp_data.next = self.rd_resp_data.val();
+        self.arb.rd_resp_tag.next = self.rd_resp_tag.val();
+        self.arb.rd_resp_last.next = self.rd_resp_last.val();
+
+        // ---- DMA writes: none yet
+        self.wr_valid.next = false;
+        self.wr_addr.next = self.zero64.val();
+        self.wr_data.next = self.zero512.val();
+        self.wr_strb.next = self.zero64.val();
+        self.wr_last.next = false;
+
+        // ---- requester: WQE Prefetch -> WQE Check -> Requester -> Gather + TX Packet Build
+        self.front.wqe_valid.next = self.sq.wqe_valid.val();
+        self.sq.wqe_ready.next = self.front.wqe_ready.val();
+        self.front.wqe_qpn.next = self.sq.wqe_qpn.val();
+        self.front.wqe_idx.next = self.sq.wqe_idx.val();
+        self.front.wqe_data.next = self.sq.wqe_data.val();
+        self.front.src_mac.next = self.csr.mac.val();
+        self.front.src_ip.next = self.csr.ipv4.val();
+        self.req.desc.next = self.front.desc.val();
+        self.req.desc_valid.next = self.front.desc_valid.val();
+        self.front.desc_ready.next = self.req.desc_ready.val();
+        self.front.done.next = self.req.done.val();
+        self.front.done_valid.next = self.req.done_valid.val();
+        self.req.done_ready.next = self.front.done_ready.val();
+        // the completer is not built yet: issued records are taken and dropped
+        self.front.issued_ready.next = true;
+        self.gather.g_valid.next = self.req.g_valid.val();
+        self.req.g_ready.next = self.gather.g_ready.val();
+        self.gather.g_addr.next = self.req.g_addr.val();
+        self.gather.g_len.next = self.req.g_len.val();
+        self.gather.g_tag.next = self.zero8.val();
+        self.txb.hdr.next = self.req.hdr.val();
+        self.txb.hdr_valid.next = self.req.hdr_valid.val();
+        self.req.hdr_ready.next = self.txb.hdr_ready.val();
+        self.txb.pay.tdata.next = self.gather.m_axis.tdata.val();
+        self.txb.pay.tkeep.next = self.gather.m_axis.tkeep.val();
+        self.txb.pay.tlast.next = self.gather.m_axis.tlast.val();
+        self.txb.pay.tvalid.next = self.gather.m_axis.tvalid.val();
+        self.gather.m_axis.tready.next = self.txb.pay.tready.val();
+
+        // ---- MAC TX: frames from TX Packet Build (a) and ARP replies (b)
+        self.mux.a.tdata.next = self.txb.m_axis.tdata.val();
+        self.mux.a.tkeep.next = self.txb.m_axis.tkeep.val();
+        self.mux.a.tlast.next = self.txb.m_axis.tlast.val();
+        self.mux.a.tvalid.next = self.txb.m_axis.tvalid.val();
+        self.txb.m_axis.tready.next = self.mux.a.tready.val();
+        self.mux.b.tdata.next = self.zero512.val();
+        self.mux.b.tkeep.next = self.zero64.val();
+        self.mux.b.tlast.next = false;
+        self.mux.b.tvalid.next = false;
+        self.m_axis.tdata.next = self.mux.m_axis.tdata.val();
+        self.m_axis.tkeep.next = self.mux.m_axis.tkeep.val();
+        self.m_axis.tlast.next = self.mux.m_axis.tlast.val();
+        self.m_axis.tvalid.next = self.mux.m_axis.tvalid.val();
+        self.mux.m_axis.tready.next = self.m_axis.tready.val();
+
+        // ---- MAC RX: to RX Parse and the ARP responder (neither back-pressures the MAC)
+        self.rx.s_axis.tdata.next = self.s_axis.tdata.val();
+        self.rx.s_axis.tkeep.next = self.s_axis.tkeep.val();
+        self.rx.s_axis.tlast.next = self.s_axis.tlast.val();
+        self.rx.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        self.s_axis.tready.next = true;
+        self.rx.my_ip.next = self.csr.ipv4.val();
+        // parsed packets wait for the responder and completer: taken and dropped
+        self.rx.hdr_ready.next = true;
+        self.rx.pay.tready.next = true;
+    }
+}

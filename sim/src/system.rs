@@ -1,0 +1,402 @@
+//! The whole RNIC as a Verilator model in a simulated system: the driver (`testbench::driver`) on the register
+//! slave, host memory with PCIe latency behind the DMA ports (`testbench::mac::DmaHost`), and a 100G link with
+//! MAC pacing (`testbench::mac::MacLink`, one per direction, each with a pcap) to a peer: the golden model
+//! (`testbench::model::Device`), which plays rxe.
+//!
+//! One `System::step` is one core clock cycle of everything. The driver's register accesses run the
+//! AXI4-Lite handshakes cycle by cycle through [`SimBus`], so posting a WQE costs the cycles it would cost.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::vmodels::rnic::Rnic as VRnic;
+use crate::Clocked;
+use testbench::driver::{CsrBus, Driver, DriverError};
+use testbench::host::CAP_RC;
+use testbench::mac::{DmaHost, DmaRead, MacLink, CORE_HZ};
+use testbench::model::*;
+use testbench::wire::frame::MacAddr;
+
+/// Register-slave inputs held across cycles by the bus.
+#[derive(Clone, Copy, Default)]
+struct CsrIn {
+    awvalid: bool,
+    awaddr: u32,
+    wvalid: bool,
+    wdata: u32,
+    bready: bool,
+    arvalid: bool,
+    araddr: u32,
+    rready: bool,
+}
+
+/// Register-slave outputs seen in the last step.
+#[derive(Clone, Copy, Default)]
+struct CsrOut {
+    awready: bool,
+    wready: bool,
+    bvalid: bool,
+    bresp: u8,
+    arready: bool,
+    rvalid: bool,
+    rdata: u32,
+    rresp: u8,
+}
+
+pub struct System {
+    pub rnic: Clocked<VRnic>,
+    pub dma: DmaHost,
+    /// RNIC to peer, and peer to RNIC.
+    pub out: MacLink,
+    pub inl: MacLink,
+    pub peer: Device,
+    pub cycle: u64,
+    csr_in: CsrIn,
+    csr_out: CsrOut,
+    /// Frame being received from the RNIC, and frames the peer is sending to it (with the beat offset).
+    rx_frame: Vec<u8>,
+    to_rnic: VecDeque<(Vec<u8>, usize)>,
+    /// Every frame the RNIC sent, in order.
+    pub sent: Vec<Vec<u8>>,
+    /// Frames the peer sent to the RNIC.
+    pub received: Vec<Vec<u8>>,
+}
+
+impl System {
+    /// `pcap_dir`: where `rnic-tx.pcap` and `rnic-rx.pcap` go.
+    pub fn new(mem: Arc<Mutex<HostMemory>>, peer: Device, pcap_dir: Option<&Path>, vcd: Option<&str>) -> std::io::Result<Self> {
+        let mut out = MacLink::new(100.0, CORE_HZ, 100);
+        let mut inl = MacLink::new(100.0, CORE_HZ, 100);
+        if let Some(d) = pcap_dir {
+            std::fs::create_dir_all(d)?;
+            out = out.with_pcap(Box::new(std::fs::File::create(d.join("rnic-tx.pcap"))?))?;
+            inl = inl.with_pcap(Box::new(std::fs::File::create(d.join("rnic-rx.pcap"))?))?;
+        }
+        Ok(System {
+            rnic: Clocked::new(vcd),
+            dma: DmaHost::new(mem, CORE_HZ),
+            out,
+            inl,
+            peer,
+            cycle: 0,
+            csr_in: CsrIn::default(),
+            csr_out: CsrOut::default(),
+            rx_frame: Vec::new(),
+            to_rnic: VecDeque::new(),
+            sent: Vec::new(),
+            received: Vec::new(),
+        })
+    }
+
+    fn now_ns(&self) -> u64 {
+        (self.cycle as f64 * 1e9 / CORE_HZ) as u64
+    }
+
+    /// One core clock cycle of the RNIC, host memory, both link directions and the peer.
+    pub fn step(&mut self) {
+        let c = self.cycle;
+        let m = &mut self.rnic.m;
+        // ---- inputs
+        let i = self.csr_in;
+        m.set_awvalid(i.awvalid as u64);
+        m.set_awaddr(u64::from(i.awaddr));
+        m.set_wvalid(i.wvalid as u64);
+        m.set_wdata(u64::from(i.wdata));
+        m.set_wstrb(0xF);
+        m.set_bready(i.bready as u64);
+        m.set_arvalid(i.arvalid as u64);
+        m.set_araddr(u64::from(i.araddr));
+        m.set_rready(i.rready as u64);
+        m.set_rd_req_ready(self.dma.rd_req_ready() as u64);
+        let beat = self.dma.rd_resp(c);
+        m.set_rd_resp_valid(beat.is_some() as u64);
+        if let Some(b) = &beat {
+            m.set_rd_resp_data(&words(&b.data));
+            m.set_rd_resp_tag(u64::from(b.tag));
+            m.set_rd_resp_last(b.last as u64);
+        }
+        m.set_wr_ready(1);
+        m.set_m_axis_tready(self.out.tx_ready() as u64);
+        match self.inl.rx_beat(c) {
+            Some(b) => {
+                m.set_s_axis_tvalid(1);
+                m.set_s_axis_tdata(&words(&b.data));
+                m.set_s_axis_tkeep(if b.len == 64 { u64::MAX } else { (1u64 << b.len) - 1 });
+                m.set_s_axis_tlast(b.last as u64);
+            }
+            None => m.set_s_axis_tvalid(0),
+        }
+        self.rnic.settle();
+        let m = &mut self.rnic.m;
+        // ---- outputs
+        self.csr_out = CsrOut {
+            awready: m.awready() != 0,
+            wready: m.wready() != 0,
+            bvalid: m.bvalid() != 0,
+            bresp: m.bresp() as u8,
+            arready: m.arready() != 0,
+            rvalid: m.rvalid() != 0,
+            rdata: m.rdata() as u32,
+            rresp: m.rresp() as u8,
+        };
+        if m.rd_req_valid() != 0 && self.dma.rd_req_ready() {
+            let r = DmaRead { addr: m.rd_req_addr(), len: m.rd_req_len() as u32, tag: m.rd_req_tag() as u8 };
+            self.dma.rd_req(c, r);
+        }
+        if beat.is_some() && m.rd_resp_ready() != 0 {
+            self.dma.rd_resp_taken();
+        }
+        if m.wr_valid() != 0 {
+            let d = bytes(&m.wr_data());
+            self.dma.wr_beat(m.wr_addr(), &d, m.wr_strb());
+        }
+        if m.m_axis_tvalid() != 0 && self.out.tx_ready() {
+            let keep = m.m_axis_tkeep();
+            let n = keep.trailing_ones() as usize;
+            let d = bytes(&m.m_axis_tdata());
+            let last = m.m_axis_tlast() != 0;
+            self.out.tx_beat(c, &d[..n.max(1)], last).expect("pcap write");
+        }
+        self.rnic.tick();
+        self.out.tick();
+        self.inl.tick();
+        // ---- the peer: frames from the RNIC in, its answers out
+        while let Some(b) = self.out.rx_beat(c) {
+            self.rx_frame.extend_from_slice(&b.data[..b.len]);
+            if b.last {
+                let f = std::mem::take(&mut self.rx_frame);
+                let now = self.now_ns();
+                for o in self.peer.process(now, &f) {
+                    self.to_rnic.push_back((o, 0));
+                }
+                self.sent.push(f);
+            }
+            if b.last {
+                break;
+            }
+        }
+        if c % 64 == 0 {
+            let now = self.now_ns();
+            for o in self.peer.poll(now) {
+                self.to_rnic.push_back((o, 0));
+            }
+        }
+        if self.inl.tx_ready() {
+            if let Some((f, off)) = self.to_rnic.front_mut() {
+                let n = (f.len() - *off).min(64);
+                let last = *off + n == f.len();
+                self.inl.tx_beat(c, &f[*off..*off + n], last).expect("pcap write");
+                *off += n;
+                if last {
+                    let (f, _) = self.to_rnic.pop_front().unwrap();
+                    self.received.push(f);
+                }
+            }
+        }
+        self.cycle += 1;
+    }
+
+    /// Step until `done(self)` or `max` cycles; false on timeout.
+    pub fn run_until(&mut self, max: u64, mut done: impl FnMut(&System) -> bool) -> bool {
+        for _ in 0..max {
+            if done(self) {
+                return true;
+            }
+            self.step();
+        }
+        done(self)
+    }
+}
+
+/// 64 bytes as the model's 16 little-endian words, and back.
+fn words(b: &[u8; 64]) -> [u32; 16] {
+    std::array::from_fn(|w| u32::from_le_bytes(b[4 * w..4 * w + 4].try_into().unwrap()))
+}
+fn bytes(w: &[u32; 16]) -> [u8; 64] {
+    let mut b = [0u8; 64];
+    for (i, x) in w.iter().enumerate() {
+        b[4 * i..4 * i + 4].copy_from_slice(&x.to_le_bytes());
+    }
+    b
+}
+
+/// The driver's register bus over the simulated RNIC: each access is an AXI4-Lite handshake, the whole system
+/// stepping while it runs.
+#[derive(Clone)]
+pub struct SimBus {
+    pub sys: Rc<RefCell<System>>,
+    /// Cycles an access may take before it is a bus error.
+    pub timeout: u64,
+}
+
+impl SimBus {
+    pub fn new(sys: Rc<RefCell<System>>) -> Self {
+        SimBus { sys, timeout: 10_000 }
+    }
+}
+
+impl CsrBus for SimBus {
+    fn write32(&mut self, addr: u32, value: u32) -> Result<(), DriverError> {
+        let mut s = self.sys.borrow_mut();
+        s.csr_in = CsrIn { awvalid: true, awaddr: addr, wvalid: true, wdata: value, ..Default::default() };
+        let (mut aw, mut w) = (false, false);
+        for _ in 0..self.timeout {
+            // a handshake happens at the edge when valid and ready were both high during the cycle
+            let bready = s.csr_in.bready;
+            s.step();
+            let o = s.csr_out;
+            if bready && o.bvalid {
+                s.csr_in = CsrIn::default();
+                return if o.bresp == 0 {
+                    Ok(())
+                } else {
+                    Err(DriverError::Bus(format!("write 0x{addr:05x}: bresp {}", o.bresp)))
+                };
+            }
+            if s.csr_in.awvalid && o.awready {
+                aw = true;
+                s.csr_in.awvalid = false;
+            }
+            if s.csr_in.wvalid && o.wready {
+                w = true;
+                s.csr_in.wvalid = false;
+            }
+            s.csr_in.bready = aw && w;
+        }
+        Err(DriverError::Bus(format!("write 0x{addr:05x}: no response in {} cycles", self.timeout)))
+    }
+
+    fn read32(&mut self, addr: u32) -> Result<u32, DriverError> {
+        let mut s = self.sys.borrow_mut();
+        s.csr_in = CsrIn { arvalid: true, araddr: addr, rready: true, ..Default::default() };
+        for _ in 0..self.timeout {
+            s.step();
+            let o = s.csr_out;
+            if s.csr_in.arvalid && o.arready {
+                s.csr_in.arvalid = false;
+            }
+            if !s.csr_in.arvalid && o.rvalid {
+                s.csr_in = CsrIn::default();
+                return if o.rresp == 0 {
+                    Ok(o.rdata)
+                } else {
+                    Err(DriverError::Bus(format!("read 0x{addr:05x}: rresp {}", o.rresp)))
+                };
+            }
+        }
+        Err(DriverError::Bus(format!("read 0x{addr:05x}: no response in {} cycles", self.timeout)))
+    }
+}
+
+pub const OUR_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x11];
+pub const OUR_IP: u32 = 0x0A00_0011;
+
+/// The RNIC with one RC QP connected to a QP of the golden-model peer, both in RTS, with 2 MiB registered on
+/// each side (ours filled with a seeded pattern).
+pub struct Rig {
+    pub sys: Rc<RefCell<System>>,
+    pub drv: Driver<SimBus>,
+    pub mem: Arc<Mutex<HostMemory>>,
+    pub qpn: u32,
+    pub peer_qpn: u32,
+    pub src: u64,
+    pub lkey: u32,
+    pub peer_buf: u64,
+    pub peer_rkey: u32,
+    pub peer_cq: Cq,
+    pub dir: std::path::PathBuf,
+}
+
+pub fn rig(mtu: u32, dir: &Path) -> Rig {
+    let mem = Arc::new(Mutex::new(HostMemory::new()));
+    let mut peer = Device::new(DeviceConfig::simple(2));
+    let sys = Rc::new(RefCell::new(System::new(mem.clone(), Device::new(DeviceConfig::simple(9)), Some(dir), None).unwrap()));
+    let mut drv = Driver::open(SimBus::new(sys.clone()), mem.clone()).expect("the driver opens the RTL device");
+    assert_eq!(drv.info.caps & CAP_RC, CAP_RC);
+    assert_eq!((drv.info.log2_qps, drv.info.log2_mrs), (8, 10));
+    drv.set_address(OUR_MAC, OUR_IP).unwrap();
+    // our side
+    let src = mem.lock().unwrap().alloc(1 << 21);
+    let mut rng = SmallRng::seed_from_u64(u64::from(mtu));
+    let pattern: Vec<u8> = (0..1 << 21).map(|_| rng.gen()).collect();
+    mem.lock().unwrap().write(src, &pattern).unwrap();
+    let pd = drv.alloc_pd();
+    let lkey = drv.reg_mr(pd, src, 1 << 21, AccessFlags::ALL).unwrap();
+    let cq = drv.create_cq(64).unwrap();
+    let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let qpn = drv.create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false }).unwrap();
+    // the peer: the golden model
+    let peer_buf = peer.alloc(1 << 21);
+    let ppd = peer.alloc_pd();
+    let pmr = peer.reg_mr(ppd, peer_buf, 1 << 21, AccessFlags::ALL).unwrap();
+    let peer_cq = peer.create_cq(64);
+    let peer_qpn = peer
+        .create_qp(ppd, QpInitAttr { qp_type: QpType::Rc, send_cq: peer_cq, recv_cq: peer_cq, cap, sq_sig_all: false })
+        .unwrap();
+    let our_av = AddressVector::new(MacAddr(OUR_MAC), std::net::IpAddr::V4(OUR_IP.into()));
+    let (psn_a, psn_b) = (0xFF_FFF0, 0x1234);
+    for attr in [
+        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
+        QpAttr {
+            qp_state: Some(QpState::Rtr),
+            path_mtu: Some(mtu),
+            dest_qp_num: Some(qpn),
+            rq_psn: Some(psn_a),
+            max_dest_rd_atomic: Some(16),
+            min_rnr_timer: Some(12),
+            av: Some(our_av),
+            ..Default::default()
+        },
+        QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(psn_b), timeout: Some(14), retry_cnt: Some(7), rnr_retry: Some(7), max_rd_atomic: Some(16), ..Default::default() },
+    ] {
+        peer.modify_qp(peer_qpn, &attr).unwrap();
+    }
+    let peer_av = peer.av_to_me();
+    for attr in [
+        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
+        QpAttr {
+            qp_state: Some(QpState::Rtr),
+            path_mtu: Some(mtu),
+            dest_qp_num: Some(peer_qpn),
+            rq_psn: Some(psn_b),
+            max_dest_rd_atomic: Some(16),
+            av: Some(peer_av),
+            ..Default::default()
+        },
+        QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(psn_a), timeout: Some(14), retry_cnt: Some(7), rnr_retry: Some(7), max_rd_atomic: Some(16), ..Default::default() },
+    ] {
+        drv.modify_qp(qpn, &attr).unwrap();
+    }
+    sys.borrow_mut().peer = peer;
+    Rig { sys, drv, mem, qpn, peer_qpn, src, lkey, peer_buf, peer_rkey: pmr.rkey, peer_cq, dir: dir.to_path_buf() }
+}
+
+impl Rig {
+    /// Step until the peer has `n` completions (or `max_cycles`).
+    pub fn wait_peer_completions(&mut self, n: usize, max_cycles: u64) -> Vec<WorkCompletion> {
+        let mut got = Vec::new();
+        let cq = self.peer_cq;
+        let mut s = self.sys.borrow_mut();
+        for _ in 0..max_cycles / 256 {
+            got.extend(s.peer.poll_cq(cq, 64));
+            if got.len() >= n {
+                break;
+            }
+            for _ in 0..256 {
+                s.step();
+            }
+        }
+        got
+    }
+
+    pub fn src_bytes(&self, off: u64, len: usize) -> Vec<u8> {
+        self.mem.lock().unwrap().read(self.src + off, len).unwrap()
+    }
+}
+
