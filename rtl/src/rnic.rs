@@ -14,24 +14,31 @@
 //!                                                 completer, issue 4)
 //! ```
 //!
-//! Table commands the top does not own yet (WRITE_QP_RESP, WRITE_RQ, WRITE_CQ) complete with no error and
-//! change nothing; RQ and CQ doorbells are taken and dropped; the DMA write port stays idle. `CAPS` says RC
-//! only. The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
+//! Responses (ACK, READ RESPONSE, ATOMIC ACKNOWLEDGE) go to the Completer, which scatters read data through
+//! the Scatter Path and completes WQEs through CQE Generation; both share the DMA write port. Requests are
+//! parsed, counted and dropped until the responder lands. Table commands the top does not own yet
+//! (WRITE_QP_RESP, WRITE_RQ) complete with no error and change nothing; RQ doorbells are taken and dropped.
+//! `CAPS` says RC only. The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
 
 use rust_hdl::prelude::*;
 
 use crate::axis::{AxisSink, AxisSource};
+use crate::completer::Completer;
 use crate::consts::k;
+use crate::cqe_gen::CqeGen;
 use crate::csr::Csr;
 use crate::dma_arb::DmaReadArb;
+use crate::dma_warb::DmaWriteArb;
 use crate::gather::GatherPath;
 use crate::req_front::ReqFront;
 use crate::requester::Requester;
 use crate::rx_parse::RxParse;
+use crate::scatter::ScatterPath;
 use crate::sq_ring::SqRing;
 use crate::tx_build::TxPacketBuild;
 use crate::tx_mux::TxFrameMux;
 use testbench::host::*;
+use testbench::wire::opcode::{RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST};
 
 /// QPs and MR entries of this build.
 pub const LOG2_QPS: u32 = 8;
@@ -97,6 +104,19 @@ pub struct Rnic {
     arb: DmaReadArb,
     rx: RxParse,
     mux: TxFrameMux,
+    comp: Completer,
+    cqe: CqeGen<256, 8>,
+    scat: ScatterPath,
+    warb: DmaWriteArb,
+    // RX dispatch: the payload of the header taken last belongs to the completer or is drained
+    pay_busy: DFF<Bit>,
+    pay_comp: DFF<Bit>,
+    l_resp: Signal<Local, Bit>,
+    l_has_pay: Signal<Local, Bit>,
+    op_resp_lo: Constant<Bits<8>>,
+    op_resp_hi: Constant<Bits<8>>,
+    zero13: Constant<Bits<13>>,
+    kind_cq: Constant<Bits<2>>,
 
     // command dispatcher
     cst: DFF<CmdState>,
@@ -178,6 +198,18 @@ impl Default for Rnic {
             arb: Default::default(),
             rx: Default::default(),
             mux: Default::default(),
+            comp: Default::default(),
+            cqe: Default::default(),
+            scat: Default::default(),
+            warb: Default::default(),
+            pay_busy: Default::default(),
+            pay_comp: Default::default(),
+            l_resp: Default::default(),
+            l_has_pay: Default::default(),
+            op_resp_lo: k(u64::from(RC_RDMA_READ_RESPONSE_FIRST)),
+            op_resp_hi: k(u64::from(RC_ATOMIC_ACKNOWLEDGE)),
+            zero13: k(0),
+            kind_cq: k(2),
             cst: Default::default(),
             c_op: Default::default(),
             c_index: Default::default(),
@@ -214,7 +246,11 @@ impl Default for Rnic {
 impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err);
+        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp);
+        self.comp.clock.next = self.clock.val();
+        self.cqe.clock.next = self.clock.val();
+        self.scat.clock.next = self.clock.val();
+        self.warb.clock.next = self.clock.val();
         self.csr.clock.next = self.clock.val();
         self.sq.clock.next = self.clock.val();
         self.front.clock.next = self.clock.val();
@@ -305,6 +341,15 @@ impl Logic for Rnic {
         self.front.psn_we.next = false;
         self.front.psn_qpn.next = self.c_index.q.val();
         self.front.psn_value.next = self.l_w0.val().get_bits::<24>(0);
+        // the QP's send CQ (CMD_WRITE_QP word 9) for the completer
+        self.comp.cqw_we.next = false;
+        self.comp.cqw_qpn.next = self.c_index.q.val();
+        self.comp.cqw_cqn.next = self.l_data.val().get_bits::<24>(288);
+        // CQ ring set-up
+        self.cqe.setup_valid.next = false;
+        self.cqe.setup_cqn.next = self.c_index.q.val();
+        self.cqe.setup_base.next = self.l_data.val().get_bits::<64>(0);
+        self.cqe.setup_log2.next = self.l_data.val().get_bits::<5>(64);
         // SQ ring set-up
         self.sq.setup_valid.next = false;
         self.sq.setup_qpn.next = self.c_index.q.val();
@@ -342,6 +387,7 @@ impl Logic for Rnic {
                         self.c_err.d.next = self.err_index.val();
                     } else {
                         self.front.ctx_we.next = self.c_op.q.val() == self.op_qp.val();
+                        self.comp.cqw_we.next = self.c_op.q.val() == self.op_qp.val();
                         if self.c_op.q.val() == self.op_req.val() {
                             self.front.psn_we.next = true;
                             if !self.front.psn_ready.val() {
@@ -356,8 +402,12 @@ impl Logic for Rnic {
                         }
                     }
                 }
-                if (self.c_op.q.val() == self.op_cq.val()) & (self.c_index.q.val() >= self.n_cqs.val()) {
-                    self.c_err.d.next = self.err_index.val();
+                if self.c_op.q.val() == self.op_cq.val() {
+                    if self.c_index.q.val() >= self.n_cqs.val() {
+                        self.c_err.d.next = self.err_index.val();
+                    } else {
+                        self.cqe.setup_valid.next = true;
+                    }
                 }
             }
             CmdState::Finish => {
@@ -369,7 +419,11 @@ impl Logic for Rnic {
             }
         }
 
-        // ---- doorbells: SQ to the ring; RQ and CQ doorbells are taken (no RQ/CQ logic yet)
+        // ---- doorbells: SQ to the ring, CQ consumer indices to CQE Generation; RQ doorbells are taken
+        // (no responder yet)
+        self.cqe.ci_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_cq.val());
+        self.cqe.ci_cqn.next = self.csr.db_index.val();
+        self.cqe.ci_value.next = self.csr.db_value.val();
         self.sq.db_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_sq.val());
         self.sq.db_qpn.next = self.csr.db_index.val();
         self.sq.db_pi.next = self.csr.db_value.val();
@@ -410,12 +464,24 @@ impl Logic for Rnic {
         self.arb.rd_resp_tag.next = self.rd_resp_tag.val();
         self.arb.rd_resp_last.next = self.rd_resp_last.val();
 
-        // ---- DMA writes: none yet
-        self.wr_valid.next = false;
-        self.wr_addr.next = self.zero64.val();
-        self.wr_data.next = self.zero512.val();
-        self.wr_strb.next = self.zero64.val();
-        self.wr_last.next = false;
+        // ---- DMA writes: Scatter Path (a) and CQE Generation (b)
+        self.warb.a_valid.next = self.scat.wr_valid.val();
+        self.scat.wr_ready.next = self.warb.a_ready.val();
+        self.warb.a_addr.next = self.scat.wr_addr.val();
+        self.warb.a_data.next = self.scat.wr_data.val();
+        self.warb.a_strb.next = self.scat.wr_strb.val();
+        self.warb.a_last.next = self.scat.wr_last.val();
+        self.warb.b_valid.next = self.cqe.wr_valid.val();
+        self.cqe.wr_ready.next = self.warb.b_ready.val();
+        self.warb.b_addr.next = self.cqe.wr_addr.val();
+        self.warb.b_data.next = self.cqe.wr_data.val();
+        self.warb.b_strb.next = self.cqe.wr_strb.val();
+        self.wr_valid.next = self.warb.wr_valid.val();
+        self.warb.wr_ready.next = self.wr_ready.val();
+        self.wr_addr.next = self.warb.wr_addr.val();
+        self.wr_data.next = self.warb.wr_data.val();
+        self.wr_strb.next = self.warb.wr_strb.val();
+        self.wr_last.next = self.warb.wr_last.val();
 
         // ---- requester: WQE Prefetch -> WQE Check -> Requester -> Gather + TX Packet Build
         self.front.wqe_valid.next = self.sq.wqe_valid.val();
@@ -431,8 +497,31 @@ impl Logic for Rnic {
         self.front.done.next = self.req.done.val();
         self.front.done_valid.next = self.req.done_valid.val();
         self.req.done_ready.next = self.front.done_ready.val();
-        // the completer is not built yet: issued records are taken and dropped
-        self.front.issued_ready.next = true;
+        // finished WQEs to the completer
+        self.comp.iss.next = self.front.issued.val();
+        self.comp.iss_valid.next = self.front.issued_valid.val();
+        self.front.issued_ready.next = self.comp.iss_ready.val();
+        // completer: read-response payload to the Scatter Path, completions to CQE Generation
+        self.scat.s_valid.next = self.comp.s_valid.val();
+        self.comp.s_ready.next = self.scat.s_ready.val();
+        self.scat.s_addr.next = self.comp.s_addr.val();
+        self.scat.s_len.next = self.comp.s_len.val();
+        self.scat.s_axis.tdata.next = self.comp.s_pay.tdata.val();
+        self.scat.s_axis.tkeep.next = self.comp.s_pay.tkeep.val();
+        self.scat.s_axis.tlast.next = self.comp.s_pay.tlast.val();
+        self.scat.s_axis.tvalid.next = self.comp.s_pay.tvalid.val();
+        self.comp.s_pay.tready.next = self.scat.s_axis.tready.val();
+        self.cqe.cq_valid.next = self.comp.cq_valid.val();
+        self.comp.cq_ready.next = self.cqe.cq_ready.val();
+        self.cqe.cq_cqn.next = self.comp.cq_cqn.val();
+        self.cqe.cq_wr_id.next = self.comp.cq_wr_id.val();
+        self.cqe.cq_byte_len.next = self.comp.cq_byte_len.val();
+        self.cqe.cq_imm.next = self.comp.cq_imm.val();
+        self.cqe.cq_qp_num.next = self.comp.cq_qp_num.val();
+        self.cqe.cq_src_qp.next = self.comp.cq_src_qp.val();
+        self.cqe.cq_status.next = self.comp.cq_status.val();
+        self.cqe.cq_opcode.next = self.comp.cq_opcode.val();
+        self.cqe.cq_wc_flags.next = self.comp.cq_wc_flags.val();
         self.gather.g_valid.next = self.req.g_valid.val();
         self.req.g_ready.next = self.gather.g_ready.val();
         self.gather.g_addr.next = self.req.g_addr.val();
@@ -470,8 +559,27 @@ impl Logic for Rnic {
         self.rx.s_axis.tvalid.next = self.s_axis.tvalid.val();
         self.s_axis.tready.next = true;
         self.rx.my_ip.next = self.csr.ipv4.val();
-        // parsed packets wait for the responder and completer: taken and dropped
-        self.rx.hdr_ready.next = true;
-        self.rx.pay.tready.next = true;
+        // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests wait for the
+        // responder: taken and their payload drained. A header is handed on only when the previous header's
+        // payload has gone, so the payload stream always belongs to the last header taken.
+        self.l_resp.next = (self.rx.hdr.val().opcode >= self.op_resp_lo.val()) & (self.rx.hdr.val().opcode <= self.op_resp_hi.val());
+        self.l_has_pay.next = self.rx.hdr_pay_len.val() != self.zero13.val();
+        self.comp.hdr.next = self.rx.hdr.val();
+        self.comp.hdr_ext_words.next = self.rx.hdr_ext_words.val();
+        self.comp.hdr_pay_len.next = self.rx.hdr_pay_len.val();
+        self.comp.hdr_valid.next = self.rx.hdr_valid.val() & self.l_resp.val() & !self.pay_busy.q.val();
+        self.rx.hdr_ready.next = !self.pay_busy.q.val() & (!self.l_resp.val() | self.comp.hdr_ready.val());
+        if self.rx.hdr_valid.val() & self.rx.hdr_ready.val() & self.l_has_pay.val() {
+            self.pay_busy.d.next = true;
+            self.pay_comp.d.next = self.l_resp.val();
+        }
+        self.comp.pay.tdata.next = self.rx.pay.tdata.val();
+        self.comp.pay.tkeep.next = self.rx.pay.tkeep.val();
+        self.comp.pay.tlast.next = self.rx.pay.tlast.val();
+        self.comp.pay.tvalid.next = self.rx.pay.tvalid.val() & self.pay_busy.q.val() & self.pay_comp.q.val();
+        self.rx.pay.tready.next = self.pay_busy.q.val() & (!self.pay_comp.q.val() | self.comp.pay.tready.val());
+        if self.rx.pay.tvalid.val() & self.rx.pay.tready.val() & self.rx.pay.tlast.val() {
+            self.pay_busy.d.next = false;
+        }
     }
 }
