@@ -107,6 +107,13 @@ pub fn blocks() -> Vec<Emitted> {
             verilog: rtl::verilog_of(&mut rtl::cqe_gen::CqeGen::<256, 8>::default()),
             depth_budget: Some(6),
         },
+        Emitted {
+            name: "arp_responder",
+            verilog: rtl::verilog_of(&mut rtl::arp::ArpResponder::default()),
+            depth_budget: Some(6),
+        },
+        // built in its own frame (`rtl::responder::verilog`): the Responder is large
+        Emitted { name: "responder", verilog: rtl::responder::verilog(), depth_budget: Some(6) },
     ]
 }
 

@@ -22,7 +22,7 @@ fn gate(name: &str) {
 
 /// The blocks with a gate test below; a new block must be added here.
 const GATED: &[&str] =
-    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_frame_mux", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "cqe_gen"];
+    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_frame_mux", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "cqe_gen", "arp_responder", "responder"];
 
 #[test]
 fn every_block_has_a_gate_test() {
@@ -141,6 +141,16 @@ fn gate_completer() {
 #[test]
 fn gate_cqe_gen() {
     gate("cqe_gen");
+}
+
+#[test]
+fn gate_arp_responder() {
+    gate("arp_responder");
+}
+
+#[test]
+fn gate_responder() {
+    gate("responder");
 }
 
 #[test]

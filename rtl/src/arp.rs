@@ -20,7 +20,9 @@
 //!   Frames of other ethertypes are not counted here. Each frame counts at most once.
 //!
 //! Pipeline: S1 registers the request fields (a byte map from the beat, big-endian numbers) and the template
-//! matches in 64-bit slices; S2 compares the target IP, decides and pushes. One frame per cycle.
+//! matches in 64-bit slices; S2 compares the target IP, decides and pushes. One frame per cycle; a reply is
+//! on `m_axis` two cycles after its request's first beat when the FIFO was empty. Bytes past `tkeep` are
+//! never trusted: a request needs 42 kept bytes, an ignored frame its ethertype (and tag) within `tkeep`.
 //!
 //! `my_mac` is the 48-bit number whose most significant byte is the first on the wire; `my_ip` likewise
 //! (`u32::from(Ipv4Addr)`), as RX Parse's `my_ip`.
@@ -326,12 +328,12 @@ impl Logic for ArpResponder {
             self.a1_mreq[i].clock.next = self.clock.val();
             self.a1_marp[i].clock.next = self.clock.val();
             self.a1_mvarp[i].clock.next = self.clock.val();
-            self.a1_mreq[i].d.next = (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_rmask[i].val())
-                == self.k_rtmpl[i].val();
-            self.a1_marp[i].d.next = (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_emask[i].val())
-                == self.k_etmpl[i].val();
-            self.a1_mvarp[i].d.next = (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_vmask[i].val())
-                == self.k_vtmpl[i].val();
+            self.a1_mreq[i].d.next =
+                (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_rmask[i].val()) == self.k_rtmpl[i].val();
+            self.a1_marp[i].d.next =
+                (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_emask[i].val()) == self.k_etmpl[i].val();
+            self.a1_mvarp[i].d.next =
+                (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_vmask[i].val()) == self.k_vtmpl[i].val();
         }
         self.s_axis.tready.next = true;
 
@@ -440,7 +442,12 @@ mod tests {
         let map = arp_reply_map();
         let mut rng = SmallRng::seed_from_u64(1);
         for _ in 0..500 {
-            let (sha, spa, tpa, mac) = (rng.gen::<u64>() & 0xFFFF_FFFF_FFFF, rng.gen::<u32>(), rng.gen::<u32>(), rng.gen::<u64>() & 0xFFFF_FFFF_FFFF);
+            let (sha, spa, tpa, mac) = (
+                rng.gen::<u64>() & 0xFFFF_FFFF_FFFF,
+                rng.gen::<u32>(),
+                rng.gen::<u32>(),
+                rng.gen::<u64>() & 0xFFFF_FFFF_FFFF,
+            );
             let req = golden_arp(ARP_OP_REQUEST, rng.gen(), rng.gen(), sha, spa, rng.gen(), tpa);
             // the parse map picks the fields out of the request
             let bytes = req.build();
@@ -579,7 +586,16 @@ mod tests {
             u.connect_all();
             u.my_mac.next = bits(MY_MAC);
             u.my_ip.next = bits(MY_IP as u64);
-            Bench { u, garbage: SmallRng::seed_from_u64(99), cycle: 0, due: VecDeque::new(), want: VecDeque::new(), count: 0, n: [0; 4], replies: 0 }
+            Bench {
+                u,
+                garbage: SmallRng::seed_from_u64(99),
+                cycle: 0,
+                due: VecDeque::new(),
+                want: VecDeque::new(),
+                count: 0,
+                n: [0; 4],
+                replies: 0,
+            }
         }
 
         /// One cycle with this input beat (bytes, what lies past tkeep, last, verdict of its frame if it is a

@@ -55,7 +55,7 @@ use rust_hdl::prelude::*;
 use testbench::host::{Cqe, CQE_BYTES, DMA_BEAT_BYTES};
 use testbench::model::verbs::WcFlags;
 
-/// Largest log2 of a CQ's number of entries (the indices are 16 bits).
+/// Smallest and largest log2 of a CQ's number of entries (`RingCmd`: 1..16; the indices are 16 bits).
 pub const CQ_LOG2_MIN: usize = 1;
 pub const CQ_LOG2_MAX: usize = 16;
 /// Entries of the output FIFO (log2).
@@ -118,9 +118,7 @@ pub fn cq_capacity(log2: usize) -> u64 {
 
 /// Setup table, indexed by log2: bits 15:0 `entries - 1`, bits 31:16 the capacity; 0 for an invalid log2.
 pub fn cq_log2_table() -> Vec<u64> {
-    (0..32usize)
-        .map(|l| if cq_capacity(l) == 0 { 0 } else { ((1u64 << l) - 1) | cq_capacity(l) << 16 })
-        .collect()
+    (0..32usize).map(|l| if cq_capacity(l) == 0 { 0 } else { ((1u64 << l) - 1) | cq_capacity(l) << 16 }).collect()
 }
 
 /// The byte map from a packed [`CqeFields`] to the 32 CQE bytes, and the value of `ph8` for phase 1, found by
@@ -442,8 +440,8 @@ impl<const N: usize, const AW: usize> Logic for CqeGen<N, AW> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, fresh, live, d1_v, d1_idx, d1_lim, room, s1_v, s1_cqn, s1_inr, s1_f, s1_fresh, s1_live,
-            s1_cap, h_cm, h_cm_st, h_su, h_su_st, h_su_cap, h_d1, h_d1_lim, s2_v, s2_cqn, s2_inr, s2_f, s2_st,
-            s2_lim, s2_state, s3_v, s3_f, s3_hi, s4_v, s4_f, s4_hi, s5_v, s5_f, s5_hi, o_v, o_cqn
+            s1_cap, h_cm, h_cm_st, h_su, h_su_st, h_su_cap, h_d1, h_d1_lim, s2_v, s2_cqn, s2_inr, s2_f, s2_st, s2_lim,
+            s2_state, s3_v, s3_f, s3_hi, s4_v, s4_f, s4_hi, s5_v, s5_f, s5_hi, o_v, o_cqn
         );
         clock!(self, clock, st_ram, lim_ram, pi_ram, cap_db, cap_cq, add_beat, out, ovf_cnt, cqe_cnt);
 
@@ -734,8 +732,15 @@ mod tests {
         }
         fn setup(&mut self, cqn: usize, base: u64, log2: usize) {
             if cqn < NQ {
-                self.cq[cqn] =
-                    RefCq { set: cq_capacity(log2) != 0, base: base & !63, log2, pi: 0, ci: 0, phase: true, err: false };
+                self.cq[cqn] = RefCq {
+                    set: cq_capacity(log2) != 0,
+                    base: base & !63,
+                    log2,
+                    pi: 0,
+                    ci: 0,
+                    phase: true,
+                    err: false,
+                };
             }
         }
         fn doorbell(&mut self, cqn: usize, ci: u16) {
@@ -1069,7 +1074,12 @@ mod tests {
             }
             if let Some((q, base, l)) = i.setup {
                 if q < NQ {
-                    drv[q] = Drv { base: base & !63, log2: if cq_capacity(l) == 0 { 0 } else { l }, consuming: true, ..Default::default() };
+                    drv[q] = Drv {
+                        base: base & !63,
+                        log2: if cq_capacity(l) == 0 { 0 } else { l },
+                        consuming: true,
+                        ..Default::default()
+                    };
                     resets += 1;
                 }
             }

@@ -19,6 +19,7 @@ pub mod psn_check;
 pub mod qp_context;
 pub mod req_front;
 pub mod requester;
+pub mod responder;
 pub mod rnic;
 pub mod rx_parse;
 pub mod scatter;

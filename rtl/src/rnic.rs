@@ -22,6 +22,7 @@
 
 use rust_hdl::prelude::*;
 
+use crate::arp::ArpResponder;
 use crate::axis::{AxisSink, AxisSource};
 use crate::completer::Completer;
 use crate::consts::k;
@@ -104,6 +105,7 @@ pub struct Rnic {
     arb: DmaReadArb,
     rx: RxParse,
     mux: TxFrameMux,
+    arp: ArpResponder,
     comp: Completer,
     cqe: CqeGen<256, 8>,
     scat: ScatterPath,
@@ -144,7 +146,6 @@ pub struct Rnic {
     mtu_bias: Constant<Bits<4>>,
     kind_sq: Constant<Bits<2>>,
     zero8: Constant<Bits<8>>,
-    zero32: Constant<Bits<32>>,
     zero64: Constant<Bits<64>>,
     zero512: Constant<Bits<512>>,
     ctr_k: [Constant<Bits<6>>; 10],
@@ -198,6 +199,7 @@ impl Default for Rnic {
             arb: Default::default(),
             rx: Default::default(),
             mux: Default::default(),
+            arp: Default::default(),
             comp: Default::default(),
             cqe: Default::default(),
             scat: Default::default(),
@@ -235,7 +237,6 @@ impl Default for Rnic {
             mtu_bias: k(7),
             kind_sq: k(0),
             zero8: k(0),
-            zero32: k(0),
             zero64: k(0),
             zero512: Constant::new(Bits::<512>::default()),
             ctr_k: core::array::from_fn(|i| k(i as u64)),
@@ -260,6 +261,7 @@ impl Logic for Rnic {
         self.arb.clock.next = self.clock.val();
         self.rx.clock.next = self.clock.val();
         self.mux.clock.next = self.clock.val();
+        self.arp.clock.next = self.clock.val();
 
         // ---- register slave
         self.csr.awvalid.next = self.awvalid.val();
@@ -306,7 +308,7 @@ impl Logic for Rnic {
             self.l_ctr.next = self.rx.counters[8].val();
         }
         if self.csr.ctr_index.val() == self.ctr_k[9].val() {
-            self.l_ctr.next = self.zero32.val();
+            self.l_ctr.next = self.arp.answered.val();
         }
         self.csr.ctr_value.next = self.l_ctr.val();
 
@@ -542,10 +544,11 @@ impl Logic for Rnic {
         self.mux.a.tlast.next = self.txb.m_axis.tlast.val();
         self.mux.a.tvalid.next = self.txb.m_axis.tvalid.val();
         self.txb.m_axis.tready.next = self.mux.a.tready.val();
-        self.mux.b.tdata.next = self.zero512.val();
-        self.mux.b.tkeep.next = self.zero64.val();
-        self.mux.b.tlast.next = false;
-        self.mux.b.tvalid.next = false;
+        self.mux.b.tdata.next = self.arp.m_axis.tdata.val();
+        self.mux.b.tkeep.next = self.arp.m_axis.tkeep.val();
+        self.mux.b.tlast.next = self.arp.m_axis.tlast.val();
+        self.mux.b.tvalid.next = self.arp.m_axis.tvalid.val();
+        self.arp.m_axis.tready.next = self.mux.b.tready.val();
         self.m_axis.tdata.next = self.mux.m_axis.tdata.val();
         self.m_axis.tkeep.next = self.mux.m_axis.tkeep.val();
         self.m_axis.tlast.next = self.mux.m_axis.tlast.val();
@@ -557,6 +560,12 @@ impl Logic for Rnic {
         self.rx.s_axis.tkeep.next = self.s_axis.tkeep.val();
         self.rx.s_axis.tlast.next = self.s_axis.tlast.val();
         self.rx.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        self.arp.s_axis.tdata.next = self.s_axis.tdata.val();
+        self.arp.s_axis.tkeep.next = self.s_axis.tkeep.val();
+        self.arp.s_axis.tlast.next = self.s_axis.tlast.val();
+        self.arp.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        self.arp.my_mac.next = self.csr.mac.val();
+        self.arp.my_ip.next = self.csr.ipv4.val();
         self.s_axis.tready.next = true;
         self.rx.my_ip.next = self.csr.ipv4.val();
         // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests wait for the

@@ -23,6 +23,232 @@ use testbench::mac::{DmaHost, DmaRead, MacLink, CORE_HZ};
 use testbench::model::*;
 use testbench::wire::frame::MacAddr;
 
+/// The RNIC's inputs in one cycle.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RnicIn {
+    pub awvalid: bool,
+    pub awaddr: u32,
+    pub wvalid: bool,
+    pub wdata: u32,
+    pub bready: bool,
+    pub arvalid: bool,
+    pub araddr: u32,
+    pub rready: bool,
+    pub rd_req_ready: bool,
+    pub rd_resp_valid: bool,
+    pub rd_resp_data: [u32; 16],
+    pub rd_resp_tag: u8,
+    pub rd_resp_last: bool,
+    pub wr_ready: bool,
+    pub m_axis_tready: bool,
+    pub s_axis_tvalid: bool,
+    pub s_axis_tdata: [u32; 16],
+    pub s_axis_tkeep: u64,
+    pub s_axis_tlast: bool,
+}
+
+/// The RNIC's outputs in one cycle (after the inputs settled).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RnicOut {
+    pub awready: bool,
+    pub wready: bool,
+    pub bvalid: bool,
+    pub bresp: u8,
+    pub arready: bool,
+    pub rvalid: bool,
+    pub rdata: u32,
+    pub rresp: u8,
+    pub rd_req_valid: bool,
+    pub rd_req_addr: u64,
+    pub rd_req_len: u32,
+    pub rd_req_tag: u8,
+    pub rd_resp_ready: bool,
+    pub wr_valid: bool,
+    pub wr_addr: u64,
+    pub wr_data: [u32; 16],
+    pub wr_strb: u64,
+    pub wr_last: bool,
+    pub m_axis_tvalid: bool,
+    pub m_axis_tdata: [u32; 16],
+    pub m_axis_tkeep: u64,
+    pub m_axis_tlast: bool,
+    pub s_axis_tready: bool,
+}
+
+/// One RNIC implementation: the Verilator model, rust-hdl's simulator, or both in lockstep.
+pub trait RnicDut {
+    /// Set the inputs with the clock low and return the settled outputs.
+    fn drive(&mut self, i: &RnicIn) -> RnicOut;
+    /// Rising edge.
+    fn tick(&mut self);
+}
+
+impl RnicDut for Clocked<VRnic> {
+    fn drive(&mut self, i: &RnicIn) -> RnicOut {
+        let m = &mut self.m;
+        m.set_awvalid(i.awvalid as u64);
+        m.set_awaddr(u64::from(i.awaddr));
+        m.set_wvalid(i.wvalid as u64);
+        m.set_wdata(u64::from(i.wdata));
+        m.set_wstrb(0xF);
+        m.set_bready(i.bready as u64);
+        m.set_arvalid(i.arvalid as u64);
+        m.set_araddr(u64::from(i.araddr));
+        m.set_rready(i.rready as u64);
+        m.set_rd_req_ready(i.rd_req_ready as u64);
+        m.set_rd_resp_valid(i.rd_resp_valid as u64);
+        m.set_rd_resp_data(&i.rd_resp_data);
+        m.set_rd_resp_tag(u64::from(i.rd_resp_tag));
+        m.set_rd_resp_last(i.rd_resp_last as u64);
+        m.set_wr_ready(i.wr_ready as u64);
+        m.set_m_axis_tready(i.m_axis_tready as u64);
+        m.set_s_axis_tvalid(i.s_axis_tvalid as u64);
+        m.set_s_axis_tdata(&i.s_axis_tdata);
+        m.set_s_axis_tkeep(i.s_axis_tkeep);
+        m.set_s_axis_tlast(i.s_axis_tlast as u64);
+        self.settle();
+        let m = &self.m;
+        RnicOut {
+            awready: m.awready() != 0,
+            wready: m.wready() != 0,
+            bvalid: m.bvalid() != 0,
+            bresp: m.bresp() as u8,
+            arready: m.arready() != 0,
+            rvalid: m.rvalid() != 0,
+            rdata: m.rdata() as u32,
+            rresp: m.rresp() as u8,
+            rd_req_valid: m.rd_req_valid() != 0,
+            rd_req_addr: m.rd_req_addr(),
+            rd_req_len: m.rd_req_len() as u32,
+            rd_req_tag: m.rd_req_tag() as u8,
+            rd_resp_ready: m.rd_resp_ready() != 0,
+            wr_valid: m.wr_valid() != 0,
+            wr_addr: m.wr_addr(),
+            wr_data: m.wr_data(),
+            wr_strb: m.wr_strb(),
+            wr_last: m.wr_last() != 0,
+            m_axis_tvalid: m.m_axis_tvalid() != 0,
+            m_axis_tdata: m.m_axis_tdata(),
+            m_axis_tkeep: m.m_axis_tkeep(),
+            m_axis_tlast: m.m_axis_tlast() != 0,
+            s_axis_tready: m.s_axis_tready() != 0,
+        }
+    }
+    fn tick(&mut self) {
+        Clocked::tick(self)
+    }
+}
+
+/// The rust-hdl model of the same top, in rust-hdl's own simulator (direct drive).
+pub struct RustHdlRnic(Box<rtl::rnic::Rnic>);
+
+impl Default for RustHdlRnic {
+    fn default() -> Self {
+        use rust_hdl::prelude::Block;
+        let mut u = Box::<rtl::rnic::Rnic>::default();
+        u.connect_all();
+        RustHdlRnic(u)
+    }
+}
+
+fn b512(w: &[u32; 16]) -> rust_hdl::prelude::Bits<512> {
+    let mut b = rust_hdl::prelude::Bits::<512>::default();
+    for (i, x) in w.iter().enumerate() {
+        b.set_bits::<32>(32 * i, rust_hdl::prelude::bits::<32>(u64::from(*x)));
+    }
+    b
+}
+fn w512(b: rust_hdl::prelude::Bits<512>) -> [u32; 16] {
+    std::array::from_fn(|i| b.get_bits::<32>(32 * i).to_u32())
+}
+
+impl RnicDut for RustHdlRnic {
+    fn drive(&mut self, i: &RnicIn) -> RnicOut {
+        use rust_hdl::prelude::*;
+        let u = &mut *self.0;
+        u.awvalid.next = i.awvalid;
+        u.awaddr.next = bits(u64::from(i.awaddr));
+        u.wvalid.next = i.wvalid;
+        u.wdata.next = bits(u64::from(i.wdata));
+        u.wstrb.next = bits(0xF);
+        u.bready.next = i.bready;
+        u.arvalid.next = i.arvalid;
+        u.araddr.next = bits(u64::from(i.araddr));
+        u.rready.next = i.rready;
+        u.rd_req_ready.next = i.rd_req_ready;
+        u.rd_resp_valid.next = i.rd_resp_valid;
+        u.rd_resp_data.next = b512(&i.rd_resp_data);
+        u.rd_resp_tag.next = bits(u64::from(i.rd_resp_tag));
+        u.rd_resp_last.next = i.rd_resp_last;
+        u.wr_ready.next = i.wr_ready;
+        u.m_axis.tready.next = i.m_axis_tready;
+        u.s_axis.tvalid.next = i.s_axis_tvalid;
+        u.s_axis.tdata.next = b512(&i.s_axis_tdata);
+        u.s_axis.tkeep.next = bits(i.s_axis_tkeep);
+        u.s_axis.tlast.next = i.s_axis_tlast;
+        u.clock.next = false.into();
+        assert!(simulate(u, 2000), "rust-hdl simulation of the RNIC did not settle");
+        RnicOut {
+            awready: u.awready.val(),
+            wready: u.wready.val(),
+            bvalid: u.bvalid.val(),
+            bresp: u.bresp.val().to_u64() as u8,
+            arready: u.arready.val(),
+            rvalid: u.rvalid.val(),
+            rdata: u.rdata.val().to_u32(),
+            rresp: u.rresp.val().to_u64() as u8,
+            rd_req_valid: u.rd_req_valid.val(),
+            rd_req_addr: u.rd_req_addr.val().to_u64(),
+            rd_req_len: u.rd_req_len.val().to_u64() as u32,
+            rd_req_tag: u.rd_req_tag.val().to_u64() as u8,
+            rd_resp_ready: u.rd_resp_ready.val(),
+            wr_valid: u.wr_valid.val(),
+            wr_addr: u.wr_addr.val().to_u64(),
+            wr_data: w512(u.wr_data.val()),
+            wr_strb: u.wr_strb.val().to_u64(),
+            wr_last: u.wr_last.val(),
+            m_axis_tvalid: u.m_axis.tvalid.val(),
+            m_axis_tdata: w512(u.m_axis.tdata.val()),
+            m_axis_tkeep: u.m_axis.tkeep.val().to_u64(),
+            m_axis_tlast: u.m_axis.tlast.val(),
+            s_axis_tready: u.s_axis.tready.val(),
+        }
+    }
+    fn tick(&mut self) {
+        use rust_hdl::prelude::*;
+        self.0.clock.next = true.into();
+        assert!(simulate(&mut *self.0, 2000), "rust-hdl simulation of the RNIC did not settle");
+    }
+}
+
+/// Both simulators on the same stimulus: every output compared every cycle; the first difference panics
+/// with the cycle number and both outputs.
+pub struct Lockstep {
+    pub v: Clocked<VRnic>,
+    pub r: RustHdlRnic,
+    pub cycle: u64,
+}
+
+impl Default for Lockstep {
+    fn default() -> Self {
+        Lockstep { v: Clocked::new(None), r: RustHdlRnic::default(), cycle: 0 }
+    }
+}
+
+impl RnicDut for Lockstep {
+    fn drive(&mut self, i: &RnicIn) -> RnicOut {
+        let a = self.v.drive(i);
+        let b = self.r.drive(i);
+        assert_eq!(a, b, "cycle {}: Verilator (left) and rust-hdl (right) differ on the same inputs", self.cycle);
+        a
+    }
+    fn tick(&mut self) {
+        self.v.tick();
+        self.r.tick();
+        self.cycle += 1;
+    }
+}
+
 /// Register-slave inputs held across cycles by the bus.
 #[derive(Clone, Copy, Default)]
 struct CsrIn {
@@ -49,8 +275,8 @@ struct CsrOut {
     rresp: u8,
 }
 
-pub struct System {
-    pub rnic: Clocked<VRnic>,
+pub struct System<D: RnicDut = Clocked<VRnic>> {
+    pub rnic: D,
     pub dma: DmaHost,
     /// RNIC to peer, and peer to RNIC.
     pub out: MacLink,
@@ -68,9 +294,16 @@ pub struct System {
     pub received: Vec<Vec<u8>>,
 }
 
-impl System {
-    /// `pcap_dir`: where `rnic-tx.pcap` and `rnic-rx.pcap` go.
+impl System<Clocked<VRnic>> {
+    /// The Verilator model; `pcap_dir`: where `rnic-tx.pcap` and `rnic-rx.pcap` go.
     pub fn new(mem: Arc<Mutex<HostMemory>>, peer: Device, pcap_dir: Option<&Path>, vcd: Option<&str>) -> std::io::Result<Self> {
+        Self::with_dut(Clocked::new(vcd), mem, peer, pcap_dir)
+    }
+}
+
+impl<D: RnicDut> System<D> {
+    /// Any implementation of the RNIC.
+    pub fn with_dut(rnic: D, mem: Arc<Mutex<HostMemory>>, peer: Device, pcap_dir: Option<&Path>) -> std::io::Result<Self> {
         let mut out = MacLink::new(100.0, CORE_HZ, 100);
         let mut inl = MacLink::new(100.0, CORE_HZ, 100);
         if let Some(d) = pcap_dir {
@@ -79,7 +312,7 @@ impl System {
             inl = inl.with_pcap(Box::new(std::fs::File::create(d.join("rnic-rx.pcap"))?))?;
         }
         Ok(System {
-            rnic: Clocked::new(vcd),
+            rnic,
             dma: DmaHost::new(mem, CORE_HZ),
             out,
             inl,
@@ -101,67 +334,59 @@ impl System {
     /// One core clock cycle of the RNIC, host memory, both link directions and the peer.
     pub fn step(&mut self) {
         let c = self.cycle;
-        let m = &mut self.rnic.m;
         // ---- inputs
-        let i = self.csr_in;
-        m.set_awvalid(i.awvalid as u64);
-        m.set_awaddr(u64::from(i.awaddr));
-        m.set_wvalid(i.wvalid as u64);
-        m.set_wdata(u64::from(i.wdata));
-        m.set_wstrb(0xF);
-        m.set_bready(i.bready as u64);
-        m.set_arvalid(i.arvalid as u64);
-        m.set_araddr(u64::from(i.araddr));
-        m.set_rready(i.rready as u64);
-        m.set_rd_req_ready(self.dma.rd_req_ready() as u64);
+        let ci = self.csr_in;
+        let mut i = RnicIn {
+            awvalid: ci.awvalid,
+            awaddr: ci.awaddr,
+            wvalid: ci.wvalid,
+            wdata: ci.wdata,
+            bready: ci.bready,
+            arvalid: ci.arvalid,
+            araddr: ci.araddr,
+            rready: ci.rready,
+            rd_req_ready: self.dma.rd_req_ready(),
+            wr_ready: true,
+            m_axis_tready: self.out.tx_ready(),
+            ..Default::default()
+        };
         let beat = self.dma.rd_resp(c);
-        m.set_rd_resp_valid(beat.is_some() as u64);
         if let Some(b) = &beat {
-            m.set_rd_resp_data(&words(&b.data));
-            m.set_rd_resp_tag(u64::from(b.tag));
-            m.set_rd_resp_last(b.last as u64);
+            i.rd_resp_valid = true;
+            i.rd_resp_data = words(&b.data);
+            i.rd_resp_tag = b.tag;
+            i.rd_resp_last = b.last;
         }
-        m.set_wr_ready(1);
-        m.set_m_axis_tready(self.out.tx_ready() as u64);
-        match self.inl.rx_beat(c) {
-            Some(b) => {
-                m.set_s_axis_tvalid(1);
-                m.set_s_axis_tdata(&words(&b.data));
-                m.set_s_axis_tkeep(if b.len == 64 { u64::MAX } else { (1u64 << b.len) - 1 });
-                m.set_s_axis_tlast(b.last as u64);
-            }
-            None => m.set_s_axis_tvalid(0),
+        if let Some(b) = self.inl.rx_beat(c) {
+            i.s_axis_tvalid = true;
+            i.s_axis_tdata = words(&b.data);
+            i.s_axis_tkeep = if b.len == 64 { u64::MAX } else { (1u64 << b.len) - 1 };
+            i.s_axis_tlast = b.last;
         }
-        self.rnic.settle();
-        let m = &mut self.rnic.m;
+        let o = self.rnic.drive(&i);
         // ---- outputs
         self.csr_out = CsrOut {
-            awready: m.awready() != 0,
-            wready: m.wready() != 0,
-            bvalid: m.bvalid() != 0,
-            bresp: m.bresp() as u8,
-            arready: m.arready() != 0,
-            rvalid: m.rvalid() != 0,
-            rdata: m.rdata() as u32,
-            rresp: m.rresp() as u8,
+            awready: o.awready,
+            wready: o.wready,
+            bvalid: o.bvalid,
+            bresp: o.bresp,
+            arready: o.arready,
+            rvalid: o.rvalid,
+            rdata: o.rdata,
+            rresp: o.rresp,
         };
-        if m.rd_req_valid() != 0 && self.dma.rd_req_ready() {
-            let r = DmaRead { addr: m.rd_req_addr(), len: m.rd_req_len() as u32, tag: m.rd_req_tag() as u8 };
-            self.dma.rd_req(c, r);
+        if o.rd_req_valid && i.rd_req_ready {
+            self.dma.rd_req(c, DmaRead { addr: o.rd_req_addr, len: o.rd_req_len, tag: o.rd_req_tag });
         }
-        if beat.is_some() && m.rd_resp_ready() != 0 {
+        if beat.is_some() && o.rd_resp_ready {
             self.dma.rd_resp_taken();
         }
-        if m.wr_valid() != 0 {
-            let d = bytes(&m.wr_data());
-            self.dma.wr_beat(m.wr_addr(), &d, m.wr_strb());
+        if o.wr_valid {
+            self.dma.wr_beat(o.wr_addr, &bytes(&o.wr_data), o.wr_strb);
         }
-        if m.m_axis_tvalid() != 0 && self.out.tx_ready() {
-            let keep = m.m_axis_tkeep();
-            let n = keep.trailing_ones() as usize;
-            let d = bytes(&m.m_axis_tdata());
-            let last = m.m_axis_tlast() != 0;
-            self.out.tx_beat(c, &d[..n.max(1)], last).expect("pcap write");
+        if o.m_axis_tvalid && i.m_axis_tready {
+            let n = o.m_axis_tkeep.trailing_ones() as usize;
+            self.out.tx_beat(c, &bytes(&o.m_axis_tdata)[..n.max(1)], o.m_axis_tlast).expect("pcap write");
         }
         self.rnic.tick();
         self.out.tick();
@@ -202,8 +427,13 @@ impl System {
         self.cycle += 1;
     }
 
+    /// Send a frame to the RNIC as if the peer had sent it (after the peer's own queued frames).
+    pub fn inject(&mut self, f: Vec<u8>) {
+        self.to_rnic.push_back((f, 0));
+    }
+
     /// Step until `done(self)` or `max` cycles; false on timeout.
-    pub fn run_until(&mut self, max: u64, mut done: impl FnMut(&System) -> bool) -> bool {
+    pub fn run_until(&mut self, max: u64, mut done: impl FnMut(&System<D>) -> bool) -> bool {
         for _ in 0..max {
             if done(self) {
                 return true;
@@ -228,20 +458,19 @@ fn bytes(w: &[u32; 16]) -> [u8; 64] {
 
 /// The driver's register bus over the simulated RNIC: each access is an AXI4-Lite handshake, the whole system
 /// stepping while it runs.
-#[derive(Clone)]
-pub struct SimBus {
-    pub sys: Rc<RefCell<System>>,
+pub struct SimBus<D: RnicDut = Clocked<VRnic>> {
+    pub sys: Rc<RefCell<System<D>>>,
     /// Cycles an access may take before it is a bus error.
     pub timeout: u64,
 }
 
-impl SimBus {
-    pub fn new(sys: Rc<RefCell<System>>) -> Self {
+impl<D: RnicDut> SimBus<D> {
+    pub fn new(sys: Rc<RefCell<System<D>>>) -> Self {
         SimBus { sys, timeout: 10_000 }
     }
 }
 
-impl CsrBus for SimBus {
+impl<D: RnicDut> CsrBus for SimBus<D> {
     fn write32(&mut self, addr: u32, value: u32) -> Result<(), DriverError> {
         let mut s = self.sys.borrow_mut();
         s.csr_in = CsrIn { awvalid: true, awaddr: addr, wvalid: true, wdata: value, ..Default::default() };
@@ -299,9 +528,9 @@ pub const OUR_IP: u32 = 0x0A00_0011;
 
 /// The RNIC with one RC QP connected to a QP of the golden-model peer, both in RTS, with 2 MiB registered on
 /// each side (ours filled with a seeded pattern).
-pub struct Rig {
-    pub sys: Rc<RefCell<System>>,
-    pub drv: Driver<SimBus>,
+pub struct Rig<D: RnicDut = Clocked<VRnic>> {
+    pub sys: Rc<RefCell<System<D>>>,
+    pub drv: Driver<SimBus<D>>,
     pub mem: Arc<Mutex<HostMemory>>,
     pub qpn: u32,
     pub peer_qpn: u32,
@@ -314,9 +543,14 @@ pub struct Rig {
 }
 
 pub fn rig(mtu: u32, dir: &Path) -> Rig {
+    rig_with(Clocked::new(None), mtu, dir)
+}
+
+/// [`rig`] on any implementation of the RNIC (rust-hdl's simulator, or both simulators in lockstep).
+pub fn rig_with<D: RnicDut>(dut: D, mtu: u32, dir: &Path) -> Rig<D> {
     let mem = Arc::new(Mutex::new(HostMemory::new()));
     let mut peer = Device::new(DeviceConfig::simple(2));
-    let sys = Rc::new(RefCell::new(System::new(mem.clone(), Device::new(DeviceConfig::simple(9)), Some(dir), None).unwrap()));
+    let sys = Rc::new(RefCell::new(System::with_dut(dut, mem.clone(), Device::new(DeviceConfig::simple(9)), Some(dir)).unwrap()));
     let mut drv = Driver::open(SimBus::new(sys.clone()), mem.clone()).expect("the driver opens the RTL device");
     assert_eq!(drv.info.caps & CAP_RC, CAP_RC);
     assert_eq!((drv.info.log2_qps, drv.info.log2_mrs), (8, 10));
@@ -377,7 +611,7 @@ pub fn rig(mtu: u32, dir: &Path) -> Rig {
     Rig { sys, drv, mem, qpn, peer_qpn, src, lkey, peer_buf, peer_rkey: pmr.rkey, peer_cq, dir: dir.to_path_buf() }
 }
 
-impl Rig {
+impl<D: RnicDut> Rig<D> {
     /// Step until the peer has `n` completions (or `max_cycles`).
     pub fn wait_peer_completions(&mut self, n: usize, max_cycles: u64) -> Vec<WorkCompletion> {
         let mut got = Vec::new();

@@ -212,3 +212,28 @@ fn rtl_reads_from_the_golden_peer_land_in_host_memory_and_complete() {
     let s = r.sys.borrow();
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
 }
+
+#[test]
+fn the_rnic_answers_arp_for_its_address_only() {
+    use testbench::wire::frame::{parse_ethernet, ArpFrame, Frame, MacAddr, ARP_OP_REPLY};
+    let dir = std::env::temp_dir().join(format!("rnic-system-arp-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let asker = MacAddr([0x52, 0x54, 0, 0, 0, 9]);
+    let ours: std::net::Ipv4Addr = sim::system::OUR_IP.into();
+    let other: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 0, 0, 99);
+    let who: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 0, 0, 9);
+    let mut s = r.sys.borrow_mut();
+    let before = s.sent.len();
+    s.inject(ArpFrame::request(asker, who, other).build());
+    s.inject(ArpFrame::request(asker, who, ours).build());
+    assert!(s.run_until(5_000, |s| s.sent.len() > before));
+    for _ in 0..2_000 {
+        s.step();
+    }
+    assert_eq!(s.sent.len(), before + 1, "one reply, for our address only");
+    let Ok(Frame::Arp(a)) = parse_ethernet(&s.sent[before]) else { panic!("not an ARP reply") };
+    assert_eq!(a.arp.oper, ARP_OP_REPLY);
+    assert_eq!((a.arp.sha.0, a.arp.spa, a.arp.tha, a.arp.tpa), (sim::system::OUR_MAC, ours, asker, who));
+    drop(s);
+    assert_eq!(r.drv.bus().read32(testbench::host::REG_COUNTERS + 4 * 9).unwrap(), 1, "ARP answered counter");
+}
