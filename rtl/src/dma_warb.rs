@@ -3,7 +3,8 @@
 //! Whole commands only: the arbiter picks a source when no command is in progress (round robin when both
 //! have one) and stays with it until that source's `last` beat is taken, so a completion can never be written
 //! in the middle of a payload (and so, with writes performed in order, a CQE lands after the payload of the
-//! packet that completed it). CQE Generation writes one beat per CQE, so its beats are always `last`.
+//! packet that completed it). Chained, three sources share the port (the top: the Responder's and the
+//! Completer's Scatter Paths, then CQE Generation, whose beats are single-beat commands: `b_last` tied high).
 
 use rust_hdl::prelude::*;
 
@@ -17,12 +18,13 @@ pub struct DmaWriteArb {
     pub a_data: Signal<In, Bits<512>>,
     pub a_strb: Signal<In, Bits<64>>,
     pub a_last: Signal<In, Bit>,
-    // source b: single beats
+    // source b
     pub b_valid: Signal<In, Bit>,
     pub b_ready: Signal<Out, Bit>,
     pub b_addr: Signal<In, Bits<64>>,
     pub b_data: Signal<In, Bits<512>>,
     pub b_strb: Signal<In, Bits<64>>,
+    pub b_last: Signal<In, Bit>,
     // the port
     pub wr_valid: Signal<Out, Bit>,
     pub wr_ready: Signal<In, Bit>,
@@ -31,6 +33,7 @@ pub struct DmaWriteArb {
     pub wr_strb: Signal<Out, Bits<64>>,
     pub wr_last: Signal<Out, Bit>,
     busy: DFF<Bit>,
+    sel_b: DFF<Bit>,
     last_b: DFF<Bit>,
     use_b: Signal<Local, Bit>,
 }
@@ -38,11 +41,11 @@ pub struct DmaWriteArb {
 impl Logic for DmaWriteArb {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, last_b);
-        // a command of a in progress keeps a; at a boundary b if only b waits, or both and a went last
+        dff_setup!(self, clock, busy, sel_b, last_b);
+        // a command in progress keeps its source; at a boundary b if only b waits, or both and a went last
         self.use_b.next = self.b_valid.val() & (!self.a_valid.val() | !self.last_b.q.val());
         if self.busy.q.val() {
-            self.use_b.next = false;
+            self.use_b.next = self.sel_b.q.val();
         }
         self.wr_valid.next = self.a_valid.val();
         self.wr_addr.next = self.a_addr.val();
@@ -54,13 +57,13 @@ impl Logic for DmaWriteArb {
             self.wr_addr.next = self.b_addr.val();
             self.wr_data.next = self.b_data.val();
             self.wr_strb.next = self.b_strb.val();
-            self.wr_last.next = true;
+            self.wr_last.next = self.b_last.val();
         }
         self.a_ready.next = self.wr_ready.val() & !self.use_b.val();
         self.b_ready.next = self.wr_ready.val() & self.use_b.val();
         if self.wr_valid.val() & self.wr_ready.val() {
-            // only a's commands span beats
-            self.busy.d.next = !self.use_b.val() & !self.a_last.val();
+            self.busy.d.next = !self.wr_last.val();
+            self.sel_b.d.next = self.use_b.val();
             if !self.busy.q.val() {
                 self.last_b.d.next = self.use_b.val();
             }
@@ -92,6 +95,7 @@ mod tests {
             u.b_valid.next = bv;
             u.b_addr.next = bits(1 << 63 | b_n);
             u.b_strb.next = bits(0xFFFF_FFFF);
+            u.b_last.next = true;
             u.wr_ready.next = rng.gen_bool(0.8);
             simulate(&mut u, 100);
             assert!(!(u.a_ready.val() && u.b_ready.val()));

@@ -25,6 +25,7 @@ pub mod rx_parse;
 pub mod scatter;
 pub mod sq_ring;
 pub mod tx_build;
+pub mod tx_arb;
 pub mod tx_icrc;
 pub mod tx_mux;
 

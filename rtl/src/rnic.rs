@@ -9,16 +9,17 @@
 //!                                    └─ Gather Path ◄─ Requester ◄─ WQE Check ◄─ WQE slots
 //!  MAC TX ◄─ TX frame mux ◄─┬─ TX Packet Build (+ ICRC) ◄─ Requester headers, Gather payload
 //!                           └─ ARP responder ◄─┐
-//!  MAC RX ─────────────────────────────────────┴─ RX Parse (ICRC check, drop counters; requests and responses
-//!                                                 are parsed and counted, and wait for the responder and
-//!                                                 completer, issue 4)
+//!  MAC RX ─────────────────────────────────────┴─ RX Parse ─┬─ responses: Completer ─ Scatter, CQE Generation
+//!                                                           └─ requests: Responder ─ Scatter, ACK/read
+//!                                                              responses via the TX request arbiter
 //! ```
 //!
 //! Responses (ACK, READ RESPONSE, ATOMIC ACKNOWLEDGE) go to the Completer, which scatters read data through
-//! the Scatter Path and completes WQEs through CQE Generation; both share the DMA write port. Requests are
-//! parsed, counted and dropped until the responder lands. Table commands the top does not own yet
-//! (WRITE_QP_RESP, WRITE_RQ) complete with no error and change nothing; RQ doorbells are taken and dropped.
-//! `CAPS` says RC only. The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
+//! its Scatter Path and completes WQEs through CQE Generation. Requests go to the Responder (its own QP
+//! Context, PSN Check and Key Cache copy; receive WQEs fetched from the RQ rings), whose ACKs and read
+//! responses share TX Packet Build and the Gather Path with the Requester (TX request arbiter), whose writes go
+//! through a second Scatter Path, and whose receive completions share CQE Generation with the Completer.
+//! `CAPS` says RC only (atomics: issue 6). The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
 
 use rust_hdl::prelude::*;
 
@@ -33,10 +34,12 @@ use crate::dma_warb::DmaWriteArb;
 use crate::gather::GatherPath;
 use crate::req_front::ReqFront;
 use crate::requester::Requester;
+use crate::responder::Responder;
 use crate::rx_parse::RxParse;
 use crate::scatter::ScatterPath;
 use crate::sq_ring::SqRing;
 use crate::tx_build::TxPacketBuild;
+use crate::tx_arb::TxReqArb;
 use crate::tx_mux::TxFrameMux;
 use testbench::host::*;
 use testbench::wire::opcode::{RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST};
@@ -106,6 +109,14 @@ pub struct Rnic {
     rx: RxParse,
     mux: TxFrameMux,
     arp: ArpResponder,
+    resp: Responder,
+    txarb: TxReqArb,
+    arb2: DmaReadArb,
+    scat2: ScatterPath,
+    warb2: DmaWriteArb,
+    /// CQE arbiter: the completer's (a) and the responder's (b) completions, round robin.
+    cq_last_b: DFF<Bit>,
+    cq_use_b: Signal<Local, Bit>,
     comp: Completer,
     cqe: CqeGen<256, 8>,
     scat: ScatterPath,
@@ -119,6 +130,7 @@ pub struct Rnic {
     op_resp_hi: Constant<Bits<8>>,
     zero13: Constant<Bits<13>>,
     kind_cq: Constant<Bits<2>>,
+    kind_rq: Constant<Bits<2>>,
 
     // command dispatcher
     cst: DFF<CmdState>,
@@ -148,7 +160,7 @@ pub struct Rnic {
     zero8: Constant<Bits<8>>,
     zero64: Constant<Bits<64>>,
     zero512: Constant<Bits<512>>,
-    ctr_k: [Constant<Bits<6>>; 10],
+    ctr_k: [Constant<Bits<6>>; 22],
 }
 
 impl Default for Rnic {
@@ -200,6 +212,13 @@ impl Default for Rnic {
             rx: Default::default(),
             mux: Default::default(),
             arp: Default::default(),
+            resp: Default::default(),
+            txarb: Default::default(),
+            arb2: Default::default(),
+            scat2: Default::default(),
+            warb2: Default::default(),
+            cq_last_b: Default::default(),
+            cq_use_b: Default::default(),
             comp: Default::default(),
             cqe: Default::default(),
             scat: Default::default(),
@@ -212,6 +231,7 @@ impl Default for Rnic {
             op_resp_hi: k(u64::from(RC_ATOMIC_ACKNOWLEDGE)),
             zero13: k(0),
             kind_cq: k(2),
+            kind_rq: k(1),
             cst: Default::default(),
             c_op: Default::default(),
             c_index: Default::default(),
@@ -247,7 +267,12 @@ impl Default for Rnic {
 impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp);
+        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp, cq_last_b);
+        self.resp.clock.next = self.clock.val();
+        self.txarb.clock.next = self.clock.val();
+        self.arb2.clock.next = self.clock.val();
+        self.scat2.clock.next = self.clock.val();
+        self.warb2.clock.next = self.clock.val();
         self.comp.clock.next = self.clock.val();
         self.cqe.clock.next = self.clock.val();
         self.scat.clock.next = self.clock.val();
@@ -310,6 +335,42 @@ impl Logic for Rnic {
         if self.csr.ctr_index.val() == self.ctr_k[9].val() {
             self.l_ctr.next = self.arp.answered.val();
         }
+        if self.csr.ctr_index.val() == self.ctr_k[10].val() {
+            self.l_ctr.next = self.resp.counters[0].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[11].val() {
+            self.l_ctr.next = self.resp.counters[1].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[12].val() {
+            self.l_ctr.next = self.resp.counters[2].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[13].val() {
+            self.l_ctr.next = self.resp.counters[3].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[14].val() {
+            self.l_ctr.next = self.resp.counters[4].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[15].val() {
+            self.l_ctr.next = self.resp.counters[5].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[16].val() {
+            self.l_ctr.next = self.resp.counters[6].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[17].val() {
+            self.l_ctr.next = self.resp.counters[7].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[18].val() {
+            self.l_ctr.next = self.resp.counters[8].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[19].val() {
+            self.l_ctr.next = self.resp.counters[9].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[20].val() {
+            self.l_ctr.next = self.resp.counters[10].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[21].val() {
+            self.l_ctr.next = self.resp.counters[11].val();
+        }
         self.csr.ctr_value.next = self.l_ctr.val();
 
         // ---- command dispatcher
@@ -352,6 +413,42 @@ impl Logic for Rnic {
         self.cqe.setup_cqn.next = self.c_index.q.val();
         self.cqe.setup_base.next = self.l_data.val().get_bits::<64>(0);
         self.cqe.setup_log2.next = self.l_data.val().get_bits::<5>(64);
+        // the responder's copies: Key Cache (RX), QP attributes, ePSN, receive rings
+        self.resp.kc_wr_en.next = false;
+        self.resp.kc_inv_en.next = false;
+        self.resp.kc_wr_index.next = self.c_index.q.val().get_bits::<10>(0);
+        self.resp.kc_wr_valid.next = true;
+        self.resp.kc_wr_va.next = self.l_data.val().get_bits::<64>(0);
+        self.resp.kc_wr_len.next = self.l_data.val().get_bits::<64>(64);
+        self.resp.kc_wr_base.next = self.l_data.val().get_bits::<64>(128);
+        self.resp.kc_wr_tag.next = self.l_data.val().get_bits::<8>(192);
+        self.resp.kc_wr_pd.next = self.l_data.val().get_bits::<24>(224);
+        self.resp.kc_wr_access.next = self.l_data.val().get_bits::<4>(256);
+        self.resp.attr_we.next = false;
+        self.resp.attr_qpn.next = self.c_index.q.val();
+        self.resp.attr_data.next.state = self.l_data.val().get_bits::<3>(0);
+        self.resp.attr_data.next.qp_type = self.l_data.val().get_bits::<2>(4);
+        self.resp.attr_data.next.path_mtu = self.l_data.val().get_bits::<3>(8);
+        self.resp.attr_data.next.access = self.l_data.val().get_bits::<8>(16);
+        self.resp.attr_data.next.min_rnr_timer = self.l_data.val().get_bits::<5>(32);
+        self.resp.attr_data.next.timeout = self.l_data.val().get_bits::<5>(40);
+        self.resp.attr_data.next.retry_cnt = self.l_data.val().get_bits::<3>(48);
+        self.resp.attr_data.next.rnr_retry = self.l_data.val().get_bits::<3>(56);
+        self.resp.attr_data.next.max_rd_atomic = self.l_data.val().get_bits::<8>(64);
+        self.resp.attr_data.next.max_dest_rd_atomic = self.l_data.val().get_bits::<8>(72);
+        self.resp.attr_data.next.dest_qpn = self.l_data.val().get_bits::<24>(96);
+        self.resp.attr_data.next.pd = self.l_data.val().get_bits::<32>(128);
+        self.resp.attr_data.next.sport = self.l_data.val().get_bits::<16>(160);
+        self.resp.attr_data.next.remote_ip = self.l_data.val().get_bits::<32>(192);
+        self.resp.attr_data.next.remote_mac = self.l_data.val().get_bits::<48>(224);
+        self.resp.rp_valid.next = false;
+        self.resp.rp_qpn.next = self.c_index.q.val();
+        self.resp.rp_epsn.next = self.l_w0.val().get_bits::<24>(0);
+        self.resp.rqs_valid.next = false;
+        self.resp.rqs_qpn.next = self.c_index.q.val();
+        self.resp.rqs_base.next = self.l_data.val().get_bits::<64>(0);
+        self.resp.rqs_log2.next = self.l_data.val().get_bits::<4>(64);
+        self.resp.rqs_cqn.next = self.l_data.val().get_bits::<24>(96);
         // SQ ring set-up
         self.sq.setup_valid.next = false;
         self.sq.setup_qpn.next = self.c_index.q.val();
@@ -375,6 +472,8 @@ impl Logic for Rnic {
                     if self.c_index.q.val() < self.n_mrs.val() {
                         self.front.kc_wr_en.next = self.c_op.q.val() == self.op_mr.val();
                         self.front.kc_inv_en.next = self.c_op.q.val() == self.op_inv.val();
+                        self.resp.kc_wr_en.next = self.c_op.q.val() == self.op_mr.val();
+                        self.resp.kc_inv_en.next = self.c_op.q.val() == self.op_inv.val();
                     } else {
                         self.c_err.d.next = self.err_index.val();
                     }
@@ -390,6 +489,19 @@ impl Logic for Rnic {
                     } else {
                         self.front.ctx_we.next = self.c_op.q.val() == self.op_qp.val();
                         self.comp.cqw_we.next = self.c_op.q.val() == self.op_qp.val();
+                        self.resp.attr_we.next = self.c_op.q.val() == self.op_qp.val();
+                        if self.c_op.q.val() == self.op_resp.val() {
+                            self.resp.rp_valid.next = true;
+                            if !self.resp.rp_ready.val() {
+                                self.cst.d.next = CmdState::Exec;
+                            }
+                        }
+                        if self.c_op.q.val() == self.op_rq.val() {
+                            self.resp.rqs_valid.next = true;
+                            if !self.resp.rqs_ready.val() {
+                                self.cst.d.next = CmdState::Exec;
+                            }
+                        }
                         if self.c_op.q.val() == self.op_req.val() {
                             self.front.psn_we.next = true;
                             if !self.front.psn_ready.val() {
@@ -429,22 +541,49 @@ impl Logic for Rnic {
         self.sq.db_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_sq.val());
         self.sq.db_qpn.next = self.csr.db_index.val();
         self.sq.db_pi.next = self.csr.db_value.val();
+        self.resp.rqdb_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_rq.val());
+        self.resp.rqdb_qpn.next = self.csr.db_index.val();
+        self.resp.rqdb_pi.next = self.csr.db_value.val();
         self.csr.db_ready.next = true;
         if self.csr.db_kind.val() == self.kind_sq.val() {
             self.csr.db_ready.next = self.sq.db_ready.val();
         }
+        if self.csr.db_kind.val() == self.kind_rq.val() {
+            self.csr.db_ready.next = self.resp.rqdb_ready.val();
+        }
 
-        // ---- DMA reads: WQE Prefetch (a) and Gather Path (b)
-        self.arb.a_req_valid.next = self.sq.rd_req_valid.val();
-        self.sq.rd_req_ready.next = self.arb.a_req_ready.val();
-        self.arb.a_req_addr.next = self.sq.rd_req_addr.val();
-        self.arb.a_req_len.next = self.sq.rd_req_len.val();
-        self.arb.a_req_tag.next = self.sq.rd_req_tag.val();
-        self.sq.rd_resp_valid.next = self.arb.a_resp_valid.val();
-        self.arb.a_resp_ready.next = self.sq.rd_resp_ready.val();
-        self.sq.rd_resp_data.next = self.arb.resp_data.val();
-        self.sq.rd_resp_tag.next = self.arb.resp_tag.val();
-        self.sq.rd_resp_last.next = self.arb.resp_last.val();
+        // ---- DMA reads: WQE Prefetch and the Responder's receive-WQE fetch share arb2; arb2 and the Gather Path
+        // share the port
+        self.arb2.a_req_valid.next = self.sq.rd_req_valid.val();
+        self.sq.rd_req_ready.next = self.arb2.a_req_ready.val();
+        self.arb2.a_req_addr.next = self.sq.rd_req_addr.val();
+        self.arb2.a_req_len.next = self.sq.rd_req_len.val();
+        self.arb2.a_req_tag.next = self.sq.rd_req_tag.val();
+        self.sq.rd_resp_valid.next = self.arb2.a_resp_valid.val();
+        self.arb2.a_resp_ready.next = self.sq.rd_resp_ready.val();
+        self.sq.rd_resp_data.next = self.arb2.resp_data.val();
+        self.sq.rd_resp_tag.next = self.arb2.resp_tag.val();
+        self.sq.rd_resp_last.next = self.arb2.resp_last.val();
+        self.arb2.b_req_valid.next = self.resp.rd_req_valid.val();
+        self.resp.rd_req_ready.next = self.arb2.b_req_ready.val();
+        self.arb2.b_req_addr.next = self.resp.rd_req_addr.val();
+        self.arb2.b_req_len.next = self.resp.rd_req_len.val();
+        self.arb2.b_req_tag.next = self.resp.rd_req_tag.val();
+        self.resp.rd_resp_valid.next = self.arb2.b_resp_valid.val();
+        self.arb2.b_resp_ready.next = self.resp.rd_resp_ready.val();
+        self.resp.rd_resp_data.next = self.arb2.resp_data.val();
+        self.resp.rd_resp_tag.next = self.arb2.resp_tag.val();
+        self.resp.rd_resp_last.next = self.arb2.resp_last.val();
+        self.arb.a_req_valid.next = self.arb2.rd_req_valid.val();
+        self.arb2.rd_req_ready.next = self.arb.a_req_ready.val();
+        self.arb.a_req_addr.next = self.arb2.rd_req_addr.val();
+        self.arb.a_req_len.next = self.arb2.rd_req_len.val();
+        self.arb.a_req_tag.next = self.arb2.rd_req_tag.val();
+        self.arb2.rd_resp_valid.next = self.arb.a_resp_valid.val();
+        self.arb.a_resp_ready.next = self.arb2.rd_resp_ready.val();
+        self.arb2.rd_resp_data.next = self.arb.resp_data.val();
+        self.arb2.rd_resp_tag.next = self.arb.resp_tag.val();
+        self.arb2.rd_resp_last.next = self.arb.resp_last.val();
         self.arb.b_req_valid.next = self.gather.rd_req_valid.val();
         self.gather.rd_req_ready.next = self.arb.b_req_ready.val();
         self.arb.b_req_addr.next = self.gather.rd_req_addr.val();
@@ -466,13 +605,27 @@ impl Logic for Rnic {
         self.arb.rd_resp_tag.next = self.rd_resp_tag.val();
         self.arb.rd_resp_last.next = self.rd_resp_last.val();
 
-        // ---- DMA writes: Scatter Path (a) and CQE Generation (b)
-        self.warb.a_valid.next = self.scat.wr_valid.val();
-        self.scat.wr_ready.next = self.warb.a_ready.val();
-        self.warb.a_addr.next = self.scat.wr_addr.val();
-        self.warb.a_data.next = self.scat.wr_data.val();
-        self.warb.a_strb.next = self.scat.wr_strb.val();
-        self.warb.a_last.next = self.scat.wr_last.val();
+        // ---- DMA writes: the Responder's (scat2) and the Completer's (scat) Scatter Paths share warb2; warb2 and
+        // CQE Generation share the port
+        self.warb2.a_valid.next = self.scat2.wr_valid.val();
+        self.scat2.wr_ready.next = self.warb2.a_ready.val();
+        self.warb2.a_addr.next = self.scat2.wr_addr.val();
+        self.warb2.a_data.next = self.scat2.wr_data.val();
+        self.warb2.a_strb.next = self.scat2.wr_strb.val();
+        self.warb2.a_last.next = self.scat2.wr_last.val();
+        self.warb2.b_valid.next = self.scat.wr_valid.val();
+        self.scat.wr_ready.next = self.warb2.b_ready.val();
+        self.warb2.b_addr.next = self.scat.wr_addr.val();
+        self.warb2.b_data.next = self.scat.wr_data.val();
+        self.warb2.b_strb.next = self.scat.wr_strb.val();
+        self.warb2.b_last.next = self.scat.wr_last.val();
+        self.warb.a_valid.next = self.warb2.wr_valid.val();
+        self.warb2.wr_ready.next = self.warb.a_ready.val();
+        self.warb.a_addr.next = self.warb2.wr_addr.val();
+        self.warb.a_data.next = self.warb2.wr_data.val();
+        self.warb.a_strb.next = self.warb2.wr_strb.val();
+        self.warb.a_last.next = self.warb2.wr_last.val();
+        self.warb.b_last.next = true;
         self.warb.b_valid.next = self.cqe.wr_valid.val();
         self.cqe.wr_ready.next = self.warb.b_ready.val();
         self.warb.b_addr.next = self.cqe.wr_addr.val();
@@ -513,8 +666,14 @@ impl Logic for Rnic {
         self.scat.s_axis.tlast.next = self.comp.s_pay.tlast.val();
         self.scat.s_axis.tvalid.next = self.comp.s_pay.tvalid.val();
         self.comp.s_pay.tready.next = self.scat.s_axis.tready.val();
-        self.cqe.cq_valid.next = self.comp.cq_valid.val();
-        self.comp.cq_ready.next = self.cqe.cq_ready.val();
+        // completions: the Completer's send CQEs (a) and the Responder's receive CQEs (b), round robin
+        self.cq_use_b.next = self.resp.cq_valid.val() & (!self.comp.cq_valid.val() | !self.cq_last_b.q.val());
+        self.cqe.cq_valid.next = self.comp.cq_valid.val() | self.resp.cq_valid.val();
+        self.comp.cq_ready.next = self.cqe.cq_ready.val() & !self.cq_use_b.val();
+        self.resp.cq_ready.next = self.cqe.cq_ready.val() & self.cq_use_b.val();
+        if self.cqe.cq_valid.val() & self.cqe.cq_ready.val() {
+            self.cq_last_b.d.next = self.cq_use_b.val();
+        }
         self.cqe.cq_cqn.next = self.comp.cq_cqn.val();
         self.cqe.cq_wr_id.next = self.comp.cq_wr_id.val();
         self.cqe.cq_byte_len.next = self.comp.cq_byte_len.val();
@@ -524,14 +683,52 @@ impl Logic for Rnic {
         self.cqe.cq_status.next = self.comp.cq_status.val();
         self.cqe.cq_opcode.next = self.comp.cq_opcode.val();
         self.cqe.cq_wc_flags.next = self.comp.cq_wc_flags.val();
-        self.gather.g_valid.next = self.req.g_valid.val();
-        self.req.g_ready.next = self.gather.g_ready.val();
-        self.gather.g_addr.next = self.req.g_addr.val();
-        self.gather.g_len.next = self.req.g_len.val();
+        if self.cq_use_b.val() {
+            self.cqe.cq_cqn.next = self.resp.cq_cqn.val();
+            self.cqe.cq_wr_id.next = self.resp.cq_wr_id.val();
+            self.cqe.cq_byte_len.next = self.resp.cq_byte_len.val();
+            self.cqe.cq_imm.next = self.resp.cq_imm.val();
+            self.cqe.cq_qp_num.next = self.resp.cq_qp_num.val();
+            self.cqe.cq_src_qp.next = self.resp.cq_src_qp.val();
+            self.cqe.cq_status.next = self.resp.cq_status.val();
+            self.cqe.cq_opcode.next = self.resp.cq_opcode.val();
+            self.cqe.cq_wc_flags.next = self.resp.cq_wc_flags.val();
+        }
+        // TX: the Requester's (a) and the Responder's (b) packets, header and gather command kept paired
+        self.txarb.a_hdr.next = self.req.hdr.val();
+        self.txarb.a_hdr_valid.next = self.req.hdr_valid.val();
+        self.req.hdr_ready.next = self.txarb.a_hdr_ready.val();
+        self.txarb.a_g_addr.next = self.req.g_addr.val();
+        self.txarb.a_g_len.next = self.req.g_len.val();
+        self.txarb.a_g_valid.next = self.req.g_valid.val();
+        self.req.g_ready.next = self.txarb.a_g_ready.val();
+        self.txarb.b_hdr.next = self.resp.tx_hdr.val();
+        self.txarb.b_hdr_valid.next = self.resp.tx_hdr_valid.val();
+        self.resp.tx_hdr_ready.next = self.txarb.b_hdr_ready.val();
+        self.txarb.b_g_addr.next = self.resp.g_addr.val();
+        self.txarb.b_g_len.next = self.resp.g_len.val();
+        self.txarb.b_g_valid.next = self.resp.g_valid.val();
+        self.resp.g_ready.next = self.txarb.b_g_ready.val();
+        self.gather.g_valid.next = self.txarb.g_valid.val();
+        self.txarb.g_ready.next = self.gather.g_ready.val();
+        self.gather.g_addr.next = self.txarb.g_addr.val();
+        self.gather.g_len.next = self.txarb.g_len.val();
         self.gather.g_tag.next = self.zero8.val();
-        self.txb.hdr.next = self.req.hdr.val();
-        self.txb.hdr_valid.next = self.req.hdr_valid.val();
-        self.req.hdr_ready.next = self.txb.hdr_ready.val();
+        self.txb.hdr.next = self.txarb.hdr.val();
+        self.txb.hdr_valid.next = self.txarb.hdr_valid.val();
+        self.txarb.hdr_ready.next = self.txb.hdr_ready.val();
+        // the Responder's scatter commands and payload
+        self.scat2.s_valid.next = self.resp.s_valid.val();
+        self.resp.s_ready.next = self.scat2.s_ready.val();
+        self.scat2.s_addr.next = self.resp.s_addr.val();
+        self.scat2.s_len.next = self.resp.s_len.val();
+        self.scat2.s_axis.tdata.next = self.resp.s_pay.tdata.val();
+        self.scat2.s_axis.tkeep.next = self.resp.s_pay.tkeep.val();
+        self.scat2.s_axis.tlast.next = self.resp.s_pay.tlast.val();
+        self.scat2.s_axis.tvalid.next = self.resp.s_pay.tvalid.val();
+        self.resp.s_pay.tready.next = self.scat2.s_axis.tready.val();
+        self.resp.my_mac.next = self.csr.mac.val();
+        self.resp.my_ip.next = self.csr.ipv4.val();
         self.txb.pay.tdata.next = self.gather.m_axis.tdata.val();
         self.txb.pay.tkeep.next = self.gather.m_axis.tkeep.val();
         self.txb.pay.tlast.next = self.gather.m_axis.tlast.val();
@@ -577,7 +774,14 @@ impl Logic for Rnic {
         self.comp.hdr_ext_words.next = self.rx.hdr_ext_words.val();
         self.comp.hdr_pay_len.next = self.rx.hdr_pay_len.val();
         self.comp.hdr_valid.next = self.rx.hdr_valid.val() & self.l_resp.val() & !self.pay_busy.q.val();
-        self.rx.hdr_ready.next = !self.pay_busy.q.val() & (!self.l_resp.val() | self.comp.hdr_ready.val());
+        self.resp.hdr.next = self.rx.hdr.val();
+        self.resp.hdr_ext_words.next = self.rx.hdr_ext_words.val();
+        self.resp.hdr_pay_len.next = self.rx.hdr_pay_len.val();
+        self.resp.hdr_valid.next = self.rx.hdr_valid.val() & !self.l_resp.val() & !self.pay_busy.q.val();
+        self.rx.hdr_ready.next = !self.pay_busy.q.val() & self.comp.hdr_ready.val();
+        if !self.l_resp.val() {
+            self.rx.hdr_ready.next = !self.pay_busy.q.val() & self.resp.hdr_ready.val();
+        }
         if self.rx.hdr_valid.val() & self.rx.hdr_ready.val() & self.l_has_pay.val() {
             self.pay_busy.d.next = true;
             self.pay_comp.d.next = self.l_resp.val();
@@ -586,7 +790,14 @@ impl Logic for Rnic {
         self.comp.pay.tkeep.next = self.rx.pay.tkeep.val();
         self.comp.pay.tlast.next = self.rx.pay.tlast.val();
         self.comp.pay.tvalid.next = self.rx.pay.tvalid.val() & self.pay_busy.q.val() & self.pay_comp.q.val();
-        self.rx.pay.tready.next = self.pay_busy.q.val() & (!self.pay_comp.q.val() | self.comp.pay.tready.val());
+        self.resp.pay.tdata.next = self.rx.pay.tdata.val();
+        self.resp.pay.tkeep.next = self.rx.pay.tkeep.val();
+        self.resp.pay.tlast.next = self.rx.pay.tlast.val();
+        self.resp.pay.tvalid.next = self.rx.pay.tvalid.val() & self.pay_busy.q.val() & !self.pay_comp.q.val();
+        self.rx.pay.tready.next = self.pay_busy.q.val() & self.resp.pay.tready.val();
+        if self.pay_comp.q.val() {
+            self.rx.pay.tready.next = self.pay_busy.q.val() & self.comp.pay.tready.val();
+        }
         if self.rx.pay.tvalid.val() & self.rx.pay.tready.val() & self.rx.pay.tlast.val() {
             self.pay_busy.d.next = false;
         }

@@ -237,3 +237,69 @@ fn the_rnic_answers_arp_for_its_address_only() {
     drop(s);
     assert_eq!(r.drv.bus().read32(testbench::host::REG_COUNTERS + 4 * 9).unwrap(), 1, "ARP answered counter");
 }
+
+/// The golden model as the requester, the RTL Responder executing: WRITE and READ against our memory, SEND and
+/// WRITE_WITH_IMM into our receive queue, completions in our CQ.
+#[test]
+fn the_golden_peer_writes_reads_and_sends_to_the_rtl_responder() {
+    let dir = std::env::temp_dir().join(format!("rnic-system-responder-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    // our receives: 4 buffers of 8 KiB at src + 1 MiB
+    let rbuf = r.src + (1 << 20);
+    for i in 0..4u64 {
+        r.drv.post_recv(r.qpn, &RecvWr { wr_id: 700 + i, sg_list: vec![Sge { addr: rbuf + i * 8192, length: 8192, lkey: r.lkey }] }).unwrap();
+    }
+    let peer_qpn = r.peer_qpn;
+    let sizes = [1u64, 1023, 1024, 1025, 5000];
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..1 << 20).map(|i: u32| (i.wrapping_mul(2246822519) >> 11) as u8).collect();
+        s.peer.mem_mut().write(r.peer_buf, &pat).unwrap();
+        let mut off = 0;
+        for (i, &len) in sizes.iter().enumerate() {
+            // WRITE peer_buf[off..] -> our src[off + 2..]
+            let mut w = SendWr::new(i as u64, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf + off, length: len as u32, lkey: r.peer_rkey }]);
+            w.remote_addr = r.src + off + 2;
+            w.rkey = r.lkey;
+            s.peer.post_send(peer_qpn, w).unwrap();
+            off += len + 64;
+        }
+        // READ our src[0x8_0000..] into peer_buf[0x10_0000..]... (within the peer's 2 MiB)
+        let mut rd = SendWr::new(50, WrOpcode::RdmaRead, vec![Sge { addr: r.peer_buf + 0x10_0000, length: 3000, lkey: r.peer_rkey }]);
+        rd.remote_addr = r.src + 0x8_0000;
+        rd.rkey = r.lkey;
+        s.peer.post_send(peer_qpn, rd).unwrap();
+        // SEND 2000 bytes, SEND_WITH_IMM 0 bytes, WRITE_WITH_IMM 700 bytes
+        s.peer.post_send(peer_qpn, SendWr::new(60, WrOpcode::Send, vec![Sge { addr: r.peer_buf + 0x1000, length: 2000, lkey: r.peer_rkey }])).unwrap();
+        let mut si = SendWr::new(61, WrOpcode::SendWithImm, vec![]);
+        si.imm_data = 0xFEED_0001;
+        s.peer.post_send(peer_qpn, si).unwrap();
+        let mut wi = SendWr::new(62, WrOpcode::RdmaWriteWithImm, vec![Sge { addr: r.peer_buf + 0x3000, length: 700, lkey: r.peer_rkey }]);
+        wi.remote_addr = r.src + 0x9_0000;
+        wi.rkey = r.lkey;
+        wi.imm_data = 0xFEED_0002;
+        s.peer.post_send(peer_qpn, wi).unwrap();
+    }
+    let peer_wcs = r.wait_peer_completions(sizes.len() + 4, 3_000_000);
+    assert_eq!(peer_wcs.len(), sizes.len() + 4, "{peer_wcs:?}");
+    assert!(peer_wcs.iter().all(|w| w.status == WcStatus::Success), "{peer_wcs:?}");
+    let ours = our_completions(&mut r, 3, 200_000);
+    let s = r.sys.borrow();
+    let mut off = 0;
+    for &len in &sizes {
+        let want = s.peer.mem().read(r.peer_buf + off, len as usize).unwrap();
+        assert!(r.src_bytes(off + 2, len as usize) == want, "peer WRITE of {len} bytes");
+        off += len + 64;
+    }
+    assert!(s.peer.mem().read(r.peer_buf + 0x10_0000, 3000).unwrap() == r.src_bytes(0x8_0000, 3000), "peer READ");
+    assert_eq!(ours.len(), 3, "{ours:?}");
+    assert_eq!((ours[0].wr_id, ours[0].opcode, ours[0].byte_len, ours[0].status), (700, WcOpcode::Recv, 2000, WcStatus::Success));
+    assert!(r.src_bytes((1 << 20) as u64, 2000) == s.peer.mem().read(r.peer_buf + 0x1000, 2000).unwrap(), "SEND payload");
+    assert_eq!((ours[1].wr_id, ours[1].byte_len, ours[1].imm_data), (701, 0, 0xFEED_0001));
+    assert!(ours[1].wc_flags.has(WcFlags::WITH_IMM));
+    assert_eq!((ours[2].wr_id, ours[2].opcode, ours[2].byte_len, ours[2].imm_data), (702, WcOpcode::RecvRdmaWithImm, 700, 0xFEED_0002));
+    assert!(r.src_bytes(0x9_0000, 700) == s.peer.mem().read(r.peer_buf + 0x3000, 700).unwrap(), "WRITE_WITH_IMM payload");
+    assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+    let c = s.peer.counters();
+    assert_eq!(c.total_drops(), 0, "{:?}", c.drops);
+}
