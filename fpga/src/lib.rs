@@ -66,6 +66,11 @@ pub fn blocks() -> Vec<Emitted> {
             depth_budget: Some(6),
         },
         Emitted {
+            name: "tx_req_arb",
+            verilog: rtl::verilog_of(&mut rtl::tx_arb::TxReqArb::default()),
+            depth_budget: Some(6),
+        },
+        Emitted {
             name: "tx_frame_mux",
             verilog: rtl::verilog_of(&mut rtl::tx_mux::TxFrameMux::default()),
             depth_budget: Some(6),

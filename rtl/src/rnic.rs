@@ -118,7 +118,7 @@ pub struct Rnic {
     cq_last_b: DFF<Bit>,
     cq_use_b: Signal<Local, Bit>,
     comp: Completer,
-    cqe: CqeGen<256, 8>,
+    cq_gen: CqeGen<256, 8>,
     scat: ScatterPath,
     warb: DmaWriteArb,
     // RX dispatch: the payload of the header taken last belongs to the completer or is drained
@@ -220,7 +220,7 @@ impl Default for Rnic {
             cq_last_b: Default::default(),
             cq_use_b: Default::default(),
             comp: Default::default(),
-            cqe: Default::default(),
+            cq_gen: Default::default(),
             scat: Default::default(),
             warb: Default::default(),
             pay_busy: Default::default(),
@@ -274,7 +274,7 @@ impl Logic for Rnic {
         self.scat2.clock.next = self.clock.val();
         self.warb2.clock.next = self.clock.val();
         self.comp.clock.next = self.clock.val();
-        self.cqe.clock.next = self.clock.val();
+        self.cq_gen.clock.next = self.clock.val();
         self.scat.clock.next = self.clock.val();
         self.warb.clock.next = self.clock.val();
         self.csr.clock.next = self.clock.val();
@@ -409,10 +409,10 @@ impl Logic for Rnic {
         self.comp.cqw_qpn.next = self.c_index.q.val();
         self.comp.cqw_cqn.next = self.l_data.val().get_bits::<24>(288);
         // CQ ring set-up
-        self.cqe.setup_valid.next = false;
-        self.cqe.setup_cqn.next = self.c_index.q.val();
-        self.cqe.setup_base.next = self.l_data.val().get_bits::<64>(0);
-        self.cqe.setup_log2.next = self.l_data.val().get_bits::<5>(64);
+        self.cq_gen.setup_valid.next = false;
+        self.cq_gen.setup_cqn.next = self.c_index.q.val();
+        self.cq_gen.setup_base.next = self.l_data.val().get_bits::<64>(0);
+        self.cq_gen.setup_log2.next = self.l_data.val().get_bits::<5>(64);
         // the responder's copies: Key Cache (RX), QP attributes, ePSN, receive rings
         self.resp.kc_wr_en.next = false;
         self.resp.kc_inv_en.next = false;
@@ -520,7 +520,7 @@ impl Logic for Rnic {
                     if self.c_index.q.val() >= self.n_cqs.val() {
                         self.c_err.d.next = self.err_index.val();
                     } else {
-                        self.cqe.setup_valid.next = true;
+                        self.cq_gen.setup_valid.next = true;
                     }
                 }
             }
@@ -535,9 +535,9 @@ impl Logic for Rnic {
 
         // ---- doorbells: SQ to the ring, CQ consumer indices to CQE Generation; RQ doorbells are taken
         // (no responder yet)
-        self.cqe.ci_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_cq.val());
-        self.cqe.ci_cqn.next = self.csr.db_index.val();
-        self.cqe.ci_value.next = self.csr.db_value.val();
+        self.cq_gen.ci_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_cq.val());
+        self.cq_gen.ci_cqn.next = self.csr.db_index.val();
+        self.cq_gen.ci_value.next = self.csr.db_value.val();
         self.sq.db_valid.next = self.csr.db_valid.val() & (self.csr.db_kind.val() == self.kind_sq.val());
         self.sq.db_qpn.next = self.csr.db_index.val();
         self.sq.db_pi.next = self.csr.db_value.val();
@@ -626,11 +626,11 @@ impl Logic for Rnic {
         self.warb.a_strb.next = self.warb2.wr_strb.val();
         self.warb.a_last.next = self.warb2.wr_last.val();
         self.warb.b_last.next = true;
-        self.warb.b_valid.next = self.cqe.wr_valid.val();
-        self.cqe.wr_ready.next = self.warb.b_ready.val();
-        self.warb.b_addr.next = self.cqe.wr_addr.val();
-        self.warb.b_data.next = self.cqe.wr_data.val();
-        self.warb.b_strb.next = self.cqe.wr_strb.val();
+        self.warb.b_valid.next = self.cq_gen.wr_valid.val();
+        self.cq_gen.wr_ready.next = self.warb.b_ready.val();
+        self.warb.b_addr.next = self.cq_gen.wr_addr.val();
+        self.warb.b_data.next = self.cq_gen.wr_data.val();
+        self.warb.b_strb.next = self.cq_gen.wr_strb.val();
         self.wr_valid.next = self.warb.wr_valid.val();
         self.warb.wr_ready.next = self.wr_ready.val();
         self.wr_addr.next = self.warb.wr_addr.val();
@@ -668,31 +668,31 @@ impl Logic for Rnic {
         self.comp.s_pay.tready.next = self.scat.s_axis.tready.val();
         // completions: the Completer's send CQEs (a) and the Responder's receive CQEs (b), round robin
         self.cq_use_b.next = self.resp.cq_valid.val() & (!self.comp.cq_valid.val() | !self.cq_last_b.q.val());
-        self.cqe.cq_valid.next = self.comp.cq_valid.val() | self.resp.cq_valid.val();
-        self.comp.cq_ready.next = self.cqe.cq_ready.val() & !self.cq_use_b.val();
-        self.resp.cq_ready.next = self.cqe.cq_ready.val() & self.cq_use_b.val();
-        if self.cqe.cq_valid.val() & self.cqe.cq_ready.val() {
+        self.cq_gen.cq_valid.next = self.comp.cq_valid.val() | self.resp.cq_valid.val();
+        self.comp.cq_ready.next = self.cq_gen.cq_ready.val() & !self.cq_use_b.val();
+        self.resp.cq_ready.next = self.cq_gen.cq_ready.val() & self.cq_use_b.val();
+        if self.cq_gen.cq_valid.val() & self.cq_gen.cq_ready.val() {
             self.cq_last_b.d.next = self.cq_use_b.val();
         }
-        self.cqe.cq_cqn.next = self.comp.cq_cqn.val();
-        self.cqe.cq_wr_id.next = self.comp.cq_wr_id.val();
-        self.cqe.cq_byte_len.next = self.comp.cq_byte_len.val();
-        self.cqe.cq_imm.next = self.comp.cq_imm.val();
-        self.cqe.cq_qp_num.next = self.comp.cq_qp_num.val();
-        self.cqe.cq_src_qp.next = self.comp.cq_src_qp.val();
-        self.cqe.cq_status.next = self.comp.cq_status.val();
-        self.cqe.cq_opcode.next = self.comp.cq_opcode.val();
-        self.cqe.cq_wc_flags.next = self.comp.cq_wc_flags.val();
+        self.cq_gen.cq_cqn.next = self.comp.cq_cqn.val();
+        self.cq_gen.cq_wr_id.next = self.comp.cq_wr_id.val();
+        self.cq_gen.cq_byte_len.next = self.comp.cq_byte_len.val();
+        self.cq_gen.cq_imm.next = self.comp.cq_imm.val();
+        self.cq_gen.cq_qp_num.next = self.comp.cq_qp_num.val();
+        self.cq_gen.cq_src_qp.next = self.comp.cq_src_qp.val();
+        self.cq_gen.cq_status.next = self.comp.cq_status.val();
+        self.cq_gen.cq_opcode.next = self.comp.cq_opcode.val();
+        self.cq_gen.cq_wc_flags.next = self.comp.cq_wc_flags.val();
         if self.cq_use_b.val() {
-            self.cqe.cq_cqn.next = self.resp.cq_cqn.val();
-            self.cqe.cq_wr_id.next = self.resp.cq_wr_id.val();
-            self.cqe.cq_byte_len.next = self.resp.cq_byte_len.val();
-            self.cqe.cq_imm.next = self.resp.cq_imm.val();
-            self.cqe.cq_qp_num.next = self.resp.cq_qp_num.val();
-            self.cqe.cq_src_qp.next = self.resp.cq_src_qp.val();
-            self.cqe.cq_status.next = self.resp.cq_status.val();
-            self.cqe.cq_opcode.next = self.resp.cq_opcode.val();
-            self.cqe.cq_wc_flags.next = self.resp.cq_wc_flags.val();
+            self.cq_gen.cq_cqn.next = self.resp.cq_cqn.val();
+            self.cq_gen.cq_wr_id.next = self.resp.cq_wr_id.val();
+            self.cq_gen.cq_byte_len.next = self.resp.cq_byte_len.val();
+            self.cq_gen.cq_imm.next = self.resp.cq_imm.val();
+            self.cq_gen.cq_qp_num.next = self.resp.cq_qp_num.val();
+            self.cq_gen.cq_src_qp.next = self.resp.cq_src_qp.val();
+            self.cq_gen.cq_status.next = self.resp.cq_status.val();
+            self.cq_gen.cq_opcode.next = self.resp.cq_opcode.val();
+            self.cq_gen.cq_wc_flags.next = self.resp.cq_wc_flags.val();
         }
         // TX: the Requester's (a) and the Responder's (b) packets, header and gather command kept paired
         self.txarb.a_hdr.next = self.req.hdr.val();

@@ -366,6 +366,12 @@ impl<B: CsrBus> Driver<B> {
         if masked && self.info.caps & CAP_MASKED_ATOMIC == 0 {
             return Err(DriverError::Unsupported(CAP_MASKED_ATOMIC));
         }
+        if wr.opcode.is_atomic() && !masked && self.info.caps & CAP_ATOMIC == 0 {
+            return Err(DriverError::Unsupported(CAP_ATOMIC));
+        }
+        if wr.flags.inline && self.info.caps & CAP_INLINE == 0 {
+            return Err(DriverError::Unsupported(CAP_INLINE));
+        }
         let sge = wr.sg_list.first().copied().unwrap_or(Sge { addr: 0, length: 0, lkey: 0 });
         let mut flags = 0u8;
         if wr.flags.signaled || qp.sq_sig_all {

@@ -310,3 +310,16 @@ fn a_cqe_with_an_unknown_code_is_an_error_not_a_panic() {
     dev.lock().unwrap().complete(&mem, scq.0, c);
     assert_eq!(drv.poll_cq(scq, 1).err(), Some(DriverError::BadCqe { status: 200, opcode: 0 }));
 }
+
+#[test]
+fn the_driver_refuses_what_the_device_lacks() {
+    let (mut drv, dev, _mem) = setup(CAP_RC);
+    let (qpn, _, _) = rts(&mut drv, 4);
+    let a = SendWr::new(1, WrOpcode::AtomicFetchAndAdd, vec![Sge { addr: 0x1000, length: 8, lkey: 1 }]);
+    assert_eq!(drv.post_send(qpn, &a).err(), Some(DriverError::Unsupported(CAP_ATOMIC)));
+    let mut i = SendWr::new(2, WrOpcode::Send, vec![]);
+    i.flags.inline = true;
+    i.inline_data = vec![1, 2, 3];
+    assert_eq!(drv.post_send(qpn, &i).err(), Some(DriverError::Unsupported(CAP_INLINE)));
+    assert!(dev.lock().unwrap().sq_db.is_empty(), "nothing reached the device");
+}
