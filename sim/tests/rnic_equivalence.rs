@@ -22,10 +22,19 @@ fn both_simulators_agree_cycle_for_cycle_on_a_write_and_a_read() {
     rd.remote_addr = r.peer_buf + 7;
     rd.rkey = r.peer_rkey;
     r.drv.post_send(r.qpn, &rd).unwrap();
+    // and the peer writes 200 bytes to us: the Responder's path in lockstep too
+    {
+        let mut s = r.sys.borrow_mut();
+        let mut pw = SendWr::new(9, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf + 0x1000, length: 200, lkey: r.peer_rkey }]);
+        pw.remote_addr = r.src + 0x2000;
+        pw.rkey = r.lkey;
+        let q = r.peer_qpn;
+        s.peer.post_send(q, pw).unwrap();
+    }
     let mut wcs = Vec::new();
     for _ in 0..40 {
         wcs.extend(r.drv.poll_cq(Cq(0), 4).unwrap());
-        if wcs.len() == 2 {
+        if wcs.len() == 2 && r.sys.borrow().sent.len() >= 4 {
             break;
         }
         let mut s = r.sys.borrow_mut();
@@ -47,4 +56,6 @@ fn both_simulators_agree_cycle_for_cycle_on_a_write_and_a_read() {
     let back = r.mem.lock().unwrap().read(r.src + 4096, 100).unwrap();
     assert!(back == r.src_bytes(5, 100), "the read brought the written bytes back");
     assert!(s.sent.len() >= 3 && s.received.len() >= 2);
+    let pw = s.peer.mem().read(r.peer_buf + 0x1000, 200).unwrap();
+    assert!(r.src_bytes(0x2000, 200) == pw, "the peer's write reached our memory through the Responder");
 }
