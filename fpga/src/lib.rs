@@ -17,109 +17,50 @@ pub struct Emitted {
 /// The current top of the RNIC (`rtl::rnic::Rnic`): every block wired behind the host interface.
 pub const TOP: &str = "rnic";
 
+/// A block's name, how to build its Verilog, and its depth budget.
+type Entry = (&'static str, fn() -> String, Option<u64>);
+
+/// The list: building the Verilog of a block is lazy, so a gate or a Verilator model needs only its own.
+fn table() -> Vec<Entry> {
+    vec![
+        ("rnic", || rtl::verilog_of(&mut rtl::rnic::Rnic::default()), Some(6)),
+        ("icrc_engine", || rtl::verilog_of(&mut rtl::icrc::IcrcEngine::default()), Some(6)),
+        ("tx_icrc_append", || rtl::verilog_of(&mut rtl::tx_icrc::TxIcrcAppend::default()), Some(6)),
+        ("rx_parse", || rtl::verilog_of(&mut rtl::rx_parse::RxParse::default()), Some(6)),
+        ("key_cache", || rtl::verilog_of(&mut rtl::key_cache::KeyCache::<1024, 10>::default()), Some(6)),
+        ("psn_check", || rtl::verilog_of(&mut rtl::psn_check::PsnCheck::default()), Some(6)),
+        ("qp_context", || rtl::verilog_of(&mut rtl::qp_context::QpContext::<256, 8>::default()), Some(6)),
+        ("dma_read_arb", || rtl::verilog_of(&mut rtl::dma_arb::DmaReadArb::default()), Some(6)),
+        ("dma_write_arb", || rtl::verilog_of(&mut rtl::dma_warb::DmaWriteArb::default()), Some(6)),
+        ("tx_req_arb", || rtl::verilog_of(&mut rtl::tx_arb::TxReqArb::default()), Some(6)),
+        ("tx_frame_mux", || rtl::verilog_of(&mut rtl::tx_mux::TxFrameMux::default()), Some(6)),
+        ("req_front", || rtl::verilog_of(&mut rtl::req_front::ReqFront::default()), Some(6)),
+        ("requester", || rtl::verilog_of(&mut rtl::requester::Requester::default()), Some(6)),
+        ("tx_packet_build", || rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()), Some(6)),
+        ("gather_path", || rtl::verilog_of(&mut rtl::gather::GatherPath::default()), Some(6)),
+        ("scatter_path", || rtl::verilog_of(&mut rtl::scatter::ScatterPath::default()), Some(6)),
+        ("csr", || rtl::verilog_of(&mut rtl::csr::Csr::default()), Some(6)),
+        ("completer", || rtl::verilog_of(&mut rtl::completer::Completer::default()), Some(6)),
+        ("sq_ring", || rtl::verilog_of(&mut rtl::sq_ring::SqRing::<256, 8>::default()), Some(6)),
+        ("cqe_gen", || rtl::verilog_of(&mut rtl::cqe_gen::CqeGen::<256, 8>::default()), Some(6)),
+        ("arp_responder", || rtl::verilog_of(&mut rtl::arp::ArpResponder::default()), Some(6)),
+        ("responder", || rtl::responder::verilog(), Some(6)),
+    ]
+}
+
 /// Every block with a unit test, emitted as its own top.
 pub fn blocks() -> Vec<Emitted> {
-    vec![
-        Emitted {
-            name: "rnic",
-            verilog: rtl::verilog_of(&mut rtl::rnic::Rnic::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "icrc_engine",
-            verilog: rtl::verilog_of(&mut rtl::icrc::IcrcEngine::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "tx_icrc_append",
-            verilog: rtl::verilog_of(&mut rtl::tx_icrc::TxIcrcAppend::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "rx_parse",
-            verilog: rtl::verilog_of(&mut rtl::rx_parse::RxParse::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "key_cache",
-            verilog: rtl::verilog_of(&mut rtl::key_cache::KeyCache::<1024, 10>::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "psn_check",
-            verilog: rtl::verilog_of(&mut rtl::psn_check::PsnCheck::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "qp_context",
-            verilog: rtl::verilog_of(&mut rtl::qp_context::QpContext::<256, 8>::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "dma_read_arb",
-            verilog: rtl::verilog_of(&mut rtl::dma_arb::DmaReadArb::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "dma_write_arb",
-            verilog: rtl::verilog_of(&mut rtl::dma_warb::DmaWriteArb::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "tx_req_arb",
-            verilog: rtl::verilog_of(&mut rtl::tx_arb::TxReqArb::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "tx_frame_mux",
-            verilog: rtl::verilog_of(&mut rtl::tx_mux::TxFrameMux::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "req_front",
-            verilog: rtl::verilog_of(&mut rtl::req_front::ReqFront::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "requester",
-            verilog: rtl::verilog_of(&mut rtl::requester::Requester::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "tx_packet_build",
-            verilog: rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "gather_path",
-            verilog: rtl::verilog_of(&mut rtl::gather::GatherPath::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "scatter_path",
-            verilog: rtl::verilog_of(&mut rtl::scatter::ScatterPath::default()),
-            depth_budget: Some(6),
-        },
-        Emitted { name: "csr", verilog: rtl::verilog_of(&mut rtl::csr::Csr::default()), depth_budget: Some(6) },
-        Emitted { name: "completer", verilog: rtl::verilog_of(&mut rtl::completer::Completer::default()), depth_budget: Some(6) },
-        Emitted {
-            name: "sq_ring",
-            verilog: rtl::verilog_of(&mut rtl::sq_ring::SqRing::<256, 8>::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "cqe_gen",
-            verilog: rtl::verilog_of(&mut rtl::cqe_gen::CqeGen::<256, 8>::default()),
-            depth_budget: Some(6),
-        },
-        Emitted {
-            name: "arp_responder",
-            verilog: rtl::verilog_of(&mut rtl::arp::ArpResponder::default()),
-            depth_budget: Some(6),
-        },
-        // built in its own frame (`rtl::responder::verilog`): the Responder is large
-        Emitted { name: "responder", verilog: rtl::responder::verilog(), depth_budget: Some(6) },
-    ]
+    table().into_iter().map(|(name, build, depth_budget)| Emitted { name, verilog: build(), depth_budget }).collect()
+}
+
+/// The names of every block, without building any Verilog.
+pub fn block_names() -> Vec<&'static str> {
+    table().into_iter().map(|(n, _, _)| n).collect()
+}
+
+/// One block, built alone.
+pub fn block(name: &str) -> Option<Emitted> {
+    table().into_iter().find(|(n, _, _)| *n == name).map(|(name, build, depth_budget)| Emitted { name, verilog: build(), depth_budget })
 }
 
 /// Verilog for Vivado: rust-hdl's black-box stubs removed.
