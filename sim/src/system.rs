@@ -573,8 +573,56 @@ pub fn rig_with<D: RnicDut>(dut: D, mtu: u32, dir: &Path) -> Rig<D> {
     let peer_qpn = peer
         .create_qp(ppd, QpInitAttr { qp_type: QpType::Rc, send_cq: peer_cq, recv_cq: peer_cq, cap, sq_sig_all: false })
         .unwrap();
+    connect_pair(&mut drv, &mut peer, mtu, qpn, peer_qpn, 0xFF_FFF0, 0x1234);
+    sys.borrow_mut().peer = peer;
+    Rig { sys, drv, mem, qpn, peer_qpn, src, lkey, peer_buf, peer_rkey: pmr.rkey, peer_cq, dir: dir.to_path_buf() }
+}
+
+impl<D: RnicDut> Rig<D> {
+    /// Another RC QP pair between us and the peer (same PD, CQs and memory as the first), in RTS.
+    pub fn add_qp_pair(&mut self, mtu: u32, psn_a: u32, psn_b: u32) -> (u32, u32) {
+        let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        let qpn = self
+            .drv
+            .create_qp(Pd(1), QpInitAttr { qp_type: QpType::Rc, send_cq: Cq(0), recv_cq: Cq(0), cap, sq_sig_all: false })
+            .unwrap();
+        // the peer leaves the system while the driver's register accesses step it
+        let mut peer = std::mem::replace(&mut self.sys.borrow_mut().peer, Device::new(DeviceConfig::simple(9)));
+        let pcq = self.peer_cq;
+        let peer_qpn = peer
+            .create_qp(Pd(1), QpInitAttr { qp_type: QpType::Rc, send_cq: pcq, recv_cq: pcq, cap, sq_sig_all: false })
+            .unwrap();
+        connect_pair(&mut self.drv, &mut peer, mtu, qpn, peer_qpn, psn_a, psn_b);
+        self.sys.borrow_mut().peer = peer;
+        (qpn, peer_qpn)
+    }
+
+    /// Step until the peer has `n` completions (or `max_cycles`).
+    pub fn wait_peer_completions(&mut self, n: usize, max_cycles: u64) -> Vec<WorkCompletion> {
+        let mut got = Vec::new();
+        let cq = self.peer_cq;
+        let mut s = self.sys.borrow_mut();
+        for _ in 0..max_cycles / 256 {
+            got.extend(s.peer.poll_cq(cq, 64));
+            if got.len() >= n {
+                break;
+            }
+            for _ in 0..256 {
+                s.step();
+            }
+        }
+        got
+    }
+
+    pub fn src_bytes(&self, off: u64, len: usize) -> Vec<u8> {
+        self.mem.lock().unwrap().read(self.src + off, len).unwrap()
+    }
+}
+
+/// Bring our QP `qpn` and the peer's `peer_qpn` to RTS, connected to each other (our send PSN `psn_a`, the
+/// peer's `psn_b`).
+fn connect_pair<D: RnicDut>(drv: &mut Driver<SimBus<D>>, peer: &mut Device, mtu: u32, qpn: u32, peer_qpn: u32, psn_a: u32, psn_b: u32) {
     let our_av = AddressVector::new(MacAddr(OUR_MAC), std::net::IpAddr::V4(OUR_IP.into()));
-    let (psn_a, psn_b) = (0xFF_FFF0, 0x1234);
     for attr in [
         QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
         QpAttr {
@@ -607,30 +655,4 @@ pub fn rig_with<D: RnicDut>(dut: D, mtu: u32, dir: &Path) -> Rig<D> {
     ] {
         drv.modify_qp(qpn, &attr).unwrap();
     }
-    sys.borrow_mut().peer = peer;
-    Rig { sys, drv, mem, qpn, peer_qpn, src, lkey, peer_buf, peer_rkey: pmr.rkey, peer_cq, dir: dir.to_path_buf() }
 }
-
-impl<D: RnicDut> Rig<D> {
-    /// Step until the peer has `n` completions (or `max_cycles`).
-    pub fn wait_peer_completions(&mut self, n: usize, max_cycles: u64) -> Vec<WorkCompletion> {
-        let mut got = Vec::new();
-        let cq = self.peer_cq;
-        let mut s = self.sys.borrow_mut();
-        for _ in 0..max_cycles / 256 {
-            got.extend(s.peer.poll_cq(cq, 64));
-            if got.len() >= n {
-                break;
-            }
-            for _ in 0..256 {
-                s.step();
-            }
-        }
-        got
-    }
-
-    pub fn src_bytes(&self, off: u64, len: usize) -> Vec<u8> {
-        self.mem.lock().unwrap().read(self.src + off, len).unwrap()
-    }
-}
-

@@ -49,6 +49,11 @@ fn writes(mtu: u32) {
 }
 
 #[test]
+fn rtl_writes_land_in_the_golden_peer_mtu_256() {
+    writes(256);
+}
+
+#[test]
 fn rtl_writes_land_in_the_golden_peer_mtu_1024() {
     writes(1024);
 }
@@ -302,4 +307,56 @@ fn the_golden_peer_writes_reads_and_sends_to_the_rtl_responder() {
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
     let c = s.peer.counters();
     assert_eq!(c.total_drops(), 0, "{:?}", c.drops);
+}
+
+/// Eight QPs at once: every QP posts three WRITEs and a SEND before any completes; every byte lands, every
+/// completion comes back on the right QP.
+#[test]
+fn eight_qps_at_once() {
+    let dir = std::env::temp_dir().join(format!("rnic-system-8qp-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let mut pairs = vec![(r.qpn, r.peer_qpn)];
+    for k in 1..8u32 {
+        pairs.push(r.add_qp_pair(1024, 0x10_0000 * k + 7, 0x20_0000 * k + 3));
+    }
+    {
+        let mut s = r.sys.borrow_mut();
+        for (k, &(_, pq)) in pairs.iter().enumerate() {
+            let rw = RecvWr { wr_id: 900 + k as u64, sg_list: vec![Sge { addr: r.peer_buf + 0x18_0000 + k as u64 * 4096, length: 4096, lkey: r.peer_rkey }] };
+            s.peer.post_recv(pq, rw).unwrap();
+        }
+    }
+    let sizes = [100u64, 1500, 3000];
+    for (k, &(q, _)) in pairs.iter().enumerate() {
+        for (j, &len) in sizes.iter().enumerate() {
+            let off = (k as u64 * 4 + j as u64) * 8192;
+            let mut w = SendWr::new((k * 10 + j) as u64, WrOpcode::RdmaWrite, vec![Sge { addr: r.src + off, length: len as u32, lkey: r.lkey }]);
+            w.remote_addr = r.peer_buf + off;
+            w.rkey = r.peer_rkey;
+            r.drv.post_send(q, &w).unwrap();
+        }
+        let soff = (k as u64 * 4 + 3) * 8192;
+        r.drv.post_send(q, &SendWr::new((k * 10 + 3) as u64, WrOpcode::Send, vec![Sge { addr: r.src + soff, length: 2000, lkey: r.lkey }])).unwrap();
+    }
+    let ours = our_completions(&mut r, 32, 2_000_000);
+    assert_eq!(ours.len(), 32, "{ours:?}");
+    for (k, &(q, _)) in pairs.iter().enumerate() {
+        let mine: Vec<u64> = ours.iter().filter(|w| w.qp_num == q).map(|w| w.wr_id).collect();
+        assert_eq!(mine, (0..4).map(|j| (k * 10 + j) as u64).collect::<Vec<_>>(), "QP {q}: completions in order");
+    }
+    assert!(ours.iter().all(|w| w.status == WcStatus::Success));
+    let peer_wcs = r.wait_peer_completions(8, 100_000);
+    assert_eq!(peer_wcs.len(), 8);
+    let s = r.sys.borrow();
+    for k in 0..8u64 {
+        for (j, &len) in sizes.iter().enumerate() {
+            let off = (k * 4 + j as u64) * 8192;
+            assert!(s.peer.mem().read(r.peer_buf + off, len as usize).unwrap() == r.src_bytes(off, len as usize), "QP {k} write {j}");
+        }
+        let soff = (k * 4 + 3) * 8192;
+        let wc = peer_wcs.iter().find(|w| w.wr_id == 900 + k).expect("the SEND of every QP arrived");
+        assert_eq!(wc.byte_len, 2000);
+        assert!(s.peer.mem().read(r.peer_buf + 0x18_0000 + k * 4096, 2000).unwrap() == r.src_bytes(soff, 2000));
+    }
+    assert_eq!(s.peer.counters().total_drops(), 0);
 }
