@@ -1029,8 +1029,6 @@ impl Logic for Completer {
 mod tests {
     use super::*;
     use crate::axis::beat_of;
-    use crate::bytemap::ByteSrc;
-    use crate::rx_parse::{rx_header_map, RXH_BITS};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::{BTreeMap, VecDeque};
@@ -1038,7 +1036,6 @@ mod tests {
     use testbench::model::harness::{ConnOpts, Pair};
     use testbench::model::*;
     use testbench::wire::frame::{parse_ethernet, Frame};
-    use testbench::wire::RoceFrame;
 
     /// A response as RX Parse hands it on: header, ext words, payload.
     #[derive(Clone)]
@@ -1048,22 +1045,9 @@ mod tests {
         pay: Vec<u8>,
     }
 
-    /// The RxHeader RX Parse produces for a frame: its byte maps applied to the frame bytes.
     fn resp_of(bytes: &[u8]) -> Resp {
-        let Frame::Roce(rf) = parse_ethernet(bytes).unwrap() else { panic!("not RoCE") };
-        let mut b = Bits::<RXH_BITS>::default();
-        for beat in 0..2 {
-            for (i, s) in rx_header_map(beat).iter().enumerate() {
-                if let ByteSrc::In(off) = s {
-                    let at = beat * 64 + off / 8;
-                    if at < bytes.len() {
-                        b.set_bits::<8>(8 * i, bits::<8>(bytes[at] as u64));
-                    }
-                }
-            }
-        }
-        let ext: usize = rf.packet.ext.iter().map(|e| e.kind().len()).sum();
-        Resp { h: RxHeader::from(b), ew: (ext / 4) as u64, pay: rf.packet.payload.clone() }
+        let (h, ew, pay) = crate::rx_parse::rx_header_of(bytes);
+        Resp { h, ew, pay }
     }
 
     /// A completion as the RTL gave it.

@@ -1705,7 +1705,6 @@ mod tests {
     use super::*;
     use crate::axis::beat_of;
     use crate::qp_context::QpStatic;
-    use crate::rx_parse::{rx_header_map, RXH_BITS};
     use crate::tx_build::tx_header_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
@@ -1724,20 +1723,8 @@ mod tests {
     }
 
     fn req_of(bytes: &[u8]) -> Req {
-        let Frame::Roce(rf) = parse_ethernet(bytes).unwrap() else { panic!("not RoCE") };
-        let mut b = Bits::<RXH_BITS>::default();
-        for beat in 0..2 {
-            for (i, s) in rx_header_map(beat).iter().enumerate() {
-                if let ByteSrc::In(off) = s {
-                    let at = beat * 64 + off / 8;
-                    if at < bytes.len() {
-                        b.set_bits::<8>(8 * i, bits::<8>(bytes[at] as u64));
-                    }
-                }
-            }
-        }
-        let ext: usize = rf.packet.ext.iter().map(|e| e.kind().len()).sum();
-        Req { h: RxHeader::from(b), ew: (ext / 4) as u64, pay: rf.packet.payload.clone() }
+        let (h, ew, pay) = crate::rx_parse::rx_header_of(bytes);
+        Req { h, ew, pay }
     }
 
     #[derive(Clone, Debug, PartialEq)]

@@ -179,6 +179,28 @@ pub fn rx_header_map(beat: usize) -> Vec<ByteSrc> {
     m
 }
 
+/// What RX Parse hands on for a golden frame (the twin of `tx_build::tx_header_of`): the header its byte maps
+/// capture from the frame bytes, the extension length in 32-bit words, and the payload. For tests that feed a
+/// block behind RX Parse with frames of the golden model.
+pub fn rx_header_of(bytes: &[u8]) -> (RxHeader, u64, Vec<u8>) {
+    let Ok(testbench::wire::frame::Frame::Roce(rf)) = testbench::wire::frame::parse_ethernet(bytes) else {
+        panic!("not a RoCEv2 frame")
+    };
+    let mut b = Bits::<RXH_BITS>::default();
+    for beat in 0..2 {
+        for (i, s) in rx_header_map(beat).iter().enumerate() {
+            if let ByteSrc::In(off) = s {
+                let at = beat * 64 + off / 8;
+                if at < bytes.len() {
+                    b.set_bits::<8>(8 * i, bits::<8>(bytes[at] as u64));
+                }
+            }
+        }
+    }
+    let ext: usize = rf.packet.ext.iter().map(|e| e.kind().len()).sum();
+    (RxHeader::from(b), (ext / 4) as u64, rf.packet.payload.clone())
+}
+
 /// The `tkeep` of a frame's last beat that ends the ICRC engine's input at 14 + IP total length, indexed by the
 /// IP total length mod 64 (one LUT per bit, no adder or shifter on the path).
 pub fn trim_table() -> Vec<u64> {
