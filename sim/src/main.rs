@@ -140,14 +140,7 @@ fn rxe(
     pcap: Option<PathBuf>,
 ) -> Result<ExitCode> {
     use sim::rxe::{perftest, pingpong};
-    match endpoint {
-        "model" => {}
-        "rtl" => anyhow::bail!(
-            "--endpoint rtl needs the RTL transport slice (QP context, requester, responder), which is not built yet; \
-             use --endpoint model"
-        ),
-        other => anyhow::bail!("unknown endpoint `{other}` (model or rtl)"),
-    }
+    let endpoint: sim::rxe::verbs::EndpointKind = endpoint.parse()?;
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!((0.0..1.0).contains(&drop), "--drop is a fraction in [0, 1)");
     if tool == "ibv_rc_pingpong" {
@@ -157,6 +150,7 @@ fn rxe(
             drop,
             pcap,
             iters: iters.unwrap_or(200) as u32,
+            endpoint,
             ..Default::default()
         };
         if let Some(s) = size {
@@ -182,6 +176,7 @@ fn rxe(
     o.drop = drop;
     o.pcap = pcap;
     o.iters = iters.unwrap_or(200);
+    o.endpoint = endpoint;
     if let Some(s) = size {
         o.size = s;
     }

@@ -292,6 +292,12 @@ pub struct System<D: RnicDut = Clocked<VRnic>> {
     pub sent: Vec<Vec<u8>>,
     /// Frames the peer sent to the RNIC.
     pub received: Vec<Vec<u8>>,
+    /// No golden peer: frames from the RNIC are only collected in `sent`, frames to it come from
+    /// [`System::inject`] (the rxe bridge drives the other end).
+    pub detached: bool,
+    /// The last cycle anything moved at a port (CSR, DMA, MAC) or was queued for the RNIC: with no timers in
+    /// the RTL, a design quiet for a while stays quiet until new input.
+    pub last_activity: u64,
 }
 
 impl System<Clocked<VRnic>> {
@@ -324,7 +330,16 @@ impl<D: RnicDut> System<D> {
             to_rnic: VecDeque::new(),
             sent: Vec::new(),
             received: Vec::new(),
+            detached: false,
+            last_activity: 0,
         })
+    }
+
+    /// Pace the link into the RNIC at `gbps` (of simulated time) instead of 100G, without a pcap: for a peer
+    /// that is not itself simulated cycle by cycle (the rxe VM), whose frames would otherwise all arrive at
+    /// once.
+    pub fn set_inbound_gbps(&mut self, gbps: f64) {
+        self.inl = MacLink::new(gbps, CORE_HZ, 100);
     }
 
     fn now_ns(&self) -> u64 {
@@ -364,6 +379,12 @@ impl<D: RnicDut> System<D> {
             i.s_axis_tlast = b.last;
         }
         let o = self.rnic.drive(&i);
+        if ci.awvalid || ci.wvalid || ci.arvalid || ci.bready || beat.is_some() || i.s_axis_tvalid || o.rd_req_valid
+            || o.wr_valid || o.m_axis_tvalid || o.bvalid || o.rvalid || !self.to_rnic.is_empty() || !self.rx_frame.is_empty()
+            || !self.dma.idle() || !self.inl.idle() || !self.out.idle()
+        {
+            self.last_activity = c;
+        }
         // ---- outputs
         self.csr_out = CsrOut {
             awready: o.awready,
@@ -394,6 +415,10 @@ impl<D: RnicDut> System<D> {
         // ---- the peer: frames from the RNIC in, its answers out
         while let Some(b) = self.out.rx_beat(c) {
             self.rx_frame.extend_from_slice(&b.data[..b.len]);
+            if b.last && self.detached {
+                self.sent.push(std::mem::take(&mut self.rx_frame));
+                break;
+            }
             if b.last {
                 let f = std::mem::take(&mut self.rx_frame);
                 let now = self.now_ns();
@@ -406,7 +431,7 @@ impl<D: RnicDut> System<D> {
                 break;
             }
         }
-        if c % 64 == 0 {
+        if c % 64 == 0 && !self.detached {
             let now = self.now_ns();
             for o in self.peer.poll(now) {
                 self.to_rnic.push_back((o, 0));

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use sim::rxe::perftest::{
     count_retransmissions, run_perftest, AtomicOp, PerftestOpts, PerftestReport, Role, Tool,
 };
+use sim::rxe::verbs::EndpointKind;
 use sim::rxe::{self, VmImage};
 
 static BUILD: Mutex<()> = Mutex::new(());
@@ -91,6 +92,20 @@ fn run_mtu(
     drop: f64,
     mtu: u32,
 ) -> Option<PerftestReport> {
+    run_on(test, tool, role, size, iters, drop, mtu, EndpointKind::Model)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_on(
+    test: &str,
+    tool: Tool,
+    role: Role,
+    size: usize,
+    iters: usize,
+    drop: f64,
+    mtu: u32,
+    endpoint: EndpointKind,
+) -> Option<PerftestReport> {
     let img = image_or_skip(test)?;
     let t0 = Instant::now();
     let dir = rxe::run_dir(&format!("perftest-{test}"));
@@ -106,6 +121,7 @@ fn run_mtu(
     o.timeout = Duration::from_secs(if drop > 0.0 { 90 } else { 60 });
     o.run_dir = Some(dir);
     o.image = Some(img);
+    o.endpoint = endpoint;
     let r = run_perftest(&o).unwrap();
     eprintln!("{test}: {:.1} s\n{r}", t0.elapsed().as_secs_f64());
     assert!(
@@ -124,6 +140,9 @@ fn run_mtu(
         dec.problems.iter().take(10).collect::<Vec<_>>()
     );
     assert_eq!(r.ours.path_mtu, mtu, "{r}");
+    if drop == 0.0 {
+        assert!(r.ours.unexpected_drops.is_empty(), "{test}: our endpoint dropped frames on a clean link:\n{r}");
+    }
     check_counters(&r, drop > 0.0);
     if drop > 0.0 {
         let re = count_retransmissions(&pcap).unwrap();
@@ -474,4 +493,70 @@ fn write_bw_mtu4096_ours_client() {
         return;
     };
     assert!(r.vm_output.contains("Mtu             : 4096[B]"), "{r}");
+}
+
+// ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----
+//
+// 100 x 64 KiB per run: the simulated RNIC moves about 1-3 MB of payload per wall second, so these runs take
+// 10-15 s each (VM boot included). The VM's QP timeout is raised to 4.3 s (`RTL_VM_QP_TIMEOUT`, why there).
+
+fn rtl_counter(r: &PerftestReport, name: &str) -> u64 {
+    r.ours.endpoint_counters.iter().find(|(n, _)| n == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no counter {name}:\n{r}"))
+}
+
+#[test]
+fn rtl_write_bw_ours_server() {
+    let Some(r) = run_on("rtl_write_bw_server", Tool::WriteBw, Role::Server, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
+        return;
+    };
+    assert_eq!(r.ours.remote_report.map(|x| (x.size, x.iters)), Some((65536, 100)));
+    // every one of the 64 x 100 WRITE packets reached our Responder once, and each message was ACKed
+    assert_eq!(rtl_counter(&r, "resp_requests"), 6400, "{r}");
+    assert!(rtl_counter(&r, "resp_acks") >= 100, "{r}");
+}
+
+#[test]
+fn rtl_write_bw_ours_client() {
+    let Some(r) = run_on("rtl_write_bw_client", Tool::WriteBw, Role::Client, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
+        return;
+    };
+    assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
+    assert_eq!(r.hw("rcvd_pkts"), Some(6400), "rxe took every packet of ours:\n{r}");
+}
+
+#[test]
+fn rtl_send_bw_ours_server() {
+    let Some(r) = run_on("rtl_send_bw_server", Tool::SendBw, Role::Server, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
+        return;
+    };
+    assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
+    assert_eq!(r.hw("rdma_sends"), Some(100), "{r}");
+}
+
+#[test]
+fn rtl_send_bw_ours_client_mtu4096() {
+    let Some(r) = run_on("rtl_send_bw_client_4096", Tool::SendBw, Role::Client, 65536, 100, 0.0, 4096, EndpointKind::Rtl) else {
+        return;
+    };
+    assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
+    assert_eq!(r.hw("rdma_recvs"), Some(100), "{r}");
+    assert_eq!(r.hw("rcvd_pkts"), Some(1600), "16 packets of 4 KiB per message:\n{r}");
+}
+
+#[test]
+fn rtl_read_bw_ours_server() {
+    let Some(r) = run_on("rtl_read_bw_server", Tool::ReadBw, Role::Server, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
+        return;
+    };
+    assert_eq!(r.ours.remote_report.map(|x| x.iters), Some(100));
+    assert_eq!(rtl_counter(&r, "resp_read_responses"), 6400, "{r}");
+}
+
+#[test]
+fn rtl_read_bw_ours_client() {
+    let Some(r) = run_on("rtl_read_bw_client", Tool::ReadBw, Role::Client, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
+        return;
+    };
+    assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
+    assert_eq!(rtl_counter(&r, "rx_good_frames"), 6400, "every read response arrived good:\n{r}");
 }

@@ -43,6 +43,8 @@ mod mgmt;
 mod vm;
 
 pub mod model_ep;
+pub mod rtl_ep;
+pub mod verbs;
 pub mod perftest;
 pub mod pingpong;
 

@@ -41,14 +41,14 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use testbench::model::{
     AccessFlags, AddressVector, Counters, Cq, DeviceConfig, QpAttr, QpCap, QpInitAttr, QpState,
     QpType, RecvWr, SendWr, Sge, WcStatus, WrOpcode,
 };
 use testbench::wire::frame::MacAddr;
 
-use super::model_ep::SharedDevice;
+use super::verbs::{open_endpoint, Dev, EndpointKind};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage,
 };
@@ -244,7 +244,18 @@ pub struct PerftestOpts {
     pub run_dir: Option<PathBuf>,
     /// A prebuilt image (default: [`super::build_vm`]).
     pub image: Option<VmImage>,
+    /// Who plays our side: the golden model or the RTL.
+    pub endpoint: EndpointKind,
+    /// The VM tool's QP timeout (`-u`, 4.096 us x 2^N); `None`: perftest's 14 (67 ms) against the model,
+    /// [`RTL_VM_QP_TIMEOUT`] against the RTL.
+    pub vm_qp_timeout: Option<u8>,
 }
+
+/// The VM's QP timeout against the RTL: 2^20 x 4.096 us = 4.3 s. The simulated RNIC runs about 10^5 cycles
+/// per wall second, some 3,000 times slower than the hardware it models, while rxe's timer runs in wall time;
+/// a 67 ms timeout would be 20 us of hardware time, shorter than the RNIC needs to drain a window of 64 KiB
+/// messages, and rxe would retransmit what is merely queued.
+pub const RTL_VM_QP_TIMEOUT: u8 = 20;
 
 impl PerftestOpts {
     /// `tool` in `role` with perftest's default size and iterations, MTU 1024, no drops, 120 s.
@@ -262,6 +273,8 @@ impl PerftestOpts {
             port: DEFAULT_PORT,
             run_dir: None,
             image: None,
+            endpoint: EndpointKind::Model,
+            vm_qp_timeout: None,
         }
     }
 
@@ -285,6 +298,12 @@ impl PerftestOpts {
             Tool::AtomicBw(AtomicOp::FetchAdd) => c.push_str(" -A FETCH_AND_ADD"),
             Tool::AtomicBw(AtomicOp::CmpSwap) => c.push_str(" -A CMP_AND_SWAP"),
             _ => c.push_str(&format!(" -s {}", self.size)),
+        }
+        let qp_timeout = self
+            .vm_qp_timeout
+            .or((self.endpoint == EndpointKind::Rtl).then_some(RTL_VM_QP_TIMEOUT));
+        if let Some(t) = qp_timeout {
+            c.push_str(&format!(" -u {t}"));
         }
         if self.role == Role::Server {
             // the VM tool is the client
@@ -346,8 +365,13 @@ pub struct OurResult {
     pub remote_report: Option<BwReport>,
     /// The report we sent (when we are the client of a write/read/atomic bw test).
     pub sent_report: Option<BwReport>,
-    /// The model's counters at the end.
+    /// The model's counters at the end (zero when the RTL played our side).
     pub model_counters: Counters,
+    /// What played our side, and its counters by name.
+    pub endpoint: String,
+    pub endpoint_counters: Vec<(String, u64)>,
+    /// Counters of frames our endpoint dropped that a lossless link cannot explain.
+    pub unexpected_drops: Vec<(String, u64)>,
 }
 
 /// Everything one run produced.
@@ -459,6 +483,16 @@ impl fmt::Display for PerftestReport {
         }
         if let Some(r) = o.remote_report {
             writeln!(f, "ours: the client's report {r:?}")?;
+        }
+        let ctr: Vec<String> = o
+            .endpoint_counters
+            .iter()
+            .filter(|(_, v)| *v != 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        writeln!(f, "ours: {}: {}", o.endpoint, ctr.join(" "))?;
+        if !o.unexpected_drops.is_empty() {
+            writeln!(f, "ours: UNEXPECTED DROPS {:?}", o.unexpected_drops)?;
         }
         let c = &o.model_counters;
         writeln!(
@@ -615,7 +649,7 @@ impl Oob {
 }
 
 struct Local {
-    dev: SharedDevice,
+    dev: Dev,
     qpn: u32,
     scq: Cq,
     rcq: Cq,
@@ -679,16 +713,19 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         mtu: netmtu as usize,
         ..HostConfig::default()
     };
-    let dev = SharedDevice::new(DeviceConfig {
-        mac: host_cfg.mac,
-        ip: IpAddr::V4(host_cfg.ip),
-        seed: opts.seed,
-        first_qpn: 0x11,
-        active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
-    });
+    let (dev, ep) = open_endpoint(
+        opts.endpoint,
+        DeviceConfig {
+            mac: host_cfg.mac,
+            ip: IpAddr::V4(host_cfg.ip),
+            seed: opts.seed,
+            first_qpn: 0x11,
+            active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
+        },
+    )?;
     let size = opts.eff_size();
-    let local = setup_local(&dev, size)?;
-    let host = HostStack::new(host_cfg).with_roce(dev.endpoint());
+    let local = setup_local(&dev, size, opts.iters)?;
+    let host = HostStack::new(host_cfg).with_roce(ep);
     let mgmt = host.mgmt();
     let listener = match opts.role {
         Role::Server => Some(mgmt.listen(opts.port)?),
@@ -755,15 +792,18 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
                     peer.oob.conn.abort();
                 }
             }
-            peer.res.model_counters = peer.local.dev.lock().counters().clone();
             res = peer.res;
             drop(peer.oob);
         }
         Err(e) => {
             res.error = Some(format!("{e:#}"));
-            res.model_counters = dev.lock().counters().clone();
         }
     }
+    res.model_counters = dev.model_counters().unwrap_or_default();
+    res.endpoint = dev.describe();
+    res.endpoint_counters = dev.counters();
+    res.unexpected_drops = dev.unexpected_drops();
+    drop(dev);
 
     let (out, br) = session.finish()?;
     let log = &out.log;
@@ -817,32 +857,36 @@ fn between(log: &str, a: &str, b: &str) -> Option<String> {
     Some(log[i..j].trim_start_matches('\n').to_string())
 }
 
-fn setup_local(dev: &SharedDevice, size: usize) -> Result<Local> {
-    let mut d = dev.lock();
+fn setup_local(dev: &Dev, size: usize, iters: usize) -> Result<Local> {
+    let d = dev;
     // perftest's BUFF_SIZE: max(size, cycle buffer); the peer uses [vaddr, vaddr + BUFF).
     let buff = (size as u64)
         .max(u64::from(CYCLE_BUFFER))
         .next_multiple_of(4096);
     let buf_len = 2 * buff + 4096;
-    let base = d.alloc(buf_len as usize);
-    let pd = d.alloc_pd();
-    let mr = d
-        .reg_mr(pd, base, buf_len, AccessFlags::ALL)
-        .map_err(|e| anyhow!("reg_mr: {e}"))?;
-    let scq = d.create_cq(4096);
-    let rcq = d.create_cq(4096);
-    let qpn = d
-        .create_qp(
-            pd,
-            QpInitAttr {
-                qp_type: QpType::Rc,
-                send_cq: scq,
-                recv_cq: rcq,
-                cap: QpCap::default(),
-                sq_sig_all: false,
-            },
-        )
-        .map_err(|e| anyhow!("create_qp: {e}"))?;
+    let base = d.alloc(buf_len as usize)?;
+    let pd = d.alloc_pd()?;
+    let (lkey, _) = d.reg_mr(pd, base, buf_len, AccessFlags::ALL)?;
+    let scq = d.create_cq(4096)?;
+    let rcq = d.create_cq((iters as u32).max(TX_DEPTH as u32))?;
+    // perftest's tx depth on the send queue; the server of ib_send_bw posts all its receives up front
+    let cap = QpCap {
+        max_send_wr: TX_DEPTH as u32,
+        max_recv_wr: (iters as u32).max(TX_DEPTH as u32),
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let qpn = d.create_qp(
+        pd,
+        QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: scq,
+            recv_cq: rcq,
+            cap,
+            sq_sig_all: false,
+        },
+    )?;
     d.modify_qp(
         qpn,
         &QpAttr {
@@ -851,13 +895,13 @@ fn setup_local(dev: &SharedDevice, size: usize) -> Result<Local> {
             ..Default::default()
         },
     )
-    .map_err(|e| anyhow!("modify_qp INIT: {e}"))?;
+    .context("modify_qp INIT")?;
     Ok(Local {
         dev: dev.clone(),
         qpn,
         scq,
         rcq,
-        lkey: mr.lkey,
+        lkey,
         src: base,
         target: base + buff,
     })
@@ -959,7 +1003,7 @@ impl Peer<'_> {
         }
         let rd = self.opts.tool.uses_rd_atomic();
         let max_rd = (rem.out_reads.clamp(1, u32::from(OUR_OUT_READS))) as u8;
-        let mut d = self.local.dev.lock();
+        let d = &self.local.dev;
         d.modify_qp(
             self.local.qpn,
             &QpAttr {
@@ -973,7 +1017,7 @@ impl Peer<'_> {
                 ..Default::default()
             },
         )
-        .map_err(|e| anyhow!("modify_qp RTR: {e}"))?;
+        .context("modify_qp RTR")?;
         d.modify_qp(
             self.local.qpn,
             &QpAttr {
@@ -986,12 +1030,12 @@ impl Peer<'_> {
                 ..Default::default()
             },
         )
-        .map_err(|e| anyhow!("modify_qp RTS: {e}"))?;
+        .context("modify_qp RTS")?;
         Ok(())
     }
 
     fn post_recvs(&mut self, n: usize) -> Result<()> {
-        let mut d = self.local.dev.lock();
+        let d = &self.local.dev;
         for i in 0..n {
             d.post_recv(
                 self.local.qpn,
@@ -1003,8 +1047,7 @@ impl Peer<'_> {
                         lkey: self.local.lkey,
                     }],
                 },
-            )
-            .map_err(|e| anyhow!("post_recv: {e}"))?;
+            )?;
         }
         Ok(())
     }
@@ -1047,7 +1090,7 @@ impl Peer<'_> {
     /// Poll `cq` for up to `max` completions, waiting until at least one arrives.
     fn poll_some(&mut self, cq: Cq, max: usize) -> Result<usize> {
         loop {
-            let wcs = self.local.dev.lock().poll_cq(cq, max);
+            let wcs = self.local.dev.poll_cq(cq, max)?;
             if !wcs.is_empty() {
                 for wc in &wcs {
                     self.res.completions += 1;
@@ -1093,13 +1136,9 @@ impl Peer<'_> {
                 let mut peak = 0f64;
                 let mut last = (t, 0usize);
                 while done < iters {
-                    {
-                        let mut d = self.local.dev.lock();
-                        while posted < iters && posted - done < window {
-                            d.post_send(self.local.qpn, self.wr(posted as u64))
-                                .map_err(|e| anyhow!("post_send: {e}"))?;
-                            posted += 1;
-                        }
+                    while posted < iters && posted - done < window {
+                        self.local.dev.post_send(self.local.qpn, self.wr(posted as u64))?;
+                        posted += 1;
                     }
                     let n = self.poll_some(self.local.scq, TX_DEPTH)?;
                     done += n;
@@ -1129,11 +1168,7 @@ impl Peer<'_> {
                 let mut samples = Vec::with_capacity(iters);
                 for i in 0..iters {
                     let t = Instant::now();
-                    self.local
-                        .dev
-                        .lock()
-                        .post_send(self.local.qpn, self.wr(i as u64))
-                        .map_err(|e| anyhow!("post_send: {e}"))?;
+                    self.local.dev.post_send(self.local.qpn, self.wr(i as u64))?;
                     self.poll_some(self.local.scq, 1)?;
                     samples.push(t.elapsed());
                 }
@@ -1204,11 +1239,7 @@ impl Peer<'_> {
             }
             if scnt < iters {
                 t = Instant::now();
-                self.local
-                    .dev
-                    .lock()
-                    .post_send(self.local.qpn, self.wr(scnt as u64))
-                    .map_err(|e| anyhow!("post_send: {e}"))?;
+                self.local.dev.post_send(self.local.qpn, self.wr(scnt as u64))?;
                 scnt += 1;
                 self.poll_some(self.local.scq, 1)?;
                 if !client && rcnt > 0 {
@@ -1235,13 +1266,7 @@ impl Peer<'_> {
                 rcnt += 1;
                 let want = rcnt as u8;
                 loop {
-                    let b = self
-                        .local
-                        .dev
-                        .lock()
-                        .mem()
-                        .read(poll_addr, 1)
-                        .map_err(|e| anyhow!("{e}"))?[0];
+                    let b = self.local.dev.read_mem(poll_addr, 1)?[0];
                     if b == want {
                         break;
                     }
@@ -1257,12 +1282,9 @@ impl Peer<'_> {
             if scnt < iters {
                 scnt += 1;
                 t = Instant::now();
-                let mut d = self.local.dev.lock();
-                d.mem_mut()
-                    .write(post_addr, &[scnt as u8])
-                    .map_err(|e| anyhow!("{e}"))?;
-                d.post_send(self.local.qpn, self.wr(scnt as u64))
-                    .map_err(|e| anyhow!("post_send: {e}"))?;
+                let d = &self.local.dev;
+                d.write_mem(post_addr, &[scnt as u8])?;
+                d.post_send(self.local.qpn, self.wr(scnt as u64))?;
             }
             if ccnt < iters {
                 self.poll_some(self.local.scq, 1)?;

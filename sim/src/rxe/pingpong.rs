@@ -14,7 +14,7 @@
 //!   SENDs and `iters` RECVs completed; receives are topped up to `rx_depth` when at most one is left.
 //!
 //! [`run_pingpong`] boots the VM with `sim/vm/scripts/pingpong-vm.sh` (the tool in the opposite role), runs
-//! our side in the calling thread against the model shared with the bridge thread ([`SharedDevice`]), then
+//! our side in the calling thread against our endpoint shared with the bridge thread ([`super::verbs::Verbs`]: the golden model or the RTL), then
 //! collects the tool's output, rxe's `hw_counters`, the bridge statistics and a check of the pcap (golden
 //! decoder, retransmitted PSNs). [`PingpongReport::check`] says whether the run is a clean pass.
 //!
@@ -36,7 +36,7 @@ use testbench::model::{
 };
 use testbench::wire::{parse_ethernet, Frame};
 
-use super::model_ep::SharedDevice;
+use super::verbs::{open_endpoint, Dev, EndpointKind};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage,
 };
@@ -100,6 +100,8 @@ pub struct PingpongOpts {
     pub image: Option<VmImage>,
     /// TCP port of the exchange.
     pub port: u16,
+    /// Who plays our side: the golden model or the RTL.
+    pub endpoint: EndpointKind,
 }
 
 impl Default for PingpongOpts {
@@ -120,6 +122,7 @@ impl Default for PingpongOpts {
             run_name: "pingpong".into(),
             image: None,
             port: PINGPONG_PORT,
+            endpoint: EndpointKind::Model,
         }
     }
 }
@@ -242,8 +245,13 @@ pub struct PingpongReport {
     pub vm_active_mtu: Option<u32>,
     pub bridge: BridgeStats,
     pub bridge_error: Option<String>,
-    /// The model's counters.
+    /// The model's counters (zero when the RTL played our side).
     pub model: Counters,
+    /// What played our side, and its counters by name.
+    pub endpoint: String,
+    pub endpoint_counters: Vec<(String, u64)>,
+    /// Counters of frames our endpoint dropped that a lossless link cannot explain.
+    pub unexpected_drops: Vec<(String, u64)>,
     pub pcap: Option<PcapCheck>,
     pub wall: Duration,
 }
@@ -334,6 +342,9 @@ impl PingpongReport {
         if lossless && self.model.drop_count(DropReason::OutOfSequence) != 0 {
             p.push("model saw out-of-sequence requests without drops".into());
         }
+        for (n, v) in &self.unexpected_drops {
+            p.push(format!("our endpoint counted {v} {n}"));
+        }
         match &self.pcap {
             None => p.push("no pcap".into()),
             Some(c) => {
@@ -401,7 +412,7 @@ impl PingpongReport {
         for l in self.tool_output.lines() {
             let _ = writeln!(s, "  {l}");
         }
-        let _ = writeln!(s, "--- our side (golden model):");
+        let _ = writeln!(s, "--- our side ({}):", self.endpoint);
         for l in &self.ours.lines {
             let _ = writeln!(s, "  {l}");
         }
@@ -418,6 +429,13 @@ impl PingpongReport {
         for k in &self.kmsgs {
             let _ = writeln!(s, "  {k}");
         }
+        let ctr: Vec<String> = self
+            .endpoint_counters
+            .iter()
+            .filter(|(_, v)| *v != 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(s, "--- our endpoint's counters (nonzero): {}", ctr.join(" "));
         let m = &self.model;
         let _ = writeln!(
             s,
@@ -474,7 +492,7 @@ impl PingpongReport {
 
 /// The rc_pingpong peer on the model.
 struct Peer {
-    dev: SharedDevice,
+    dev: Dev,
     cq: Cq,
     qpn: u32,
     buf: u64,
@@ -485,33 +503,29 @@ struct Peer {
 
 impl Peer {
     /// `pp_init_ctx` + `pp_post_recv(rx_depth)`.
-    fn new(dev: SharedDevice, o: &PingpongOpts) -> Result<Peer> {
-        let mut d = dev.lock();
-        let pd = d.alloc_pd();
-        let buf = d.alloc(o.size.max(1) as usize);
-        d.mem_mut().write(buf, &vec![0x7b; o.size as usize]).ok();
-        let mr = d
-            .reg_mr(pd, buf, u64::from(o.size), AccessFlags::LOCAL_WRITE)
-            .map_err(|e| anyhow!("reg_mr: {e}"))?;
-        let cq = d.create_cq(o.rx_depth + 1);
-        let qpn = d
-            .create_qp(
-                pd,
-                QpInitAttr {
-                    qp_type: QpType::Rc,
-                    send_cq: cq,
-                    recv_cq: cq,
-                    cap: QpCap {
-                        max_send_wr: 1,
-                        max_recv_wr: o.rx_depth,
-                        max_send_sge: 1,
-                        max_recv_sge: 1,
-                        ..QpCap::default()
-                    },
-                    sq_sig_all: false,
+    fn new(dev: Dev, o: &PingpongOpts) -> Result<Peer> {
+        let d = &dev;
+        let pd = d.alloc_pd()?;
+        let buf = d.alloc(o.size.max(1) as usize)?;
+        d.write_mem(buf, &vec![0x7b; o.size as usize])?;
+        let (lkey, _) = d.reg_mr(pd, buf, u64::from(o.size), AccessFlags::LOCAL_WRITE)?;
+        let cq = d.create_cq(o.rx_depth + 1)?;
+        let qpn = d.create_qp(
+            pd,
+            QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: cq,
+                recv_cq: cq,
+                cap: QpCap {
+                    max_send_wr: 1,
+                    max_recv_wr: o.rx_depth,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    ..QpCap::default()
                 },
-            )
-            .map_err(|e| anyhow!("create_qp: {e}"))?;
+                sq_sig_all: false,
+            },
+        )?;
         d.modify_qp(
             qpn,
             &QpAttr {
@@ -520,14 +534,13 @@ impl Peer {
                 ..Default::default()
             },
         )
-        .map_err(|e| anyhow!("modify_qp INIT: {e}"))?;
-        drop(d);
+        .context("modify_qp INIT")?;
         let p = Peer {
             dev,
             cq,
             qpn,
             buf,
-            lkey: mr.lkey,
+            lkey,
             size: o.size,
             rx_depth: o.rx_depth,
         };
@@ -537,7 +550,7 @@ impl Peer {
     }
 
     fn post_recv(&self, n: u32) -> u32 {
-        let mut d = self.dev.lock();
+        let d = &self.dev;
         for i in 0..n {
             let wr = RecvWr {
                 wr_id: RECV_WRID,
@@ -565,9 +578,8 @@ impl Peer {
             }],
         );
         self.dev
-            .lock()
             .post_send(self.qpn, wr)
-            .map_err(|e| anyhow!("couldn't post send: {e}"))
+            .map_err(|e| anyhow!("couldn't post send: {e:#}"))
     }
 
     /// `pp_connect_ctx`: RTR then RTS.
@@ -578,7 +590,7 @@ impl Peer {
         rem: &Dest,
         vm_mac: testbench::wire::MacAddr,
     ) -> Result<()> {
-        let mut d = self.dev.lock();
+        let d = &self.dev;
         // hop_limit 1 in rc_pingpong's ah_attr is replaced by the route's (64) for RoCEv2 (guide 1a):
         // AddressVector::new's default.
         let av = AddressVector::new(vm_mac, rem.ip());
@@ -595,7 +607,7 @@ impl Peer {
                 ..Default::default()
             },
         )
-        .map_err(|e| anyhow!("failed to modify QP to RTR: {e}"))?;
+        .map_err(|e| anyhow!("failed to modify QP to RTR: {e:#}"))?;
         d.modify_qp(
             self.qpn,
             &QpAttr {
@@ -608,7 +620,7 @@ impl Peer {
                 ..Default::default()
             },
         )
-        .map_err(|e| anyhow!("failed to modify QP to RTS: {e}"))
+        .map_err(|e| anyhow!("failed to modify QP to RTS: {e:#}"))
     }
 
     /// rc_pingpong's main loop (`parse_single_wc`).
@@ -628,7 +640,7 @@ impl Peer {
         let (mut scnt, mut rcnt) = (0u32, 0u32);
         let out = (|| -> Result<()> {
             while rcnt < iters || scnt < iters {
-                let wcs = self.dev.lock().poll_cq(self.cq, 2);
+                let wcs = self.dev.poll_cq(self.cq, 2)?;
                 if wcs.is_empty() {
                     if Instant::now() > deadline {
                         bail!("timed out after {scnt} sends and {rcnt} receives of {iters}");
@@ -701,7 +713,7 @@ struct LinkAddrs {
 /// Our side of one run, in the calling thread: exchange, connect, iterate.
 fn our_side(
     o: &PingpongOpts,
-    dev: SharedDevice,
+    dev: Dev,
     listener: Option<super::TcpListener>,
     mgmt: &super::Mgmt,
     link: LinkAddrs,
@@ -932,14 +944,17 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         o.port, o.mtu, o.size, o.iters, o.rx_depth
     ));
 
-    let dev = SharedDevice::new(DeviceConfig {
-        mac: host_cfg.mac,
-        ip: IpAddr::V4(our_ip),
-        seed: o.seed,
-        first_qpn: 0x11,
-        active_mtu: o.mtu.max(256),
-    });
-    let host = HostStack::new(host_cfg).with_roce(dev.endpoint());
+    let (dev, ep) = open_endpoint(
+        o.endpoint,
+        DeviceConfig {
+            mac: host_cfg.mac,
+            ip: IpAddr::V4(our_ip),
+            seed: o.seed,
+            first_qpn: 0x11,
+            active_mtu: o.mtu.max(256),
+        },
+    )?;
+    let host = HostStack::new(host_cfg).with_roce(ep);
     let mgmt = host.mgmt();
     let listener = match o.role {
         Role::Server => Some(mgmt.listen(o.port)?),
@@ -972,7 +987,11 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     }
     let (out, report) = session.finish()?;
     let (tool_output, hw_counters, kmsgs, vm_active_mtu) = parse_vm_log(&out.log);
-    let model = dev.lock().counters().clone();
+    let model = dev.model_counters().unwrap_or_default();
+    let endpoint_counters = dev.counters();
+    let unexpected_drops = dev.unexpected_drops();
+    let endpoint = dev.describe();
+    drop(dev);
     let pcap_check = check_pcap(&pcap, our_ip).ok();
     Ok(PingpongReport {
         opts: o.clone(),
@@ -987,6 +1006,9 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         bridge: report.stats,
         bridge_error: report.error.map(|e| format!("{e:#}")),
         model,
+        endpoint,
+        endpoint_counters,
+        unexpected_drops,
         pcap: pcap_check,
         wall: t0.elapsed(),
     })

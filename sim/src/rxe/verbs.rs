@@ -1,0 +1,160 @@
+//! The verbs our side of an rxe run needs, over either endpoint: the golden model ([`SharedDevice`]) or the
+//! Verilator RNIC driven through its host interface ([`super::rtl_ep::RtlDevice`]).
+//!
+//! The pingpong and perftest peers are written once against [`Verbs`]; `rnic rxe --endpoint model|rtl` picks
+//! the implementation. Every call takes `&self` (each implementation locks or messages its device), so the
+//! application thread and the bridge thread share one device.
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, Result};
+use testbench::model::{AccessFlags, Counters, Cq, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
+
+use super::model_ep::SharedDevice;
+
+/// A device our peers can drive.
+pub trait Verbs: Send + Sync {
+    /// Host memory for buffers (page aligned).
+    fn alloc(&self, len: usize) -> Result<u64>;
+    fn write_mem(&self, addr: u64, data: &[u8]) -> Result<()>;
+    fn read_mem(&self, addr: u64, len: usize) -> Result<Vec<u8>>;
+    fn alloc_pd(&self) -> Result<Pd>;
+    /// `ibv_reg_mr`: (lkey, rkey).
+    fn reg_mr(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)>;
+    fn create_cq(&self, cqe: u32) -> Result<Cq>;
+    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32>;
+    fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()>;
+    fn post_send(&self, qpn: u32, wr: SendWr) -> Result<()>;
+    fn post_recv(&self, qpn: u32, wr: RecvWr) -> Result<()>;
+    fn poll_cq(&self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>>;
+    /// What the endpoint is, for reports ("golden model", "RTL (Verilator)").
+    fn describe(&self) -> String;
+    /// The endpoint's own event counters, named (the model's counters; the RTL's counter window).
+    fn counters(&self) -> Vec<(String, u64)>;
+    /// The golden model's counters, when the endpoint is the model.
+    fn model_counters(&self) -> Option<Counters> {
+        None
+    }
+    /// Frames the endpoint dropped for a reason that a lossless link cannot cause (bad ICRC, overflow,
+    /// out-of-sequence, ...), by name; empty on a clean run.
+    fn unexpected_drops(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}
+
+/// The device handle the peers hold.
+pub type Dev = Arc<dyn Verbs>;
+
+impl Verbs for SharedDevice {
+    fn alloc(&self, len: usize) -> Result<u64> {
+        Ok(self.lock().alloc(len))
+    }
+    fn write_mem(&self, addr: u64, data: &[u8]) -> Result<()> {
+        self.lock().mem_mut().write(addr, data).map_err(|e| anyhow!("{e}"))
+    }
+    fn read_mem(&self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.lock().mem().read(addr, len).map_err(|e| anyhow!("{e}"))
+    }
+    fn alloc_pd(&self) -> Result<Pd> {
+        Ok(self.lock().alloc_pd())
+    }
+    fn reg_mr(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)> {
+        let mr = self.lock().reg_mr(pd, addr, len, access).map_err(|e| anyhow!("reg_mr: {e}"))?;
+        Ok((mr.lkey, mr.rkey))
+    }
+    fn create_cq(&self, cqe: u32) -> Result<Cq> {
+        Ok(self.lock().create_cq(cqe))
+    }
+    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
+        self.lock().create_qp(pd, init).map_err(|e| anyhow!("create_qp: {e}"))
+    }
+    fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()> {
+        self.lock().modify_qp(qpn, attr).map_err(|e| anyhow!("modify_qp: {e}"))
+    }
+    fn post_send(&self, qpn: u32, wr: SendWr) -> Result<()> {
+        self.lock().post_send(qpn, wr).map_err(|e| anyhow!("post_send: {e}"))
+    }
+    fn post_recv(&self, qpn: u32, wr: RecvWr) -> Result<()> {
+        self.lock().post_recv(qpn, wr).map_err(|e| anyhow!("post_recv: {e}"))
+    }
+    fn poll_cq(&self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>> {
+        Ok(self.lock().poll_cq(cq, max))
+    }
+    fn describe(&self) -> String {
+        "golden model".into()
+    }
+    fn counters(&self) -> Vec<(String, u64)> {
+        let c = self.lock().counters().clone();
+        let mut v = vec![
+            ("rx_frames".to_string(), c.rx_frames),
+            ("tx_frames".into(), c.tx_frames),
+            ("tx_request_packets".into(), c.tx_request_packets),
+            ("tx_retransmitted_packets".into(), c.tx_retransmitted_packets),
+            ("timeouts".into(), c.timeouts),
+            ("acks_sent".into(), c.acks_sent),
+            ("acks_received".into(), c.acks_received),
+            ("duplicate_requests".into(), c.duplicate_requests),
+            ("read_responses_sent".into(), c.read_responses_sent),
+            ("atomic_acks_sent".into(), c.atomic_acks_sent),
+        ];
+        v.extend(c.drops.iter().map(|(r, n)| (format!("drop {r:?}"), *n)));
+        v
+    }
+    fn model_counters(&self) -> Option<Counters> {
+        Some(self.lock().counters().clone())
+    }
+}
+
+/// Which device plays our side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EndpointKind {
+    /// The golden transport model.
+    #[default]
+    Model,
+    /// The Verilator model of the RNIC's Verilog, through the driver.
+    Rtl,
+}
+
+impl std::str::FromStr for EndpointKind {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "model" => Ok(EndpointKind::Model),
+            "rtl" => Ok(EndpointKind::Rtl),
+            other => anyhow::bail!("unknown endpoint `{other}` (model or rtl)"),
+        }
+    }
+}
+
+impl std::fmt::Display for EndpointKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EndpointKind::Model => "model",
+            EndpointKind::Rtl => "rtl",
+        })
+    }
+}
+
+/// The bridge's side of an endpoint.
+pub type BoxedEndpoint = Box<dyn super::Endpoint + Send>;
+
+/// Open our side: the device for the application and the endpoint for the bridge. `model` configures the
+/// golden model (its MAC and IP are the RTL's too).
+pub fn open_endpoint(kind: EndpointKind, model: testbench::model::DeviceConfig) -> Result<(Dev, BoxedEndpoint)> {
+    match kind {
+        EndpointKind::Model => {
+            let d = SharedDevice::new(model);
+            let ep = d.endpoint();
+            Ok((Arc::new(d), Box::new(ep)))
+        }
+        EndpointKind::Rtl => {
+            let ip = match model.ip {
+                std::net::IpAddr::V4(v4) => u32::from(v4),
+                std::net::IpAddr::V6(_) => anyhow::bail!("the RTL endpoint speaks IPv4 only"),
+            };
+            let d = super::rtl_ep::RtlDevice::start(model.mac.0, ip, super::rtl_ep::INBOUND_GBPS)?;
+            let ep = d.endpoint();
+            Ok((d, Box::new(ep)))
+        }
+    }
+}
