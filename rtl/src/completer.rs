@@ -31,12 +31,35 @@
 //! without retries cannot happen and is a BAD_RESP here); ATOMIC ACKNOWLEDGE (issue 6 writes the original
 //! value and completes the atomic; until then its WQE stays at the head).
 //!
-//! **Timing** (322 MHz, at most 6 LUT6 levels): one event at a time by a state machine. PSN compares mod 2^24
-//! as rxe `psn_compare` in two registered stages ([`PsnCmp`], as `psn_check.rs`: narrow chunk compares, then
-//! the borrow); `PSN + 1` in two 12-bit halves; the 64-bit address and the 32-bit byte counts by 8-bit serial
-//! adders ([`SerAdd64`], 8 cycles). Rate: an ACK or dropped response takes about 10 cycles, plus 4 per WQE it
-//! completes (plus the completion handshake); a read response about 20 cycles plus its payload beats (one
-//! beat per cycle); a record from `iss` about 5 cycles.
+//! **Timing** (322 MHz, at most 6 LUT6 levels; the gate measures 4): one event at a time by a state machine.
+//! PSN compares mod 2^24 as rxe `psn_compare` in two registered stages ([`PsnCmp`], as `psn_check.rs`: narrow
+//! chunk compares, then the borrow); `PSN + 1` in two 12-bit halves; on the general path the 64-bit address
+//! and the 32-bit byte counts by 8-bit serial adders ([`SerAdd64`], 8 cycles).
+//!
+//! **Fast path.** After a read response that leaves its READ at the head unfinished, the QP is *hot*: its
+//! state stays in the registers (head record, `comp_psn`, bytes received) together with the next response's
+//! address (`nx_addr` = laddr + bytes received) and the room left (`room` = len - bytes received), and the
+//! state is written back to `qst` after every event. The checks of the header on offer are registered while it
+//! is taken: same QP, PSN = `comp_psn`, PSN ≠ the READ's next PSN, payload ≤ room. The cycle after, an
+//! in-order MIDDLE, or LAST with an ACK AETH, with payload, whose checks all pass has the outcome the rules
+//! give (a_read, no LOC_LEN_ERR), so its scatter command goes out at once; `nx_addr + len`, `room - len` and
+//! `received + len` come from three pipelined adders ([`PipeAdd64`], 3 cycles) and `comp_psn` becomes PSN + 1
+//! four cycles after the header was taken. Every other response (FIRST, ONLY, ACKs, stale, duplicates,
+//! another QP, a record from `iss` or a CMD_WRITE_QP in between) clears *hot* and takes the general path, which
+//! makes the QP hot again after a MIDDLE (or FIRST) it accepts.
+//! **Payload.** A taken header's payload goes into a 16-beat payload FIFO (forwarded) or is dropped, and the
+//! FIFO feeds the Scatter Path, so the next header can be taken while the Scatter Path still plans (3 cycles)
+//! and writes this one; a LAST or ONLY completes once its payload has left the FIFO. A header is taken only
+//! when the previous header's payload has all come in (as the top hands them on anyway).
+//! **Rate** (measured by `completer_keeps_up_with_read_responses_at_line_rate`, headers handed on as RX Parse
+//! and the top do, sinks always ready): a MIDDLE read response takes its payload beats + 2 cycles: 6 / 18 / 66
+//! cycles at path MTU 256 / 1024 / 4096 (the 100G wire brings one every 8.7 / 28.5 / 107.7 cycles; before
+//! the fast path and the payload FIFO: 26 / 38 / 86); at least 5 cycles for a short one. On the general path an ACK or dropped
+//! response takes about 10 cycles, plus 4 per WQE it completes (plus the completion handshake); a FIRST,
+//! ONLY or other general-path read response about 18 cycles before its payload starts to come in, once per
+//! READ in a stream of responses; a record from `iss` about 5.
+//! In the system (`sim/tests/rnic_system.rs`, READs of 1 B .. 1 MiB from the golden peer at line rate): no RX
+//! Parse drop at MTU 256, 1024 and 4096.
 //!
 //! Event counters (`counters[i]`): [`CNT_ACKS`] ACKs received (ACKNOWLEDGE with an ACK syndrome), [`CNT_NAKS`]
 //! NAKs received (NAK syndrome), [`CNT_RNR_NAKS`] RNR NAKs received, [`CNT_DROPPED`] responses dropped for no
@@ -49,6 +72,7 @@ use crate::axis::{AxisSink, AxisSource};
 use crate::consts::k;
 use crate::counter::EventCounter;
 use crate::fifo::{Fifo, SdpRam};
+use crate::key_cache::PipeAdd64;
 use crate::lut::Lut8;
 use crate::req_front::ReqIssued;
 use crate::rx_parse::RxHeader;
@@ -113,6 +137,14 @@ pub struct CompSt {
     pub rd: Bits<32>,
     pub reading: Bit,
     pub err: Bit,
+}
+
+/// A payload beat in the Completer's payload FIFO.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct PayBeat {
+    pub data: Bits<512>,
+    pub keep: Bits<64>,
+    pub last: Bit,
 }
 
 /// rxe `psn_compare(a, b)` in two registered stages: `neg` (< 0), `eq`, `gt` (> 0) two clocks after `a`, `b`.
@@ -284,12 +316,12 @@ enum CompState {
     RdChk,
     RdDec,
     SCmd,
-    PayFwd,
     RdEnd,
     CqLoad,
     CqEmit,
     Done,
-    PDrop,
+    FCmd,
+    FEnd,
 }
 
 /// The Completer (see the module documentation).
@@ -343,6 +375,10 @@ pub struct Completer {
     add_addr: SerAdd64,
     add_room: SerAdd64,
     add_rd: SerAdd64,
+    pa_addr: PipeAdd64,
+    pa_room: PipeAdd64,
+    pa_rd: PipeAdd64,
+    pf: Fifo<PayBeat, 4, 5>,
     cnt: [EventCounter; COMP_COUNTERS],
 
     state: DFF<CompState>,
@@ -389,7 +425,24 @@ pub struct Completer {
     o_status: DFF<Bits<8>>,
     o_opcode: DFF<Bits<8>>,
     o_flags: DFF<Bits<8>>,
+    // the fast path: the hot QP's next read response
+    hot: DFF<Bit>,
+    nx_addr: DFF<Bits<64>>,
+    room: DFF<Bits<32>>,
+    room_big: DFF<Bit>,
+    fc: DFF<Bits<2>>,
+    f_same: DFF<Bit>,
+    f_psn: DFF<Bit>,
+    f_end: DFF<Bit>,
+    f_fit: DFF<Bit>,
+    // the payload of the last header taken: forwarded into the payload FIFO, or dropped
+    pin_fwd: DFF<Bit>,
+    pin_drop: DFF<Bit>,
 
+    l_fast: Signal<Local, Bit>,
+    l_adv: Signal<Local, Bit>,
+    l_pin: Signal<Local, Bit>,
+    l_take: Signal<Local, Bit>,
     l_qpn8: Signal<Local, Bits<8>>,
     l_head: Signal<Local, Bits<4>>,
     l_tail: Signal<Local, Bits<4>>,
@@ -411,6 +464,9 @@ pub struct Completer {
     c_read: Signal<Local, Bit>,
     c_atomic: Signal<Local, Bit>,
 
+    k0_2: Constant<Bits<2>>,
+    k1_2: Constant<Bits<2>>,
+    k3_2: Constant<Bits<2>>,
     k0_4: Constant<Bits<4>>,
     k1_4: Constant<Bits<4>>,
     k8_4: Constant<Bits<4>>,
@@ -491,6 +547,10 @@ impl Default for Completer {
             add_addr: Default::default(),
             add_room: Default::default(),
             add_rd: Default::default(),
+            pa_addr: Default::default(),
+            pa_room: Default::default(),
+            pa_rd: Default::default(),
+            pf: Default::default(),
             cnt: Default::default(),
             state: Default::default(),
             prio: Default::default(),
@@ -534,6 +594,21 @@ impl Default for Completer {
             o_status: Default::default(),
             o_opcode: Default::default(),
             o_flags: Default::default(),
+            hot: Default::default(),
+            nx_addr: Default::default(),
+            room: Default::default(),
+            room_big: Default::default(),
+            fc: Default::default(),
+            f_same: Default::default(),
+            f_psn: Default::default(),
+            f_end: Default::default(),
+            f_fit: Default::default(),
+            pin_fwd: Default::default(),
+            pin_drop: Default::default(),
+            l_fast: Default::default(),
+            l_adv: Default::default(),
+            l_pin: Default::default(),
+            l_take: Default::default(),
             l_qpn8: Default::default(),
             l_head: Default::default(),
             l_tail: Default::default(),
@@ -554,6 +629,9 @@ impl Default for Completer {
             c_rd_at: Default::default(),
             c_read: Default::default(),
             c_atomic: Default::default(),
+            k0_2: k(0),
+            k1_2: k(1),
+            k3_2: k(3),
             k0_4: k(0),
             k1_4: k(1),
             k8_4: k(8),
@@ -599,9 +677,13 @@ impl Logic for Completer {
             self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, cls,
             resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack,
             sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, o_valid, o_cqn, o_wr_id, o_len, o_imm, o_qpn,
-            o_status, o_opcode, o_flags
+            o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
+            pin_drop
         );
-        clock!(self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd);
+        clock!(
+            self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd, pa_addr,
+            pa_room, pa_rd, pf
+        );
         for i in 0..7 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = false;
@@ -611,14 +693,28 @@ impl Logic for Completer {
         // ---- defaults ----
         self.iss_ready.next = false;
         self.hdr_ready.next = false;
-        self.pay.tready.next = false;
         self.s_valid.next = false;
-        self.s_addr.next = self.add_addr.sum.val();
+        self.s_addr.next = self.nx_addr.q.val();
         self.s_len.next = self.h_plen.q.val();
-        self.s_pay.tdata.next = self.pay.tdata.val();
-        self.s_pay.tkeep.next = self.pay.tkeep.val();
-        self.s_pay.tlast.next = self.pay.tlast.val();
-        self.s_pay.tvalid.next = false;
+
+        // ---- payload: the last header's payload into the payload FIFO (or dropped); the FIFO to the Scatter
+        // Path, so that the next header is taken while the Scatter Path still plans and writes this one ----
+        self.l_pin.next = self.pin_fwd.q.val() | self.pin_drop.q.val();
+        self.pay.tready.next = (self.pin_fwd.q.val() & !self.pf.full.val()) | self.pin_drop.q.val();
+        self.l_take.next = self.pay.tvalid.val() & ((self.pin_fwd.q.val() & !self.pf.full.val()) | self.pin_drop.q.val());
+        self.pf.din.next.data = self.pay.tdata.val();
+        self.pf.din.next.keep = self.pay.tkeep.val();
+        self.pf.din.next.last = self.pay.tlast.val();
+        self.pf.push.next = self.pin_fwd.q.val() & self.pay.tvalid.val();
+        if self.l_take.val() & self.pay.tlast.val() {
+            self.pin_fwd.d.next = false;
+            self.pin_drop.d.next = false;
+        }
+        self.s_pay.tdata.next = self.pf.dout.val().data;
+        self.s_pay.tkeep.next = self.pf.dout.val().keep;
+        self.s_pay.tlast.next = self.pf.dout.val().last;
+        self.s_pay.tvalid.next = !self.pf.empty.val();
+        self.pf.pop.next = self.s_pay.tready.val();
         self.cq_valid.next = self.o_valid.q.val();
         self.cq_cqn.next = self.o_cqn.q.val();
         self.cq_wr_id.next = self.o_wr_id.q.val();
@@ -702,6 +798,34 @@ impl Logic for Completer {
         self.l_room.next = self.add_room.sum.val();
         self.l_rdsum.next = self.add_rd.sum.val();
 
+        // ---- the fast path: the hot QP (its state in the registers, its head a READ being read, in order) ----
+        // checks of the header on offer, registered (used in RQst, the cycle after it is taken)
+        self.f_same.d.next = self.hot.q.val() & (self.l_hqpn.val() == self.qpn.q.val());
+        self.f_psn.d.next = self.hdr.val().psn == self.s_comp.q.val();
+        self.f_end.d.next = self.hdr.val().psn == self.rec.q.val().next_psn;
+        self.f_fit.d.next = self.room_big.q.val() | (self.hdr_pay_len.val() <= self.room.q.val().get_bits::<13>(0));
+        self.l_fast.next = self.f_same.q.val()
+            & self.f_psn.q.val()
+            & !self.f_end.q.val()
+            & self.f_fit.q.val()
+            & self.paypend.q.val()
+            & (self.d_mid.q.val() | (self.d_last.q.val() & self.sy_ack.q.val()));
+        // the next response's address, the room left and the bytes received, 3 cycles after their inputs
+        // settle (fc counts the cycles; inputs: nx_addr, room, s_rd and h_plen)
+        self.pa_addr.a.next = self.nx_addr.q.val();
+        self.pa_addr.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
+        self.pa_addr.cin.next = false;
+        self.pa_room.a.next = bit_cast::<64, 32>(self.room.q.val());
+        self.pa_room.b.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+        self.pa_room.cin.next = true;
+        self.pa_rd.a.next = bit_cast::<64, 32>(self.s_rd.q.val());
+        self.pa_rd.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
+        self.pa_rd.cin.next = false;
+        if self.fc.q.val() != self.k3_2.val() {
+            self.fc.d.next = self.fc.q.val() + self.k1_2.val();
+        }
+        self.l_adv.next = false;
+
         // ---- header decode ----
         self.l_ext.next = self.hdr.val().ext;
         self.l_syn.next = self.l_ext.val().get_bits::<8>(0) & self.sy_mask.val();
@@ -714,11 +838,12 @@ impl Logic for Completer {
         match self.state.q.val() {
             CompState::Idle => {
                 if !self.cqwq.empty.val() {
+                    self.hot.d.next = false;
                     self.cqwq.pop.next = true;
                     self.qpn.d.next = bit_cast::<24, 8>(self.cqwq.dout.val());
                     self.qst.raddr.next = self.cqwq.dout.val();
                     self.state.d.next = CompState::CRd;
-                } else if self.hdr_valid.val() & (!self.iss_valid.val() | self.prio.q.val()) {
+                } else if self.hdr_valid.val() & !self.l_pin.val() & (!self.iss_valid.val() | self.prio.q.val()) {
                     self.hdr_ready.next = true;
                     self.prio.d.next = false;
                     self.qpn.d.next = self.l_hqpn.val();
@@ -740,6 +865,7 @@ impl Logic for Completer {
                     self.resp.d.next = true;
                     self.state.d.next = CompState::RQst;
                 } else if self.iss_valid.val() {
+                    self.hot.d.next = false;
                     self.prio.d.next = true;
                     self.qpn.d.next = self.l_iqpn.val();
                     self.qst.raddr.next = self.l_iqpn.val().get_bits::<8>(0);
@@ -808,7 +934,46 @@ impl Logic for Completer {
                     self.cnt[1].inc.next = self.sy_nak.q.val();
                     self.cnt[2].inc.next = self.sy_rnr.q.val();
                 }
-                self.state.d.next = CompState::HeadRd;
+                self.fc.d.next = self.k0_2.val();
+                if self.l_fast.val() {
+                    // an in-order MIDDLE or LAST of the hot QP's READ that fits: the outcome is known
+                    self.s_valid.next = true;
+                    if self.s_ready.val() {
+                        self.pin_fwd.d.next = true;
+                        self.paypend.d.next = false;
+                        self.state.d.next = CompState::FEnd;
+                    } else {
+                        self.state.d.next = CompState::FCmd;
+                    }
+                } else {
+                    self.hot.d.next = false;
+                    self.state.d.next = CompState::HeadRd;
+                }
+            }
+            CompState::FCmd => {
+                self.s_valid.next = true;
+                if self.s_ready.val() {
+                    self.pin_fwd.d.next = true;
+                    self.paypend.d.next = false;
+                    self.state.d.next = CompState::FEnd;
+                }
+            }
+            CompState::FEnd => {
+                // the sums are there: the response's effect on the QP state (as RdDec, RdEnd and Done)
+                if self.fc.q.val().get_bit(1) {
+                    self.l_adv.next = true;
+                    self.s_comp.d.next = self.psn1.q.val();
+                    self.s_rd.d.next = self.pa_rd.sum.val().get_bits::<32>(0);
+                    if self.d_last.q.val() {
+                        self.hot.d.next = false;
+                        self.state.d.next = CompState::RdEnd;
+                    } else {
+                        self.qst.we.next = true;
+                        self.qst.wdata.next.comp_psn = self.psn1.q.val();
+                        self.qst.wdata.next.rd = self.pa_rd.sum.val().get_bits::<32>(0);
+                        self.state.d.next = CompState::Idle;
+                    }
+                }
             }
             CompState::HeadRd => {
                 if self.s_head.q.val() == self.s_tail.q.val() {
@@ -933,9 +1098,12 @@ impl Logic for Completer {
                 // payload beyond the WQE length: pay_len > len - received
                 self.over.d.next = (self.l_room.val().get_bits::<19>(13) == self.k0_19.val())
                     & (self.h_plen.q.val() > self.l_room.val().get_bits::<13>(0));
+                self.nx_addr.d.next = self.add_addr.sum.val();
+                self.room.d.next = self.l_room.val().get_bits::<32>(0);
                 self.state.d.next = CompState::RdDec;
             }
             CompState::RdDec => {
+                self.fc.d.next = self.k0_2.val();
                 if self.over.q.val() {
                     self.cstat.d.next = self.st_len.val();
                     self.s_err.d.next = true;
@@ -954,25 +1122,25 @@ impl Logic for Completer {
             CompState::SCmd => {
                 self.s_valid.next = true;
                 if self.s_ready.val() {
-                    self.state.d.next = CompState::PayFwd;
-                }
-            }
-            CompState::PayFwd => {
-                self.s_pay.tvalid.next = self.pay.tvalid.val();
-                self.pay.tready.next = self.s_pay.tready.val();
-                if self.pay.tvalid.val() & self.s_pay.tready.val() & self.pay.tlast.val() {
+                    self.pin_fwd.d.next = true;
                     self.paypend.d.next = false;
                     self.state.d.next = CompState::RdEnd;
                 }
             }
             CompState::RdEnd => {
                 if self.d_last.q.val() | self.d_only.q.val() {
-                    self.s_reading.d.next = false;
-                    self.cstat.d.next = self.k0_8.val();
-                    self.resp.d.next = false;
-                    self.state.d.next = CompState::CqLoad;
-                } else {
+                    // complete once the payload has gone to the Scatter Path
+                    if !self.pin_fwd.q.val() & self.pf.empty.val() {
+                        self.s_reading.d.next = false;
+                        self.cstat.d.next = self.k0_8.val();
+                        self.resp.d.next = false;
+                        self.state.d.next = CompState::CqLoad;
+                    }
+                } else if self.fc.q.val().get_bit(1) {
+                    // the QP is hot now: its next response may take the fast path
                     self.s_reading.d.next = true;
+                    self.l_adv.next = true;
+                    self.hot.d.next = true;
                     self.state.d.next = CompState::Done;
                 }
             }
@@ -1009,18 +1177,16 @@ impl Logic for Completer {
             CompState::Done => {
                 self.qst.we.next = true;
                 if self.paypend.q.val() {
-                    self.state.d.next = CompState::PDrop;
-                } else {
-                    self.state.d.next = CompState::Idle;
-                }
-            }
-            CompState::PDrop => {
-                self.pay.tready.next = true;
-                if self.pay.tvalid.val() & self.pay.tlast.val() {
+                    self.pin_drop.d.next = true;
                     self.paypend.d.next = false;
-                    self.state.d.next = CompState::Idle;
                 }
+                self.state.d.next = CompState::Idle;
             }
+        }
+        if self.l_adv.val() {
+            self.nx_addr.d.next = self.pa_addr.sum.val();
+            self.room.d.next = self.pa_room.sum.val().get_bits::<32>(0);
+            self.room_big.d.next = self.pa_room.sum.val().get_bits::<19>(13) != self.k0_19.val();
         }
     }
 }
@@ -1086,13 +1252,15 @@ mod tests {
         cqs: Vec<Cq>,
         /// most records waiting at once while the QP was full (iss_ready low with iss_valid high)
         full_stalls: u64,
+        /// read responses that took the fast path
+        fast: u64,
     }
 
     impl Rig {
         fn new(seed: u64) -> Self {
             let mut u = Completer::default();
             u.connect_all();
-            Rig { u, rng: SmallRng::seed_from_u64(seed), mem: BTreeMap::new(), cqs: Vec::new(), full_stalls: 0 }
+            Rig { u, rng: SmallRng::seed_from_u64(seed), mem: BTreeMap::new(), cqs: Vec::new(), full_stalls: 0, fast: 0 }
         }
         fn tick(&mut self) {
             self.u.clock.next = false.into();
@@ -1154,6 +1322,9 @@ mod tests {
                 self.u.cq_ready.next = cr;
                 self.u.clock.next = false.into();
                 assert!(simulate(&mut self.u, 200));
+                if self.u.state.q.val() == CompState::FEnd && self.u.fc.q.val().get_bit(1) {
+                    self.fast += 1;
+                }
                 quiet += 1;
                 if iv {
                     if self.u.iss_ready.val() {
@@ -1383,6 +1554,7 @@ mod tests {
             assert_eq!(rig.counter(CNT_ACKS) - racks0, p.a.counters().acks_received - acks0, "seq {s}: ACKs");
         }
         assert!(rig.full_stalls > 0, "no batch filled a QP's list");
+        assert!(rig.fast > 20, "{} read responses took the fast path", rig.fast);
         assert_eq!(rig.counter(CNT_BAD), 0);
         assert_eq!(rig.counter(CNT_IMPLIED_NAKS), 0);
         (ncq, nbytes, coalesced)
@@ -1516,6 +1688,208 @@ mod tests {
         rig.run(&[r8], &[read_resp(q, 0x2000, RC_RDMA_READ_RESPONSE_ONLY, vec![1; 101])]);
         assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(8, wc_status_code(WcStatus::LocLenErr) as u64)]);
         assert_eq!(rig.mem.len(), 300, "nothing placed from the over-long response");
+    }
+
+    /// The fast path's edges: a LAST longer than the room left (LOC_LEN_ERR), a MIDDLE past the READ's last
+    /// PSN (implied NAK), a duplicate (stale), and another QP's response in between (the QP is reloaded).
+    #[test]
+    fn fast_path_edges_fall_back_to_the_rules() {
+        use testbench::host::WR_RDMA_READ;
+        let mut rig = Rig::new(5);
+        let (q, q2) = (0x31, 0x32);
+        rig.set_cq(q, 0x9);
+        let p = 0xFF_FFFF;
+        // R1: 3 packets, 600 bytes; FIRST and MIDDLE land, the LAST carries 100 > 88 bytes left
+        let r1 = rec(q, 1, WR_RDMA_READ, p, 3, 600, true, WcStatus::Success);
+        rig.run(
+            &[r1],
+            &[
+                read_resp(q, p, RC_RDMA_READ_RESPONSE_FIRST, vec![1; 256]),
+                read_resp(q, psn_add(p, 1), RC_RDMA_READ_RESPONSE_MIDDLE, vec![2; 256]),
+                read_resp(q, psn_add(p, 2), RC_RDMA_READ_RESPONSE_LAST, vec![3; 100]),
+            ],
+        );
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, wc_status_code(WcStatus::LocLenErr) as u64)]);
+        assert_eq!(rig.mem.len(), 512);
+        assert!((0..512).all(|i| rig.mem[&(0x2000 + i)] == 1 + (i / 256) as u8));
+        assert_eq!(rig.fast, 1, "the MIDDLE took the fast path");
+        rig.cqs.clear();
+        rig.mem.clear();
+        // R2 (after CMD_WRITE_QP): 3 packets, 1000 bytes; FIRST, another QP's ACK (no pending WQE), MIDDLE (slow:
+        // the QP was reloaded), LAST (fast), the LAST again (no pending WQE)
+        rig.set_cq(q, 0x9);
+        let p2 = 0x100;
+        let r2 = rec(q, 2, WR_RDMA_READ, p2, 3, 1000, true, WcStatus::Success);
+        let dropped = rig.counter(CNT_DROPPED);
+        rig.run(
+            &[r2],
+            &[
+                read_resp(q, p2, RC_RDMA_READ_RESPONSE_FIRST, vec![4; 256]),
+                ack(q2, 7, 0),
+                read_resp(q, p2 + 1, RC_RDMA_READ_RESPONSE_MIDDLE, vec![5; 256]),
+                read_resp(q, p2 + 2, RC_RDMA_READ_RESPONSE_LAST, vec![9; 488]),
+                read_resp(q, p2 + 2, RC_RDMA_READ_RESPONSE_LAST, vec![9; 488]),
+            ],
+        );
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status, c.byte_len)).collect::<Vec<_>>(), vec![(2, 0, 1000)]);
+        let want: Vec<u8> = [4u8, 5].iter().flat_map(|&b| vec![b; 256]).chain(vec![9; 488]).collect();
+        assert_eq!((0..1000).map(|i| rig.mem[&(0x3000 + i)]).collect::<Vec<u8>>(), want);
+        assert_eq!(rig.counter(CNT_DROPPED) - dropped, 2, "no pending WQE: q2's ACK, the LAST again");
+        assert_eq!(rig.fast, 2, "the LAST took the fast path");
+        rig.cqs.clear();
+        rig.mem.clear();
+        // R3: 2 packets, 1000 bytes; FIRST, a MIDDLE at its last PSN (fast), a MIDDLE past it (implied NAK), the
+        // MIDDLE again (stale)
+        let p3 = 0x200;
+        let r3 = rec(q, 3, WR_RDMA_READ, p3, 2, 1000, true, WcStatus::Success);
+        rig.run(
+            &[r3],
+            &[
+                read_resp(q, p3, RC_RDMA_READ_RESPONSE_FIRST, vec![1; 256]),
+                read_resp(q, p3 + 1, RC_RDMA_READ_RESPONSE_MIDDLE, vec![2; 256]),
+                read_resp(q, p3 + 2, RC_RDMA_READ_RESPONSE_MIDDLE, vec![3; 256]),
+                read_resp(q, p3 + 1, RC_RDMA_READ_RESPONSE_MIDDLE, vec![2; 256]),
+            ],
+        );
+        assert!(rig.cqs.is_empty());
+        assert_eq!(rig.counter(CNT_IMPLIED_NAKS), 1);
+        assert_eq!(rig.counter(CNT_DROPPED) - dropped, 3, "and the stale MIDDLE");
+        assert_eq!(rig.fast, 3, "the in-order MIDDLE took the fast path");
+        assert_eq!(rig.mem.len(), 512);
+    }
+
+    /// Cycles per read response at the RTL's best: one READ of `npk` packets at `mtu` fed as RX Parse and the
+    /// top hand them on (a header from the cycle after the previous payload's last beat, its payload from the
+    /// cycle after the header), every sink always ready. Returns the mean cycles between header hand-overs of
+    /// the MIDDLE responses (steady state), after checking the READ completed and every byte landed.
+    fn read_rate(mtu: u32, npk: u32) -> f64 {
+        use testbench::host::WR_RDMA_READ;
+        let mut rig = Rig::new(11);
+        let q = 0x21;
+        rig.set_cq(q, 0x7);
+        let psn0 = 0xFF_FFF0; // wraps inside the READ
+        let len = (npk as u64 - 1) * mtu as u64 + 100;
+        let r = rec(q, 9, WR_RDMA_READ, psn0, npk, len, true, WcStatus::Success);
+        let laddr = 0x1000 * 10;
+        rig.run(&[r], &[]);
+        let mut resps = Vec::new();
+        for i in 0..npk {
+            let op = if i == 0 {
+                RC_RDMA_READ_RESPONSE_FIRST
+            } else if i + 1 == npk {
+                RC_RDMA_READ_RESPONSE_LAST
+            } else {
+                RC_RDMA_READ_RESPONSE_MIDDLE
+            };
+            let n = if i + 1 == npk { 100 } else { mtu as usize };
+            let pay: Vec<u8> = (0..n).map(|j| (j as u32 * 7 + i * 13) as u8).collect();
+            resps.push(read_resp(q, psn_add(psn0, i), op, pay));
+        }
+        let want: Vec<u8> = resps.iter().flat_map(|r| r.pay.clone()).collect();
+        let u = &mut rig.u;
+        u.s_ready.next = true;
+        u.s_pay.tready.next = true;
+        u.cq_ready.next = true;
+        u.iss_valid.next = false;
+        let mut next = 0usize;
+        let mut beats: VecDeque<(Vec<u8>, bool)> = VecDeque::new();
+        let mut cmds: VecDeque<(u64, u64)> = VecDeque::new();
+        let mut cur: Option<(u64, Vec<u8>)> = None;
+        let mut hdr_ok = true; // the previous payload is all taken (and a cycle has passed)
+        let mut pay_ok = false; // the payload of the header taken last cycle may flow
+        let mut taken_at: Vec<u64> = Vec::new();
+        let mut cqs = 0;
+        let mut mem: BTreeMap<u64, u8> = BTreeMap::new();
+        let mut cycle = 0u64;
+        while cqs == 0 {
+            cycle += 1;
+            assert!(cycle < 200_000, "hung");
+            let hv = hdr_ok && next < resps.len();
+            if hv {
+                let r = &resps[next];
+                u.hdr.next = r.h;
+                u.hdr_ext_words.next = bits(r.ew);
+                u.hdr_pay_len.next = bits(r.pay.len() as u64);
+            }
+            u.hdr_valid.next = hv;
+            let pv = pay_ok && !beats.is_empty();
+            if pv {
+                let (d, k) = beat_of(&beats[0].0);
+                u.pay.tdata.next = d;
+                u.pay.tkeep.next = k;
+                u.pay.tlast.next = beats[0].1;
+            }
+            u.pay.tvalid.next = pv;
+            u.clock.next = false.into();
+            assert!(simulate(u, 200));
+            let (mut new_hdr, mut new_pay) = (hdr_ok, pay_ok);
+            if hv && u.hdr_ready.val() {
+                let r = &resps[next];
+                for (i, c) in r.pay.chunks(64).enumerate() {
+                    beats.push_back((c.to_vec(), i + 1 == r.pay.len().div_ceil(64)));
+                }
+                next += 1;
+                taken_at.push(cycle);
+                new_hdr = false;
+                new_pay = true;
+            }
+            if pv && u.pay.tready.val() {
+                let (_, last) = beats.pop_front().unwrap();
+                if last {
+                    new_hdr = true;
+                    new_pay = false;
+                }
+            }
+            if u.s_valid.val() {
+                cmds.push_back((u.s_addr.val().to_u64(), u.s_len.val().to_u64()));
+            }
+            if u.s_pay.tvalid.val() {
+                let c = cur.get_or_insert_with(|| (cmds.pop_front().expect("payload before its command").0, Vec::new()));
+                for i in 0..64 {
+                    if u.s_pay.tkeep.val().get_bit(i) {
+                        c.1.push(u.s_pay.tdata.val().get_bits::<8>(8 * i).to_u8());
+                    }
+                }
+                if u.s_pay.tlast.val() {
+                    let (a, d) = cur.take().unwrap();
+                    for (i, b) in d.iter().enumerate() {
+                        mem.insert(a + i as u64, *b);
+                    }
+                }
+            }
+            if u.cq_valid.val() {
+                assert_eq!((u.cq_wr_id.val().to_u64(), u.cq_status.val().to_u64(), u.cq_byte_len.val().to_u64()), (9, 0, len));
+                cqs += 1;
+            }
+            u.clock.next = true.into();
+            assert!(simulate(u, 200));
+            hdr_ok = new_hdr;
+            pay_ok = new_pay;
+        }
+        assert_eq!(next, resps.len());
+        let got: Vec<u8> = (0..len).map(|i| mem[&(laddr + i)]).collect();
+        assert!(got == want, "READ data");
+        // MIDDLE headers: taken_at[1] .. taken_at[npk - 1] (the LAST's hand-over ends the last MIDDLE)
+        (taken_at[npk as usize - 1] - taken_at[1]) as f64 / (npk - 2) as f64
+    }
+
+    /// Wire cycles per MIDDLE read response of `mtu` bytes at 100 Gb/s and the core clock: Ethernet + IPv4 +
+    /// UDP + BTH + payload + ICRC + FCS, preamble and inter-packet gap.
+    fn wire_cycles(mtu: u32) -> f64 {
+        (14 + 20 + 8 + 12 + mtu as u64 + 4 + 4 + 8 + 12) as f64 * 8.0 / (100e9 / testbench::mac::CORE_HZ)
+    }
+
+    #[test]
+    fn completer_keeps_up_with_read_responses_at_line_rate() {
+        let rates: Vec<(u32, f64)> = [(256u32, 40u32), (1024, 24), (4096, 10)].iter().map(|&(m, k)| (m, read_rate(m, k))).collect();
+        for &(mtu, c) in &rates {
+            println!("MTU {mtu}: {c:.2} cycles per MIDDLE read response ({} payload beats; wire {:.2})", mtu / 64, wire_cycles(mtu));
+        }
+        for &(mtu, c) in &rates {
+            let n = mtu / 64;
+            assert!(c <= wire_cycles(mtu), "MTU {mtu}: {c} cycles per response, the wire brings one every {}", wire_cycles(mtu));
+            assert!(c <= (n + 2) as f64, "MTU {mtu}: {c} cycles per response, more than the payload beats + 2");
+        }
     }
 
     #[test]

@@ -18,7 +18,8 @@ fn both_simulators_agree_cycle_for_cycle_on_a_write_and_a_read() {
     w.remote_addr = r.peer_buf + 7;
     w.rkey = r.peer_rkey;
     r.drv.post_send(r.qpn, &w).unwrap();
-    let mut rd = SendWr::new(2, WrOpcode::RdmaRead, vec![Sge { addr: r.src + 4096, length: 100, lkey: r.lkey }]);
+    // a READ of 700 bytes: FIRST, MIDDLE, LAST at MTU 256 (the MIDDLE and the LAST take the Completer's fast path)
+    let mut rd = SendWr::new(2, WrOpcode::RdmaRead, vec![Sge { addr: r.src + 4096, length: 700, lkey: r.lkey }]);
     rd.remote_addr = r.peer_buf + 7;
     rd.rkey = r.peer_rkey;
     r.drv.post_send(r.qpn, &rd).unwrap();
@@ -53,8 +54,9 @@ fn both_simulators_agree_cycle_for_cycle_on_a_write_and_a_read() {
     );
     assert_eq!(wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
     assert!(s.peer.mem().read(r.peer_buf + 7, 300).unwrap() == r.src_bytes(5, 300), "the write landed");
-    let back = r.mem.lock().unwrap().read(r.src + 4096, 100).unwrap();
-    assert!(back == r.src_bytes(5, 100), "the read brought the written bytes back");
+    let back = r.mem.lock().unwrap().read(r.src + 4096, 700).unwrap();
+    assert!(back[..300] == r.src_bytes(5, 300), "the read brought the written bytes back");
+    assert!(back == s.peer.mem().read(r.peer_buf + 7, 700).unwrap(), "and the peer's bytes after them");
     assert!(s.sent.len() >= 3 && s.received.len() >= 2);
     let pw = s.peer.mem().read(r.peer_buf + 0x1000, 200).unwrap();
     assert!(r.src_bytes(0x2000, 200) == pw, "the peer's write reached our memory through the Responder");
