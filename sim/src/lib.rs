@@ -5,6 +5,7 @@ pub mod icrc_harness;
 pub mod rx_harness;
 pub mod tx_harness;
 pub mod rxe;
+pub mod pair;
 pub mod system;
 
 /// What every generated Verilator model offers (each also has a setter and a getter per port).

@@ -298,6 +298,8 @@ pub struct System<D: RnicDut = Clocked<VRnic>> {
     /// The last cycle anything moved at a port (CSR, DMA, MAC) or was queued for the RNIC: with no timers in
     /// the RTL, a design quiet for a while stays quiet until new input.
     pub last_activity: u64,
+    /// The other RNIC on this one's link ([`System::pair`]): each step steps both, frames cross over.
+    partner: Option<std::rc::Weak<RefCell<System<D>>>>,
 }
 
 impl System<Clocked<VRnic>> {
@@ -307,11 +309,26 @@ impl System<Clocked<VRnic>> {
     }
 }
 
+impl System<Clocked<VRnic>> {
+    /// The Verilator model with no golden peer ([`System::detached`]): frames to it come from
+    /// [`System::inject`], paced at `inbound_gbps` of simulated time (a peer that is not itself simulated
+    /// cycle by cycle, like the rxe VM, would otherwise deliver everything it queued at once).
+    pub fn new_detached(mem: Arc<Mutex<HostMemory>>, pcap_dir: Option<&Path>, inbound_gbps: f64) -> std::io::Result<Self> {
+        let mut s = Self::with_links(Clocked::new(None), mem, Device::new(DeviceConfig::simple(9)), pcap_dir, inbound_gbps)?;
+        s.detached = true;
+        Ok(s)
+    }
+}
+
 impl<D: RnicDut> System<D> {
     /// Any implementation of the RNIC.
     pub fn with_dut(rnic: D, mem: Arc<Mutex<HostMemory>>, peer: Device, pcap_dir: Option<&Path>) -> std::io::Result<Self> {
+        Self::with_links(rnic, mem, peer, pcap_dir, 100.0)
+    }
+
+    fn with_links(rnic: D, mem: Arc<Mutex<HostMemory>>, peer: Device, pcap_dir: Option<&Path>, inbound_gbps: f64) -> std::io::Result<Self> {
         let mut out = MacLink::new(100.0, CORE_HZ, 100);
-        let mut inl = MacLink::new(100.0, CORE_HZ, 100);
+        let mut inl = MacLink::new(inbound_gbps, CORE_HZ, 100);
         if let Some(d) = pcap_dir {
             std::fs::create_dir_all(d)?;
             out = out.with_pcap(Box::new(std::fs::File::create(d.join("rnic-tx.pcap"))?))?;
@@ -332,22 +349,44 @@ impl<D: RnicDut> System<D> {
             received: Vec::new(),
             detached: false,
             last_activity: 0,
+            partner: None,
         })
-    }
-
-    /// Pace the link into the RNIC at `gbps` (of simulated time) instead of 100G, without a pcap: for a peer
-    /// that is not itself simulated cycle by cycle (the rxe VM), whose frames would otherwise all arrive at
-    /// once.
-    pub fn set_inbound_gbps(&mut self, gbps: f64) {
-        self.inl = MacLink::new(gbps, CORE_HZ, 100);
     }
 
     fn now_ns(&self) -> u64 {
         (self.cycle as f64 * 1e9 / CORE_HZ) as u64
     }
 
-    /// One core clock cycle of the RNIC, host memory, both link directions and the peer.
+    /// Put two detached systems on one link, in lockstep: from now on a step of either steps both (one core
+    /// clock), and every frame one RNIC sends is delivered to the other (its MAC paces it at its inbound
+    /// rate). Step only one of them per cycle.
+    pub fn pair(a: &Rc<RefCell<System<D>>>, b: &Rc<RefCell<System<D>>>) {
+        a.borrow_mut().partner = Some(Rc::downgrade(b));
+        b.borrow_mut().partner = Some(Rc::downgrade(a));
+        a.borrow_mut().detached = true;
+        b.borrow_mut().detached = true;
+    }
+
+    /// One core clock cycle of the RNIC, host memory, both link directions and the peer (and of the partner
+    /// RNIC, when paired).
     pub fn step(&mut self) {
+        self.step_one();
+        if let Some(p) = self.partner.as_ref().and_then(|w| w.upgrade()) {
+            let mut p = p.borrow_mut();
+            p.step_one();
+            for f in std::mem::take(&mut self.sent) {
+                p.inject(f);
+            }
+            for f in std::mem::take(&mut p.sent) {
+                self.inject(f);
+            }
+            let last = self.last_activity.max(p.last_activity);
+            self.last_activity = last;
+            p.last_activity = last;
+        }
+    }
+
+    fn step_one(&mut self) {
         let c = self.cycle;
         // ---- inputs
         let ci = self.csr_in;
@@ -454,6 +493,7 @@ impl<D: RnicDut> System<D> {
 
     /// Send a frame to the RNIC as if the peer had sent it (after the peer's own queued frames).
     pub fn inject(&mut self, f: Vec<u8>) {
+        self.last_activity = self.cycle;
         self.to_rnic.push_back((f, 0));
     }
 

@@ -32,7 +32,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use testbench::driver::{CsrBus, Driver};
 use testbench::host::{CAP_RC, REG_COUNTERS};
-use testbench::model::{AccessFlags, Cq, Device, DeviceConfig, HostMemory, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
+use testbench::model::{AccessFlags, Cq, HostMemory, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
 
 use super::verbs::Verbs;
 use super::Endpoint;
@@ -50,10 +50,15 @@ pub const INBOUND_GBPS: f64 = 25.0;
 /// Cycles stepped between looks at the message queue.
 const STEP_CYCLES: usize = 64;
 
-/// What the RTL thread owns.
-pub struct Core {
+/// One RNIC the RTL thread owns: the simulated system and the driver on its register slave.
+pub struct Side {
     pub sys: Rc<RefCell<System>>,
     pub drv: Driver<SimBus>,
+}
+
+/// What the RTL thread owns: one RNIC (an rxe endpoint), or two on one link in lockstep ([`RtlDevice::pair`]).
+pub struct Core {
+    pub sides: Vec<Side>,
 }
 
 type Call = Box<dyn FnOnce(&mut Core) + Send>;
@@ -101,44 +106,88 @@ const UNEXPECTED: [&str; 7] = [
     "resp_class_c_naks",
 ];
 
-/// The RTL device, shared by the application and the bridge.
-pub struct RtlDevice {
+/// The RTL thread and its message queue; the thread stops when the last handle goes.
+struct Inner {
     tx: Mutex<Sender<Msg>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.tx.lock().unwrap_or_else(|e| e.into_inner()).send(Msg::Stop);
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One RTL RNIC, shared by the application and the bridge (or its partner on a simulated link).
+pub struct RtlDevice {
+    inner: Arc<Inner>,
+    /// Which of the RTL thread's RNICs this is.
+    side: usize,
     mem: Arc<Mutex<HostMemory>>,
     outbox: Arc<Mutex<VecDeque<Vec<u8>>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// An RNIC to build: its addresses, inbound pacing and pcap directory.
+#[derive(Clone, Debug)]
+pub struct RtlConfig {
+    pub mac: [u8; 6],
+    pub ipv4: u32,
+    pub inbound_gbps: f64,
+    pub pcap_dir: Option<std::path::PathBuf>,
 }
 
 impl RtlDevice {
     /// Build the Verilator RNIC in its own thread, open it with the driver and give it `mac`/`ipv4`; frames
-    /// from the VM reach its MAC at most at `inbound_gbps` of simulated time (see [`INBOUND_GBPS`]).
-    pub fn start(mac: [u8; 6], ipv4: u32, inbound_gbps: f64) -> Result<Arc<RtlDevice>> {
-        let mem = Arc::new(Mutex::new(HostMemory::new()));
+    /// from the peer reach its MAC at most at `inbound_gbps` of simulated time (see [`INBOUND_GBPS`]); with
+    /// `pcap_dir`, its MAC writes `rnic-tx.pcap` and `rnic-rx.pcap` there.
+    pub fn start(mac: [u8; 6], ipv4: u32, inbound_gbps: f64, pcap_dir: Option<std::path::PathBuf>) -> Result<Arc<RtlDevice>> {
+        let mut v = Self::start_many(vec![RtlConfig { mac, ipv4, inbound_gbps, pcap_dir }], false)?;
+        Ok(v.remove(0))
+    }
+
+    /// Two RNICs on one link, stepped in lockstep by one thread (a cycle of either is a cycle of both; each
+    /// one's frames go to the other's MAC, see [`System::pair`]). No [`Endpoint`]: the link is inside.
+    pub fn pair(a: RtlConfig, b: RtlConfig) -> Result<(Arc<RtlDevice>, Arc<RtlDevice>)> {
+        let mut v = Self::start_many(vec![a, b], true)?;
+        let b = v.remove(1);
+        Ok((v.remove(0), b))
+    }
+
+    fn start_many(cfgs: Vec<RtlConfig>, paired: bool) -> Result<Vec<Arc<RtlDevice>>> {
+        let mems: Vec<Arc<Mutex<HostMemory>>> = cfgs.iter().map(|_| Arc::new(Mutex::new(HostMemory::new()))).collect();
         let outbox = Arc::new(Mutex::new(VecDeque::new()));
         let (tx, rx) = mpsc::channel::<Msg>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
-        let (m2, o2) = (mem.clone(), outbox.clone());
+        let (m2, o2) = (mems.clone(), outbox.clone());
         let thread = std::thread::Builder::new()
             .name("rtl".into())
             .stack_size(256 << 20)
             .spawn(move || {
                 let core = (|| -> Result<Core> {
-                    let sys = System::new(m2.clone(), Device::new(DeviceConfig::simple(9)), None, None)
-                        .context("creating the Verilator RNIC")?;
-                    let sys = Rc::new(RefCell::new(sys));
-                    sys.borrow_mut().detached = true;
-                    sys.borrow_mut().set_inbound_gbps(inbound_gbps);
-                    let mut drv = Driver::open(SimBus::new(sys.clone()), m2).map_err(|e| anyhow!("driver open: {e}"))?;
-                    if drv.info.caps & CAP_RC == 0 {
-                        bail!("the RNIC does not advertise RC");
+                    let mut sides: Vec<Side> = Vec::new();
+                    for (c, mem) in cfgs.iter().zip(m2) {
+                        let sys = System::new_detached(mem.clone(), c.pcap_dir.as_deref(), c.inbound_gbps)
+                            .context("creating the Verilator RNIC")?;
+                        let sys = Rc::new(RefCell::new(sys));
+                        if paired && sides.len() == 1 {
+                            System::pair(&sides[0usize].sys, &sys);
+                        }
+                        let mut drv = Driver::open(SimBus::new(sys.clone()), mem).map_err(|e| anyhow!("driver open: {e}"))?;
+                        if drv.info.caps & CAP_RC == 0 {
+                            bail!("the RNIC does not advertise RC");
+                        }
+                        drv.set_address(c.mac, c.ipv4).map_err(|e| anyhow!("set_address: {e}"))?;
+                        sides.push(Side { sys, drv });
                     }
-                    drv.set_address(mac, ipv4).map_err(|e| anyhow!("set_address: {e}"))?;
-                    Ok(Core { sys, drv })
+                    Ok(Core { sides })
                 })();
                 match core {
                     Ok(core) => {
                         let _ = ready_tx.send(Ok(()));
-                        rtl_thread(core, rx, o2);
+                        rtl_thread(core, rx, o2, paired);
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -146,18 +195,24 @@ impl RtlDevice {
                 }
             })?;
         ready_rx.recv().map_err(|_| anyhow!("the RTL thread died while starting"))??;
-        Ok(Arc::new(RtlDevice { tx: Mutex::new(tx), mem, outbox, thread: Mutex::new(Some(thread)) }))
+        let inner = Arc::new(Inner { tx: Mutex::new(tx), thread: Mutex::new(Some(thread)) });
+        Ok(mems
+            .into_iter()
+            .enumerate()
+            .map(|(side, mem)| Arc::new(RtlDevice { inner: inner.clone(), side, mem, outbox: outbox.clone() }))
+            .collect())
     }
 
     fn send(&self, m: Msg) -> Result<()> {
-        self.tx.lock().unwrap_or_else(|e| e.into_inner()).send(m).map_err(|_| anyhow!("the RTL thread has stopped"))
+        self.inner.tx.lock().unwrap_or_else(|e| e.into_inner()).send(m).map_err(|_| anyhow!("the RTL thread has stopped"))
     }
 
-    /// Run `f` on the RTL thread and wait for its result.
-    pub fn call<R: Send + 'static>(&self, f: impl FnOnce(&mut Core) -> R + Send + 'static) -> Result<R> {
+    /// Run `f` on this RNIC in the RTL thread and wait for its result.
+    pub fn call<R: Send + 'static>(&self, f: impl FnOnce(&mut Side) -> R + Send + 'static) -> Result<R> {
         let (rtx, rrx) = mpsc::channel();
+        let side = self.side;
         self.send(Msg::Call(Box::new(move |c: &mut Core| {
-            let _ = rtx.send(f(c));
+            let _ = rtx.send(f(&mut c.sides[side]));
         })))?;
         rrx.recv().map_err(|_| anyhow!("the RTL thread stopped during a call"))
     }
@@ -186,20 +241,11 @@ impl RtlDevice {
     }
 }
 
-impl Drop for RtlDevice {
-    fn drop(&mut self) {
-        let _ = self.send(Msg::Stop);
-        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<u8>>>>) {
+fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<u8>>>>, paired: bool) {
     let handle = |core: &mut Core, m: Msg| -> bool {
         match m {
             Msg::Call(f) => f(core),
-            Msg::Frame(f) => core.sys.borrow_mut().inject(f),
+            Msg::Frame(f) => core.sides[0].sys.borrow_mut().inject(f),
             Msg::Stop => return false,
         }
         true
@@ -216,10 +262,10 @@ fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<
                 Err(TryRecvError::Disconnected) => return,
             }
         }
-        let quiet = {
-            let s = core.sys.borrow();
+        let quiet = core.sides.iter().all(|x| {
+            let s = x.sys.borrow();
             s.cycle.saturating_sub(s.last_activity) > QUIET_CYCLES
-        };
+        });
         if quiet {
             match rx.recv_timeout(Duration::from_millis(1)) {
                 Ok(m) => {
@@ -231,17 +277,23 @@ fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         } else {
-            let mut s = core.sys.borrow_mut();
-            for _ in 0..STEP_CYCLES {
-                s.step();
+            // a paired system steps its partner too
+            let n = if paired { 1 } else { core.sides.len() };
+            for x in &core.sides[..n] {
+                let mut s = x.sys.borrow_mut();
+                for _ in 0..STEP_CYCLES {
+                    s.step();
+                }
             }
         }
-        let mut s = core.sys.borrow_mut();
-        if !s.sent.is_empty() {
-            let frames = std::mem::take(&mut s.sent);
-            outbox.lock().unwrap_or_else(|e| e.into_inner()).extend(frames);
+        for x in &core.sides {
+            let mut s = x.sys.borrow_mut();
+            if !s.sent.is_empty() {
+                let frames = std::mem::take(&mut s.sent);
+                outbox.lock().unwrap_or_else(|e| e.into_inner()).extend(frames);
+            }
+            s.received.clear();
         }
-        s.received.clear();
     }
 }
 

@@ -139,8 +139,19 @@ impl std::fmt::Display for EndpointKind {
 pub type BoxedEndpoint = Box<dyn super::Endpoint + Send>;
 
 /// Open our side: the device for the application and the endpoint for the bridge. `model` configures the
-/// golden model (its MAC and IP are the RTL's too).
+/// golden model (its MAC and IP are the RTL's too); the RTL takes the VM's frames at
+/// [`super::rtl_ep::INBOUND_GBPS`].
 pub fn open_endpoint(kind: EndpointKind, model: testbench::model::DeviceConfig) -> Result<(Dev, BoxedEndpoint)> {
+    open_endpoint_with(kind, model, super::rtl_ep::INBOUND_GBPS, None)
+}
+
+/// [`open_endpoint`] with the RTL's inbound pacing and the directory of its MAC pcaps.
+pub fn open_endpoint_with(
+    kind: EndpointKind,
+    model: testbench::model::DeviceConfig,
+    inbound_gbps: f64,
+    pcap_dir: Option<std::path::PathBuf>,
+) -> Result<(Dev, BoxedEndpoint)> {
     match kind {
         EndpointKind::Model => {
             let d = SharedDevice::new(model);
@@ -152,7 +163,7 @@ pub fn open_endpoint(kind: EndpointKind, model: testbench::model::DeviceConfig) 
                 std::net::IpAddr::V4(v4) => u32::from(v4),
                 std::net::IpAddr::V6(_) => anyhow::bail!("the RTL endpoint speaks IPv4 only"),
             };
-            let d = super::rtl_ep::RtlDevice::start(model.mac.0, ip, super::rtl_ep::INBOUND_GBPS)?;
+            let d = super::rtl_ep::RtlDevice::start(model.mac.0, ip, inbound_gbps, pcap_dir)?;
             let ep = d.endpoint();
             Ok((d, Box::new(ep)))
         }
