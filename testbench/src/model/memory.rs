@@ -37,6 +37,11 @@ impl HostMemory {
         va
     }
 
+    /// Every allocation (base VA, bytes) in address order: for whole-memory comparisons against a shadow copy.
+    pub fn regions(&self) -> Vec<(u64, &[u8])> {
+        self.regions.iter().map(|(&b, v)| (b, v.as_slice())).collect()
+    }
+
     /// Free an allocation by its base VA.
     pub fn free(&mut self, va: u64) -> bool {
         self.regions.remove(&va).is_some()

@@ -1,0 +1,121 @@
+//! Remote access errors at our Responder (Verilator RNIC, golden model as the requester): a wrong rkey, an
+//! address past the end of the MR, and a missing REMOTE_WRITE / REMOTE_READ right are each answered with NAK
+//! remote access error (the requester completes with REM_ACCESS_ERR), our QP goes to the error state (a valid
+//! request that follows on it is dropped and counted), and not one byte of our host memory changes: the test
+//! keeps a shadow copy of the whole host memory from before the bad request and compares every byte after.
+
+use sim::system::{rig, Rig};
+use testbench::driver::CsrBus;
+use testbench::host::REG_COUNTERS;
+use testbench::model::*;
+
+/// `COUNTER[i]` of the top (see `sim::rxe::rtl_ep::counter_names`).
+fn counter(r: &mut Rig, name: &str) -> u32 {
+    let i = sim::rxe::rtl_ep::counter_names().iter().position(|n| n == name).expect("counter name") as u32;
+    r.drv.bus().read32(REG_COUNTERS + 4 * i).unwrap()
+}
+
+/// How the bad request goes wrong.
+#[derive(Clone, Copy, Debug)]
+enum Bad {
+    WrongRkey,
+    PastTheEnd,
+    NoRemoteWrite,
+    NoRemoteRead,
+}
+
+fn one(bad: Bad) {
+    let dir = std::env::temp_dir().join(format!("rnic-access-{bad:?}-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    // two more MRs of ours inside the registered buffer, each lacking one remote right
+    let ro = r.drv.reg_mr(Pd(1), r.src + (1 << 20), 1 << 16, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ).unwrap();
+    let wo = r.drv.reg_mr(Pd(1), r.src + (1 << 20) + (1 << 16), 1 << 16, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE).unwrap();
+    let (verb, addr, rkey, len) = match bad {
+        Bad::WrongRkey => (WrOpcode::RdmaWrite, r.src + 4096, r.lkey ^ 0x100, 512),
+        Bad::PastTheEnd => (WrOpcode::RdmaWrite, r.src + (1 << 21) - 100, r.lkey, 512),
+        Bad::NoRemoteWrite => (WrOpcode::RdmaWrite, r.src + (1 << 20) + 64, ro, 512),
+        Bad::NoRemoteRead => (WrOpcode::RdmaRead, r.src + (1 << 20) + (1 << 16) + 64, wo, 512),
+    };
+    let shadow = r.mem.lock().unwrap().clone();
+    let requests_before = counter(&mut r, "resp_requests");
+    // the peer's bad request (its local buffer: the start of its MR), then a good WRITE behind it
+    {
+        let mut s = r.sys.borrow_mut();
+        let qpn = r.peer_qpn;
+        let mut w = SendWr::new(1, verb, vec![Sge { addr: r.peer_buf, length: len, lkey: r.peer_rkey }]);
+        w.remote_addr = addr;
+        w.rkey = rkey;
+        s.peer.post_send(qpn, w).unwrap();
+        let mut good = SendWr::new(2, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf, length: 256, lkey: r.peer_rkey }]);
+        good.remote_addr = r.src + 8192;
+        good.rkey = r.lkey;
+        s.peer.post_send(qpn, good).unwrap();
+    }
+    let wcs = r.wait_peer_completions(2, 400_000);
+    assert_eq!(wcs.len(), 2, "{bad:?}: {wcs:?}");
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (1, WcStatus::RemAccessErr), "{bad:?}: the requester sees NAK remote access error");
+    // the requester's QP is in error too: its later WRITE is flushed, never sent
+    assert_eq!((wcs[1].wr_id, wcs[1].status), (2, WcStatus::WrFlushErr), "{bad:?}");
+    assert_eq!(counter(&mut r, "resp_class_c_naks"), 1, "{bad:?}: one class-C NAK");
+    // the peer's NAK counter agrees: syndrome 0x62 (remote access error)
+    assert_eq!(r.sys.borrow().peer.counters().naks_received.get(&0x62).copied(), Some(1), "{bad:?}");
+
+    // our QP is in error: a valid WRITE at the expected PSN, from a fresh peer QP aimed at ours, is dropped
+    let (fresh, drops_before) = {
+        let d = counter(&mut r, "resp_drop_qp_error");
+        let mut peer = std::mem::replace(&mut r.sys.borrow_mut().peer, Device::new(DeviceConfig::simple(9)));
+        let cq = r.peer_cq;
+        let cap = QpCap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        let q = peer.create_qp(Pd(1), QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false }).unwrap();
+        let av = AddressVector::new(testbench::wire::frame::MacAddr(sim::system::OUR_MAC), std::net::IpAddr::V4(sim::system::OUR_IP.into()));
+        for attr in [
+            QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
+            QpAttr { qp_state: Some(QpState::Rtr), path_mtu: Some(1024), dest_qp_num: Some(r.qpn), rq_psn: Some(0), av: Some(av), ..Default::default() },
+            // our ePSN did not move past the NAKed request (0x1234 was the peer's first PSN)
+            QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(0x1234), timeout: Some(31), retry_cnt: Some(0), ..Default::default() },
+        ] {
+            peer.modify_qp(q, &attr).unwrap();
+        }
+        let mut w = SendWr::new(3, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf, length: 256, lkey: r.peer_rkey }]);
+        w.remote_addr = r.src + 8192;
+        w.rkey = r.lkey;
+        peer.post_send(q, w).unwrap();
+        r.sys.borrow_mut().peer = peer;
+        (q, d)
+    };
+    r.sys.borrow_mut().run_until(20_000, |_| false);
+    assert_eq!(counter(&mut r, "resp_drop_qp_error"), drops_before + 1, "{bad:?}: the request on our QP in error was dropped (fresh peer QP {fresh:#x})");
+    assert!(counter(&mut r, "resp_requests") > requests_before, "{bad:?}: our Responder saw the requests");
+
+    // not one byte changed, anywhere in our host memory (buffers, rings, everything allocated)
+    let now = r.mem.lock().unwrap().clone();
+    let (a, b) = (shadow.regions(), now.regions());
+    assert_eq!(a.len(), b.len(), "{bad:?}: allocations");
+    for ((base, x), (_, y)) in a.iter().zip(&b) {
+        if x != y {
+            let at = x.iter().zip(y.iter()).position(|(p, q)| p != q).unwrap();
+            panic!("{bad:?}: host memory changed at {:#x}", base + at as u64);
+        }
+    }
+    assert!(r.sys.borrow().dma.faults.is_empty(), "{:?}", r.sys.borrow().dma.faults);
+}
+
+#[test]
+fn wrong_rkey_is_naked_and_writes_nothing() {
+    one(Bad::WrongRkey);
+}
+
+#[test]
+fn write_past_the_end_of_the_mr_is_naked_and_writes_nothing() {
+    one(Bad::PastTheEnd);
+}
+
+#[test]
+fn write_without_remote_write_is_naked_and_writes_nothing() {
+    one(Bad::NoRemoteWrite);
+}
+
+#[test]
+fn read_without_remote_read_is_naked_and_writes_nothing() {
+    one(Bad::NoRemoteRead);
+}
