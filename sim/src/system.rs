@@ -288,8 +288,11 @@ pub struct System<D: RnicDut = Clocked<VRnic>> {
     /// Frame being received from the RNIC, and frames the peer is sending to it (with the beat offset).
     rx_frame: Vec<u8>,
     to_rnic: VecDeque<(Vec<u8>, usize)>,
-    /// Every frame the RNIC sent, in order.
+    /// Every frame the RNIC sent, in order (drained to the partner when paired).
     pub sent: Vec<Vec<u8>>,
+    /// Frames the RNIC sent, and their bytes (kept when `sent` is drained).
+    pub frames_out: u64,
+    pub bytes_out: u64,
     /// Frames the peer sent to the RNIC.
     pub received: Vec<Vec<u8>>,
     /// No golden peer: frames from the RNIC are only collected in `sent`, frames to it come from
@@ -350,6 +353,8 @@ impl<D: RnicDut> System<D> {
             detached: false,
             last_activity: 0,
             partner: None,
+            frames_out: 0,
+            bytes_out: 0,
         })
     }
 
@@ -454,6 +459,10 @@ impl<D: RnicDut> System<D> {
         // ---- the peer: frames from the RNIC in, its answers out
         while let Some(b) = self.out.rx_beat(c) {
             self.rx_frame.extend_from_slice(&b.data[..b.len]);
+            if b.last {
+                self.frames_out += 1;
+                self.bytes_out += self.rx_frame.len() as u64;
+            }
             if b.last && self.detached {
                 self.sent.push(std::mem::take(&mut self.rx_frame));
                 break;
