@@ -34,6 +34,7 @@ fn table() -> Vec<Entry> {
         ("dma_write_arb", || rtl::verilog_of(&mut rtl::dma_warb::DmaWriteArb::default()), Some(6)),
         ("tx_req_arb", || rtl::verilog_of(&mut rtl::tx_arb::TxReqArb::default()), Some(6)),
         ("tx_frame_mux", || rtl::verilog_of(&mut rtl::tx_mux::TxFrameMux::default()), Some(6)),
+        ("tx_frame_buffer", || rtl::verilog_of(&mut rtl::tx_buf::TxFrameBuffer::default()), Some(6)),
         ("req_front", || rtl::verilog_of(&mut rtl::req_front::ReqFront::default()), Some(6)),
         ("requester", || rtl::verilog_of(&mut rtl::requester::Requester::default()), Some(6)),
         ("tx_packet_build", || rtl::verilog_of(&mut rtl::tx_build::TxPacketBuild::default()), Some(6)),

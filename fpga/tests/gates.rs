@@ -123,6 +123,11 @@ fn gate_tx_frame_mux() {
 }
 
 #[test]
+fn gate_tx_frame_buffer() {
+    gate("tx_frame_buffer");
+}
+
+#[test]
 fn gate_requester() {
     gate("requester");
 }

@@ -27,6 +27,7 @@ pub mod sq_ring;
 pub mod tx_build;
 pub mod tx_arb;
 pub mod tx_icrc;
+pub mod tx_buf;
 pub mod tx_mux;
 
 use rust_hdl::prelude::*;

@@ -40,6 +40,7 @@ use crate::scatter::ScatterPath;
 use crate::sq_ring::SqRing;
 use crate::tx_build::TxPacketBuild;
 use crate::tx_arb::TxReqArb;
+use crate::tx_buf::TxFrameBuffer;
 use crate::tx_mux::TxFrameMux;
 use testbench::host::*;
 use testbench::wire::opcode::{RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST};
@@ -107,6 +108,7 @@ pub struct Rnic {
     txb: TxPacketBuild,
     arb: DmaReadArb,
     rx: RxParse,
+    txfb: TxFrameBuffer,
     mux: TxFrameMux,
     arp: ArpResponder,
     resp: Responder,
@@ -210,6 +212,7 @@ impl Default for Rnic {
             txb: Default::default(),
             arb: Default::default(),
             rx: Default::default(),
+            txfb: Default::default(),
             mux: Default::default(),
             arp: Default::default(),
             resp: Default::default(),
@@ -286,6 +289,7 @@ impl Logic for Rnic {
         self.arb.clock.next = self.clock.val();
         self.rx.clock.next = self.clock.val();
         self.mux.clock.next = self.clock.val();
+        self.txfb.clock.next = self.clock.val();
         self.arp.clock.next = self.clock.val();
 
         // ---- register slave
@@ -736,11 +740,17 @@ impl Logic for Rnic {
         self.gather.m_axis.tready.next = self.txb.pay.tready.val();
 
         // ---- MAC TX: frames from TX Packet Build (a) and ARP replies (b)
-        self.mux.a.tdata.next = self.txb.m_axis.tdata.val();
-        self.mux.a.tkeep.next = self.txb.m_axis.tkeep.val();
-        self.mux.a.tlast.next = self.txb.m_axis.tlast.val();
-        self.mux.a.tvalid.next = self.txb.m_axis.tvalid.val();
-        self.txb.m_axis.tready.next = self.mux.a.tready.val();
+        // TX Packet Build -> TX Frame Buffer (whole frames only, so the MAC never underflows) -> mux
+        self.txfb.s_axis.tdata.next = self.txb.m_axis.tdata.val();
+        self.txfb.s_axis.tkeep.next = self.txb.m_axis.tkeep.val();
+        self.txfb.s_axis.tlast.next = self.txb.m_axis.tlast.val();
+        self.txfb.s_axis.tvalid.next = self.txb.m_axis.tvalid.val();
+        self.txb.m_axis.tready.next = self.txfb.s_axis.tready.val();
+        self.mux.a.tdata.next = self.txfb.m_axis.tdata.val();
+        self.mux.a.tkeep.next = self.txfb.m_axis.tkeep.val();
+        self.mux.a.tlast.next = self.txfb.m_axis.tlast.val();
+        self.mux.a.tvalid.next = self.txfb.m_axis.tvalid.val();
+        self.txfb.m_axis.tready.next = self.mux.a.tready.val();
         self.mux.b.tdata.next = self.arp.m_axis.tdata.val();
         self.mux.b.tkeep.next = self.arp.m_axis.tkeep.val();
         self.mux.b.tlast.next = self.arp.m_axis.tlast.val();

@@ -82,6 +82,22 @@ enum Cmd {
         #[arg(long)]
         vcd: Option<PathBuf>,
     },
+    /// Two RTL RNICs (Verilator) on one 100G link: goodput, message rate and latency in core cycles; writes
+    /// bench.csv and bench.svg.
+    Bench {
+        /// Core clock, MHz (322.265625 for the CMAC user clock; 250 also common).
+        #[arg(long, default_value_t = 322.265625)]
+        clock_mhz: f64,
+        /// Host-memory latency behind the DMA ports, ns (a PCIe round trip).
+        #[arg(long, default_value_t = 500.0)]
+        host_latency_ns: f64,
+        /// A few points only (seconds instead of tens of minutes).
+        #[arg(long)]
+        quick: bool,
+        /// Where bench.csv and bench.svg go.
+        #[arg(long, default_value = "bench-out")]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -122,10 +138,71 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Synth { block } => synth(block.as_deref()),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
+        Cmd::Bench { clock_mhz, host_latency_ns, quick, out } => bench(clock_mhz, host_latency_ns, quick, &out),
         Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
             rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
         }
     }
+}
+
+fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path) -> Result<ExitCode> {
+    use sim::bench::{self, BenchOpts};
+    let mut o = if quick { BenchOpts::quick(clock_mhz) } else { BenchOpts::full(clock_mhz) };
+    o.host_latency_ns = host_latency_ns;
+    std::fs::create_dir_all(out)?;
+    let pcaps = out.join("pcap");
+    println!("rnic bench: two RTL RNICs (Verilator models of the emitted top) on one 100G link, core clock {clock_mhz} MHz, host memory {host_latency_ns} ns away");
+    let lat = bench::latency(&o, &pcaps.join("latency"))?;
+    println!(
+        "latency (64-byte WRITE, idle): doorbell -> first beat on the wire {} cycles ({:.0} ns); last request beat in -> payload DMA write {} cycles; request in -> ACK out {} cycles",
+        lat.doorbell_to_wire,
+        lat.doorbell_to_wire as f64 * 1e3 / clock_mhz,
+        lat.rx_to_dma_write,
+        lat.request_to_ack
+    );
+    let mut keys = Vec::new();
+    for &verb in &o.verbs {
+        for &mtu in &o.mtus {
+            for &qps in &o.qps {
+                for &size in &o.sizes {
+                    keys.push((verb, mtu, qps, size));
+                }
+            }
+        }
+    }
+    let pb = ProgressBar::new(keys.len() as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} points {elapsed} {msg}").unwrap());
+    let t = Instant::now();
+    let mut points = Vec::new();
+    let mut cycles = 0u64;
+    for (verb, mtu, qps, size) in keys {
+        pb.set_message(format!("{verb:?} MTU {mtu} {qps} QP {size} B"));
+        let p = bench::goodput(&o, verb, mtu, qps, size, &pcaps.join(format!("{verb:?}-{mtu}-{qps}-{size}")))?;
+        cycles += p.cycles;
+        points.push(p);
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    println!("{:<10} {:>5} {:>4} {:>8} {:>6} {:>9} {:>8} {:>7} {:>10}  {}", "verb", "MTU", "QPs", "size", "msgs", "cycles", "Gb/s", "Mpps", "wire Gb/s", "note");
+    for p in &points {
+        println!(
+            "{:<10} {:>5} {:>4} {:>8} {:>6} {:>9} {:>8.1} {:>7.2} {:>10.1}  {}",
+            format!("{:?}", p.verb).replace("Rdma", ""),
+            p.mtu,
+            p.qps,
+            p.size,
+            p.messages,
+            p.cycles,
+            p.gbps,
+            p.mpps,
+            p.wire_limit_gbps,
+            p.problem
+        );
+    }
+    println!("simulation speed: {:.3} M cycles/s of both RNICs together", cycles as f64 / t.elapsed().as_secs_f64() / 1e6);
+    std::fs::write(out.join("bench.csv"), bench::csv(&points))?;
+    std::fs::write(out.join("bench.svg"), bench::svg(&points, &format!("rnic bench: two RTL RNICs, 100G, {clock_mhz} MHz, host memory {host_latency_ns} ns")))?;
+    println!("wrote {} and {}; pcaps under {}", out.join("bench.csv").display(), out.join("bench.svg").display(), pcaps.display());
+    Ok(if points.iter().all(|p| p.problem.is_empty()) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -344,7 +421,7 @@ fn demo_rnic(clock_mhz: f64) -> Result<bool> {
         let cycles = s.cycle - c0;
         total_cycles += s.cycle;
         let frames = s.sent.len() - f0;
-        let mut ok = done && s.peer.counters().total_drops() == 0 && s.peer.counters().naks_sent_total() == 0;
+        let mut ok = done && s.peer.counters().total_drops() == 0 && s.peer.counters().naks_sent_total() == 0 && s.out.underruns == 0;
         let mem = r.mem.lock().unwrap();
         for i in 0..count as u64 {
             let want = mem.read(r.src + i * size, size as usize).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -433,6 +510,7 @@ fn demo_pair(clock_mhz: f64) -> Result<bool> {
         ok &= matches!((&src, &dst), (Ok(x), Ok(y)) if x == y);
         drop((ma, mb));
         let (fa, fb) = (r.a.sys.borrow().frames_out, r.b.sys.borrow().frames_out);
+        ok &= r.a.sys.borrow().out.underruns == 0 && r.b.sys.borrow().out.underruns == 0;
         let gbps = n as f64 * 8.0 / (cycles as f64 / (clock_mhz * 1e6)) / 1e9;
         println!(
             "{:<12} {:>5} {:>9} {:>6} {:>6} {:>9} {:>7.1}  {}",

@@ -293,6 +293,14 @@ pub struct System<D: RnicDut = Clocked<VRnic>> {
     /// Frames the RNIC sent, and their bytes (kept when `sent` is drained).
     pub frames_out: u64,
     pub bytes_out: u64,
+    /// With `timing` on: the cycle of each frame's first beat out of the RNIC's MAC port, of each frame's last
+    /// beat into it, and of each DMA write beat that follows an idle cycle (latency measurements).
+    pub timing: bool,
+    pub tx_first_beats: Vec<u64>,
+    pub rx_last_beats: Vec<u64>,
+    pub dma_write_starts: Vec<u64>,
+    tx_in_frame: bool,
+    wr_prev: bool,
     /// Frames the peer sent to the RNIC.
     pub received: Vec<Vec<u8>>,
     /// No golden peer: frames from the RNIC are only collected in `sent`, frames to it come from
@@ -355,6 +363,12 @@ impl<D: RnicDut> System<D> {
             partner: None,
             frames_out: 0,
             bytes_out: 0,
+            timing: false,
+            tx_first_beats: Vec::new(),
+            rx_last_beats: Vec::new(),
+            dma_write_starts: Vec::new(),
+            tx_in_frame: false,
+            wr_prev: false,
         })
     }
 
@@ -449,7 +463,20 @@ impl<D: RnicDut> System<D> {
         if o.wr_valid {
             self.dma.wr_beat(o.wr_addr, &bytes(&o.wr_data), o.wr_strb);
         }
+        if self.timing {
+            if o.wr_valid && !self.wr_prev {
+                self.dma_write_starts.push(c);
+            }
+            if o.m_axis_tvalid && i.m_axis_tready && !self.tx_in_frame {
+                self.tx_first_beats.push(c);
+            }
+            if i.s_axis_tvalid && i.s_axis_tlast {
+                self.rx_last_beats.push(c);
+            }
+        }
+        self.wr_prev = o.wr_valid;
         if o.m_axis_tvalid && i.m_axis_tready {
+            self.tx_in_frame = !o.m_axis_tlast;
             let n = o.m_axis_tkeep.trailing_ones() as usize;
             self.out.tx_beat(c, &bytes(&o.m_axis_tdata)[..n.max(1)], o.m_axis_tlast).expect("pcap write");
         }

@@ -98,6 +98,7 @@ fn one(bad: Bad) {
         }
     }
     assert!(r.sys.borrow().dma.faults.is_empty(), "{:?}", r.sys.borrow().dma.faults);
+    assert_eq!(r.sys.borrow().out.underruns, 0, "the MAC's TX stream paused inside a frame");
 }
 
 #[test]

@@ -276,6 +276,9 @@ fn compare(tag: &str, mtu: u32, nqp: usize, ops: &[Op]) {
     }
 }
 
+/// READs up to 64 KiB here: a 1 MiB READ at MTU 256 keeps the Responder generating 4,096 responses while
+/// the peer's requests queue behind it in RX Parse (one queue for requests and responses), which overflows
+/// even at 10 Gb/s (measured: 142 drops); see `docs/architecture.md`, known limits.
 #[test]
 fn rtl_pair_matches_the_model_mtu_256() {
     compare("mtu256", 256, 1, &both_ways(256, 65536));
@@ -283,12 +286,12 @@ fn rtl_pair_matches_the_model_mtu_256() {
 
 #[test]
 fn rtl_pair_matches_the_model_mtu_1024() {
-    compare("mtu1024", 1024, 1, &both_ways(1024, 65536));
+    compare("mtu1024", 1024, 1, &both_ways(1024, 1 << 20));
 }
 
 #[test]
 fn rtl_pair_matches_the_model_mtu_4096() {
-    compare("mtu4096", 4096, 1, &both_ways(4096, 65536));
+    compare("mtu4096", 4096, 1, &both_ways(4096, 1 << 20));
 }
 
 #[test]

@@ -43,6 +43,10 @@ pub struct MacLink {
     pub frames: u64,
     pub bytes: u64,
     pub wire_bits_sent: u64,
+    /// Cycles in which a frame was in progress, the MAC was ready and the sender gave no beat: a real 100G MAC
+    /// (Xilinx CMAC) needs every beat of a packet back to back and would underflow.
+    pub underruns: u64,
+    beat_now: bool,
 }
 
 /// One beat on the RX side.
@@ -61,6 +65,8 @@ impl MacLink {
             debt: 0.0,
             cur: Vec::new(),
             in_flight: VecDeque::new(),
+            underruns: 0,
+            beat_now: false,
             rx_frame: None,
             latency_cycles,
             clock_hz,
@@ -87,6 +93,7 @@ impl MacLink {
     /// Accept one beat (only when [`tx_ready`](Self::tx_ready)): `bytes` are the beat's valid bytes.
     pub fn tx_beat(&mut self, cycle: u64, bytes: &[u8], last: bool) -> std::io::Result<()> {
         assert!(self.tx_ready(), "beat presented while the MAC is pacing");
+        self.beat_now = true;
         assert!(!bytes.is_empty() && bytes.len() <= 64, "a beat carries 1..=64 bytes");
         self.cur.extend_from_slice(bytes);
         self.debt += 8.0 * bytes.len() as f64;
@@ -112,6 +119,11 @@ impl MacLink {
 
     /// Call once per cycle after the sender's beat: the wire drains.
     pub fn tick(&mut self) {
+        // a frame in progress, the MAC ready for its next beat, and no beat: a real MAC (CMAC) underflows
+        if !self.cur.is_empty() && !self.beat_now && self.debt <= 0.0 {
+            self.underruns += 1;
+        }
+        self.beat_now = false;
         self.debt = (self.debt - self.bits_per_cycle).max(-self.bits_per_cycle);
     }
 

@@ -96,7 +96,8 @@ pub fn counter_names() -> Vec<String> {
 }
 
 /// Counters that a lossless link leaves at zero.
-const UNEXPECTED: [&str; 7] = [
+const UNEXPECTED: [&str; 8] = [
+    "mac_tx_underruns",
     "rx_drop_bad_length",
     "rx_drop_bad_opcode",
     "rx_drop_bad_tver",
@@ -342,14 +343,17 @@ impl Verbs for RtlDevice {
     }
     fn counters(&self) -> Vec<(String, u64)> {
         let mut v = self.read_counters().unwrap_or_default();
-        if let Ok(c) = self.cycles() {
+        if let Ok((c, u)) = self.call(|c| {
+            let s = c.sys.borrow();
+            (s.cycle, s.out.underruns)
+        }) {
             v.push(("core_cycles".into(), c));
+            v.push(("mac_tx_underruns".into(), u));
         }
         v
     }
     fn unexpected_drops(&self) -> Vec<(String, u64)> {
-        self.read_counters()
-            .unwrap_or_default()
+        self.counters()
             .into_iter()
             .filter(|(n, v)| *v != 0 && UNEXPECTED.contains(&n.as_str()))
             .collect()
