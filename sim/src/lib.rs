@@ -5,6 +5,7 @@ pub mod icrc_harness;
 pub mod rx_harness;
 pub mod tx_harness;
 pub mod rxe;
+pub mod bench;
 pub mod pair;
 pub mod system;
 

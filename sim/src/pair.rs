@@ -103,7 +103,9 @@ pub struct RigSide {
     pub mem: Arc<Mutex<HostMemory>>,
     pub mac: [u8; 6],
     pub ip: u32,
+    /// The first QP (`qps[0]`) and all of them.
     pub qpn: u32,
+    pub qps: Vec<u32>,
     pub cq: Cq,
     /// `buf_len` bytes registered with every access right; the first half holds a seeded pattern.
     pub buf: u64,
@@ -111,8 +113,8 @@ pub struct RigSide {
 }
 
 /// Two Verilator RNICs on one 100G link in lockstep (a step of either steps both), each with its own driver
-/// and host memory (500 ns away), one RC QP each, connected, in RTS; pcaps of both MACs under `pcap_dir/a`
-/// and `pcap_dir/b`.
+/// and host memory (500 ns away), RC QPs connected pairwise (QP i of A to QP i of B), in RTS, one CQ per
+/// side; pcaps of both MACs under `pcap_dir/a` and `pcap_dir/b`.
 pub struct PairRig {
     pub a: RigSide,
     pub b: RigSide,
@@ -120,6 +122,11 @@ pub struct PairRig {
 
 impl PairRig {
     pub fn new(mtu: u32, buf_len: u64, pcap_dir: &std::path::Path) -> anyhow::Result<PairRig> {
+        Self::with_qps(mtu, buf_len, 1, pcap_dir)
+    }
+
+    /// `nqp` QP pairs.
+    pub fn with_qps(mtu: u32, buf_len: u64, nqp: usize, pcap_dir: &std::path::Path) -> anyhow::Result<PairRig> {
         use anyhow::anyhow;
         let mk = |d: &str| -> anyhow::Result<(Rc<RefCell<System>>, Arc<Mutex<HostMemory>>)> {
             let mem = Arc::new(Mutex::new(HostMemory::new()));
@@ -139,20 +146,26 @@ impl PairRig {
             mem.lock().unwrap().write(buf, &pat).map_err(|e| anyhow!("{e}"))?;
             let pd: Pd = drv.alloc_pd();
             let key = drv.reg_mr(pd, buf, buf_len, AccessFlags::ALL).map_err(|e| anyhow!("{e}"))?;
-            let cq = drv.create_cq(1024).map_err(|e| anyhow!("{e}"))?;
+            let cq = drv.create_cq(4096).map_err(|e| anyhow!("{e}"))?;
             let cap = QpCap { max_send_wr: 256, max_recv_wr: 256, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-            let qpn = drv
-                .create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false })
-                .map_err(|e| anyhow!("{e}"))?;
-            sides.push(RigSide { sys, drv, mem, mac, ip, qpn, cq, buf, key });
+            let mut qps = Vec::new();
+            for _ in 0..nqp {
+                qps.push(
+                    drv.create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false })
+                        .map_err(|e| anyhow!("{e}"))?,
+                );
+            }
+            sides.push(RigSide { sys, drv, mem, mac, ip, qpn: qps[0], qps, cq, buf, key });
         }
         let b = sides.pop().unwrap();
         let a = sides.pop().unwrap();
         let mut r = PairRig { a, b };
-        let (qa, qb) = (r.a.qpn, r.b.qpn);
-        let (ta, tb) = ((r.a.mac, r.a.ip, qa), (r.b.mac, r.b.ip, qb));
-        connect(&mut r.a, tb, mtu, 0xFF_FF00, 0x10)?;
-        connect(&mut r.b, ta, mtu, 0x10, 0xFF_FF00)?;
+        for i in 0..nqp {
+            let (qa, qb) = (r.a.qps[i], r.b.qps[i]);
+            let (ta, tb) = ((r.a.mac, r.a.ip, qa), (r.b.mac, r.b.ip, qb));
+            connect(&mut r.a, qa, tb, mtu, 0xFF_FF00, 0x10)?;
+            connect(&mut r.b, qb, ta, mtu, 0x10, 0xFF_FF00)?;
+        }
         Ok(r)
     }
 
@@ -189,7 +202,7 @@ impl RigSide {
     }
 }
 
-fn connect(x: &mut RigSide, (mac, ip, dqp): ([u8; 6], u32, u32), mtu: u32, psn_x: u32, psn_y: u32) -> anyhow::Result<()> {
+fn connect(x: &mut RigSide, qpn: u32, (mac, ip, dqp): ([u8; 6], u32, u32), mtu: u32, psn_x: u32, psn_y: u32) -> anyhow::Result<()> {
     let av = AddressVector::new(MacAddr(mac), std::net::IpAddr::V4(ip.into()));
     for attr in [
         QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
@@ -213,7 +226,7 @@ fn connect(x: &mut RigSide, (mac, ip, dqp): ([u8; 6], u32, u32), mtu: u32, psn_x
             ..Default::default()
         },
     ] {
-        x.drv.modify_qp(x.qpn, &attr).map_err(|e| anyhow::anyhow!("modify_qp: {e}"))?;
+        x.drv.modify_qp(qpn, &attr).map_err(|e| anyhow::anyhow!("modify_qp: {e}"))?;
     }
     Ok(())
 }

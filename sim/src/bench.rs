@@ -1,0 +1,303 @@
+//! `rnic bench`: two RTL RNICs (Verilator models of the emitted top) on one 100G link in lockstep
+//! ([`crate::pair::PairRig`]), each with its own driver and host memory, measured in core cycles.
+//!
+//! * Goodput: A posts `messages` WQEs of one verb and size round robin over its QPs (reposting as the send
+//!   queues drain, every WQE signaled), B posts the receives a SEND needs; the figure is payload bits over the
+//!   cycles from A's first doorbell to A's last completion, at the core clock. A point that stops making
+//!   progress for [`STALL_CYCLES`] is reported as stalled with the RX Parse drops that caused it (no
+//!   retransmission yet: issue 5).
+//! * Latency of one 64-byte WRITE on an idle pair: doorbell (end of the CSR write) to A's first beat on the
+//!   wire; last beat into B's MAC to B's first payload DMA write; last beat into B's MAC to B's first ACK beat.
+//! * The wire limit: payload over wire bytes (Ethernet/IPv4/UDP/BTH/ICRC/FCS headers, RETH on a WRITE's first
+//!   packet, 60-byte minimum frame, preamble and inter-packet gap).
+//!
+//! Output: a table, `bench.csv` and `bench.svg` (goodput against message size, the wire limit drawn in).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{anyhow, Result};
+use testbench::driver::{CsrBus, DriverError};
+use testbench::host::REG_COUNTERS;
+use testbench::model::{RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
+
+use crate::pair::PairRig;
+
+/// A point with no completion for this many cycles has stalled.
+pub const STALL_CYCLES: u64 = 300_000;
+
+#[derive(Clone, Debug)]
+pub struct BenchOpts {
+    pub clock_mhz: f64,
+    pub host_latency_ns: f64,
+    pub mtus: Vec<u32>,
+    pub qps: Vec<usize>,
+    pub sizes: Vec<u64>,
+    pub verbs: Vec<WrOpcode>,
+    /// Payload per point (at least 16 messages per QP, at most 4,096 messages).
+    pub bytes_per_point: u64,
+}
+
+impl BenchOpts {
+    /// The full sweep of issue 7: WRITE, READ, SEND; 64 B .. 1 MiB; MTU 1024 and 4096; 1 and 16 QPs.
+    pub fn full(clock_mhz: f64) -> Self {
+        BenchOpts {
+            clock_mhz,
+            host_latency_ns: 500.0,
+            mtus: vec![1024, 4096],
+            qps: vec![1, 16],
+            sizes: (6..=20).step_by(2).map(|k| 1u64 << k).collect(),
+            verbs: vec![WrOpcode::RdmaWrite, WrOpcode::RdmaRead, WrOpcode::Send],
+            bytes_per_point: 2 << 20,
+        }
+    }
+
+    /// A small sweep (a few seconds): WRITE and READ at MTU 4096, 1 QP, 4 KiB and 64 KiB.
+    pub fn quick(clock_mhz: f64) -> Self {
+        BenchOpts {
+            mtus: vec![4096],
+            qps: vec![1],
+            sizes: vec![4096, 65536],
+            verbs: vec![WrOpcode::RdmaWrite, WrOpcode::RdmaRead],
+            bytes_per_point: 256 << 10,
+            ..Self::full(clock_mhz)
+        }
+    }
+}
+
+/// One measured point.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub verb: WrOpcode,
+    pub mtu: u32,
+    pub qps: usize,
+    pub size: u64,
+    pub messages: u64,
+    pub cycles: u64,
+    pub gbps: f64,
+    pub mpps: f64,
+    pub wire_limit_gbps: f64,
+    /// Empty when every message completed with success.
+    pub problem: String,
+}
+
+/// Latencies in core cycles.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Latency {
+    pub doorbell_to_wire: u64,
+    pub rx_to_dma_write: u64,
+    pub request_to_ack: u64,
+}
+
+/// Payload Gb/s the 100G wire carries for messages of `size` at path MTU `mtu` (WRITE: RETH on the first
+/// packet; READ responses: AETH on FIRST/LAST/ONLY; SEND: none), with 20 bytes of preamble + IPG per frame.
+pub fn wire_limit_gbps(verb: WrOpcode, size: u64, mtu: u32) -> f64 {
+    let packets = size.div_ceil(u64::from(mtu)).max(1);
+    let mut wire = 0u64;
+    for p in 0..packets {
+        let pay = if p + 1 == packets { size - p * u64::from(mtu) } else { u64::from(mtu) };
+        let ext = match verb {
+            WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm if p == 0 => 16,
+            WrOpcode::RdmaRead if p == 0 || p + 1 == packets => 4,
+            _ => 0,
+        };
+        let pad = (4 - pay % 4) % 4;
+        // Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ext + payload + pad + ICRC 4, at least 60, + FCS 4
+        let frame = (14 + 20 + 8 + 12 + ext + pay + pad + 4).max(60) + 4;
+        wire += frame + 20;
+    }
+    100.0 * size as f64 / wire as f64
+}
+
+fn counters(r: &mut PairRig) -> String {
+    let names = crate::rxe::rtl_ep::counter_names();
+    let mut out = String::new();
+    for (tag, side) in [("A", &mut r.a), ("B", &mut r.b)] {
+        for (i, n) in names.iter().enumerate() {
+            if n.starts_with("rx_drop") {
+                let v = side.drv.bus().read32(REG_COUNTERS + 4 * i as u32).unwrap_or(0);
+                if v != 0 {
+                    let _ = write!(out, "{tag} {n}={v} ");
+                }
+            }
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// One goodput point.
+pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, dir: &Path) -> Result<Point> {
+    let per_qp_max = if verb == WrOpcode::Send { 256 } else { u64::MAX };
+    let messages = (o.bytes_per_point / size.max(1)).clamp(16 * qps as u64, 4096).min(per_qp_max * qps as u64);
+    let half = 2u64 << 20;
+    let mut r = PairRig::with_qps(mtu, 2 * half, qps, dir)?;
+    let lat = (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64;
+    r.a.sys.borrow_mut().dma.latency_cycles = lat;
+    r.b.sys.borrow_mut().dma.latency_cycles = lat;
+    let slots = (half / size.max(64)).max(1);
+    let at = |i: u64| (i % slots) * size.max(64);
+    if verb == WrOpcode::Send {
+        for i in 0..messages {
+            let q = r.b.qps[i as usize % qps];
+            let sge = Sge { addr: r.b.buf + half + at(i), length: size as u32, lkey: r.b.key };
+            r.b.drv.post_recv(q, &RecvWr { wr_id: i, sg_list: vec![sge] }).map_err(|e| anyhow!("post_recv: {e}"))?;
+        }
+    }
+    let c0 = r.cycle();
+    let (mut posted, mut done, mut last_progress) = (0u64, 0u64, c0);
+    let mut problem = String::new();
+    while done < messages {
+        while posted < messages {
+            let q = r.a.qps[posted as usize % qps];
+            let read = verb == WrOpcode::RdmaRead;
+            let local = if read { r.a.buf + half + at(posted) } else { r.a.buf + at(posted) };
+            let mut wr = SendWr::new(posted, verb, vec![Sge { addr: local, length: size as u32, lkey: r.a.key }]);
+            wr.remote_addr = if read { r.b.buf + at(posted) } else { r.b.buf + half + at(posted) };
+            wr.rkey = r.b.key;
+            match r.a.drv.post_send(q, &wr) {
+                Ok(()) => posted += 1,
+                Err(DriverError::Verbs(VerbsError::QueueFull)) => break,
+                Err(e) => return Err(anyhow!("post_send: {e}")),
+            }
+        }
+        let wcs = r.a.drv.poll_cq(r.a.cq, 256).map_err(|e| anyhow!("poll_cq: {e}"))?;
+        if let Some(bad) = wcs.iter().find(|w| w.status != WcStatus::Success) {
+            problem = format!("completion {:?}", bad.status);
+            break;
+        }
+        if wcs.is_empty() {
+            r.run(32);
+            if r.cycle() - last_progress > STALL_CYCLES {
+                problem = format!("stalled after {done} of {messages} ({})", counters(&mut r));
+                break;
+            }
+        } else {
+            done += wcs.len() as u64;
+            last_progress = r.cycle();
+        }
+    }
+    let under = r.a.sys.borrow().out.underruns + r.b.sys.borrow().out.underruns;
+    if problem.is_empty() && under != 0 {
+        problem = format!("{under} MAC TX underrun cycles");
+    }
+    let cycles = r.cycle() - c0;
+    let secs = cycles as f64 / (o.clock_mhz * 1e6);
+    let ok = problem.is_empty();
+    Ok(Point {
+        verb,
+        mtu,
+        qps,
+        size,
+        messages,
+        cycles,
+        gbps: if ok { (messages * size) as f64 * 8.0 / secs / 1e9 } else { 0.0 },
+        mpps: if ok { messages as f64 / secs / 1e6 } else { 0.0 },
+        wire_limit_gbps: wire_limit_gbps(verb, size, mtu),
+        problem,
+    })
+}
+
+/// Latencies of one 64-byte WRITE at MTU 4096 on an idle pair.
+pub fn latency(o: &BenchOpts, dir: &Path) -> Result<Latency> {
+    let mut r = PairRig::new(4096, 1 << 20, dir)?;
+    let lat = (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64;
+    for s in [&r.a.sys, &r.b.sys] {
+        let mut s = s.borrow_mut();
+        s.dma.latency_cycles = lat;
+        s.timing = true;
+    }
+    r.run(100);
+    let mut wr = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.a.buf, length: 64, lkey: r.a.key }]);
+    wr.remote_addr = r.b.buf + (512 << 10);
+    wr.rkey = r.b.key;
+    r.a.drv.post_send(r.a.qpn, &wr).map_err(|e| anyhow!("{e}"))?;
+    let db = r.cycle();
+    let wcs = r.a.wait(1, 100_000);
+    if wcs.len() != 1 {
+        return Err(anyhow!("the 64-byte WRITE did not complete"));
+    }
+    let (a, b) = (r.a.sys.borrow(), r.b.sys.borrow());
+    let first = |v: &[u64], after: u64| v.iter().copied().find(|&c| c >= after);
+    let wire = first(&a.tx_first_beats, db).ok_or_else(|| anyhow!("no frame left A"))?;
+    let rx = first(&b.rx_last_beats, wire).ok_or_else(|| anyhow!("no frame reached B"))?;
+    let dma = first(&b.dma_write_starts, rx).ok_or_else(|| anyhow!("B wrote nothing"))?;
+    let ack = first(&b.tx_first_beats, rx).ok_or_else(|| anyhow!("B sent no ACK"))?;
+    Ok(Latency { doorbell_to_wire: wire - db, rx_to_dma_write: dma - rx, request_to_ack: ack - rx })
+}
+
+pub fn csv(points: &[Point]) -> String {
+    let mut s = String::from("verb,mtu,qps,size,messages,cycles,gbps,mpps,wire_limit_gbps,problem\n");
+    for p in points {
+        let _ = writeln!(
+            s,
+            "{:?},{},{},{},{},{},{:.2},{:.3},{:.2},{}",
+            p.verb, p.mtu, p.qps, p.size, p.messages, p.cycles, p.gbps, p.mpps, p.wire_limit_gbps, p.problem.replace(',', ";")
+        );
+    }
+    s
+}
+
+/// Goodput against message size (log scale), one line per (verb, MTU, QPs), the wire limit per MTU dashed.
+pub fn svg(points: &[Point], title: &str) -> String {
+    let (w, h, l, b, t, rgt) = (900.0, 520.0, 70.0, 60.0, 40.0, 220.0);
+    let sizes: Vec<u64> = {
+        let mut v: Vec<u64> = points.iter().map(|p| p.size).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    if sizes.is_empty() {
+        return String::new();
+    }
+    let (lx0, lx1) = ((sizes[0] as f64).log2(), (*sizes.last().unwrap() as f64).log2().max((sizes[0] as f64).log2() + 1.0));
+    let x = |s: u64| l + ((s as f64).log2() - lx0) / (lx1 - lx0) * (w - l - rgt);
+    let y = |g: f64| h - b - g / 100.0 * (h - b - t);
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n<text x='{l}' y='24' font-size='15'>{title}</text>\n"
+    );
+    for g in (0..=100).step_by(20) {
+        let yy = y(g as f64);
+        let _ = writeln!(s, "<line x1='{l}' y1='{yy}' x2='{}' y2='{yy}' stroke='#ddd'/><text x='{}' y='{}' text-anchor='end'>{g}</text>", w - rgt, l - 6.0, yy + 4.0);
+    }
+    for &z in &sizes {
+        let xx = x(z);
+        let lab = if z >= 1 << 20 { format!("{}M", z >> 20) } else if z >= 1024 { format!("{}K", z >> 10) } else { format!("{z}") };
+        let _ = writeln!(s, "<line x1='{xx}' y1='{}' x2='{xx}' y2='{}' stroke='#eee'/><text x='{xx}' y='{}' text-anchor='middle'>{lab}</text>", t, h - b, h - b + 18.0);
+    }
+    let _ = writeln!(s, "<text x='{}' y='{}' text-anchor='middle'>message size (bytes)</text>", (l + w - rgt) / 2.0, h - 14.0);
+    let _ = writeln!(s, "<text x='18' y='{}' transform='rotate(-90 18 {})' text-anchor='middle'>goodput (Gb/s)</text>", (h - b + t) / 2.0, (h - b + t) / 2.0);
+    let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#637939"];
+    let mut series: Vec<(WrOpcode, u32, usize)> = points.iter().map(|p| (p.verb, p.mtu, p.qps)).collect();
+    series.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    series.retain(|k| seen.insert(format!("{k:?}")));
+    let mut legend_y = t + 10.0;
+    let mut mtus: Vec<u32> = points.iter().map(|p| p.mtu).collect();
+    mtus.sort();
+    mtus.dedup();
+    for (k, &m) in mtus.iter().enumerate() {
+        let pts: Vec<String> = sizes.iter().map(|&z| format!("{:.1},{:.1}", x(z), y(wire_limit_gbps(WrOpcode::RdmaWrite, z, m)))).collect();
+        let dash = if k == 0 { "6,4" } else { "2,3" };
+        let _ = writeln!(s, "<polyline points='{}' fill='none' stroke='black' stroke-dasharray='{dash}'/>", pts.join(" "));
+        let _ = writeln!(s, "<line x1='{}' y1='{legend_y}' x2='{}' y2='{legend_y}' stroke='black' stroke-dasharray='{dash}'/><text x='{}' y='{}'>wire limit, MTU {m}</text>", w - rgt + 10.0, w - rgt + 40.0, w - rgt + 46.0, legend_y + 4.0);
+        legend_y += 18.0;
+    }
+    for (i, &(verb, mtu, qps)) in series.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let pts: Vec<String> = points
+            .iter()
+            .filter(|p| (p.verb, p.mtu, p.qps) == (verb, mtu, qps) && p.problem.is_empty())
+            .map(|p| format!("{:.1},{:.1}", x(p.size), y(p.gbps)))
+            .collect();
+        let _ = writeln!(s, "<polyline points='{}' fill='none' stroke='{c}' stroke-width='2'/>", pts.join(" "));
+        for p in pts {
+            let (px, py) = p.split_once(',').unwrap();
+            let _ = writeln!(s, "<circle cx='{px}' cy='{py}' r='3' fill='{c}'/>");
+        }
+        let name = format!("{verb:?}").replace("Rdma", "");
+        let _ = writeln!(s, "<line x1='{}' y1='{legend_y}' x2='{}' y2='{legend_y}' stroke='{c}' stroke-width='2'/><text x='{}' y='{}'>{name} MTU {mtu}, {qps} QP</text>", w - rgt + 10.0, w - rgt + 40.0, w - rgt + 46.0, legend_y + 4.0);
+        legend_y += 18.0;
+    }
+    s.push_str("</svg>\n");
+    s
+}
