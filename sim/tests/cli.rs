@@ -65,3 +65,24 @@ fn demo_passes() {
     assert_eq!(out.lines().filter(|l| l.ends_with("match")).count(), 17, "{out}");
     assert!(out.contains("mismatches 0") && out.contains("result: PASS"), "{out}");
 }
+
+/// `rnic bench --quick`: two RTL RNICs, every point completes (no stall, no MAC underrun), the latencies are
+/// printed, and the CSV and the plot are written with one row / one line per point.
+#[test]
+fn bench_quick_runs_every_point() {
+    let d = tmp("bench");
+    let (code, out, err) = rnic(&["bench", "--quick", "--out", d.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("doorbell -> first beat on the wire"), "{out}");
+    let csv = std::fs::read_to_string(d.join("bench.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    // verb,mtu,qps,size,messages,cycles,gbps,...,problem: every point moved data, none has a problem
+    for r in &rows {
+        let f: Vec<&str> = r.split(',').collect();
+        assert!(f[6].parse::<f64>().unwrap() > 0.0 && f[9].is_empty(), "{r}");
+    }
+    let svg = std::fs::read_to_string(d.join("bench.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("wire limit, MTU 4096"), "{svg}");
+    let _ = std::fs::remove_dir_all(&d);
+}
