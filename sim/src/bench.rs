@@ -128,7 +128,7 @@ fn counters(r: &mut PairRig) -> String {
 /// One goodput point.
 pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, dir: &Path) -> Result<Point> {
     let per_qp_max = if verb == WrOpcode::Send { 256 } else { u64::MAX };
-    let messages = (o.bytes_per_point / size.max(1)).clamp(16 * qps as u64, 4096).min(per_qp_max * qps as u64);
+    let messages = (o.bytes_per_point / size.max(1)).clamp(16 * qps as u64, 4096).min(per_qp_max.saturating_mul(qps as u64));
     let half = 2u64 << 20;
     let mut r = PairRig::with_qps(mtu, 2 * half, qps, dir)?;
     let lat = (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64;
