@@ -202,15 +202,17 @@ impl RigSide {
     }
 }
 
-fn connect(x: &mut RigSide, qpn: u32, (mac, ip, dqp): ([u8; 6], u32, u32), mtu: u32, psn_x: u32, psn_y: u32) -> anyhow::Result<()> {
-    let av = AddressVector::new(MacAddr(mac), std::net::IpAddr::V4(ip.into()));
-    for attr in [
+/// The three `modify_qp` steps that bring an RC QP to RTS, connected to `dest_qp` behind `av` (our send PSN
+/// `sq_psn`, the peer's `rq_psn`): access ALL, `max_(dest_)rd_atomic` 16, `min_rnr_timer` 12, timeout 14,
+/// retry and RNR retry 7. The pair rig and the pair tests connect their QPs with it.
+pub fn rc_rts_attrs(mtu: u32, dest_qp: u32, av: AddressVector, sq_psn: u32, rq_psn: u32) -> [QpAttr; 3] {
+    [
         QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
         QpAttr {
             qp_state: Some(QpState::Rtr),
             path_mtu: Some(mtu),
-            dest_qp_num: Some(dqp),
-            rq_psn: Some(psn_y),
+            dest_qp_num: Some(dest_qp),
+            rq_psn: Some(rq_psn),
             max_dest_rd_atomic: Some(16),
             min_rnr_timer: Some(12),
             av: Some(av),
@@ -218,14 +220,19 @@ fn connect(x: &mut RigSide, qpn: u32, (mac, ip, dqp): ([u8; 6], u32, u32), mtu: 
         },
         QpAttr {
             qp_state: Some(QpState::Rts),
-            sq_psn: Some(psn_x),
+            sq_psn: Some(sq_psn),
             timeout: Some(14),
             retry_cnt: Some(7),
             rnr_retry: Some(7),
             max_rd_atomic: Some(16),
             ..Default::default()
         },
-    ] {
+    ]
+}
+
+fn connect(x: &mut RigSide, qpn: u32, (mac, ip, dqp): ([u8; 6], u32, u32), mtu: u32, psn_x: u32, psn_y: u32) -> anyhow::Result<()> {
+    let av = AddressVector::new(MacAddr(mac), std::net::IpAddr::V4(ip.into()));
+    for attr in rc_rts_attrs(mtu, dqp, av, psn_x, psn_y) {
         x.drv.modify_qp(qpn, &attr).map_err(|e| anyhow::anyhow!("modify_qp: {e}"))?;
     }
     Ok(())

@@ -10,19 +10,18 @@
 //! memory comparison, and the WRITE / READ / SEND destinations are also checked against their sources
 //! directly (not only against the model).
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sim::pair::Wire;
+use sim::pair::{rc_rts_attrs, Wire};
 use sim::rxe::rtl_ep::{RtlConfig, RtlDevice};
 use sim::rxe::verbs::{open_endpoint_with, Dev, EndpointKind};
 use testbench::model::{
-    AccessFlags, AddressVector, Cq, DeviceConfig, QpAttr, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr,
+    AccessFlags, AddressVector, Cq, DeviceConfig, QpCap, QpInitAttr, QpType, RecvWr, SendWr,
     Sge, WorkCompletion, WrOpcode,
 };
-use testbench::wire::frame::MacAddr;
 
 /// The rate at which each RNIC's MAC takes the other's frames, Gb/s of simulated time.
 ///
@@ -46,14 +45,9 @@ struct Side {
     cfg: DeviceConfig,
 }
 
+/// Side `last`: 02:00:00:00:00:last, 10.0.0.last.
 fn cfg(last: u8) -> DeviceConfig {
-    DeviceConfig {
-        mac: MacAddr([2, 0, 0, 0, 0, last]),
-        ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, last)),
-        seed: u64::from(last),
-        first_qpn: 0x11,
-        active_mtu: 4096,
-    }
+    DeviceConfig::simple(last)
 }
 
 fn side(dev: Dev, last: u8, nqp: usize) -> Side {
@@ -75,28 +69,7 @@ fn side(dev: Dev, last: u8, nqp: usize) -> Side {
 
 fn connect(x: &Side, y: &Side, i: usize, mtu: u32, psn_x: u32, psn_y: u32) {
     let av = AddressVector::new(y.cfg.mac, y.cfg.ip);
-    for attr in [
-        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
-        QpAttr {
-            qp_state: Some(QpState::Rtr),
-            path_mtu: Some(mtu),
-            dest_qp_num: Some(y.qps[i]),
-            rq_psn: Some(psn_y),
-            max_dest_rd_atomic: Some(16),
-            min_rnr_timer: Some(12),
-            av: Some(av),
-            ..Default::default()
-        },
-        QpAttr {
-            qp_state: Some(QpState::Rts),
-            sq_psn: Some(psn_x),
-            timeout: Some(14),
-            retry_cnt: Some(7),
-            rnr_retry: Some(7),
-            max_rd_atomic: Some(16),
-            ..Default::default()
-        },
-    ] {
+    for attr in rc_rts_attrs(mtu, y.qps[i], av, psn_x, psn_y) {
         x.dev.modify_qp(x.qps[i], &attr).unwrap();
     }
 }
