@@ -12,7 +12,32 @@ use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::TsResolution;
 
 use crate::host::{dma_beats, DMA_BEAT_BYTES, DMA_MAX_BYTES};
+use crate::model::link::{LinkStats, SplitMix64};
 use crate::model::memory::HostMemory;
+
+/// Seeded faults of one link direction, probabilities per frame (each decided independently, in this order:
+/// drop; else duplicate, reorder, corrupt). A reordered frame is held back by `reorder_cycles` so that the
+/// frames sent after it overtake it; a duplicate arrives right behind the original; a corrupted frame has one
+/// random bit flipped (anywhere in the frame).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MacFaults {
+    pub drop: f64,
+    pub duplicate: f64,
+    pub reorder: f64,
+    pub corrupt: f64,
+    pub reorder_cycles: u64,
+}
+
+impl MacFaults {
+    /// The rates of the fault campaigns (issue 5): 1 % drop, 0.5 % duplicate, 0.5 % reorder, 0.1 % corrupt.
+    pub fn campaign() -> Self {
+        MacFaults { drop: 0.01, duplicate: 0.005, reorder: 0.005, corrupt: 0.001, reorder_cycles: 2_000 }
+    }
+    /// Drops only.
+    pub fn drop(p: f64) -> Self {
+        MacFaults { drop: p, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 2_000 }
+    }
+}
 
 /// Per-frame bytes the wire carries beyond the frame: preamble + SFD (8), FCS (4), inter-packet gap (12).
 pub const WIRE_OVERHEAD_BYTES: u64 = 8 + 4 + 12;
@@ -47,6 +72,9 @@ pub struct MacLink {
     /// (Xilinx CMAC) needs every beat of a packet back to back and would underflow.
     pub underruns: u64,
     beat_now: bool,
+    faults: Option<(MacFaults, SplitMix64)>,
+    /// What the faults did (`sent` counts every frame the sender finished, `delivered` what reached the far end).
+    pub stats: LinkStats,
 }
 
 /// One beat on the RX side.
@@ -67,6 +95,8 @@ impl MacLink {
             in_flight: VecDeque::new(),
             underruns: 0,
             beat_now: false,
+            faults: None,
+            stats: LinkStats::default(),
             rx_frame: None,
             latency_cycles,
             clock_hz,
@@ -83,6 +113,18 @@ impl MacLink {
         let h = PcapHeader { ts_resolution: TsResolution::NanoSecond, ..Default::default() };
         self.pcap = Some(PcapWriter::with_header(w, h).map_err(|e| std::io::Error::other(e.to_string()))?);
         Ok(self)
+    }
+
+    /// Inject seeded faults from now on (the pcap still shows every frame as the sender sent it).
+    pub fn set_faults(&mut self, f: MacFaults, seed: u64) {
+        self.faults = Some((f, SplitMix64::new(seed)));
+    }
+
+    /// Queue a frame for the receiver at cycle `at`, keeping the queue in arrival order.
+    fn deliver(&mut self, at: u64, f: Vec<u8>) {
+        let pos = self.in_flight.iter().rposition(|(t, _)| *t <= at).map_or(0, |p| p + 1);
+        self.in_flight.insert(pos, (at, f));
+        self.stats.delivered += 1;
     }
 
     /// The sender may present a beat this cycle.
@@ -112,7 +154,37 @@ impl MacLink {
                 p.write_packet(&PcapPacket::new(ts, f.len() as u32, &f))
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
             }
-            self.in_flight.push_back((leaves + self.latency_cycles, f));
+            let at = leaves + self.latency_cycles;
+            self.stats.sent += 1;
+            match self.faults.as_mut() {
+                None => self.deliver(at, f),
+                Some((cfg, rng)) => {
+                    let cfg = *cfg;
+                    if rng.next_f64() < cfg.drop {
+                        self.stats.dropped += 1;
+                        return Ok(());
+                    }
+                    let dup = rng.next_f64() < cfg.duplicate;
+                    let late = rng.next_f64() < cfg.reorder;
+                    let flip = (rng.next_f64() < cfg.corrupt).then(|| rng.below(8 * f.len() as u64) as usize);
+                    let mut f = f;
+                    if let Some(b) = flip {
+                        f[b / 8] ^= 1 << (b % 8);
+                        self.stats.corrupted += 1;
+                    }
+                    let at = if late {
+                        self.stats.reordered += 1;
+                        at + cfg.reorder_cycles
+                    } else {
+                        at
+                    };
+                    if dup {
+                        self.stats.duplicated += 1;
+                        self.deliver(at, f.clone());
+                    }
+                    self.deliver(at, f);
+                }
+            }
         }
         Ok(())
     }
@@ -324,6 +396,82 @@ mod tests {
         }
         assert!(got.iter().all(|g| *g == f), "frames arrive intact");
         (got.len() as f64 / (cycles as f64 / CORE_HZ), l)
+    }
+
+    /// Frames numbered 0..n (the number in bytes 0..4, 200 bytes each) through a faulty link; what came out.
+    fn faulty(f: MacFaults, seed: u64, n: u32) -> (Vec<Vec<u8>>, MacLink) {
+        let mut l = MacLink::new(100.0, CORE_HZ, 10);
+        l.set_faults(f, seed);
+        let (mut i, mut off, mut rx, mut got) = (0u32, 0usize, Vec::new(), Vec::new());
+        let mut c = 0;
+        while i < n || !l.idle() {
+            let mut fr = vec![0xA5u8; 200];
+            fr[..4].copy_from_slice(&i.to_le_bytes());
+            if i < n && l.tx_ready() {
+                let k = (200 - off).min(64);
+                l.tx_beat(c, &fr[off..off + k], off + k == 200).unwrap();
+                off += k;
+                if off == 200 {
+                    off = 0;
+                    i += 1;
+                }
+            }
+            l.tick();
+            if let Some(b) = l.rx_beat(c) {
+                rx.extend_from_slice(&b.data[..b.len]);
+                if b.last {
+                    got.push(std::mem::take(&mut rx));
+                }
+            }
+            c += 1;
+        }
+        (got, l)
+    }
+
+    #[test]
+    fn seeded_faults_drop_duplicate_reorder_and_corrupt_at_their_rates() {
+        let f = MacFaults { drop: 0.05, duplicate: 0.03, reorder: 0.02, corrupt: 0.01, reorder_cycles: 500 };
+        let (got, l) = faulty(f, 7, 10_000);
+        let s = &l.stats;
+        assert_eq!(s.sent, 10_000);
+        assert_eq!(s.delivered, s.sent - s.dropped + s.duplicated);
+        assert_eq!(got.len() as u64, s.delivered);
+        // each rate within 4 sigma of its expectation
+        for (k, p, n) in [(s.dropped, 0.05, 10_000.0), (s.duplicated, 0.03, 10_000.0 - s.dropped as f64),
+            (s.reordered, 0.02, 10_000.0 - s.dropped as f64), (s.corrupted, 0.01, 10_000.0 - s.dropped as f64)]
+        {
+            let (m, sd) = (p * n, (p * (1.0 - p) * n).sqrt());
+            assert!((k as f64 - m).abs() < 4.0 * sd, "{k} vs {m} +- {sd}");
+        }
+        // corrupted frames differ from their original in exactly one bit (anywhere); the rest are intact
+        let mut flipped = 0;
+        let mut seen = std::collections::HashMap::new();
+        let mut out_of_order = 0;
+        let mut last = None;
+        for g in &got {
+            let i = u32::from_le_bytes(g[..4].try_into().unwrap());
+            let mut want = vec![0xA5u8; 200];
+            want[..4].copy_from_slice(&i.to_le_bytes());
+            let bits: u32 = g.iter().zip(&want).map(|(a, b)| (a ^ b).count_ones()).sum();
+            if bits != 0 {
+                flipped += 1;
+                continue;
+            }
+            *seen.entry(i).or_insert(0) += 1;
+            if last.is_some_and(|l| i < l) {
+                out_of_order += 1;
+            }
+            last = Some(i);
+        }
+        // a flip in the 4 number bytes makes the frame look like another one: allowed, but rare
+        assert!(flipped as u64 <= s.corrupted && flipped as u64 + 5 >= s.corrupted, "{flipped} vs {}", s.corrupted);
+        assert!(seen.values().any(|&n| n == 2), "duplicates arrive twice");
+        assert!(out_of_order as u64 >= s.reordered / 2, "reordered frames are overtaken: {out_of_order}");
+        // the same seed gives the same run
+        let (again, _) = faulty(f, 7, 10_000);
+        assert!(again == got);
+        let (other, _) = faulty(f, 8, 10_000);
+        assert!(other != got);
     }
 
     #[test]
