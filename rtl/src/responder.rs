@@ -34,18 +34,24 @@
 //! it from a DETH only).
 //!
 //! **READ**: responses FIRST/MIDDLE/LAST/ONLY of PMTU bytes from the rkey-translated address, PSN = request
-//! PSN + k, AETH (0x1F, MSN after the READ's increment) on FIRST/LAST/ONLY, ePSN = PSN + packets. The READ is
-//! remembered (one responder resource per QP: PSN, VA, rkey, length, DMA address): a duplicate READ equal to
-//! the last READ is answered again in full. **Not yet (issue 5):** a duplicate READ from the middle of an
-//! earlier range, or of an older READ than the last (the model replays both from its resource ring): dropped
-//! and counted. **Atomics (issue 6)**: NAK invalid request and QP to error (the model executes them).
+//! PSN + k, AETH (0x1F, MSN after the READ's increment) on FIRST/LAST/ONLY, ePSN = PSN + packets. Each READ is
+//! saved in the QP's ring of [`READ_RESOURCES`] responder resources ([`ReadRes`] in block RAM, address
+//! {QPN[7:0], slot}: PSN range, VA, rkey, length, DMA address; the oldest is overwritten; rxe
+//! `rxe_prepare_res`). **A duplicate READ** (rxe `duplicate_request`, the model's order): the 16 slots are
+//! scanned (one read per cycle, the PSN range compared by two pipelined `PsnCmp`s, ~20 cycles) for the first
+//! valid one whose range holds the PSN; if its rkey is the request's and [VA, VA + len) lies inside the saved
+//! range, the responses are replayed from the request's PSN and VA: FIRST/ONLY when the PSN is the READ's first,
+//! **MIDDLE..LAST otherwise** (a mid-range retry never gets FIRST at a later PSN, which would put rxe's QP in
+//! error); else it is dropped and counted (`CNT_DROP_DUP`). A replay changes no QP state.
+//! **Atomics (issue 6)**: NAK invalid request and QP to error (the model executes them).
 //!
 //! **Timing** (<= 6 LUT6 levels): one packet at a time through a state machine; every wide sum (PSN/MSN +1,
 //! ack_psn - 1, addresses, offsets, residues) goes through a [`PipeAdd64`] whose operands are registers; the
 //! checks are registered in the `Pre` state from registered inputs; the 24-bit PSN compare is the PsnCheck's.
 //! Rate: about 16 cycles per SEND/WRITE packet without a WQE fetch or lkey check, plus its payload beats
 //! (one per cycle), plus 9 (Key Cache) for a RETH, plus the WQE fetch and 16 for a SEND's lkey check; a READ
-//! takes about 25 cycles plus 5 per response packet.
+//! takes about 25 cycles plus 5 per response packet; a duplicate READ about 30 more (the resource scan and
+//! the subset check) before its first response.
 //!
 //! **Counters** (`counters[i]`): [`CNT_REQUESTS`] requests past the QP lookup, [`CNT_DUPLICATES`],
 //! [`CNT_NAK_SEQ`] PSN-sequence NAKs sent, [`CNT_RNR_NAKS`], [`CNT_CLASS_C`] class-C errors (NAK invalid
@@ -64,6 +70,7 @@ use crate::counter::EventCounter;
 use crate::fifo::SdpRam;
 use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
 use crate::lut::Lut8;
+use crate::completer::PsnCmp;
 use crate::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
     VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
 use crate::qp_context::{QpContext, QpResp, QpStatic};
@@ -172,13 +179,26 @@ pub struct RespExt {
     pub w_ptr: Bits<64>,
     pub w_resid: Bits<32>,
     pub w_len: Bits<32>,
-    /// The last READ (one responder resource).
-    pub rd_valid: Bit,
-    pub rd_psn: Bits<24>,
-    pub rd_va: Bits<64>,
-    pub rd_rkey: Bits<32>,
-    pub rd_len: Bits<32>,
-    pub rd_dma: Bits<64>,
+    /// The READ responder resources: the next slot of the ring to take and which slots hold a READ.
+    pub res_head: Bits<4>,
+    pub res_valid: Bits<16>,
+}
+
+/// Read responder resources per QP (rxe `max_dest_rd_atomic` rounded up to a power of two; rxe's and
+/// perftest's usual 16): the ring of the last [`READ_RESOURCES`] READs, each replayable from any PSN of its
+/// range.
+pub const READ_RESOURCES: usize = 16;
+
+/// One READ responder resource (rxe `struct resp_res`, read part): its PSN range `first .. end` (end
+/// exclusive), the RETH (VA, rkey, length) and the DMA address the Key Cache translated the VA to.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct ReadRes {
+    pub first: Bits<24>,
+    pub end: Bits<24>,
+    pub va: Bits<64>,
+    pub rkey: Bits<32>,
+    pub len: Bits<32>,
+    pub dma: Bits<64>,
 }
 
 /// Receive ring of a QP.
@@ -219,6 +239,12 @@ enum RespState {
     ReadPkt,
     ReadNext,
     ReadEnd,
+    DupScan,
+    DupRead,
+    DupGot,
+    DupSub,
+    DupSub2,
+    DupSub3,
     ClassC,
     CcCq,
     Flush,
@@ -320,6 +346,9 @@ pub struct Responder {
     kc: KeyCache<1024, 10>,
     psnc: PsnCheck,
     x_ram: SdpRam<RespExt, 8>,
+    res_ram: SdpRam<ReadRes, 12>,
+    pc_lo: PsnCmp,
+    pc_hi: PsnCmp,
     cfg_ram: SdpRam<RqCfg, 8>,
     pi_ram: SdpRam<Bits<16>, 8>,
     ci_ram: SdpRam<Bits<16>, 8>,
@@ -388,7 +417,22 @@ pub struct Responder {
     p_len_ok: DFF<Bit>,
     p_wl_resid: DFF<Bit>,
     p_wl_dlen: DFF<Bit>,
-    p_dup_match: DFF<Bit>,
+    // duplicate READ: resource scan and subset check
+    sc_i: DFF<Bits<5>>,
+    d1_v: DFF<Bit>,
+    d1_s: DFF<Bits<4>>,
+    d2_v: DFF<Bit>,
+    d2_s: DFF<Bits<4>>,
+    d3_v: DFF<Bit>,
+    d3_s: DFF<Bits<4>>,
+    found: DFF<Bit>,
+    fslot: DFF<Bits<4>>,
+    dr: DFF<ReadRes>,
+    du_ge: DFF<Bit>,
+    du_ovf: DFF<Bit>,
+    du_key: DFF<Bit>,
+    l_resa: Signal<Local, Bits<12>>,
+    l_vsh: Signal<Local, Bits<16>>,
     p_acc_ok: DFF<Bit>,
     p_no_res: DFF<Bit>,
     p_kind: DFF<Bits<2>>,
@@ -479,6 +523,11 @@ pub struct Responder {
     l_wqe: Signal<Local, Bits<512>>,
     // constants
     zero2: Constant<Bits<2>>,
+    zero4: Constant<Bits<4>>,
+    zero5: Constant<Bits<5>>,
+    one4: Constant<Bits<4>>,
+    one5: Constant<Bits<5>>,
+    scan_end: Constant<Bits<5>>,
     zero8: Constant<Bits<8>>,
     zero13: Constant<Bits<13>>,
     zero16: Constant<Bits<16>>,
@@ -615,6 +664,9 @@ impl Default for Responder {
             kc: Default::default(),
             psnc: Default::default(),
             x_ram: Default::default(),
+            res_ram: Default::default(),
+            pc_lo: Default::default(),
+            pc_hi: Default::default(),
             cfg_ram: Default::default(),
             pi_ram: Default::default(),
             ci_ram: Default::default(),
@@ -678,7 +730,21 @@ impl Default for Responder {
             p_len_ok: Default::default(),
             p_wl_resid: Default::default(),
             p_wl_dlen: Default::default(),
-            p_dup_match: Default::default(),
+            sc_i: Default::default(),
+            d1_v: Default::default(),
+            d1_s: Default::default(),
+            d2_v: Default::default(),
+            d2_s: Default::default(),
+            d3_v: Default::default(),
+            d3_s: Default::default(),
+            found: Default::default(),
+            fslot: Default::default(),
+            dr: Default::default(),
+            du_ge: Default::default(),
+            du_ovf: Default::default(),
+            du_key: Default::default(),
+            l_resa: Default::default(),
+            l_vsh: Default::default(),
             p_acc_ok: Default::default(),
             p_no_res: Default::default(),
             p_kind: Default::default(),
@@ -761,6 +827,11 @@ impl Default for Responder {
             l_aeth_rd: Default::default(),
             l_wqe: Default::default(),
             zero2: k(0),
+            zero4: k(0),
+            zero5: k(0),
+            one4: k(1),
+            one5: k(1),
+            scan_end: k(READ_RESOURCES as u64 + 3),
             zero8: k(0),
             zero13: k(0),
             zero16: k(0),
@@ -836,13 +907,13 @@ impl Logic for Responder {
             self, clock, state, ret, fret, kret, ack_nxt, cq_nxt, wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a,
             ac_b, ac_c, ad_a, ad_b, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_pkey, h_sip, h_va, h_rkey,
             h_dlen, h_imm, pay_pend, lk_drop, lk_reason, st, rs, x, cfg, pi, ci, ci1, mtu, rs_epsn, rs_ack, rs_msn,
-            rs_sent, p_seq_ok, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen, p_dup_match, p_acc_ok,
+            rs_sent, p_seq_ok, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen, sc_i, d1_v, d1_s, d2_v, d2_s, d3_v, d3_s, found, fslot, dr, du_ge, du_ovf, du_key, p_acc_ok,
             p_no_res, p_kind, ackm1, msn1, psn1, wqe_addr, va_s, end_s, kc_ok, kc_dma, kl_key, kl_va, kl_len, kl_acc,
             n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, g_ptr, resid, cur_psn, rfirst, rlast,
             rchunk, rmsn, replay, o_hdr, o_hv, o_gv, o_gaddr, o_glen, o_sv, o_saddr, o_cv, o_cwr, o_clen, o_cimm,
             o_cstatus, o_cop, o_cflags, o_reason
         );
-        clock!(self, clock, qpc, kc, psnc, x_ram, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d);
+        clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d);
         for i in 0..12 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = self.inc[i].val();
@@ -998,6 +1069,29 @@ impl Logic for Responder {
         self.psnc.epsn.next = self.rs_epsn.q.val();
         self.psnc.kind.next = self.p_kind.q.val();
         self.psnc.sent_psn_nak.next = self.rs_sent.q.val();
+        // READ resources: {QPN[7:0], slot}; written at the ring head when a new READ ends
+        self.l_resa.next = bit_cast::<12, 8>(self.h_qpn.q.val().get_bits::<8>(0)) << 4;
+        self.res_ram.raddr.next = self.l_resa.val() | bit_cast::<12, 4>(self.sc_i.q.val().get_bits::<4>(0));
+        self.res_ram.we.next = false;
+        self.res_ram.waddr.next = self.l_resa.val() | bit_cast::<12, 4>(self.x.q.val().res_head);
+        self.res_ram.wdata.next.first = self.h_psn.q.val();
+        self.res_ram.wdata.next.end = self.cur_psn.q.val();
+        self.res_ram.wdata.next.va = self.h_va.q.val();
+        self.res_ram.wdata.next.rkey = self.h_rkey.q.val();
+        self.res_ram.wdata.next.len = self.h_dlen.q.val();
+        self.res_ram.wdata.next.dma = self.kc_dma.q.val();
+        // the scan: a slot read at t is compared at t+1 (PsnCmp inputs), the verdict is out at t+3
+        self.pc_lo.a.next = self.h_psn.q.val();
+        self.pc_lo.b.next = self.res_ram.rdata.val().first;
+        self.pc_hi.a.next = self.h_psn.q.val();
+        self.pc_hi.b.next = self.res_ram.rdata.val().end;
+        self.d1_v.d.next = false;
+        self.d1_s.d.next = self.sc_i.q.val().get_bits::<4>(0);
+        self.l_vsh.next = self.x.q.val().res_valid >> bit_cast::<16, 4>(self.d1_s.q.val());
+        self.d2_v.d.next = self.d1_v.q.val() & self.l_vsh.val().get_bit(0);
+        self.d2_s.d.next = self.d1_s.q.val();
+        self.d3_v.d.next = self.d2_v.q.val();
+        self.d3_s.d.next = self.d2_s.q.val();
         // per-QP RAMs: read at the request's QPN (the header's while idle)
         self.x_ram.raddr.next = self.h_qpn.q.val().get_bits::<8>(0);
         self.cfg_ram.raddr.next = self.h_qpn.q.val().get_bits::<8>(0);
@@ -1055,7 +1149,8 @@ impl Logic for Responder {
                     self.x_ram.wdata.next.mip = false;
                     self.x_ram.wdata.next.have_wqe = false;
                     self.x_ram.wdata.next.w_valid = false;
-                    self.x_ram.wdata.next.rd_valid = false;
+                    self.x_ram.wdata.next.res_valid = self.zero16.val();
+                    self.x_ram.wdata.next.res_head = self.zero4.val();
                 } else if self.rqdb_valid.val() {
                     self.rqdb_ready.next = true;
                     self.pi_ram.we.next = true;
@@ -1201,13 +1296,6 @@ impl Logic for Responder {
                         | (self.h_pad.q.val() != self.l_wd_pad.val())
                         | !self.l_end.val();
                 }
-                // a duplicate READ equal to the last READ
-                self.p_dup_match.d.next = self.l_read.val()
-                    & self.x.q.val().rd_valid
-                    & (self.x.q.val().rd_psn == self.h_psn.q.val())
-                    & (self.x.q.val().rd_rkey == self.h_rkey.q.val())
-                    & (self.x.q.val().rd_va == self.h_va.q.val())
-                    & (self.x.q.val().rd_len == self.h_dlen.q.val());
                 self.wait_n.d.next = self.two2.val();
                 self.ret.d.next = RespState::Verdict;
                 self.state.d.next = RespState::Wait;
@@ -1245,19 +1333,11 @@ impl Logic for Responder {
                     self.ack_nxt.d.next = RespState::Drain;
                     self.state.d.next = RespState::TxAck;
                 } else if self.psnc.verdict.val() == self.v_dup_res.val() {
+                    // a duplicate READ (the PsnCheck gives this verdict to READs only): find its resource
                     self.inc[1].next = true;
-                    if self.p_dup_match.q.val() {
-                        self.replay.d.next = true;
-                        self.g_ptr.d.next = self.x.q.val().rd_dma;
-                        self.resid.d.next = self.h_dlen.q.val();
-                        self.cur_psn.d.next = self.h_psn.q.val();
-                        self.rfirst.d.next = true;
-                        self.rmsn.d.next = self.rs_msn.q.val();
-                        self.state.d.next = RespState::ReadPrep;
-                    } else {
-                        self.inc[7].next = true;
-                        self.state.d.next = RespState::Drain;
-                    }
+                    self.sc_i.d.next = self.zero5.val();
+                    self.found.d.next = false;
+                    self.state.d.next = RespState::DupScan;
                 } else {
                     self.inc[6].next = true;
                     self.state.d.next = RespState::Drain;
@@ -1334,13 +1414,7 @@ impl Logic for Responder {
                         }
                     }
                 } else {
-                    // READ: one responder resource, MSN + 1 (C9-148), the responses
-                    self.x.d.next.rd_valid = true;
-                    self.x.d.next.rd_psn = self.h_psn.q.val();
-                    self.x.d.next.rd_va = self.h_va.q.val();
-                    self.x.d.next.rd_rkey = self.h_rkey.q.val();
-                    self.x.d.next.rd_len = self.h_dlen.q.val();
-                    self.x.d.next.rd_dma = self.kc_dma.q.val();
+                    // READ: MSN + 1 (C9-148), the responses; its resource is saved at ReadEnd
                     self.x.d.next.mip = false;
                     self.n_msn.d.next = self.msn1.q.val();
                     self.rmsn.d.next = self.msn1.q.val();
@@ -1608,10 +1682,89 @@ impl Logic for Responder {
                 }
             }
             RespState::ReadEnd => {
-                // a new READ: ePSN = PSN + packets (ack_psn unchanged); a replay changes nothing
+                // a new READ: ePSN = PSN + packets (ack_psn unchanged), its resource [PSN, ePSN) at the ring
+                // head (overwriting the oldest); a replay changes nothing
                 self.n_epsn.d.next = self.cur_psn.q.val();
                 self.state.d.next = RespState::WriteBack;
                 if self.replay.q.val() {
+                    self.state.d.next = RespState::Drain;
+                } else {
+                    self.res_ram.we.next = true;
+                    self.x.d.next.res_head = self.x.q.val().res_head + self.one4.val();
+                    self.x.d.next.res_valid =
+                        self.x.q.val().res_valid | (self.one16.val() << bit_cast::<16, 4>(self.x.q.val().res_head));
+                }
+            }
+            RespState::DupScan => {
+                // read every slot (one per cycle); the first valid one whose range holds the PSN is the resource
+                if !self.sc_i.q.val().get_bit(4) {
+                    self.d1_v.d.next = true;
+                }
+                self.sc_i.d.next = self.sc_i.q.val() + self.one5.val();
+                if self.d3_v.q.val() & !self.pc_lo.neg.val() & self.pc_hi.neg.val() & !self.found.q.val() {
+                    self.found.d.next = true;
+                    self.fslot.d.next = self.d3_s.q.val();
+                }
+                if self.sc_i.q.val() == self.scan_end.val() {
+                    self.state.d.next = RespState::DupRead;
+                }
+            }
+            RespState::DupRead => {
+                self.res_ram.raddr.next = self.l_resa.val() | bit_cast::<12, 4>(self.fslot.q.val());
+                self.state.d.next = RespState::DupGot;
+                if !self.found.q.val() {
+                    self.inc[7].next = true;
+                    self.state.d.next = RespState::Drain;
+                }
+            }
+            RespState::DupGot => {
+                self.dr.d.next = self.res_ram.rdata.val();
+                self.state.d.next = RespState::DupSub;
+            }
+            RespState::DupSub => {
+                // VA - va_org (no borrow: VA >= va_org), VA + len (carry: overflow), va_org + length
+                self.aa_a.d.next = self.h_va.q.val();
+                self.aa_b.d.next = !self.dr.q.val().va;
+                self.aa_c.d.next = true;
+                self.ab_a.d.next = self.h_va.q.val();
+                self.ab_b.d.next = bit_cast::<64, 32>(self.h_dlen.q.val());
+                self.ab_c.d.next = false;
+                self.ac_a.d.next = self.dr.q.val().va;
+                self.ac_b.d.next = bit_cast::<64, 32>(self.dr.q.val().len);
+                self.ac_c.d.next = false;
+                self.du_key.d.next = self.dr.q.val().rkey == self.h_rkey.q.val();
+                self.wait_n.d.next = self.two2.val();
+                self.ret.d.next = RespState::DupSub2;
+                self.state.d.next = RespState::Wait;
+            }
+            RespState::DupSub2 => {
+                self.du_ge.d.next = self.add_a.cout.val();
+                self.du_ovf.d.next = self.add_b.cout.val();
+                // (va_org + length) - (VA + len): no borrow when the request ends inside the resource;
+                // the replay's DMA address = the resource's + (VA - va_org)
+                self.aa_a.d.next = self.add_c.sum.val();
+                self.aa_b.d.next = !self.add_b.sum.val();
+                self.aa_c.d.next = true;
+                self.ab_a.d.next = self.dr.q.val().dma;
+                self.ab_b.d.next = self.add_a.sum.val();
+                self.ab_c.d.next = false;
+                self.wait_n.d.next = self.two2.val();
+                self.ret.d.next = RespState::DupSub3;
+                self.state.d.next = RespState::Wait;
+            }
+            RespState::DupSub3 => {
+                // rxe duplicate_request: same rkey, [VA, VA + len) inside the original; the replay starts at
+                // the request's PSN, with FIRST/ONLY only when that is the READ's first PSN (else MIDDLE/LAST)
+                if self.du_key.q.val() & self.du_ge.q.val() & !self.du_ovf.q.val() & self.add_a.cout.val() {
+                    self.replay.d.next = true;
+                    self.g_ptr.d.next = self.add_b.sum.val();
+                    self.resid.d.next = self.h_dlen.q.val();
+                    self.cur_psn.d.next = self.h_psn.q.val();
+                    self.rfirst.d.next = self.h_psn.q.val() == self.dr.q.val().first;
+                    self.rmsn.d.next = self.rs_msn.q.val();
+                    self.state.d.next = RespState::ReadPrep;
+                } else {
+                    self.inc[7].next = true;
                     self.state.d.next = RespState::Drain;
                 }
             }
@@ -1645,7 +1798,7 @@ impl Logic for Responder {
                 self.x.d.next.have_wqe = false;
                 self.x.d.next.mip = false;
                 self.x.d.next.w_valid = false;
-                self.x.d.next.rd_valid = false;
+                self.x.d.next.res_valid = self.zero16.val();
                 self.state.d.next = RespState::WriteBack;
                 if self.ci.q.val() != self.pi.q.val() {
                     self.ad_a.d.next = self.cfg.q.val().base;
@@ -2133,7 +2286,13 @@ mod tests {
 
         /// Deliver A's frames to B (and the RTL), B's answers back to A, until nothing moves. `edit` may drop
         /// (None) or duplicate request frames before they reach B. Compares the RTL with B.
-        fn pump(&mut self, mut edit: impl FnMut(usize, Vec<u8>) -> Vec<Vec<u8>>) {
+        fn pump(&mut self, edit: impl FnMut(usize, Vec<u8>) -> Vec<Vec<u8>>) {
+            self.pump_lossy(edit, |_| true);
+        }
+
+        /// [`pump`](Self::pump), and `keep(n)` decides whether B's n-th answer reaches A (the RTL's answers are
+        /// still compared with all of B's).
+        fn pump_lossy(&mut self, mut edit: impl FnMut(usize, Vec<u8>) -> Vec<Vec<u8>>, mut keep: impl FnMut(usize) -> bool) {
             let mut to_b: VecDeque<Vec<u8>> = self.a.poll(self.now).into();
             let mut reqs: Vec<Req> = Vec::new();
             let mut want: Vec<Vec<u8>> = Vec::new();
@@ -2144,11 +2303,16 @@ mod tests {
                     let out = self.b.process(self.now, &g);
                     for o in out {
                         want.push(o.clone());
-                        let more = self.a.process(self.now, &o);
-                        to_b.extend(more);
+                        if keep(want.len() - 1) {
+                            let more = self.a.process(self.now, &o);
+                            to_b.extend(more);
+                        }
                     }
                 }
                 n += 1;
+                if to_b.is_empty() {
+                    to_b.extend(self.a.poll(self.now));
+                }
             }
             self.compare(&reqs, &want);
         }
@@ -2259,6 +2423,57 @@ mod tests {
         w.post_send(WrOpcode::Send, 50, None);
         w.pump(|_, f| vec![f]);
         assert!(w.checked >= 3);
+    }
+
+    /// Lost READ responses (interop checklist 3a/4): A retries the rest of a partly answered READ as a new
+    /// READ request from the first missing PSN, and goes back to re-request later READs in full; the RTL
+    /// replays each from its own responder resource: MIDDLE..LAST from the middle of a range (never FIRST at a
+    /// later PSN), FIRST..LAST from a range's first PSN. Every response matches the golden responder's.
+    #[test]
+    fn lost_read_responses_are_replayed_from_the_resources() {
+        let mut w = World::new(61, 256, AccessFlags::ALL);
+        // one READ of 5 packets: its third response lost
+        w.post_send(WrOpcode::RdmaRead, 5 * 256 - 7, None);
+        let mut first_req = None;
+        w.pump_lossy(
+            |n, f| {
+                if n == 0 {
+                    first_req = Some(f.clone());
+                }
+                vec![f]
+            },
+            |n| n != 2,
+        );
+        w.advance();
+        let replays = |w: &World| w.b.counters().read_replays;
+        assert_eq!(replays(&w), 1, "the golden responder replayed once");
+        let c = |w: &World, i: usize| w.rig.u.counters[i].val().to_u64();
+        assert_eq!((c(&w, CNT_DUPLICATES), c(&w, CNT_DROP_DUP)), (1, 0));
+        // three READs outstanding; the second response of the first is lost: A goes back to the first READ
+        // (mid-range) and asks for the other two again (each answered from its own resource)
+        for len in [4 * 256, 3 * 256 + 9, 2 * 256] {
+            w.post_send(WrOpcode::RdmaRead, len, None);
+        }
+        w.pump_lossy(|_, f| vec![f], |n| n != 1);
+        w.advance();
+        assert!(replays(&w) >= 3, "{}", replays(&w));
+        assert_eq!(c(&w, CNT_DROP_DUP), 0);
+        assert_eq!(c(&w, CNT_DUPLICATES), replays(&w));
+        // the very first READ request again: still in its resource, answered in full from FIRST
+        let old = first_req.unwrap();
+        w.post_send(WrOpcode::RdmaRead, 10, None);
+        w.pump(|n, f| if n == 0 { vec![old.clone(), f] } else { vec![f] });
+        assert_eq!((c(&w, CNT_DROP_DUP), replays(&w) as usize), (0, c(&w, CNT_DUPLICATES) as usize));
+        // sixteen READs later its resource is gone (16 per QP, the oldest overwritten): dropped, as the golden
+        // responder (16 resources) drops it
+        for _ in 0..16 {
+            w.post_send(WrOpcode::RdmaRead, 10, None);
+            w.pump(|_, f| vec![f]);
+        }
+        w.post_send(WrOpcode::RdmaRead, 10, None);
+        w.pump(|n, f| if n == 0 { vec![old.clone(), f] } else { vec![f] });
+        assert_eq!(c(&w, CNT_DROP_DUP), 1);
+        assert_eq!(w.b.counters().drops.values().sum::<u64>(), 1);
     }
 
     /// No receive posted: RNR NAK with min_rnr_timer; after a receive is posted, A's retry succeeds.
