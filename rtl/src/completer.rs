@@ -91,7 +91,49 @@ pub const CNT_DROPPED: usize = 3;
 pub const CNT_BAD: usize = 4;
 pub const CNT_IMPLIED_NAKS: usize = 5;
 pub const CNT_ATOMIC_ACKS: usize = 6;
-pub const COMP_COUNTERS: usize = 7;
+/// Go-back-N passes started (rewinds sent to WQE Check).
+pub const CNT_RETRIES: usize = 7;
+/// Retransmit-timer expiries that started one.
+pub const CNT_TIMEOUTS: usize = 8;
+pub const COMP_COUNTERS: usize = 9;
+
+/// Core cycles per timer unit: 4.096 us at 322.265625 MHz (the IBA local ACK timeout's unit).
+pub const TIMER_TICK: u64 = 1320;
+/// Longest retransmit period, log2 of timer units: deadlines compare modulo 2^24 (rxe `psn_compare` style), so
+/// a period must stay below 2^23 units; timeouts 23..31 (34 s and more) act as 22 (17 s).
+pub const TIMEOUT_LOG2_MAX: u64 = 22;
+
+/// `per[timeout]`: the retransmit period in timer units (0: no timer).
+pub fn timeout_units_table() -> Vec<u64> {
+    (0..32u64).map(|t| if t == 0 { 0 } else { 1 << t.min(TIMEOUT_LOG2_MAX) }).collect()
+}
+
+/// `rnr[code]`: the RNR NAK wait in timer units, rounded up (the IBA table, as rxe `rnrnak_usec`).
+pub fn rnr_units_table() -> Vec<u64> {
+    (0..32usize)
+        .map(|c| {
+            let us = u64::from(testbench::wire::headers::RNR_TIMER_USEC[c]);
+            ((us * 1000).div_ceil(4096)).max(1)
+        })
+        .collect()
+}
+
+/// A QP's completer configuration (CMD_WRITE_QP): its send CQ and its retry attributes.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct CompCfg {
+    pub cqn: Bits<24>,
+    pub timeout: Bits<5>,
+    pub retry_cnt: Bits<3>,
+    pub rnr_retry: Bits<3>,
+}
+
+/// A QP's timer: armed, waiting out an RNR NAK (else the retransmit timer), and its deadline in timer units.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct CompTmr {
+    pub armed: Bit,
+    pub rnr: Bit,
+    pub dl: Bits<24>,
+}
 
 /// Pending records per QP (ring slots).
 pub const COMP_RING: usize = 8;
@@ -116,6 +158,9 @@ pub fn wr_class_table() -> Vec<u64> {
 /// A pending WQE in the ring.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct Pend {
+    /// The WQE's ring index (a go-back-N rewinds the SQ Ring to it) and first PSN.
+    pub idx: Bits<16>,
+    pub first_psn: Bits<24>,
     pub wr_id: Bits<64>,
     pub wr_op: Bits<8>,
     pub signaled: Bit,
@@ -137,6 +182,15 @@ pub struct CompSt {
     pub rd: Bits<32>,
     pub reading: Bit,
     pub err: Bit,
+    /// A rewind is on its way through WQE Check: responses are dropped, records dropped until its marker.
+    pub retrying: Bit,
+    /// After the marker: the next record is the head WQE sent again (its record is already here): dropped.
+    pub skip_head: Bit,
+    /// A go-back-N was started and nothing progressed since (a NAK or implied NAK does not start another).
+    pub started: Bit,
+    /// retry_cnt and rnr_retry left (7 = infinite, never counted down).
+    pub rl: Bits<3>,
+    pub nl: Bits<3>,
 }
 
 /// A payload beat in the Completer's payload FIFO.
@@ -322,6 +376,15 @@ enum CompState {
     Done,
     FCmd,
     FEnd,
+    TRd,
+    TmChk,
+    TmChk2,
+    TmChk3,
+    Rt0,
+    Rt1,
+    Rt2,
+    RtOut,
+    RnrW,
 }
 
 /// The Completer (see the module documentation).
@@ -343,6 +406,18 @@ pub struct Completer {
     pub cqw_we: Signal<In, Bit>,
     pub cqw_qpn: Signal<In, Bits<24>>,
     pub cqw_cqn: Signal<In, Bits<24>>,
+    /// ... and its retry attributes (`timeout`, `retry_cnt`, `rnr_retry`), which reset the retry counters.
+    pub cqw_timeout: Signal<In, Bits<5>>,
+    pub cqw_retry: Signal<In, Bits<3>>,
+    pub cqw_rnr: Signal<In, Bits<3>>,
+    /// Go-back-N: send QP `rw_qpn` again from its ring index `rw_idx` and PSN `rw_psn`, the first WQE resumed
+    /// after `rw_skip` packets (to WQE Check).
+    pub rw_valid: Signal<Out, Bit>,
+    pub rw_ready: Signal<In, Bit>,
+    pub rw_qpn: Signal<Out, Bits<24>>,
+    pub rw_idx: Signal<Out, Bits<16>>,
+    pub rw_psn: Signal<Out, Bits<24>>,
+    pub rw_skip: Signal<Out, Bits<24>>,
     /// Scatter commands (read-response payload placement) and their payload.
     pub s_valid: Signal<Out, Bit>,
     pub s_ready: Signal<In, Bit>,
@@ -366,7 +441,15 @@ pub struct Completer {
 
     ring: SdpRam<Pend, 11>,
     qst: SdpRam<CompSt, 8>,
-    cqn_ram: SdpRam<Bits<24>, 8>,
+    cqn_ram: SdpRam<CompCfg, 8>,
+    /// The timers, twice: one copy for the scanner, one for the event machine (same writes).
+    tmr_a: SdpRam<CompTmr, 8>,
+    tmr_b: SdpRam<CompTmr, 8>,
+    per_lut: Lut8<24>,
+    rnr_lut: Lut8<24>,
+    pa_tm: PipeAdd64,
+    cmp_scan: PsnCmp,
+    cmp_tm: PsnCmp,
     cqwq: Fifo<Bits<8>, 4, 5>,
     cls_lut: Lut8<12>,
     cmp_last: PsnCmp,
@@ -385,6 +468,38 @@ pub struct Completer {
     prio: DFF<Bit>,
     qpn: DFF<Bits<24>>,
     cqn: DFF<Bits<24>>,
+    qc: DFF<CompCfg>,
+    // timers: the unit clock, the scanner, the event's timer
+    tick: DFF<Bits<11>>,
+    now: DFF<Bits<24>>,
+    sc_q: DFF<Bits<8>>,
+    t1_v: DFF<Bit>,
+    t1_q: DFF<Bits<8>>,
+    t2_v: DFF<Bit>,
+    t2_q: DFF<Bits<8>>,
+    t3_v: DFF<Bit>,
+    t3_q: DFF<Bits<8>>,
+    to_v: DFF<Bit>,
+    to_q: DFF<Bits<8>>,
+    tmo: DFF<Bit>,
+    t_armed: DFF<Bit>,
+    t_rnr: DFF<Bit>,
+    t_dl: DFF<Bits<24>>,
+    tm_set: DFF<Bit>,
+    tm_arm: DFF<Bit>,
+    tm_rnr: DFF<Bit>,
+    rnr_code: DFF<Bits<5>>,
+    tw: DFF<Bits<2>>,
+    // go-back-N
+    rt_rnr: DFF<Bit>,
+    sk_lo: DFF<Bits<13>>,
+    skip: DFF<Bits<24>>,
+    h_syn: DFF<Bits<8>>,
+    s_retrying: DFF<Bit>,
+    s_skip: DFF<Bit>,
+    s_started: DFF<Bit>,
+    s_rl: DFF<Bits<3>>,
+    s_nl: DFF<Bits<3>>,
     s_head: DFF<Bits<4>>,
     s_tail: DFF<Bits<4>>,
     s_comp: DFF<Bits<24>>,
@@ -474,6 +589,25 @@ pub struct Completer {
     k0_13: Constant<Bits<13>>,
     k0_19: Constant<Bits<19>>,
     k0_32: Constant<Bits<32>>,
+    k0_3: Constant<Bits<3>>,
+    k1_3: Constant<Bits<3>>,
+    k7_3: Constant<Bits<3>>,
+    k0_5: Constant<Bits<5>>,
+    k1_8: Constant<Bits<8>>,
+    k1_11: Constant<Bits<11>>,
+    k0_11: Constant<Bits<11>>,
+    k1_24: Constant<Bits<24>>,
+    tick_last: Constant<Bits<11>>,
+    syn_seq: Constant<Bits<8>>,
+    syn_inv: Constant<Bits<8>>,
+    syn_acc: Constant<Bits<8>>,
+    st_retry: Constant<Bits<8>>,
+    st_rnr: Constant<Bits<8>>,
+    st_inv: Constant<Bits<8>>,
+    st_acc: Constant<Bits<8>>,
+    st_op: Constant<Bits<8>>,
+    a_nak: Constant<Bits<4>>,
+    a_rnr: Constant<Bits<4>>,
     k1_12: Constant<Bits<12>>,
     kfff_12: Constant<Bits<12>>,
     op_ack: Constant<Bits<8>>,
@@ -501,6 +635,8 @@ pub struct Completer {
     a_ack_adv: Constant<Bits<4>>,
     a_ack_comp: Constant<Bits<4>>,
     a_ignore: Constant<Bits<4>>,
+    l_tmr: Signal<Local, CompTmr>,
+    l_tmr_armed: Signal<Local, Bit>,
 }
 
 impl Default for Completer {
@@ -519,6 +655,15 @@ impl Default for Completer {
             cqw_we: Default::default(),
             cqw_qpn: Default::default(),
             cqw_cqn: Default::default(),
+            cqw_timeout: Default::default(),
+            cqw_retry: Default::default(),
+            cqw_rnr: Default::default(),
+            rw_valid: Default::default(),
+            rw_ready: Default::default(),
+            rw_qpn: Default::default(),
+            rw_idx: Default::default(),
+            rw_psn: Default::default(),
+            rw_skip: Default::default(),
             s_valid: Default::default(),
             s_ready: Default::default(),
             s_addr: Default::default(),
@@ -539,6 +684,13 @@ impl Default for Completer {
             ring: Default::default(),
             qst: Default::default(),
             cqn_ram: Default::default(),
+            tmr_a: Default::default(),
+            tmr_b: Default::default(),
+            per_lut: Lut8::new(timeout_units_table()),
+            rnr_lut: Lut8::new(rnr_units_table()),
+            pa_tm: Default::default(),
+            cmp_scan: Default::default(),
+            cmp_tm: Default::default(),
             cqwq: Default::default(),
             cls_lut: Lut8::new(wr_class_table()),
             cmp_last: Default::default(),
@@ -556,6 +708,36 @@ impl Default for Completer {
             prio: Default::default(),
             qpn: Default::default(),
             cqn: Default::default(),
+            qc: Default::default(),
+            tick: Default::default(),
+            now: Default::default(),
+            sc_q: Default::default(),
+            t1_v: Default::default(),
+            t1_q: Default::default(),
+            t2_v: Default::default(),
+            t2_q: Default::default(),
+            t3_v: Default::default(),
+            t3_q: Default::default(),
+            to_v: Default::default(),
+            to_q: Default::default(),
+            tmo: Default::default(),
+            t_armed: Default::default(),
+            t_rnr: Default::default(),
+            t_dl: Default::default(),
+            tm_set: Default::default(),
+            tm_arm: Default::default(),
+            tm_rnr: Default::default(),
+            rnr_code: Default::default(),
+            tw: Default::default(),
+            rt_rnr: Default::default(),
+            sk_lo: Default::default(),
+            skip: Default::default(),
+            h_syn: Default::default(),
+            s_retrying: Default::default(),
+            s_skip: Default::default(),
+            s_started: Default::default(),
+            s_rl: Default::default(),
+            s_nl: Default::default(),
             s_head: Default::default(),
             s_tail: Default::default(),
             s_comp: Default::default(),
@@ -639,6 +821,25 @@ impl Default for Completer {
             k0_13: k(0),
             k0_19: k(0),
             k0_32: k(0),
+            k0_3: k(0),
+            k1_3: k(1),
+            k7_3: k(7),
+            k0_5: k(0),
+            k1_8: k(1),
+            k1_11: k(1),
+            k0_11: k(0),
+            k1_24: k(1),
+            tick_last: k(TIMER_TICK - 1),
+            syn_seq: k(0x60),
+            syn_inv: k(0x61),
+            syn_acc: k(0x62),
+            st_retry: k(wc_status_code(WcStatus::RetryExcErr) as u64),
+            st_rnr: k(wc_status_code(WcStatus::RnrRetryExcErr) as u64),
+            st_inv: k(wc_status_code(WcStatus::RemInvReqErr) as u64),
+            st_acc: k(wc_status_code(WcStatus::RemAccessErr) as u64),
+            st_op: k(wc_status_code(WcStatus::RemOpErr) as u64),
+            a_nak: k(10),
+            a_rnr: k(11),
             k1_12: k(1),
             kfff_12: k(0xFFF),
             op_ack: k(RC_ACKNOWLEDGE as u64),
@@ -666,6 +867,8 @@ impl Default for Completer {
             a_ack_adv: k(7),
             a_ack_comp: k(8),
             a_ignore: k(9),
+            l_tmr: Default::default(),
+            l_tmr_armed: Default::default(),
         }
     }
 }
@@ -678,13 +881,15 @@ impl Logic for Completer {
             resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack,
             sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, o_valid, o_cqn, o_wr_id, o_len, o_imm, o_qpn,
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
-            pin_drop
+            pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
+            tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
+            s_nl
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd, pa_addr,
-            pa_room, pa_rd, pf
+            pa_room, pa_rd, pf, tmr_a, tmr_b, pa_tm, cmp_scan, cmp_tm
         );
-        for i in 0..7 {
+        for i in 0..9 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = false;
             self.counters[i].next = self.cnt[i].value.val();
@@ -729,7 +934,62 @@ impl Logic for Completer {
         // QP table writes; a write also queues the clearing of the QP's error flag
         self.cqn_ram.we.next = self.cqw_we.val();
         self.cqn_ram.waddr.next = self.cqw_qpn.val().get_bits::<8>(0);
-        self.cqn_ram.wdata.next = self.cqw_cqn.val();
+        self.cqn_ram.wdata.next.cqn = self.cqw_cqn.val();
+        self.cqn_ram.wdata.next.timeout = self.cqw_timeout.val();
+        self.cqn_ram.wdata.next.retry_cnt = self.cqw_retry.val();
+        self.cqn_ram.wdata.next.rnr_retry = self.cqw_rnr.val();
+
+        // ---- timers: `now` counts 4.096 us units; a scanner reads one QP's timer per cycle and reports an
+        // expired one (the event machine checks it again against its own copy before acting) ----
+        self.tick.d.next = self.tick.q.val() + self.k1_11.val();
+        if self.tick.q.val() == self.tick_last.val() {
+            self.tick.d.next = self.k0_11.val();
+            self.now.d.next = self.now.q.val() + self.k1_24.val();
+        }
+        self.sc_q.d.next = self.sc_q.q.val() + self.k1_8.val();
+        self.tmr_a.raddr.next = self.sc_q.q.val();
+        self.t1_v.d.next = true;
+        self.t1_q.d.next = self.sc_q.q.val();
+        self.cmp_scan.a.next = self.now.q.val();
+        self.cmp_scan.b.next = self.tmr_a.rdata.val().dl;
+        self.t2_v.d.next = self.t1_v.q.val() & self.tmr_a.rdata.val().armed;
+        self.t2_q.d.next = self.t1_q.q.val();
+        self.t3_v.d.next = self.t2_v.q.val();
+        self.t3_q.d.next = self.t2_q.q.val();
+        if self.t3_v.q.val() & !self.cmp_scan.neg.val() & !self.to_v.q.val() {
+            self.to_v.d.next = true;
+            self.to_q.d.next = self.t3_q.q.val();
+        }
+        // the event's own check: now >= deadline
+        self.cmp_tm.a.next = self.now.q.val();
+        self.cmp_tm.b.next = self.t_dl.q.val();
+        // a new deadline: now + the QP's period (or the RNR wait), 3 cycles after the inputs settle
+        self.per_lut.x.next = bit_cast::<8, 5>(self.qc.q.val().timeout);
+        self.rnr_lut.x.next = bit_cast::<8, 5>(self.rnr_code.q.val());
+        self.pa_tm.a.next = bit_cast::<64, 24>(self.now.q.val());
+        self.pa_tm.b.next = bit_cast::<64, 24>(self.per_lut.y.val());
+        if self.tm_rnr.q.val() {
+            self.pa_tm.b.next = bit_cast::<64, 24>(self.rnr_lut.y.val());
+        }
+        self.pa_tm.cin.next = false;
+        self.l_tmr_armed.next = (self.tm_rnr.q.val() | (self.qc.q.val().timeout != self.k0_5.val()))
+            & (self.s_head.q.val() != self.s_tail.q.val());
+        self.l_tmr.next.armed = self.tm_arm.q.val() & self.l_tmr_armed.val();
+        self.l_tmr.next.rnr = self.tm_rnr.q.val();
+        self.l_tmr.next.dl = self.pa_tm.sum.val().get_bits::<24>(0);
+        self.tmr_a.we.next = false;
+        self.tmr_a.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+        self.tmr_a.wdata.next = self.l_tmr.val();
+        self.tmr_b.we.next = false;
+        self.tmr_b.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+        self.tmr_b.wdata.next = self.l_tmr.val();
+        self.tmr_b.raddr.next = self.qpn.q.val().get_bits::<8>(0);
+        // the rewind out (registers)
+        self.rw_valid.next = false;
+        self.rw_qpn.next = self.qpn.q.val();
+        self.rw_idx.next = self.rec.q.val().idx;
+        self.rw_psn.next = self.s_comp.q.val();
+        self.rw_skip.next = self.skip.q.val();
         self.cqwq.push.next = self.cqw_we.val();
         self.cqwq.din.next = self.cqw_qpn.val().get_bits::<8>(0);
         self.cqwq.pop.next = false;
@@ -750,6 +1010,11 @@ impl Logic for Completer {
         self.qst.wdata.next.rd = self.s_rd.q.val();
         self.qst.wdata.next.reading = self.s_reading.q.val();
         self.qst.wdata.next.err = self.s_err.q.val();
+        self.qst.wdata.next.retrying = self.s_retrying.q.val();
+        self.qst.wdata.next.skip_head = self.s_skip.q.val();
+        self.qst.wdata.next.started = self.s_started.q.val();
+        self.qst.wdata.next.rl = self.s_rl.q.val();
+        self.qst.wdata.next.nl = self.s_nl.q.val();
         self.ring.raddr.next = (bit_cast::<11, 8>(self.l_qpn8.val()) << 3) | bit_cast::<11, 3>(self.l_head.val().get_bits::<3>(0));
         self.ring.waddr.next = (bit_cast::<11, 8>(self.l_qpn8.val()) << 3) | bit_cast::<11, 3>(self.l_tail.val().get_bits::<3>(0));
         self.ring.wdata.next = self.rec.q.val();
@@ -842,7 +1107,19 @@ impl Logic for Completer {
                     self.cqwq.pop.next = true;
                     self.qpn.d.next = bit_cast::<24, 8>(self.cqwq.dout.val());
                     self.qst.raddr.next = self.cqwq.dout.val();
+                    self.cqn_ram.raddr.next = self.cqwq.dout.val();
                     self.state.d.next = CompState::CRd;
+                } else if self.to_v.q.val() {
+                    // a timer the scanner saw expire
+                    self.to_v.d.next = false;
+                    self.hot.d.next = false;
+                    self.tmo.d.next = true;
+                    self.resp.d.next = false;
+                    self.qpn.d.next = bit_cast::<24, 8>(self.to_q.q.val());
+                    self.qst.raddr.next = self.to_q.q.val();
+                    self.cqn_ram.raddr.next = self.to_q.q.val();
+                    self.tmr_b.raddr.next = self.to_q.q.val();
+                    self.state.d.next = CompState::TRd;
                 } else if self.hdr_valid.val() & !self.l_pin.val() & (!self.iss_valid.val() | self.prio.q.val()) {
                     self.hdr_ready.next = true;
                     self.prio.d.next = false;
@@ -850,6 +1127,7 @@ impl Logic for Completer {
                     self.qst.raddr.next = self.l_hqpn.val().get_bits::<8>(0);
                     self.cqn_ram.raddr.next = self.l_hqpn.val().get_bits::<8>(0);
                     self.h_psn.d.next = self.hdr.val().psn;
+                    self.h_syn.d.next = self.l_ext.val().get_bits::<8>(0);
                     self.h_plen.d.next = self.hdr_pay_len.val();
                     self.paypend.d.next = self.hdr_pay_len.val() != self.k0_13.val();
                     self.d_ackop.d.next = self.l_hop.val() == self.op_ack.val();
@@ -880,6 +1158,15 @@ impl Logic for Completer {
                 self.s_rd.d.next = self.qst.rdata.val().rd;
                 self.s_reading.d.next = self.qst.rdata.val().reading;
                 self.s_err.d.next = false;
+                // (re)configured: retry counters full, no go-back-N in progress, timer off
+                self.s_retrying.d.next = false;
+                self.s_skip.d.next = false;
+                self.s_started.d.next = false;
+                self.s_rl.d.next = self.cqn_ram.rdata.val().retry_cnt;
+                self.s_nl.d.next = self.cqn_ram.rdata.val().rnr_retry;
+                self.qc.d.next = self.cqn_ram.rdata.val();
+                self.tm_set.d.next = true;
+                self.tm_arm.d.next = false;
                 self.state.d.next = CompState::Done;
             }
             CompState::IRd => {
@@ -889,12 +1176,35 @@ impl Logic for Completer {
                 self.s_rd.d.next = self.qst.rdata.val().rd;
                 self.s_reading.d.next = self.qst.rdata.val().reading;
                 self.s_err.d.next = self.qst.rdata.val().err;
-                self.cqn.d.next = self.cqn_ram.rdata.val();
-                if self.l_full.val() {
+                self.s_retrying.d.next = self.qst.rdata.val().retrying;
+                self.s_skip.d.next = self.qst.rdata.val().skip_head;
+                self.s_started.d.next = self.qst.rdata.val().started;
+                self.s_rl.d.next = self.qst.rdata.val().rl;
+                self.s_nl.d.next = self.qst.rdata.val().nl;
+                self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
+                self.qc.d.next = self.cqn_ram.rdata.val();
+                if self.iss.val().rewind {
+                    // the rewind's marker: the records after it are the WQEs sent again from the head on; the
+                    // head's own record stays (its READ progress with it), the later ones are dropped
+                    self.iss_ready.next = true;
+                    if self.qst.rdata.val().retrying {
+                        self.s_retrying.d.next = false;
+                        self.s_skip.d.next = true;
+                        self.s_tail.d.next = self.qst.rdata.val().head + self.k1_4.val();
+                    }
+                    self.state.d.next = CompState::Done;
+                } else if self.qst.rdata.val().retrying | self.qst.rdata.val().skip_head {
+                    // issued before the rewind (sent again after it), or the head WQE sent again
+                    self.iss_ready.next = true;
+                    self.s_skip.d.next = false;
+                    self.state.d.next = CompState::Done;
+                } else if self.l_full.val() {
                     // the QP's list is full: the record waits; a response goes first if one is there
                     self.state.d.next = CompState::Idle;
                 } else {
                     self.iss_ready.next = true;
+                    self.rec.d.next.idx = self.iss.val().idx;
+                    self.rec.d.next.first_psn = self.iss.val().first_psn;
                     self.rec.d.next.wr_id = self.iss.val().wr_id;
                     self.rec.d.next.wr_op = self.iss.val().wr_op;
                     self.rec.d.next.signaled = self.iss.val().signaled;
@@ -912,7 +1222,9 @@ impl Logic for Completer {
                 self.s_tail.d.next = self.s_tail.q.val() + self.k1_4.val();
                 self.resp.d.next = false;
                 if self.s_head.q.val() == self.s_tail.q.val() {
-                    // first record of an empty list: everything before it is acknowledged
+                    // first record of an empty list: everything before it is acknowledged; the timer starts
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
                     self.s_comp.d.next = self.i_first.q.val();
                     self.s_reading.d.next = false;
                     self.s_rd.d.next = self.k0_32.val();
@@ -928,7 +1240,13 @@ impl Logic for Completer {
                 self.s_rd.d.next = self.qst.rdata.val().rd;
                 self.s_reading.d.next = self.qst.rdata.val().reading;
                 self.s_err.d.next = self.qst.rdata.val().err;
-                self.cqn.d.next = self.cqn_ram.rdata.val();
+                self.s_retrying.d.next = self.qst.rdata.val().retrying;
+                self.s_skip.d.next = self.qst.rdata.val().skip_head;
+                self.s_started.d.next = self.qst.rdata.val().started;
+                self.s_rl.d.next = self.qst.rdata.val().rl;
+                self.s_nl.d.next = self.qst.rdata.val().nl;
+                self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
+                self.qc.d.next = self.cqn_ram.rdata.val();
                 if self.d_ackop.q.val() {
                     self.cnt[0].inc.next = self.sy_ack.q.val();
                     self.cnt[1].inc.next = self.sy_nak.q.val();
@@ -945,9 +1263,104 @@ impl Logic for Completer {
                     } else {
                         self.state.d.next = CompState::FCmd;
                     }
+                } else if self.qst.rdata.val().retrying {
+                    // a rewind is on its way: the responses of what is sent again will tell
+                    self.hot.d.next = false;
+                    self.cnt[3].inc.next = true;
+                    self.state.d.next = CompState::Done;
                 } else {
                     self.hot.d.next = false;
                     self.state.d.next = CompState::HeadRd;
+                }
+            }
+            CompState::TRd => {
+                self.s_head.d.next = self.qst.rdata.val().head;
+                self.s_tail.d.next = self.qst.rdata.val().tail;
+                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
+                self.s_rd.d.next = self.qst.rdata.val().rd;
+                self.s_reading.d.next = self.qst.rdata.val().reading;
+                self.s_err.d.next = self.qst.rdata.val().err;
+                self.s_retrying.d.next = self.qst.rdata.val().retrying;
+                self.s_skip.d.next = self.qst.rdata.val().skip_head;
+                self.s_started.d.next = self.qst.rdata.val().started;
+                self.s_rl.d.next = self.qst.rdata.val().rl;
+                self.s_nl.d.next = self.qst.rdata.val().nl;
+                self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
+                self.qc.d.next = self.cqn_ram.rdata.val();
+                self.t_armed.d.next = self.tmr_b.rdata.val().armed;
+                self.t_rnr.d.next = self.tmr_b.rdata.val().rnr;
+                self.t_dl.d.next = self.tmr_b.rdata.val().dl;
+                self.state.d.next = CompState::TmChk;
+            }
+            CompState::TmChk => {
+                self.state.d.next = CompState::TmChk2;
+            }
+            CompState::TmChk2 => {
+                self.state.d.next = CompState::TmChk3;
+            }
+            CompState::TmChk3 => {
+                // still armed and expired by this copy (the event machine may have re-armed it since the scan)
+                self.state.d.next = CompState::Done;
+                if !self.t_armed.q.val() | self.s_retrying.q.val() | self.s_err.q.val() {
+                    self.state.d.next = CompState::Done;
+                } else if self.s_head.q.val() == self.s_tail.q.val() {
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = false;
+                } else if !self.cmp_tm.neg.val() {
+                    self.rt_rnr.d.next = self.t_rnr.q.val();
+                    self.state.d.next = CompState::HeadRd;
+                }
+            }
+            CompState::Rt0 => {
+                // go-back-N from comp_psn: the head WQE is resumed after comp_psn - first_psn packets
+                self.sk_lo.d.next = bit_cast::<13, 12>(self.s_comp.q.val().get_bits::<12>(0))
+                    - bit_cast::<13, 12>(self.rec.q.val().first_psn.get_bits::<12>(0));
+                self.hot.d.next = false;
+                if !self.rt_rnr.q.val() & (self.s_rl.q.val() == self.k0_3.val()) {
+                    // retry_cnt exhausted
+                    self.cstat.d.next = self.st_retry.val();
+                    self.s_err.d.next = true;
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::CqLoad;
+                } else {
+                    if !self.rt_rnr.q.val() & (self.s_rl.q.val() != self.k7_3.val()) {
+                        self.s_rl.d.next = self.s_rl.q.val() - self.k1_3.val();
+                    }
+                    self.cnt[7].inc.next = true;
+                    self.cnt[8].inc.next = self.tmo.q.val() & !self.rt_rnr.q.val();
+                    self.s_retrying.d.next = true;
+                    self.s_started.d.next = true;
+                    self.tm_rnr.d.next = false;
+                    self.state.d.next = CompState::Rt1;
+                }
+            }
+            CompState::Rt1 => {
+                self.skip.d.next = (bit_cast::<24, 12>(
+                    self.s_comp.q.val().get_bits::<12>(12)
+                        - self.rec.q.val().first_psn.get_bits::<12>(12)
+                        - bit_cast::<12, 1>(self.sk_lo.q.val().get_bits::<1>(12)),
+                ) << 12)
+                    | bit_cast::<24, 12>(self.sk_lo.q.val().get_bits::<12>(0));
+                self.state.d.next = CompState::Rt2;
+            }
+            CompState::Rt2 => {
+                self.state.d.next = CompState::RtOut;
+            }
+            CompState::RtOut => {
+                self.rw_valid.next = true;
+                if self.rw_ready.val() {
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
+                    self.state.d.next = CompState::Done;
+                }
+            }
+            CompState::RnrW => {
+                // the RNR wait's deadline (3 cycles of the adder), then the timer
+                self.tw.d.next = self.tw.q.val() + self.k1_2.val();
+                if self.tw.q.val() == self.k3_2.val() {
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
+                    self.state.d.next = CompState::Done;
                 }
             }
             CompState::FCmd => {
@@ -964,6 +1377,13 @@ impl Logic for Completer {
                     self.l_adv.next = true;
                     self.s_comp.d.next = self.psn1.q.val();
                     self.s_rd.d.next = self.pa_rd.sum.val().get_bits::<32>(0);
+                    // progress: the timer starts over
+                    self.tmr_a.we.next = true;
+                    self.tmr_b.we.next = true;
+                    self.tmr_a.wdata.next.armed = self.qc.q.val().timeout != self.k0_5.val();
+                    self.tmr_b.wdata.next.armed = self.qc.q.val().timeout != self.k0_5.val();
+                    self.qst.wdata.next.started = false;
+                    self.s_started.d.next = false;
                     if self.d_last.q.val() {
                         self.hot.d.next = false;
                         self.state.d.next = CompState::RdEnd;
@@ -999,6 +1419,8 @@ impl Logic for Completer {
                         self.cstat.d.next = self.st_flush.val();
                     }
                     self.state.d.next = CompState::CqLoad;
+                } else if self.tmo.q.val() {
+                    self.state.d.next = CompState::Rt0;
                 } else if self.resp.q.val() {
                     self.state.d.next = CompState::Cmp0;
                 } else {
@@ -1050,6 +1472,10 @@ impl Logic for Completer {
                         }
                     } else if self.sy_res.q.val() {
                         self.act.d.next = self.a_bad.val();
+                    } else if self.sy_nak.q.val() {
+                        self.act.d.next = self.a_nak.val();
+                    } else if self.sy_rnr.q.val() {
+                        self.act.d.next = self.a_rnr.val();
                     }
                 }
             }
@@ -1057,7 +1483,52 @@ impl Logic for Completer {
                 self.state.d.next = CompState::Done;
                 self.cstat.d.next = self.k0_8.val();
                 if self.act.q.val() == self.a_implied.val() {
+                    // a response beyond a pending READ/atomic: its response was lost; go back (once)
                     self.cnt[5].inc.next = true;
+                    if !self.s_started.q.val() {
+                        self.rt_rnr.d.next = false;
+                        self.state.d.next = CompState::Rt0;
+                    }
+                } else if self.act.q.val() == self.a_nak.val() {
+                    if self.h_syn.q.val() == self.syn_seq.val() {
+                        // PSN sequence error: everything before its PSN is acknowledged; go back from there
+                        if self.cmp_comp.gt.val() {
+                            self.s_comp.d.next = self.h_psn.q.val();
+                        }
+                        if self.cmp_comp.gt.val() | !self.s_started.q.val() {
+                            self.rt_rnr.d.next = false;
+                            self.state.d.next = CompState::Rt0;
+                        }
+                    } else {
+                        // NAK invalid request / remote access / remote operational (any other code): the head
+                        // completes with its status and the QP goes to error
+                        self.cstat.d.next = self.st_op.val();
+                        if self.h_syn.q.val() == self.syn_inv.val() {
+                            self.cstat.d.next = self.st_inv.val();
+                        }
+                        if self.h_syn.q.val() == self.syn_acc.val() {
+                            self.cstat.d.next = self.st_acc.val();
+                        }
+                        self.s_err.d.next = true;
+                        self.resp.d.next = false;
+                        self.state.d.next = CompState::CqLoad;
+                    }
+                } else if self.act.q.val() == self.a_rnr.val() {
+                    if self.s_nl.q.val() == self.k0_3.val() {
+                        self.cstat.d.next = self.st_rnr.val();
+                        self.s_err.d.next = true;
+                        self.resp.d.next = false;
+                        self.state.d.next = CompState::CqLoad;
+                    } else {
+                        // wait the NAK's RNR time, then go back (rnr_retry counts down, 7 = infinite)
+                        if self.s_nl.q.val() != self.k7_3.val() {
+                            self.s_nl.d.next = self.s_nl.q.val() - self.k1_3.val();
+                        }
+                        self.tm_rnr.d.next = true;
+                        self.rnr_code.d.next = self.h_syn.q.val().get_bits::<5>(0);
+                        self.tw.d.next = self.k0_2.val();
+                        self.state.d.next = CompState::RnrW;
+                    }
                 } else if self.act.q.val() == self.a_coalesce.val() {
                     if self.cmp_next.gt.val() {
                         self.s_comp.d.next = self.rec.q.val().next_psn;
@@ -1075,6 +1546,9 @@ impl Logic for Completer {
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else if self.act.q.val() == self.a_read.val() {
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
+                    self.s_started.d.next = false;
                     self.add_addr.load.next = true;
                     self.add_room.load.next = true;
                     self.add_rd.load.next = true;
@@ -1082,6 +1556,9 @@ impl Logic for Completer {
                 } else if self.act.q.val() == self.a_atomic.val() {
                     self.cnt[6].inc.next = true;
                 } else if self.act.q.val() == self.a_ack_adv.val() {
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
+                    self.s_started.d.next = false;
                     self.s_comp.d.next = self.psn1.q.val();
                 } else if self.act.q.val() == self.a_ack_comp.val() {
                     self.s_comp.d.next = self.psn1.q.val();
@@ -1167,7 +1644,14 @@ impl Logic for Completer {
             CompState::CqEmit => {
                 if !self.o_valid.q.val() | self.cq_ready.val() {
                     self.o_valid.d.next = false;
-                    // retire the head
+                    // retire the head; progress restarts the timer (and a success the retry counters)
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
+                    self.s_started.d.next = false;
+                    if self.cstat.q.val() == self.k0_8.val() {
+                        self.s_rl.d.next = self.qc.q.val().retry_cnt;
+                        self.s_nl.d.next = self.qc.q.val().rnr_retry;
+                    }
                     self.s_head.d.next = self.s_head.q.val() + self.k1_4.val();
                     self.s_rd.d.next = self.k0_32.val();
                     self.s_reading.d.next = false;
@@ -1176,6 +1660,13 @@ impl Logic for Completer {
             }
             CompState::Done => {
                 self.qst.we.next = true;
+                if self.tm_set.q.val() {
+                    self.tmr_a.we.next = true;
+                    self.tmr_b.we.next = true;
+                }
+                self.tm_set.d.next = false;
+                self.tm_rnr.d.next = false;
+                self.tmo.d.next = false;
                 if self.paypend.q.val() {
                     self.pin_drop.d.next = true;
                     self.paypend.d.next = false;
@@ -1254,13 +1745,28 @@ mod tests {
         full_stalls: u64,
         /// read responses that took the fast path
         fast: u64,
+        /// every record fed in (WQE Check's part: a rewind sends the marker, then these again from the index)
+        issued: Vec<ReqIssued>,
+        /// rewinds seen: (QPN, ring index, PSN, skip)
+        rewinds: Vec<(u64, u64, u64, u64)>,
+        min_cycles: u64,
     }
 
     impl Rig {
         fn new(seed: u64) -> Self {
             let mut u = Completer::default();
             u.connect_all();
-            Rig { u, rng: SmallRng::seed_from_u64(seed), mem: BTreeMap::new(), cqs: Vec::new(), full_stalls: 0, fast: 0 }
+            Rig {
+                u,
+                rng: SmallRng::seed_from_u64(seed),
+                mem: BTreeMap::new(),
+                cqs: Vec::new(),
+                full_stalls: 0,
+                fast: 0,
+                issued: Vec::new(),
+                rewinds: Vec::new(),
+                min_cycles: 0,
+            }
         }
         fn tick(&mut self) {
             self.u.clock.next = false.into();
@@ -1268,10 +1774,17 @@ mod tests {
             self.u.clock.next = true.into();
             assert!(simulate(&mut self.u, 200));
         }
+        /// CMD_WRITE_QP with no retransmit timer and infinite retries.
         fn set_cq(&mut self, qpn: u32, cqn: u32) {
+            self.set_qp(qpn, cqn, 0, 7, 7);
+        }
+        fn set_qp(&mut self, qpn: u32, cqn: u32, timeout: u64, retry: u64, rnr: u64) {
             self.u.cqw_we.next = true;
             self.u.cqw_qpn.next = bits(qpn as u64);
             self.u.cqw_cqn.next = bits(cqn as u64);
+            self.u.cqw_timeout.next = bits(timeout);
+            self.u.cqw_retry.next = bits(retry);
+            self.u.cqw_rnr.next = bits(rnr);
             self.tick();
             self.u.cqw_we.next = false;
             for _ in 0..10 {
@@ -1285,6 +1798,7 @@ mod tests {
         /// random valid and ready everywhere; run until everything is consumed and the block is quiet.
         fn run(&mut self, iss: &[ReqIssued], resps: &[Resp]) {
             let mut iq: VecDeque<ReqIssued> = iss.iter().copied().collect();
+            self.issued.extend_from_slice(iss);
             let mut hq: VecDeque<Resp> = resps.iter().cloned().collect();
             let mut beats: VecDeque<(Vec<u8>, bool)> = VecDeque::new();
             let mut cmds: VecDeque<(u64, u64)> = VecDeque::new();
@@ -1320,8 +1834,26 @@ mod tests {
                 self.u.s_ready.next = sr;
                 self.u.s_pay.tready.next = tr;
                 self.u.cq_ready.next = cr;
+                let rwr = self.rng.gen_ratio(1, 2);
+                self.u.rw_ready.next = rwr;
                 self.u.clock.next = false.into();
                 assert!(simulate(&mut self.u, 200));
+                if self.u.rw_valid.val() && rwr {
+                    // WQE Check: the marker, then the QP's WQEs from the ring index on, sent again
+                    let (q, i) = (self.u.rw_qpn.val().to_u64(), self.u.rw_idx.val().to_u64());
+                    self.rewinds.push((q, i, self.u.rw_psn.val().to_u64(), self.u.rw_skip.val().to_u64()));
+                    let again: Vec<ReqIssued> = self
+                        .issued
+                        .iter()
+                        .filter(|r| r.qpn.to_u64() == q && r.idx.to_u64() >= i)
+                        .copied()
+                        .collect();
+                    for r in again.into_iter().rev() {
+                        iq.push_front(r);
+                    }
+                    iq.push_front(ReqIssued { qpn: bits(q), idx: bits(i), rewind: true, ..Default::default() });
+                    quiet = 0;
+                }
                 if self.u.state.q.val() == CompState::FEnd && self.u.fc.q.val().get_bit(1) {
                     self.fast += 1;
                 }
@@ -1396,7 +1928,7 @@ mod tests {
                 }
                 self.u.clock.next = true.into();
                 assert!(simulate(&mut self.u, 200));
-                if iq.is_empty() && hq.is_empty() && beats.is_empty() && quiet > 60 {
+                if iq.is_empty() && hq.is_empty() && beats.is_empty() && quiet > 60 && cycles > self.min_cycles {
                     break;
                 }
             }
@@ -1481,6 +2013,7 @@ mod tests {
                             laddr: bits(abuf + off),
                             len: bits(*len),
                             imm: bits(wr.imm_data as u64),
+                            rewind: false,
                         }
                     })
                     .collect();
@@ -1594,6 +2127,7 @@ mod tests {
             wr_id: bits(wr_id),
             wr_op: bits(op as u64),
             signaled,
+            idx: bits(wr_id & 0xFFFF),
             first_psn: bits(psn as u64),
             next_psn: bits(psn_add(psn, npkts) as u64),
             status: bits(wc_status_code(status) as u64),
@@ -1601,6 +2135,71 @@ mod tests {
             len: bits(len),
             ..Default::default()
         }
+    }
+
+    /// Go-back-N (interop checklist 4): a PSN-sequence NAK acknowledges everything before its PSN and rewinds
+    /// to the oldest incomplete WQE, resumed after the packets acknowledged; a repeat of it before progress
+    /// does not rewind again; the retransmit timer (4.096 us x 2^timeout) rewinds when nothing comes back;
+    /// retry_cnt counts both down and its end is RETRY_EXC_ERR with the later WQEs flushed; an RNR NAK waits
+    /// its encoded time before the rewind, and the end of rnr_retry is RNR_RETRY_EXC_ERR; NAK 0x61/0x62/0x63
+    /// complete the head WQE with their own status.
+    #[test]
+    fn go_back_n_on_nak_timeout_and_rnr() {
+        use testbench::host::{WR_RDMA_WRITE, WR_SEND};
+        let st = |w: WcStatus| wc_status_code(w) as u64;
+        let mut rig = Rig::new(5);
+        let q = 0x21u32;
+        // timeout 1: 2 units (2,640 cycles); retry_cnt 2
+        rig.set_qp(q, 0x50, 1, 2, 7);
+        let p = 0x100u32;
+        let w1 = rec(q, 1, WR_SEND, p, 3, 3000, true, WcStatus::Success);
+        let w2 = rec(q, 2, WR_RDMA_WRITE, p + 3, 1, 100, true, WcStatus::Success);
+        rig.run(&[w1, w2], &[ack(q, p, 0), ack(q, p + 2, 0x60)]);
+        assert_eq!(rig.rewinds, vec![(q as u64, 1, (p + 2) as u64, 2)], "back to W1 after its 2 acknowledged packets");
+        assert!(rig.cqs.is_empty());
+        rig.run(&[], &[ack(q, p + 2, 0x60)]);
+        assert_eq!(rig.rewinds.len(), 1, "no second go-back-N for the same NAK before progress");
+        // silence: one timeout (retry_cnt 1 -> 0), then the next one ends it
+        rig.min_cycles = 12 * TIMER_TICK;
+        rig.run(&[], &[]);
+        assert_eq!(rig.rewinds.len(), 2);
+        assert_eq!(rig.rewinds[1], (q as u64, 1, (p + 2) as u64, 2));
+        assert_eq!((rig.counter(CNT_RETRIES), rig.counter(CNT_TIMEOUTS)), (2, 1));
+        let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
+        assert_eq!(got, vec![(1, st(WcStatus::RetryExcErr)), (2, st(WcStatus::WrFlushErr))]);
+        rig.cqs.clear();
+        rig.min_cycles = 0;
+
+        // RNR: no retransmit timer (timeout 0), rnr_retry 1; RNR NAK timer code 1 (0.01 ms: 3 units)
+        let q2 = 0x22u32;
+        rig.set_qp(q2, 0x51, 0, 7, 1);
+        let w3 = rec(q2, 3, WR_SEND, 0x500, 1, 10, true, WcStatus::Success);
+        rig.run(&[w3], &[ack(q2, 0x500, 0x21)]);
+        assert_eq!(rig.rewinds.len(), 2, "the RNR wait has not passed yet");
+        rig.min_cycles = 6 * TIMER_TICK;
+        rig.run(&[], &[]);
+        assert_eq!(rig.rewinds[2..], [(q2 as u64, 3, 0x500, 0)], "after the RNR wait: back to W3");
+        rig.min_cycles = 0;
+        rig.run(&[], &[ack(q2, 0x500, 0x21)]);
+        let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
+        assert_eq!(got, vec![(3, st(WcStatus::RnrRetryExcErr))]);
+        rig.cqs.clear();
+
+        // NAK codes: invalid request, remote access error, remote operational error (and an unknown code)
+        for (i, (syn, want)) in [(0x61u8, WcStatus::RemInvReqErr), (0x62, WcStatus::RemAccessErr), (0x63, WcStatus::RemOpErr), (0x67, WcStatus::RemOpErr)]
+            .into_iter()
+            .enumerate()
+        {
+            let qn = 0x30 + i as u32;
+            rig.set_cq(qn, 0x52);
+            let a = rec(qn, 10, WR_RDMA_WRITE, 0x900, 1, 64, false, WcStatus::Success);
+            let b = rec(qn, 11, WR_SEND, 0x901, 1, 64, false, WcStatus::Success);
+            rig.run(&[a, b], &[ack(qn, 0x900, syn)]);
+            let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
+            assert_eq!(got, vec![(10, st(want)), (11, st(WcStatus::WrFlushErr))], "NAK {syn:#x}");
+            rig.cqs.clear();
+        }
+        assert_eq!(rig.rewinds.len(), 3);
     }
 
     #[test]
@@ -1621,9 +2220,11 @@ mod tests {
         let w3 = rec(q, 3, WR_SEND, psn_add(p0, 1), 2, 3000, false, WcStatus::Success);
         rig.run(&[w1, e2, w3], &[]);
         assert!(rig.cqs.is_empty(), "E2 waits behind W1");
-        // an ACK from the future of a READ is not there; NAK and RNR NAK counted and ignored
-        rig.run(&[], &[ack(q, p0, 0x60 | 1), ack(q, p0, 0x20 | 5)]);
+        // a PSN-sequence NAK at W1's PSN: go back to W1 (the WQEs are sent again: nothing completes); an RNR
+        // NAK: a wait (655 ms: longer than this test) before the next go-back-N
+        rig.run(&[], &[ack(q, p0, 0x60), ack(q, p0, 0x20)]);
         assert_eq!((rig.counter(CNT_NAKS), rig.counter(CNT_RNR_NAKS)), (1, 1));
+        assert_eq!(rig.rewinds, vec![(q as u64, 1, p0 as u64, 0)]);
         assert!(rig.cqs.is_empty());
         // ACK of W1's PSN: W1 completes, E2 follows in order; a duplicate of it is stale
         rig.run(&[], &[ack(q, p0, 0), ack(q, p0, 0)]);

@@ -24,7 +24,7 @@ use rust_hdl::prelude::*;
 use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::k;
 use crate::fifo::SdpRam;
-use crate::key_cache::{KeyCache, ACC_LOCAL_WRITE, PD_BITS};
+use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
 use crate::requester::{ReqDesc, ReqDone};
 use testbench::host::{
     WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ,
@@ -52,6 +52,8 @@ pub struct SqCtx {
 pub struct SqPsn {
     pub psn: Bits<24>,
     pub noack: Bits<7>,
+    /// Go-back-N resumes the next WQE after this many packets (0: from its start).
+    pub skip: Bits<24>,
 }
 
 /// A WQE the requester is done with, for the completer.
@@ -72,6 +74,9 @@ pub struct ReqIssued {
     pub len: Bits<32>,
     /// Immediate data (wire bytes read big-endian): rxe reports it in the sender's completion too.
     pub imm: Bits<32>,
+    /// Not a WQE: the marker of a rewind (go-back-N) of QP `qpn` to ring index `idx`. Every record of the QP
+    /// before it was issued before the rewind; every record after it comes from the slots read again.
+    pub rewind: Bit,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
@@ -80,8 +85,11 @@ enum FrontState {
     Read,
     Key,
     Check,
+    Skip,
     Run,
     Emit,
+    RwRead,
+    RwSq,
 }
 
 #[derive(LogicBlock)]
@@ -92,6 +100,7 @@ pub struct ReqFront {
     pub wqe_ready: Signal<Out, Bit>,
     pub wqe_qpn: Signal<In, Bits<24>>,
     pub wqe_idx: Signal<In, Bits<16>>,
+    pub wqe_gen: Signal<In, Bits<4>>,
     pub wqe_data: Signal<In, Bits<512>>,
     /// Send context writes (CMD_WRITE_QP), one per cycle.
     pub ctx_we: Signal<In, Bit>,
@@ -127,10 +136,29 @@ pub struct ReqFront {
     pub issued: Signal<Out, ReqIssued>,
     pub issued_valid: Signal<Out, Bit>,
     pub issued_ready: Signal<In, Bit>,
+    /// Go-back-N from the completer: send QP `rw_qpn` again from ring index `rw_idx` (its oldest incomplete
+    /// WQE) and PSN `rw_psn`, that WQE resumed after `rw_skip` packets.
+    pub rw_valid: Signal<In, Bit>,
+    pub rw_ready: Signal<Out, Bit>,
+    pub rw_qpn: Signal<In, Bits<24>>,
+    pub rw_idx: Signal<In, Bits<16>>,
+    pub rw_psn: Signal<In, Bits<24>>,
+    pub rw_skip: Signal<In, Bits<24>>,
+    /// The rewind, on to the SQ Ring.
+    pub sq_rw_valid: Signal<Out, Bit>,
+    pub sq_rw_ready: Signal<In, Bit>,
+    pub sq_rw_qpn: Signal<Out, Bits<24>>,
+    pub sq_rw_idx: Signal<Out, Bits<16>>,
 
     kc: KeyCache<1024, 10>,
     ctx_ram: SdpRam<SqCtx, 8>,
     psn_ram: SdpRam<SqPsn, 8>,
+    /// The rewind generation each QP's slots must carry (the SQ Ring's, kept in step: both go up by one per
+    /// rewind); a slot of an older generation was read before a rewind and is dropped.
+    gen_ram: SdpRam<Bits<4>, 8>,
+    add_la: PipeAdd64,
+    add_ra: PipeAdd64,
+    add_ln: PipeAdd64,
     imm_map: ByteMap<512, 32>,
     state: DFF<FrontState>,
     slot: DFF<Bits<512>>,
@@ -142,6 +170,12 @@ pub struct ReqFront {
     dma: DFF<Bits<64>>,
     status: DFF<Bits<8>>,
     next_psn: DFF<Bits<24>>,
+    next_noack: DFF<Bits<7>>,
+    gen: DFF<Bits<4>>,
+    soff: DFF<Bits<32>>,
+    swait: DFF<Bits<2>>,
+    rw_psn_r: DFF<Bits<24>>,
+    rw_skip_r: DFF<Bits<24>>,
     o_desc: DFF<ReqDesc>,
     o_dv: DFF<Bit>,
     o_iss: DFF<ReqIssued>,
@@ -152,8 +186,15 @@ pub struct ReqFront {
     l_len: Signal<Local, Bits<32>>,
     l_slot: Signal<Local, Bits<512>>,
     l_st: Signal<Local, Bits<3>>,
+    l_send: Signal<Local, Bit>,
 
     zero7: Constant<Bits<7>>,
+    zero24: Constant<Bits<24>>,
+    zero2: Constant<Bits<2>>,
+    one2: Constant<Bits<2>>,
+    three2: Constant<Bits<2>>,
+    one4: Constant<Bits<4>>,
+    one16: Constant<Bits<16>>,
     zero8: Constant<Bits<8>>,
     st_rts: Constant<Bits<3>>,
     st_sqd: Constant<Bits<3>>,
@@ -181,6 +222,7 @@ impl Default for ReqFront {
             wqe_ready: Default::default(),
             wqe_qpn: Default::default(),
             wqe_idx: Default::default(),
+            wqe_gen: Default::default(),
             wqe_data: Default::default(),
             ctx_we: Default::default(),
             ctx_qpn: Default::default(),
@@ -210,9 +252,23 @@ impl Default for ReqFront {
             issued: Default::default(),
             issued_valid: Default::default(),
             issued_ready: Default::default(),
+            rw_valid: Default::default(),
+            rw_ready: Default::default(),
+            rw_qpn: Default::default(),
+            rw_idx: Default::default(),
+            rw_psn: Default::default(),
+            rw_skip: Default::default(),
+            sq_rw_valid: Default::default(),
+            sq_rw_ready: Default::default(),
+            sq_rw_qpn: Default::default(),
+            sq_rw_idx: Default::default(),
             kc: Default::default(),
             ctx_ram: Default::default(),
             psn_ram: Default::default(),
+            gen_ram: Default::default(),
+            add_la: Default::default(),
+            add_ra: Default::default(),
+            add_ln: Default::default(),
             imm_map: imm,
             state: Default::default(),
             slot: Default::default(),
@@ -224,6 +280,12 @@ impl Default for ReqFront {
             dma: Default::default(),
             status: Default::default(),
             next_psn: Default::default(),
+            next_noack: Default::default(),
+            gen: Default::default(),
+            soff: Default::default(),
+            swait: Default::default(),
+            rw_psn_r: Default::default(),
+            rw_skip_r: Default::default(),
             o_desc: Default::default(),
             o_dv: Default::default(),
             o_iss: Default::default(),
@@ -233,7 +295,14 @@ impl Default for ReqFront {
             l_len: Default::default(),
             l_slot: Default::default(),
             l_st: Default::default(),
+            l_send: Default::default(),
             zero7: k(0),
+            zero24: k(0),
+            zero2: k(0),
+            one2: k(1),
+            three2: k(3),
+            one4: k(1),
+            one16: k(1),
             zero8: k(0),
             st_rts: k(QpState::Rts as u64),
             st_sqd: k(QpState::Sqd as u64),
@@ -257,9 +326,10 @@ impl Logic for ReqFront {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, o_desc, o_dv, o_iss,
-            o_iv
+            self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
+            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv
         );
+        clock!(self, clock, gen_ram, add_la, add_ra, add_ln);
         self.kc.clock.next = self.clock.val();
         self.ctx_ram.clock.next = self.clock.val();
         self.psn_ram.clock.next = self.clock.val();
@@ -282,12 +352,32 @@ impl Logic for ReqFront {
         self.ctx_ram.wdata.next = self.ctx_data.val();
         self.ctx_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
         self.psn_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
-        // PSN RAM: the Requester's write-back wins; a command write waits (psn_ready low)
-        self.psn_ready.next = !self.done_valid.val() | (self.state.q.val() != FrontState::Run);
+        self.gen_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        self.gen_ram.we.next = false;
+        self.gen_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+        self.gen_ram.wdata.next = self.gen.q.val() + self.one4.val();
+        // PSN RAM: the write-back (Emit) and a rewind (RwSq) win; a command write waits (psn_ready low)
+        self.psn_ready.next = (self.state.q.val() != FrontState::Emit) & (self.state.q.val() != FrontState::RwSq);
         self.psn_ram.we.next = self.psn_we.val() & self.psn_ready.val();
         self.psn_ram.waddr.next = self.psn_qpn.val().get_bits::<8>(0);
         self.psn_ram.wdata.next.psn = self.psn_value.val();
         self.psn_ram.wdata.next.noack = self.zero7.val();
+        self.psn_ram.wdata.next.skip = self.zero24.val();
+        // the rewind port on to the SQ Ring
+        self.rw_ready.next = false;
+        self.sq_rw_valid.next = false;
+        self.sq_rw_qpn.next = self.qpn.q.val();
+        self.sq_rw_idx.next = self.idx.q.val();
+        // a resumed WQE: its addresses and length advanced by skip packets (operands are registers)
+        self.add_la.a.next = self.o_desc.q.val().laddr;
+        self.add_la.b.next = bit_cast::<64, 32>(self.soff.q.val());
+        self.add_la.cin.next = false;
+        self.add_ra.a.next = self.o_desc.q.val().raddr;
+        self.add_ra.b.next = bit_cast::<64, 32>(self.soff.q.val());
+        self.add_ra.cin.next = false;
+        self.add_ln.a.next = bit_cast::<64, 32>(self.o_desc.q.val().len);
+        self.add_ln.b.next = !bit_cast::<64, 32>(self.soff.q.val());
+        self.add_ln.cin.next = true;
 
         // decode of the latched slot
         self.l_slot.next = self.slot.q.val();
@@ -296,6 +386,10 @@ impl Logic for ReqFront {
         self.l_len.next = self.l_slot.val().get_bits::<32>(192);
         self.imm_map.x.next = self.l_slot.val();
         self.l_st.next = self.ctx.q.val().state;
+        // SEND and WRITE (with or without immediate) resume mid-message; a READ is asked again for the rest
+        self.l_send.next = (self.l_op.val() != self.op_read.val())
+            & (self.l_op.val() != self.op_cas.val())
+            & (self.l_op.val() != self.op_faa.val());
 
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
         self.kc.lk_valid.next = false;
@@ -328,7 +422,16 @@ impl Logic for ReqFront {
 
         match self.state.q.val() {
             FrontState::Idle => {
-                if self.wqe_valid.val() & !self.o_iv.q.val() {
+                if self.rw_valid.val() & !self.o_iv.q.val() {
+                    // a rewind: its QP's generation is read now, written back + 1 in RwSq
+                    self.rw_ready.next = true;
+                    self.qpn.d.next = self.rw_qpn.val();
+                    self.idx.d.next = self.rw_idx.val();
+                    self.rw_psn_r.d.next = self.rw_psn.val();
+                    self.rw_skip_r.d.next = self.rw_skip.val();
+                    self.gen_ram.raddr.next = self.rw_qpn.val().get_bits::<8>(0);
+                    self.state.d.next = FrontState::RwRead;
+                } else if self.wqe_valid.val() & !self.o_iv.q.val() {
                     self.slot.d.next = self.wqe_data.val();
                     self.qpn.d.next = self.wqe_qpn.val();
                     self.idx.d.next = self.wqe_idx.val();
@@ -339,11 +442,54 @@ impl Logic for ReqFront {
                 // the RAMs were read with the slot's QPN in Idle (the slot is still presented)
                 self.ctx.d.next = self.ctx_ram.rdata.val();
                 self.sp.d.next = self.psn_ram.rdata.val();
+                self.gen.d.next = self.gen_ram.rdata.val();
                 self.state.d.next = FrontState::Key;
+                if self.gen_ram.rdata.val() != self.wqe_gen.val() {
+                    // read before a rewind of its QP: it will come again; dropped
+                    self.wqe_ready.next = true;
+                    self.state.d.next = FrontState::Idle;
+                }
             }
             FrontState::Key => {
                 self.kc.lk_valid.next = true;
                 self.state.d.next = FrontState::Check;
+            }
+            FrontState::RwRead => {
+                self.gen.d.next = self.gen_ram.rdata.val();
+                self.state.d.next = FrontState::RwSq;
+            }
+            FrontState::RwSq => {
+                // the QP's PSN state now (the resumed WQE's PSN and skip), then the SQ Ring's fetch index; the
+                // marker record follows every record issued before
+                self.psn_ram.we.next = true;
+                self.psn_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+                self.psn_ram.wdata.next.psn = self.rw_psn_r.q.val();
+                self.psn_ram.wdata.next.noack = self.zero7.val();
+                self.psn_ram.wdata.next.skip = self.rw_skip_r.q.val();
+                self.sq_rw_valid.next = true;
+                if self.sq_rw_ready.val() {
+                    self.gen_ram.we.next = true;
+                    self.o_iv.d.next = true;
+                    self.o_iss.d.next.qpn = self.qpn.q.val();
+                    self.o_iss.d.next.idx = self.idx.q.val();
+                    self.o_iss.d.next.rewind = true;
+                    self.o_iss.d.next.status = self.zero8.val();
+                    self.o_iss.d.next.first_psn = self.rw_psn_r.q.val();
+                    self.o_iss.d.next.next_psn = self.rw_psn_r.q.val();
+                    self.state.d.next = FrontState::Idle;
+                }
+            }
+            FrontState::Skip => {
+                // three cycles for the adders, then the resumed descriptor goes to the Requester
+                self.swait.d.next = self.swait.q.val() + self.one2.val();
+                if self.swait.q.val() == self.three2.val() {
+                    self.o_desc.d.next.laddr = self.add_la.sum.val();
+                    self.o_desc.d.next.raddr = self.add_ra.sum.val();
+                    self.o_desc.d.next.len = self.add_ln.sum.val().get_bits::<32>(0);
+                    self.o_desc.d.next.cont = self.l_send.val();
+                    self.o_dv.d.next = true;
+                    self.state.d.next = FrontState::Run;
+                }
             }
             FrontState::Check => {
                 if self.kc.res_valid.val() {
@@ -364,6 +510,9 @@ impl Logic for ReqFront {
                     }
                     self.state.d.next = FrontState::Run;
                     self.next_psn.d.next = self.sp.q.val().psn;
+                    self.next_noack.d.next = self.sp.q.val().noack;
+                    self.soff.d.next = bit_cast::<32, 24>(self.sp.q.val().skip) << self.ctx.q.val().mtu_log2;
+                    self.swait.d.next = self.zero2.val();
                     // hand the WQE to the Requester unless it failed its checks
                     if self.kc.res_ok.val()
                         & ((self.l_flags.val() & self.f_unsup.val()) == self.zero8.val())
@@ -390,6 +539,12 @@ impl Logic for ReqFront {
                         self.o_desc.d.next.src_ip = self.src_ip.val();
                         self.o_desc.d.next.dst_ip = self.ctx.q.val().dst_ip;
                         self.o_desc.d.next.sport = self.ctx.q.val().sport;
+                        self.o_desc.d.next.cont = false;
+                        if self.sp.q.val().skip != self.zero24.val() {
+                            // go-back-N resumes this WQE after `skip` packets: addresses and length first
+                            self.o_dv.d.next = false;
+                            self.state.d.next = FrontState::Skip;
+                        }
                     } else {
                         self.state.d.next = FrontState::Emit;
                     }
@@ -398,12 +553,9 @@ impl Logic for ReqFront {
             FrontState::Run => {
                 self.done_ready.next = true;
                 if self.done_valid.val() {
-                    // write-back: the Requester's next PSN and AckReq counter
-                    self.psn_ram.we.next = true;
-                    self.psn_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
-                    self.psn_ram.wdata.next.psn = self.done.val().next_psn;
-                    self.psn_ram.wdata.next.noack = self.done.val().noack;
+                    // the Requester's next PSN and AckReq counter (written back in Emit)
                     self.next_psn.d.next = self.done.val().next_psn;
+                    self.next_noack.d.next = self.done.val().noack;
                     if self.done.val().err {
                         self.status.d.next = self.s_qp_op.val();
                     }
@@ -411,7 +563,14 @@ impl Logic for ReqFront {
                 }
             }
             FrontState::Emit => {
+                // write-back: next PSN, AckReq counter, and the skip is used up
+                self.psn_ram.we.next = true;
+                self.psn_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+                self.psn_ram.wdata.next.psn = self.next_psn.q.val();
+                self.psn_ram.wdata.next.noack = self.next_noack.q.val();
+                self.psn_ram.wdata.next.skip = self.zero24.val();
                 self.o_iv.d.next = true;
+                self.o_iss.d.next.rewind = false;
                 self.o_iss.d.next.qpn = self.qpn.q.val();
                 self.o_iss.d.next.idx = self.idx.q.val();
                 self.o_iss.d.next.wr_id = self.l_slot.val().get_bits::<64>(0);
@@ -596,6 +755,99 @@ mod tests {
         // the Requester's error becomes the WQE's status
         let (_, i) = r.wqe(0x12, 8, &w2, |_| (101, 0, true));
         assert_eq!(i.status.to_u64(), WcStatus::LocQpOpErr as u64);
+    }
+
+    /// Go-back-N: a rewind writes the QP's PSN state, is passed on to the SQ Ring, then its marker record goes
+    /// to the completer; a slot read before the rewind (the old generation) is dropped without a record; the
+    /// slot at the rewound index (new generation) is resumed after `skip` packets (addresses + skip x MTU,
+    /// length - skip x MTU, `cont`); a resumed READ is a new READ request for the rest (no `cont`).
+    #[test]
+    fn a_rewind_resumes_the_oldest_wqe_mid_message() {
+        let mut r = Rig::new();
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
+        r.ctx(1, ctx(QpState::Rts));
+        r.psn(1, 10);
+        let w = SendWqe { wr_id: 1, opcode: WR_SEND, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0100, length: 5000, lkey: 0x0301, ..Default::default() };
+        let (d, _) = r.wqe(1, 0, &w, |_| (15, 0, false));
+        assert!(!d.unwrap().cont);
+        // the completer: back to ring index 0, PSN 12 (2 packets acknowledged)
+        let mut sq = None;
+        let mut marker = None;
+        let mut taken = false;
+        for _ in 0..50 {
+            r.u.rw_valid.next = !taken;
+            r.u.rw_qpn.next = bits(1);
+            r.u.rw_idx.next = bits(0);
+            r.u.rw_psn.next = bits(12);
+            r.u.rw_skip.next = bits(2);
+            r.u.wqe_valid.next = false;
+            r.u.issued_ready.next = true;
+            r.u.sq_rw_ready.next = sq.is_none();
+            simulate(&mut r.u, 200);
+            taken |= r.u.rw_ready.val();
+            if r.u.sq_rw_valid.val() && sq.is_none() {
+                sq = Some((r.u.sq_rw_qpn.val().to_u64(), r.u.sq_rw_idx.val().to_u64()));
+            }
+            if r.u.issued_valid.val() {
+                marker = Some(r.u.issued.val());
+            }
+            r.clock();
+            if marker.is_some() {
+                break;
+            }
+        }
+        r.u.rw_valid.next = false;
+        assert_eq!(sq, Some((1, 0)), "the SQ Ring rewinds the QP to index 0");
+        let m = marker.expect("the marker");
+        assert!(m.rewind && m.qpn.to_u64() == 1 && m.idx.to_u64() == 0);
+        // a slot read before the rewind (generation 0): consumed, dropped, nothing issued
+        let mut consumed = false;
+        for _ in 0..20 {
+            r.u.wqe_valid.next = !consumed;
+            r.u.wqe_qpn.next = bits(1);
+            r.u.wqe_idx.next = bits(1);
+            r.u.wqe_gen.next = bits(0);
+            r.u.wqe_data.next = b512(&w.encode());
+            simulate(&mut r.u, 200);
+            assert!(!r.u.desc_valid.val() && !r.u.issued_valid.val(), "a stale slot sends nothing");
+            consumed |= r.u.wqe_ready.val();
+            r.clock();
+        }
+        assert!(consumed);
+        // the slot read again (generation 1): resumed after 2 packets of 1 KiB
+        r.u.wqe_gen.next = bits(1);
+        let (d, i) = r.wqe(1, 0, &w, |d| {
+            assert_eq!(d.psn.to_u64(), 12);
+            (15, 1, false)
+        });
+        let d = d.unwrap();
+        assert_eq!((d.laddr.to_u64(), d.len.to_u64()), (0x8_0000_0100 + 2048, 5000 - 2048));
+        assert!(d.cont, "the first packet is a MIDDLE");
+        assert_eq!((i.first_psn.to_u64(), i.next_psn.to_u64()), (12, 15));
+        // the skip is used up: the next WQE starts at the Requester's next PSN, from its start
+        let w2 = SendWqe { wr_id: 2, opcode: WR_RDMA_READ, length: 3000, remote_addr: 0x4000, ..w };
+        let (d, _) = r.wqe(1, 1, &w2, |_| (18, 0, false));
+        let d = d.unwrap();
+        assert_eq!((d.psn.to_u64(), d.noack.to_u64(), d.len.to_u64(), d.cont), (15, 1, 3000, false));
+        // a READ resumed after 1 packet: a new READ of the rest
+        r.psn(1, 15);
+        let mut taken = false;
+        for _ in 0..30 {
+            r.u.rw_valid.next = !taken;
+            r.u.rw_idx.next = bits(1);
+            r.u.rw_psn.next = bits(16);
+            r.u.rw_skip.next = bits(1);
+            r.u.sq_rw_ready.next = true;
+            r.u.issued_ready.next = true;
+            simulate(&mut r.u, 200);
+            taken |= r.u.rw_ready.val();
+            r.clock();
+        }
+        r.u.rw_valid.next = false;
+        r.u.wqe_gen.next = bits(2);
+        let (d, _) = r.wqe(1, 1, &w2, |_| (18, 0, false));
+        let d = d.unwrap();
+        assert_eq!((d.psn.to_u64(), d.len.to_u64(), d.raddr.to_u64(), d.cont), (16, 3000 - 1024, 0x4000 + 1024, false));
     }
 
     #[test]

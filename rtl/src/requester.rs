@@ -68,6 +68,9 @@ pub struct ReqDesc {
     pub src_ip: Bits<32>,
     pub dst_ip: Bits<32>,
     pub sport: Bits<16>,
+    /// Go-back-N resumed this SEND/WRITE mid-message (`laddr`, `len` already advanced past the acknowledged
+    /// packets): its first packet is a MIDDLE or LAST, without the RETH (rxe `retry_first_write_send`).
+    pub cont: Bit,
 }
 
 /// What a WQE left behind.
@@ -230,6 +233,8 @@ pub struct Requester {
     psn: DFF<Bits<24>>,
     left: DFF<Bits<24>>,
     first: DFF<Bit>,
+    /// A packet has been sent: the next one steps the address and PSN.
+    sent: DFF<Bit>,
     noack: DFF<Bits<7>>,
     mtu: DFF<Bits<13>>,
     last_len: DFF<Bits<13>>,
@@ -323,6 +328,7 @@ impl Default for Requester {
             psn: Default::default(),
             left: Default::default(),
             first: Default::default(),
+            sent: Default::default(),
             noack: Default::default(),
             mtu: Default::default(),
             last_len: Default::default(),
@@ -399,7 +405,7 @@ impl Logic for Requester {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, wait_to_done, wait_n, wqe, cls, addr, psn, left, first, noack, mtu, last_len, nq,
+            self, clock, state, wait_to_done, wait_n, wqe, cls, addr, psn, left, first, sent, noack, mtu, last_len, nq,
             low_nz, len_zero, first_psn, o_hdr, o_hv, o_gaddr, o_glen, o_gv, o_done, o_dv
         );
         self.add_addr.clock.next = self.clock.val();
@@ -505,7 +511,8 @@ impl Logic for Requester {
                 self.psn.d.next = self.wqe.q.val().psn;
                 self.first_psn.d.next = self.wqe.q.val().psn;
                 self.noack.d.next = self.wqe.q.val().noack;
-                self.first.d.next = true;
+                self.first.d.next = !self.wqe.q.val().cont;
+                self.sent.d.next = false;
                 self.state.d.next = ReqState::PlanAdd;
             }
             ReqState::PlanAdd => {
@@ -539,7 +546,7 @@ impl Logic for Requester {
                         self.state.d.next = ReqState::Idle;
                     } else {
                         // the step's sums: the next packet's address and PSN, packets left
-                        if !self.first.q.val() {
+                        if self.sent.q.val() {
                             self.addr.d.next = self.add_addr.sum.val();
                             self.psn.d.next = self.add_psn.sum.val().get_bits::<24>(0);
                         }
@@ -590,6 +597,7 @@ impl Logic for Requester {
                         self.noack.d.next = self.zero7.val();
                     }
                     self.first.d.next = false;
+                    self.sent.d.next = true;
                     self.wait_n.d.next = self.two2.val();
                     self.wait_to_done.d.next = false;
                     self.state.d.next = ReqState::Wait;
@@ -804,6 +812,7 @@ mod tests {
                     }),
                     dst_ip: bits(0x0A00_0002),
                     sport: bits(sport as u64),
+                    cont: false,
                 };
                 let (pkts, done) = rig.run(d, &mut rng);
                 assert_eq!(pkts.len(), frames.len(), "{op:?} len {len} mtu {mtu}: packet count");
@@ -838,6 +847,43 @@ mod tests {
     fn requester_matches_the_golden_model_packet_for_packet() {
         let n = campaign(1, 400);
         assert!(n > 500, "{n} packets checked");
+    }
+
+    /// Go-back-N resumes a SEND/WRITE mid-message (`cont`): the first packet is a MIDDLE (or the LAST), no
+    /// RETH, the payload from the resumed address, the immediate on the LAST; a resumed READ is a new READ
+    /// request (RETH with the remaining VA and length) as rxe retries a partly answered READ.
+    #[test]
+    fn a_resumed_message_starts_with_middle_or_last() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut rig = Rig::new();
+        let base = ReqDesc { laddr: bits(0x1_0400), len: bits(1976), psn: bits(0x77), mtu_log2: bits(10), imm: bits(0xA1B2_C3D4), raddr: bits(0x9000), rkey: bits(0x1234), cont: true, ..Default::default() };
+        let cases: [(u8, Vec<u8>, Vec<u64>); 4] = [
+            (WR_RDMA_WRITE, vec![RC_RDMA_WRITE_MIDDLE, RC_RDMA_WRITE_LAST], vec![0, 0]),
+            (WR_RDMA_WRITE_WITH_IMM, vec![RC_RDMA_WRITE_MIDDLE, RC_RDMA_WRITE_LAST_WITH_IMMEDIATE], vec![0, 1]),
+            (WR_SEND, vec![RC_SEND_MIDDLE, RC_SEND_LAST], vec![0, 0]),
+            (WR_SEND_WITH_IMM, vec![RC_SEND_MIDDLE, RC_SEND_LAST_WITH_IMMEDIATE], vec![0, 1]),
+        ];
+        for (op, want, ext) in cases {
+            let (pkts, done) = rig.run(ReqDesc { wr_op: bits(op as u64), ..base }, &mut rng);
+            let ops: Vec<u8> = pkts.iter().map(|p| p.0.opcode.to_u64() as u8).collect();
+            assert_eq!(ops, want, "op {op}");
+            let ew: Vec<u64> = pkts.iter().map(|p| p.0.ext_words.to_u64()).collect();
+            assert_eq!(ew, ext, "op {op}: no RETH, ImmDt on the last");
+            let g: Vec<Option<(u64, u64)>> = pkts.iter().map(|p| p.1).collect();
+            assert_eq!(g, vec![Some((0x1_0400, 1024)), Some((0x1_0800, 952))], "op {op}: payload from the resumed address");
+            let psns: Vec<u64> = pkts.iter().map(|p| p.0.psn.to_u64()).collect();
+            assert_eq!(psns, vec![0x77, 0x78]);
+            assert!(pkts[1].0.ack_req && !pkts[0].0.ack_req);
+            assert_eq!((done.first_psn.to_u64(), done.next_psn.to_u64()), (0x77, 0x79));
+        }
+        // the rest fits one packet: just the LAST
+        let (pkts, _) = rig.run(ReqDesc { wr_op: bits(WR_SEND as u64), len: bits(500), ..base }, &mut rng);
+        assert_eq!(pkts.iter().map(|p| p.0.opcode.to_u64() as u8).collect::<Vec<_>>(), vec![RC_SEND_LAST]);
+        // a resumed READ is a new READ request for the rest (not `cont`: the WQE Check clears it for READs)
+        let (pkts, done) = rig.run(ReqDesc { wr_op: bits(WR_RDMA_READ as u64), cont: false, ..base }, &mut rng);
+        assert_eq!(pkts.len(), 1);
+        assert_eq!(pkts[0].0.opcode.to_u64() as u8, RC_RDMA_READ_REQUEST);
+        assert_eq!(done.next_psn.to_u64(), 0x77 + 2, "one PSN per response packet of the rest");
     }
 
     #[test]

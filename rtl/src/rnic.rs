@@ -162,7 +162,7 @@ pub struct Rnic {
     zero8: Constant<Bits<8>>,
     zero64: Constant<Bits<64>>,
     zero512: Constant<Bits<512>>,
-    ctr_k: [Constant<Bits<6>>; 22],
+    ctr_k: [Constant<Bits<6>>; 31],
 }
 
 impl Default for Rnic {
@@ -375,6 +375,33 @@ impl Logic for Rnic {
         if self.csr.ctr_index.val() == self.ctr_k[21].val() {
             self.l_ctr.next = self.resp.counters[11].val();
         }
+        if self.csr.ctr_index.val() == self.ctr_k[22].val() {
+            self.l_ctr.next = self.comp.counters[0].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[23].val() {
+            self.l_ctr.next = self.comp.counters[1].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[24].val() {
+            self.l_ctr.next = self.comp.counters[2].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[25].val() {
+            self.l_ctr.next = self.comp.counters[3].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[26].val() {
+            self.l_ctr.next = self.comp.counters[4].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[27].val() {
+            self.l_ctr.next = self.comp.counters[5].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[28].val() {
+            self.l_ctr.next = self.comp.counters[6].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[29].val() {
+            self.l_ctr.next = self.comp.counters[7].val();
+        }
+        if self.csr.ctr_index.val() == self.ctr_k[30].val() {
+            self.l_ctr.next = self.comp.counters[8].val();
+        }
         self.csr.ctr_value.next = self.l_ctr.val();
 
         // ---- command dispatcher
@@ -412,6 +439,9 @@ impl Logic for Rnic {
         self.comp.cqw_we.next = false;
         self.comp.cqw_qpn.next = self.c_index.q.val();
         self.comp.cqw_cqn.next = self.l_data.val().get_bits::<24>(288);
+        self.comp.cqw_timeout.next = self.l_data.val().get_bits::<5>(40);
+        self.comp.cqw_retry.next = self.l_data.val().get_bits::<3>(48);
+        self.comp.cqw_rnr.next = self.l_data.val().get_bits::<3>(56);
         // CQ ring set-up
         self.cq_gen.setup_valid.next = false;
         self.cq_gen.setup_cqn.next = self.c_index.q.val();
@@ -647,6 +677,7 @@ impl Logic for Rnic {
         self.sq.wqe_ready.next = self.front.wqe_ready.val();
         self.front.wqe_qpn.next = self.sq.wqe_qpn.val();
         self.front.wqe_idx.next = self.sq.wqe_idx.val();
+        self.front.wqe_gen.next = self.sq.wqe_gen.val();
         self.front.wqe_data.next = self.sq.wqe_data.val();
         self.front.src_mac.next = self.csr.mac.val();
         self.front.src_ip.next = self.csr.ipv4.val();
@@ -660,6 +691,17 @@ impl Logic for Rnic {
         self.comp.iss.next = self.front.issued.val();
         self.comp.iss_valid.next = self.front.issued_valid.val();
         self.front.issued_ready.next = self.comp.iss_ready.val();
+        // go-back-N: the completer rewinds WQE Check (PSN state), which rewinds the SQ Ring (fetch index)
+        self.front.rw_valid.next = self.comp.rw_valid.val();
+        self.comp.rw_ready.next = self.front.rw_ready.val();
+        self.front.rw_qpn.next = self.comp.rw_qpn.val();
+        self.front.rw_idx.next = self.comp.rw_idx.val();
+        self.front.rw_psn.next = self.comp.rw_psn.val();
+        self.front.rw_skip.next = self.comp.rw_skip.val();
+        self.sq.rw_valid.next = self.front.sq_rw_valid.val();
+        self.front.sq_rw_ready.next = self.sq.rw_ready.val();
+        self.sq.rw_qpn.next = self.front.sq_rw_qpn.val();
+        self.sq.rw_idx.next = self.front.sq_rw_idx.val();
         // completer: read-response payload to the Scatter Path, completions to CQE Generation
         self.scat.s_valid.next = self.comp.s_valid.val();
         self.comp.s_ready.next = self.scat.s_ready.val();

@@ -19,6 +19,11 @@
 //!   does not advance (`db_pi == fetch`), or it claims more than the ring holds (`db_pi - fetch > 2^log2`: a
 //!   driver bug such as a producer index going backwards). The verdict of a doorbell (its `db_ignored` pulse)
 //!   is out no later than the cycle the next doorbell is accepted.
+//! - Rewind (go-back-N, from WQE Check): `rw_valid`/`rw_ready`, `rw_qpn`, `rw_idx`: the QP's fetch index goes
+//!   back to `rw_idx` (its oldest incomplete WQE) and the QP is scheduled, so its slots are read from host
+//!   memory again; the QP's rewind generation (4 bits, per QP) goes up by one. Every slot carries the
+//!   generation of its QP when its read was requested (`wqe_gen`), so the consumer can drop slots that were
+//!   already on their way before the rewind. A rewind is taken before doorbells and services.
 //! - DMA read request: `rd_req_valid`/`rd_req_ready`, `rd_req_addr` (64-byte aligned), `rd_req_len` (bytes, a
 //!   multiple of 64, 64..64*[`MAX_BURST`]), `rd_req_tag` (8 bits, one more per request, wrapping). A request
 //!   never crosses the ring end; it may cross a 4 KiB boundary (the AXI4 master adapter splits those).
@@ -86,6 +91,7 @@ pub struct WqeSlot {
     pub data: Bits<512>,
     pub qpn: Bits<16>,
     pub idx: Bits<16>,
+    pub gen: Bits<4>,
 }
 
 /// One DMA read in flight: its QP, the ring index of its first slot, its beats - 1, its tag.
@@ -95,6 +101,8 @@ pub struct InflightRead {
     pub idx: Bits<16>,
     pub last_off: Bits<3>,
     pub tag: Bits<8>,
+    /// The QP's rewind generation when the read was requested.
+    pub gen: Bits<4>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
@@ -123,6 +131,12 @@ pub struct SqRing<const N: usize, const AW: usize> {
     pub db_ready: Signal<Out, Bit>,
     pub db_qpn: Signal<In, Bits<24>>,
     pub db_pi: Signal<In, Bits<16>>,
+    /// Go-back-N rewind (from WQE Check): the QP's fetch index goes back to `rw_idx` (the oldest incomplete
+    /// WQE), so that its slots are read from host memory again; the QP is scheduled unless it is queued.
+    pub rw_valid: Signal<In, Bit>,
+    pub rw_ready: Signal<Out, Bit>,
+    pub rw_qpn: Signal<In, Bits<24>>,
+    pub rw_idx: Signal<In, Bits<16>>,
     // DMA read request
     pub rd_req_valid: Signal<Out, Bit>,
     pub rd_req_ready: Signal<In, Bit>,
@@ -140,6 +154,9 @@ pub struct SqRing<const N: usize, const AW: usize> {
     pub wqe_ready: Signal<In, Bit>,
     pub wqe_qpn: Signal<Out, Bits<24>>,
     pub wqe_idx: Signal<Out, Bits<16>>,
+    /// The QP's rewind generation when this slot was requested: one more per rewind (wrapping), so that the
+    /// consumer can drop the slots read before a rewind.
+    pub wqe_gen: Signal<Out, Bits<4>>,
     pub wqe_data: Signal<Out, Bits<512>>,
     // events (one-cycle pulses)
     pub db_ignored: Signal<Out, Bit>,
@@ -148,6 +165,8 @@ pub struct SqRing<const N: usize, const AW: usize> {
     ram_cfg: SdpRam<RingCfg, AW>,
     ram_pi: SdpRam<Bits<16>, AW>,
     ram_fetch: SdpRam<Bits<16>, AW>,
+    /// Rewind generation per QP (only rewinds write it: one more each).
+    ram_gen: SdpRam<Bits<4>, AW>,
     ram_queued: SdpRam<Bit, AW>,
     // scheduled-QP FIFO (each QP at most once, so it never overflows)
     sch_ram: DistRam<Bits<AW>, AW>,
@@ -164,6 +183,8 @@ pub struct SqRing<const N: usize, const AW: usize> {
     state: DFF<SqState>,
     last_db: DFF<Bit>,
     op_db: DFF<Bit>,
+    /// The doorbell-shaped operation is a rewind.
+    op_rw: DFF<Bit>,
     op_qpn: DFF<Bits<AW>>,
     op_oor: DFF<Bit>,
     op_pi: DFF<Bits<16>>,
@@ -173,6 +194,7 @@ pub struct SqRing<const N: usize, const AW: usize> {
     r_mask: DFF<Bits<16>>,
     r_pi: DFF<Bits<16>>,
     r_fetch: DFF<Bits<16>>,
+    r_gen: DFF<Bits<4>>,
     r_queued: DFF<Bit>,
     // Calc1: 16-bit differences as carry-select halves, ring-end room, fetch_hi + 1
     c_avl: DFF<Bits<9>>,
@@ -208,6 +230,7 @@ pub struct SqRing<const N: usize, const AW: usize> {
     p_valid: DFF<Bit>,
     p_data: DFF<Bits<512>>,
     p_qpn: DFF<Bits<16>>,
+    p_gen: DFF<Bits<4>>,
     p_lo: DFF<Bits<9>>,
     p_hi0: DFF<Bits<8>>,
     p_hi1: DFF<Bits<8>>,
@@ -227,6 +250,8 @@ pub struct SqRing<const N: usize, const AW: usize> {
     db_bad: Signal<Local, Bit>,
     can_srv: Signal<Local, Bit>,
     db_go: Signal<Local, Bit>,
+    rw_go: Signal<Local, Bit>,
+    rw_lo: Signal<Local, Bits<AW>>,
     srv_go: Signal<Local, Bit>,
     db_lo: Signal<Local, Bits<AW>>,
     pi_lo: Signal<Local, Bits<8>>,
@@ -278,6 +303,7 @@ pub struct SqRing<const N: usize, const AW: usize> {
     zero4: Constant<Bits<4>>,
     zero3: Constant<Bits<3>>,
     one3: Constant<Bits<3>>,
+    one4: Constant<Bits<4>>,
     seven3: Constant<Bits<3>>,
     one8: Constant<Bits<8>>,
     zero6: Constant<Bits<6>>,
@@ -301,6 +327,10 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             db_ready: Default::default(),
             db_qpn: Default::default(),
             db_pi: Default::default(),
+            rw_valid: Default::default(),
+            rw_ready: Default::default(),
+            rw_qpn: Default::default(),
+            rw_idx: Default::default(),
             rd_req_valid: Default::default(),
             rd_req_ready: Default::default(),
             rd_req_addr: Default::default(),
@@ -315,12 +345,14 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             wqe_ready: Default::default(),
             wqe_qpn: Default::default(),
             wqe_idx: Default::default(),
+            wqe_gen: Default::default(),
             wqe_data: Default::default(),
             db_ignored: Default::default(),
             dma_err: Default::default(),
             ram_cfg: Default::default(),
             ram_pi: Default::default(),
             ram_fetch: Default::default(),
+            ram_gen: Default::default(),
             ram_queued: Default::default(),
             sch_ram: Default::default(),
             sch_w: Default::default(),
@@ -334,6 +366,7 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             state: Default::default(),
             last_db: Default::default(),
             op_db: Default::default(),
+            op_rw: Default::default(),
             op_qpn: Default::default(),
             op_oor: Default::default(),
             op_pi: Default::default(),
@@ -342,6 +375,7 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             r_mask: Default::default(),
             r_pi: Default::default(),
             r_fetch: Default::default(),
+            r_gen: Default::default(),
             r_queued: Default::default(),
             c_avl: Default::default(),
             c_avh0: Default::default(),
@@ -370,6 +404,7 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             p_valid: Default::default(),
             p_data: Default::default(),
             p_qpn: Default::default(),
+            p_gen: Default::default(),
             p_lo: Default::default(),
             p_hi0: Default::default(),
             p_hi1: Default::default(),
@@ -387,6 +422,8 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             db_bad: Default::default(),
             can_srv: Default::default(),
             db_go: Default::default(),
+            rw_go: Default::default(),
+            rw_lo: Default::default(),
             srv_go: Default::default(),
             db_lo: Default::default(),
             pi_lo: Default::default(),
@@ -437,6 +474,7 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             zero4: Constant::new(bits::<4>(0)),
             zero3: Constant::new(bits::<3>(0)),
             one3: Constant::new(bits::<3>(1)),
+            one4: Constant::new(bits::<4>(1)),
             seven3: Constant::new(bits::<3>(7)),
             one8: Constant::new(bits::<8>(1)),
             zero6: Constant::new(bits::<6>(0)),
@@ -452,12 +490,12 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, sch_w, sch_r, sch_ne, su_pend, su_ok, su_qpn, su_base, su_log2, state, last_db,
-            op_db, op_qpn, op_oor, op_pi, r_valid, r_base, r_mask, r_pi, r_fetch, r_queued, c_avl, c_avh0, c_avh1,
+            op_db, op_rw, op_qpn, op_oor, op_pi, r_valid, r_base, r_mask, r_pi, r_fetch, r_gen, r_queued, c_avl, c_avh0, c_avh1,
             c_dml, c_dmh0, c_dmh1, c_te, c_work, c_dbzero, c_fh1, c_avail, c_cnt, c_dbover, c_n, c_fl,
-            c_more, used, credit_ok, inc_r, dec_r, tag, beat, p_valid, p_data, p_qpn, p_lo, p_hi0, p_hi1, ev_ign,
+            c_more, used, credit_ok, inc_r, dec_r, tag, beat, p_valid, p_data, p_qpn, p_gen, p_lo, p_hi0, p_hi1, ev_ign,
             ev_err
         );
-        clock!(self, clock, ram_cfg, ram_pi, ram_fetch, ram_queued, sch_ram, addr, infl, outq);
+        clock!(self, clock, ram_cfg, ram_pi, ram_fetch, ram_gen, ram_queued, sch_ram, addr, infl, outq);
 
         // ---------------------------------------------------------------- defaults
         self.ev_ign.d.next = false;
@@ -490,17 +528,32 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.su_go.next = self.in_idle.val() & self.su_pend.q.val();
         self.su_we.next = self.su_go.val() & self.su_ok.q.val();
         self.can_srv.next = self.sch_ne.q.val() & self.credit_ok.q.val();
-        self.db_ready.next = self.in_idle.val() & !self.su_pend.q.val() & (!self.can_srv.val() | !self.last_db.q.val());
+        // a rewind goes first (go-back-N is waiting for it), then doorbells and services alternate
+        self.rw_ready.next = self.in_idle.val() & !self.su_pend.q.val();
+        self.rw_go.next = self.rw_ready.val() & self.rw_valid.val();
+        self.db_ready.next = self.in_idle.val() & !self.su_pend.q.val() & !self.rw_valid.val()
+            & (!self.can_srv.val() | !self.last_db.q.val());
         self.db_go.next = self.db_ready.val() & self.db_valid.val();
-        self.srv_go.next = self.in_idle.val() & !self.su_pend.q.val() & self.can_srv.val() & !self.db_go.val();
+        self.srv_go.next =
+            self.in_idle.val() & !self.su_pend.q.val() & self.can_srv.val() & !self.db_go.val() & !self.rw_valid.val();
         self.db_lo.next = self.db_qpn.val().get_bits::<AW>(0);
+        self.rw_lo.next = self.rw_qpn.val().get_bits::<AW>(0);
         if self.su_go.val() {
             self.su_pend.d.next = false;
+        }
+        if self.rw_go.val() {
+            self.state.d.next = SqState::Read;
+            self.op_db.d.next = true;
+            self.op_rw.d.next = true;
+            self.op_qpn.d.next = self.rw_lo.val();
+            self.op_oor.d.next = self.rw_qpn.val() >= self.n_qps.val();
+            self.op_pi.d.next = self.rw_idx.val();
         }
         if self.db_go.val() {
             self.state.d.next = SqState::Read;
             self.last_db.d.next = true;
             self.op_db.d.next = true;
+            self.op_rw.d.next = false;
             self.op_qpn.d.next = self.db_lo.val();
             self.op_oor.d.next = self.db_qpn.val() >= self.n_qps.val();
             self.op_pi.d.next = self.db_pi.val();
@@ -509,6 +562,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
             self.state.d.next = SqState::Read;
             self.last_db.d.next = false;
             self.op_db.d.next = false;
+            self.op_rw.d.next = false;
             self.op_qpn.d.next = self.sch_head.val();
             self.op_oor.d.next = false;
             self.sch_pop.next = true;
@@ -518,12 +572,20 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.ram_cfg.raddr.next = self.sch_head.val();
         self.ram_pi.raddr.next = self.sch_head.val();
         self.ram_fetch.raddr.next = self.sch_head.val();
+        self.ram_gen.raddr.next = self.sch_head.val();
         self.ram_queued.raddr.next = self.sch_head.val();
         if self.db_go.val() {
             self.ram_cfg.raddr.next = self.db_lo.val();
             self.ram_pi.raddr.next = self.db_lo.val();
             self.ram_fetch.raddr.next = self.db_lo.val();
             self.ram_queued.raddr.next = self.db_lo.val();
+        }
+        if self.rw_go.val() {
+            self.ram_cfg.raddr.next = self.rw_lo.val();
+            self.ram_pi.raddr.next = self.rw_lo.val();
+            self.ram_fetch.raddr.next = self.rw_lo.val();
+            self.ram_gen.raddr.next = self.rw_lo.val();
+            self.ram_queued.raddr.next = self.rw_lo.val();
         }
         // the ring set-up is the only writer of the configuration
         self.ram_cfg.waddr.next = self.su_qpn.q.val();
@@ -554,6 +616,9 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.ram_queued.waddr.next = self.op_qpn.q.val();
         self.ram_queued.wdata.next = false;
         self.ram_queued.we.next = false;
+        self.ram_gen.waddr.next = self.op_qpn.q.val();
+        self.ram_gen.wdata.next = self.r_gen.q.val() + self.one4.val();
+        self.ram_gen.we.next = false;
 
         // ---------------------------------------------------------------- Read: register the RAM words
         self.rd_log2.next = self.ram_cfg.rdata.val().log2;
@@ -563,6 +628,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
             self.r_mask.d.next = !(self.ones16.val() << self.rd_log2.val());
             self.r_pi.d.next = self.ram_pi.rdata.val();
             self.r_fetch.d.next = self.ram_fetch.rdata.val();
+            self.r_gen.d.next = self.ram_gen.rdata.val();
             self.r_queued.d.next = self.ram_queued.rdata.val();
         }
 
@@ -657,7 +723,20 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
             }
             _ => {
                 // Issue
-                if self.op_db.q.val() {
+                if self.op_rw.q.val() {
+                    // rewind: fetch := rw_idx, and the QP is scheduled to read from there
+                    self.state.d.next = SqState::Idle;
+                    if self.r_valid.q.val() & !self.op_oor.q.val() {
+                        self.ram_fetch.we.next = true;
+                        self.ram_fetch.wdata.next = self.op_pi.q.val();
+                        self.ram_gen.we.next = true;
+                        if !self.r_queued.q.val() {
+                            self.sch_push.next = true;
+                            self.ram_queued.we.next = true;
+                            self.ram_queued.wdata.next = true;
+                        }
+                    }
+                } else if self.op_db.q.val() {
                     self.state.d.next = SqState::Idle;
                     if self.db_bad.val() {
                         self.ev_ign.d.next = true;
@@ -711,6 +790,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.infl.din.next.idx = self.r_fetch.q.val();
         self.infl.din.next.last_off = self.c_n.q.val().get_bits::<3>(0) - self.one3.val();
         self.infl.din.next.tag = self.tag.q.val();
+        self.infl.din.next.gen = self.r_gen.q.val();
 
         // ---------------------------------------------------------------- DMA response -> P stage -> WQE FIFO
         self.h_idx.next = self.infl.dout.val().idx;
@@ -728,6 +808,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
             self.p_valid.d.next = self.acc.val() & !self.infl.empty.val();
             self.p_data.d.next = self.rd_resp_data.val();
             self.p_qpn.d.next = self.infl.dout.val().qpn;
+            self.p_gen.d.next = self.infl.dout.val().gen;
             // the slot's ring index = first index + beat, as a carry-select pair
             self.p_lo.d.next = bit_cast::<9, 8>(self.h_ilo.val()) + self.beat9.val();
             self.p_hi0.d.next = self.h_ihi.val();
@@ -751,6 +832,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.p_lo8.next = self.p_lo.q.val().get_bits::<8>(0);
         self.outq.din.next.data = self.p_data.q.val();
         self.outq.din.next.qpn = self.p_qpn.q.val();
+        self.outq.din.next.gen = self.p_gen.q.val();
         self.outq.din.next.idx = (bit_cast::<16, 8>(self.p_hi0.q.val()) << 8) | bit_cast::<16, 8>(self.p_lo8.val());
         if self.p_lo.q.val().get_bit(8) {
             self.outq.din.next.idx =
@@ -764,6 +846,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.o_qpn.next = self.outq.dout.val().qpn;
         self.wqe_qpn.next = bit_cast::<24, 16>(self.o_qpn.val());
         self.wqe_idx.next = self.outq.dout.val().idx;
+        self.wqe_gen.next = self.outq.dout.val().gen;
         self.out_pop.next = self.wqe_ready.val() & !self.outq.empty.val();
         self.outq.pop.next = self.out_pop.val();
 
@@ -1431,5 +1514,94 @@ mod tests {
             let st = run(&p);
             assert_eq!(st.dma_err, 1, "{fault:?}: {st:?}");
         }
+    }
+
+    /// Go-back-N: a rewind sets the QP's fetch index back, and the slots from there on are read again and
+    /// delivered again, in order, after everything read before the rewind; other QPs are untouched.
+    #[test]
+    fn a_rewind_reads_the_slots_again_from_the_given_index() {
+        let mut u = Dut::default();
+        u.connect_all();
+        let mut mem: HashMap<u64, Slot> = HashMap::new();
+        let (base_a, base_b) = (0x10_000u64, 0x20_000u64);
+        for i in 0..16u64 {
+            for (b, q) in [(base_a, 3u8), (base_b, 5u8)] {
+                let mut sl = [0u8; 64];
+                sl[0] = q;
+                sl[1] = i as u8;
+                mem.insert(b + 64 * i, sl);
+            }
+        }
+        // inputs: a queue of (kind, qpn, value) commands: 0 set-up (value = base), 1 doorbell (pi), 2 rewind (idx)
+        let mut cmds: VecDeque<(u8, u32, u64)> =
+            vec![(0, 3, base_a), (0, 5, base_b), (1, 3, 6), (1, 5, 4)].into_iter().collect();
+        let mut resp: VecDeque<(Slot, u8, bool)> = VecDeque::new();
+        let mut out: Vec<(u32, u16, u8, u8)> = Vec::new();
+        let mut rewound = false;
+        let mut gens: Vec<(u32, u64)> = Vec::new();
+        for _cycle in 0..3000 {
+            let c = cmds.front().copied();
+            u.setup_valid.next = matches!(c, Some((0, _, _)));
+            u.db_valid.next = matches!(c, Some((1, _, _)));
+            u.rw_valid.next = matches!(c, Some((2, _, _)));
+            if let Some((_, q, v)) = c {
+                u.setup_qpn.next = bits(q as u64);
+                u.setup_base.next = bits(v);
+                u.setup_log2.next = bits(4);
+                u.db_qpn.next = bits(q as u64);
+                u.db_pi.next = bits(v & 0xFFFF);
+                u.rw_qpn.next = bits(q as u64);
+                u.rw_idx.next = bits(v & 0xFFFF);
+            }
+            u.rd_req_ready.next = true;
+            u.rd_resp_valid.next = !resp.is_empty();
+            if let Some((d, tag, last)) = resp.front() {
+                u.rd_resp_data.next = to_bits(d);
+                u.rd_resp_tag.next = bits(*tag as u64);
+                u.rd_resp_last.next = *last;
+            }
+            u.wqe_ready.next = true;
+            u.clock.next = false.into();
+            assert!(simulate(&mut u, 100));
+            let taken = match c {
+                Some((0, ..)) => u.setup_ready.val(),
+                Some((1, ..)) => u.db_ready.val(),
+                Some((2, ..)) => u.rw_ready.val(),
+                _ => false,
+            };
+            if taken {
+                cmds.pop_front();
+            }
+            if u.rd_req_valid.val() {
+                let (addr, n, tag) = (u.rd_req_addr.val().to_u64(), u.rd_req_len.val().to_u64() / 64, u.rd_req_tag.val().to_u64() as u8);
+                for k in 0..n {
+                    resp.push_back((mem[&(addr + 64 * k)], tag, k + 1 == n));
+                }
+            }
+            if u.rd_resp_valid.val() && u.rd_resp_ready.val() {
+                resp.pop_front();
+            }
+            if u.wqe_valid.val() {
+                let d = from_bits(u.wqe_data.val());
+                out.push((u.wqe_qpn.val().to_u64() as u32, u.wqe_idx.val().to_u64() as u16, d[0], d[1]));
+                gens.push((u.wqe_qpn.val().to_u64() as u32, u.wqe_gen.val().to_u64()));
+            }
+            tick(&mut u);
+            // once QP 3 has delivered its six slots, go back to index 2
+            if !rewound && out.iter().filter(|o| o.0 == 3).count() == 6 {
+                rewound = true;
+                cmds.push_back((2, 3, 2));
+            }
+        }
+        assert!(rewound);
+        let a: Vec<(u16, u8)> = out.iter().filter(|o| o.0 == 3).map(|o| (o.1, o.3)).collect();
+        let want: Vec<(u16, u8)> = [0u16, 1, 2, 3, 4, 5, 2, 3, 4, 5].iter().map(|&i| (i, i as u8)).collect();
+        assert_eq!(a, want, "QP 3: slots 0..6, then 2..6 again, each from its own host address");
+        let b: Vec<u16> = out.iter().filter(|o| o.0 == 5).map(|o| o.1).collect();
+        assert_eq!(b, vec![0, 1, 2, 3], "QP 5 untouched");
+        assert!(out.iter().all(|o| o.2 as u32 == o.0), "each slot from its own ring");
+        let g: Vec<u64> = gens.iter().filter(|g| g.0 == 3).map(|g| g.1).collect();
+        assert_eq!(g, vec![0, 0, 0, 0, 0, 0, 1, 1, 1, 1], "the slots read after the rewind carry the next generation");
+        assert!(gens.iter().filter(|g| g.0 == 5).all(|g| g.1 == 0));
     }
 }

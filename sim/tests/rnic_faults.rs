@@ -1,12 +1,16 @@
-//! The RTL Responder on a hostile link (issue 5, the responder's half): the golden model is the requester
-//! (it retries as rxe does: go-back-N from the WQE on a timeout or a PSN-sequence NAK, a partly answered READ
-//! retried as a new READ for the rest), the Verilator model of the whole RNIC answers, and both link
-//! directions drop, duplicate, reorder and corrupt frames (`testbench::mac::MacFaults`, seeded).
+//! The RTL on a hostile link (issue 5): both link directions drop, duplicate, reorder and corrupt frames
+//! (`testbench::mac::MacFaults`, seeded), 16 QPs, mixed verbs and sizes.
+//!
+//! * The RTL as responder, the golden model as requester (it retries as rxe does: go-back-N from the WQE on
+//!   a timeout or a PSN-sequence NAK, a partly answered READ retried as a new READ for the rest).
+//! * The RTL as requester (its go-back-N: the Completer's NAK / implied-NAK / retransmit-timer rewinds, WQE
+//!   Check resuming mid-message, the SQ Ring reading the WQEs again), the golden model as responder.
 //!
 //! What must hold: every message completes with success at the requester, every byte lands where it should
-//! (WRITE targets, SEND receive buffers, READ results), our receive completions come exactly once per
+//! (WRITE targets, SEND receive buffers, READ results), receive completions come exactly once per
 //! SEND / WRITE_WITH_IMMEDIATE, in order per QP, with the right length and immediate, nothing hangs, and no
-//! DMA write goes outside what the messages address (the rest of host memory is compared with a shadow).
+//! DMA write of ours goes outside what the messages address (the rest of host memory is compared with a
+//! shadow).
 
 use sim::rxe::rtl_ep::counter_names;
 use sim::system::rig;
@@ -220,4 +224,153 @@ fn golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096() {
 fn golden_requester_and_rtl_responder_on_a_lossy_link_mtu_256() {
     let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, reorder_cycles: 2_000 };
     campaign(0x256, 256, 4, f);
+}
+
+/// The RTL as requester: our driver posts the messages, the golden model answers.
+fn campaign_ours(seed: u64, mtu: u32, rounds: usize, faults: MacFaults) {
+    let dir = std::env::temp_dir().join(format!("rnic-faults-ours-{seed}-{}", std::process::id()));
+    let mut r = rig(mtu, &dir);
+    let mut qps = vec![(r.qpn, r.peer_qpn)];
+    for i in 1..QPS {
+        qps.push(r.add_qp_pair(mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32));
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
+    // our retransmit timer: 4.096 us x 2^4 = 65.5 us (21,000 cycles)
+    for &(q, _) in &qps {
+        r.drv.modify_qp(q, &QpAttr { timeout: Some(4), ..Default::default() }).unwrap();
+    }
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..2 << 20).map(|_| rng.gen()).collect();
+        s.peer.mem_mut().write(r.peer_buf, &pat).unwrap();
+        s.out.set_faults(faults, seed ^ 0x7);
+        s.inl.set_faults(faults, seed ^ 0x1);
+    }
+    let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
+    let mut shadow = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
+    let mut total = 0;
+    for round in 0..rounds {
+        let mut msgs = Vec::new();
+        for i in 0..PER_ROUND {
+            let op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead][rng.gen_range(0..4)];
+            let len = sizes[rng.gen_range(0..sizes.len())];
+            let slot = i as u64 * STRIDE;
+            // our_off: our source (or READ destination); peer_off: the peer's target (or READ source)
+            let m = match op {
+                WrOpcode::RdmaRead => Msg { op, len, qp: i % QPS, our_off: (1 << 20) + slot + rng.gen_range(0..8), peer_off: READ_AREA + rng.gen_range(0..(2 << 20) - READ_AREA - SLOT), imm: 0 },
+                WrOpcode::Send => Msg { op, len, qp: i % QPS, our_off: rng.gen_range(0..(1 << 20) - SLOT), peer_off: RECV_AREA + slot, imm: 0 },
+                _ => Msg { op, len, qp: i % QPS, our_off: rng.gen_range(0..(1 << 20) - SLOT), peer_off: WRITE_AREA + slot + rng.gen_range(0..8), imm: rng.gen() },
+            };
+            msgs.push(m);
+        }
+        {
+            let mut s = r.sys.borrow_mut();
+            for (i, m) in msgs.iter().enumerate() {
+                if matches!(m.op, WrOpcode::Send | WrOpcode::RdmaWriteWithImm) {
+                    let (addr, length) = if m.op == WrOpcode::Send { (r.peer_buf + m.peer_off, SLOT as u32) } else { (r.peer_buf + RECV_AREA + i as u64 * STRIDE, 0) };
+                    s.peer.post_recv(qps[m.qp].1, RecvWr { wr_id: (round * PER_ROUND + i) as u64, sg_list: vec![Sge { addr, length, lkey: r.peer_rkey }] }).unwrap();
+                }
+            }
+        }
+        for (i, m) in msgs.iter().enumerate() {
+            let id = (round * PER_ROUND + i) as u64;
+            let mut w = SendWr::new(id, m.op, vec![Sge { addr: r.src + m.our_off, length: m.len as u32, lkey: r.lkey }]);
+            w.flags.signaled = true;
+            w.remote_addr = r.peer_buf + m.peer_off;
+            w.rkey = r.peer_rkey;
+            w.imm_data = m.imm;
+            r.drv.post_send(qps[m.qp].0, &w).unwrap();
+        }
+        let mut ours = Vec::new();
+        let mut peer_wcs = Vec::new();
+        let want_peer = msgs.iter().filter(|m| matches!(m.op, WrOpcode::Send | WrOpcode::RdmaWriteWithImm)).count();
+        let mut steps = 0u64;
+        while ours.len() < PER_ROUND || peer_wcs.len() < want_peer {
+            assert!(steps < 30_000_000, "round {round}: hung with {} of {PER_ROUND} of our completions, {} of {want_peer} at the peer", ours.len(), peer_wcs.len());
+            {
+                let mut s = r.sys.borrow_mut();
+                for _ in 0..2048 {
+                    s.step();
+                }
+                peer_wcs.extend(s.peer.poll_cq(r.peer_cq, 64));
+            }
+            ours.extend(r.drv.poll_cq(Cq(0), 64).unwrap());
+            steps += 2048;
+        }
+        assert!(ours.iter().all(|w| w.status == WcStatus::Success), "round {round}: {ours:?}");
+        let mut ids: Vec<u64> = ours.iter().map(|w| w.wr_id).collect();
+        ids.sort();
+        assert_eq!(ids, ((round * PER_ROUND) as u64..((round + 1) * PER_ROUND) as u64).collect::<Vec<_>>(), "one completion per message");
+        assert_eq!(peer_wcs.len(), want_peer);
+        for q in 0..QPS {
+            let want: Vec<usize> = (0..PER_ROUND).filter(|&i| msgs[i].qp == q && matches!(msgs[i].op, WrOpcode::Send | WrOpcode::RdmaWriteWithImm)).collect();
+            let got: Vec<&WorkCompletion> = peer_wcs.iter().filter(|w| w.qp_num == qps[q].1).collect();
+            assert_eq!(got.len(), want.len(), "round {round} QP {q}");
+            for (w, &i) in got.iter().zip(&want) {
+                assert_eq!((w.wr_id, w.status, w.byte_len as u64), ((round * PER_ROUND + i) as u64, WcStatus::Success, msgs[i].len));
+                if msgs[i].op == WrOpcode::RdmaWriteWithImm {
+                    assert_eq!(w.imm_data, msgs[i].imm);
+                }
+            }
+        }
+        let s = r.sys.borrow();
+        let mem = r.mem.lock().unwrap();
+        for (i, m) in msgs.iter().enumerate() {
+            let n = m.len as usize;
+            let peer = s.peer.mem().read(r.peer_buf + m.peer_off, n).unwrap();
+            if m.op == WrOpcode::RdmaRead {
+                assert!(mem.read(r.src + m.our_off, n).unwrap() == peer, "round {round} msg {i}: READ of {n}");
+                let at = m.our_off as usize;
+                shadow[at..at + n].copy_from_slice(&peer);
+            } else {
+                assert!(mem.read(r.src + m.our_off, n).unwrap() == peer, "round {round} msg {i}: {:?} of {n}", m.op);
+            }
+        }
+        let now = mem.read(r.src, 2 << 20).unwrap();
+        if now != shadow {
+            let i = now.iter().zip(&shadow).position(|(a, b)| a != b).unwrap();
+            panic!("round {round}: our memory differs from the shadow first at offset {i:#x}");
+        }
+        total += PER_ROUND;
+    }
+    let s = r.sys.borrow();
+    let (o, i) = (s.out.stats.clone(), s.inl.stats.clone());
+    let pc = s.peer.counters().clone();
+    let cycles = s.cycle;
+    drop(s);
+    let c = counters(&mut r);
+    let get = |n: &str| c.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
+    eprintln!(
+        "RTL requester: {total} messages over {QPS} QPs at MTU {mtu} in {cycles} cycles; from the RTL: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted; to the RTL: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted",
+        o.sent, o.dropped, o.duplicated, o.reordered, o.corrupted, i.sent, i.dropped, i.duplicated, i.reordered, i.corrupted
+    );
+    eprintln!(
+        "RTL completer: {} go-back-N ({} after a timeout), {} NAKs, {} implied NAKs, {} dropped responses; golden responder: {} duplicates, {} read replays, NAKs sent {:?}",
+        get("comp_retries"), get("comp_timeouts"), get("comp_naks"), get("comp_implied_naks"), get("comp_dropped"),
+        pc.duplicate_requests, pc.read_replays, pc.naks_sent
+    );
+    assert!(i.dropped > 0 && o.dropped > 0);
+    assert!(get("comp_retries") > 0, "the faults made the RTL go back");
+    assert_eq!(get("comp_bad_responses"), 0);
+    assert!(r.sys.borrow().dma.faults.is_empty());
+}
+
+/// The RTL's go-back-N at the issue's rates, MTU 1024.
+#[test]
+fn rtl_requester_and_golden_responder_on_a_lossy_link_mtu_1024() {
+    campaign_ours(0x5EED1, 1024, 6, MacFaults::campaign());
+}
+
+/// MTU 256, twice the rates: long messages are resumed mid-message (MIDDLE/LAST, READs for the rest).
+#[test]
+fn rtl_requester_and_golden_responder_on_a_lossy_link_mtu_256() {
+    let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, reorder_cycles: 2_000 };
+    campaign_ours(0x5EED2, 256, 4, f);
+}
+
+/// MTU 4096, five times the rates.
+#[test]
+fn rtl_requester_and_golden_responder_on_a_hostile_link_mtu_4096() {
+    let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
+    campaign_ours(0x5EED3, 4096, 4, f);
 }

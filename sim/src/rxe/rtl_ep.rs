@@ -89,6 +89,15 @@ pub fn counter_names() -> Vec<String> {
         "resp_drop_malformed",
         "resp_acks",
         "resp_read_responses",
+        "comp_acks",
+        "comp_naks",
+        "comp_rnr_naks",
+        "comp_dropped",
+        "comp_bad_responses",
+        "comp_implied_naks",
+        "comp_atomic_acks",
+        "comp_retries",
+        "comp_timeouts",
     ] {
         v.push(n.into());
     }
