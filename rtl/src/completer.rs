@@ -127,6 +127,15 @@ pub struct CompCfg {
     pub rnr_retry: Bits<3>,
 }
 
+/// A rewind on its way to WQE Check.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct RwCmd {
+    pub qpn: Bits<8>,
+    pub idx: Bits<16>,
+    pub psn: Bits<24>,
+    pub skip: Bits<24>,
+}
+
 /// A QP's timer: armed, waiting out an RNR NAK (else the retransmit timer), and its deadline in timer units.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct CompTmr {
@@ -450,6 +459,10 @@ pub struct Completer {
     pa_tm: PipeAdd64,
     cmp_scan: PsnCmp,
     cmp_tm: PsnCmp,
+    /// Rewinds waiting for WQE Check: one place per QP (a QP has at most one rewind out, until its marker),
+    /// so the Completer never waits for WQE Check, which may itself be waiting for the Completer to take a
+    /// record.
+    rwq: Fifo<RwCmd, 8, 9>,
     cqwq: Fifo<Bits<8>, 4, 5>,
     cls_lut: Lut8<12>,
     cmp_last: PsnCmp,
@@ -691,6 +704,7 @@ impl Default for Completer {
             pa_tm: Default::default(),
             cmp_scan: Default::default(),
             cmp_tm: Default::default(),
+            rwq: Default::default(),
             cqwq: Default::default(),
             cls_lut: Lut8::new(wr_class_table()),
             cmp_last: Default::default(),
@@ -887,7 +901,7 @@ impl Logic for Completer {
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd, pa_addr,
-            pa_room, pa_rd, pf, tmr_a, tmr_b, pa_tm, cmp_scan, cmp_tm
+            pa_room, pa_rd, pf, tmr_a, tmr_b, pa_tm, cmp_scan, cmp_tm, rwq
         );
         for i in 0..9 {
             self.cnt[i].clock.next = self.clock.val();
@@ -984,12 +998,18 @@ impl Logic for Completer {
         self.tmr_b.waddr.next = self.qpn.q.val().get_bits::<8>(0);
         self.tmr_b.wdata.next = self.l_tmr.val();
         self.tmr_b.raddr.next = self.qpn.q.val().get_bits::<8>(0);
-        // the rewind out (registers)
-        self.rw_valid.next = false;
-        self.rw_qpn.next = self.qpn.q.val();
-        self.rw_idx.next = self.rec.q.val().idx;
-        self.rw_psn.next = self.s_comp.q.val();
-        self.rw_skip.next = self.skip.q.val();
+        // the rewinds out, through their queue
+        self.rw_valid.next = !self.rwq.empty.val();
+        self.rw_qpn.next = bit_cast::<24, 8>(self.rwq.dout.val().qpn);
+        self.rw_idx.next = self.rwq.dout.val().idx;
+        self.rw_psn.next = self.rwq.dout.val().psn;
+        self.rw_skip.next = self.rwq.dout.val().skip;
+        self.rwq.pop.next = self.rw_ready.val() & !self.rwq.empty.val();
+        self.rwq.push.next = false;
+        self.rwq.din.next.qpn = self.qpn.q.val().get_bits::<8>(0);
+        self.rwq.din.next.idx = self.rec.q.val().idx;
+        self.rwq.din.next.psn = self.s_comp.q.val();
+        self.rwq.din.next.skip = self.skip.q.val();
         self.cqwq.push.next = self.cqw_we.val();
         self.cqwq.din.next = self.cqw_qpn.val().get_bits::<8>(0);
         self.cqwq.pop.next = false;
@@ -1347,8 +1367,8 @@ impl Logic for Completer {
                 self.state.d.next = CompState::RtOut;
             }
             CompState::RtOut => {
-                self.rw_valid.next = true;
-                if self.rw_ready.val() {
+                self.rwq.push.next = !self.rwq.full.val();
+                if !self.rwq.full.val() {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
                     self.state.d.next = CompState::Done;

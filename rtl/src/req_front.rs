@@ -90,6 +90,7 @@ enum FrontState {
     Emit,
     RwRead,
     RwSq,
+    RwMark,
 }
 
 #[derive(LogicBlock)]
@@ -422,8 +423,9 @@ impl Logic for ReqFront {
 
         match self.state.q.val() {
             FrontState::Idle => {
-                if self.rw_valid.val() & !self.o_iv.q.val() {
-                    // a rewind: its QP's generation is read now, written back + 1 in RwSq
+                if self.rw_valid.val() {
+                    // a rewind (taken even while a record waits for the completer: the completer is waiting
+                    // for this): its QP's generation is read now, written back + 1 in RwSq
                     self.rw_ready.next = true;
                     self.qpn.d.next = self.rw_qpn.val();
                     self.idx.d.next = self.rw_idx.val();
@@ -469,6 +471,12 @@ impl Logic for ReqFront {
                 self.sq_rw_valid.next = true;
                 if self.sq_rw_ready.val() {
                     self.gen_ram.we.next = true;
+                    self.state.d.next = FrontState::RwMark;
+                }
+            }
+            FrontState::RwMark => {
+                // the marker, once the record before it (if any) has gone to the completer
+                if !self.o_iv.q.val() {
                     self.o_iv.d.next = true;
                     self.o_iss.d.next.qpn = self.qpn.q.val();
                     self.o_iss.d.next.idx = self.idx.q.val();

@@ -265,6 +265,16 @@ pub struct RxParse {
     take: DFF<Bit>,
     room: DFF<Bit>,
     beat: DFF<Bits<7>>,
+    /// The frame's beats as the IP total length says (14 + ip_total bytes): need - 1 = tb_hi + tb_c (tb_hi1 =
+    /// tb_hi + 1), and a frame that ends before that is cut short (a length error, whatever its ICRC).
+    tb_hi: DFF<Bits<10>>,
+    tb_hi1: DFF<Bits<10>>,
+    tb_c: DFF<Bit>,
+    l_bq: Signal<Local, Bits<10>>,
+    short: DFF<Bit>,
+    fa_short: DFF<Bit>,
+    fb_short: DFF<Bit>,
+    l_trim_ok: Signal<Local, Bit>,
     // header capture
     map0: ByteMap<512, RXH_BITS>,
     map1: ByteMap<512, RXH_BITS>,
@@ -349,6 +359,9 @@ pub struct RxParse {
     k_iphdr: Constant<Bits<16>>,
     k_roce_fixed8: Constant<Bits<8>>,
     k_iphdr8: Constant<Bits<8>>,
+    k_one_beat_ip: Constant<Bits<16>>,
+    k1_10: Constant<Bits<10>>,
+    k_carry6: Constant<Bits<6>>,
     k0_8: Constant<Bits<8>>,
     /// the largest payload (4096, the largest path MTU) is 16 x 256
     k_pmtu_hi: Constant<Bits<8>>,
@@ -393,6 +406,14 @@ impl Default for RxParse {
             take: Default::default(),
             room: Default::default(),
             beat: Default::default(),
+            tb_hi: Default::default(),
+            tb_c: Default::default(),
+            tb_hi1: Default::default(),
+            l_bq: Default::default(),
+            short: Default::default(),
+            fa_short: Default::default(),
+            fb_short: Default::default(),
+            l_trim_ok: Default::default(),
             map0: ByteMap::new(rx_header_map(0)),
             map1: ByteMap::new(rx_header_map(1)),
             w: Default::default(),
@@ -468,6 +489,9 @@ impl Default for RxParse {
             k_iphdr: k(IPV4_HEADER_LEN as u64),
             k_roce_fixed8: k((8 + BTH_LEN + 4) as u64),
             k_iphdr8: k(IPV4_HEADER_LEN as u64),
+            k_one_beat_ip: k(64 - 14),
+            k1_10: k(1),
+            k_carry6: k(64 - 13),
             k0_8: k(0),
             k_pmtu_hi: k((4096 / 256) as u64),
             k_max_beats: k(66),
@@ -494,7 +518,8 @@ impl Logic for RxParse {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, d0, k0, l0, v0, first0, in_frame, take, room, beat, w, ew, opok, tlo, prev, pwritten, flush,
+            self, clock, d0, k0, l0, v0, first0, in_frame, take, room, beat, tb_hi, tb_hi1, tb_c, short, fa_short,
+            fb_short, w, ew, opok, tlo, prev, pwritten, flush,
             pend_push, state, left, last_keep, a_valid, wa, ewa, beats_a, fa_ipv4, fa_udp, fa_ours, fa_op, fa_tver,
             d_lo, d_hi, umin_a, ulen_a, b_valid, wb, ewb, beats_b, fb_ipv4, fb_udp, fb_ours, fb_op, fb_tver, fb_len, u_lo,
             u_hi, c_valid, wc, ewc, beats_c, plen_c, reason_c, extra
@@ -527,7 +552,11 @@ impl Logic for RxParse {
         self.wbits.next = self.w.q.val().into();
         self.opl.x.next = self.m0.val().opcode;
         self.total0.next = self.m0.val().ip_total;
+        // beats the IP total length needs, minus one: (14 + total + 63) / 64 - 1 = total / 64 + (total % 64 >= 51)
         if self.v0.q.val() & self.first0.q.val() {
+            self.tb_hi.d.next = self.total0.val().get_bits::<10>(6);
+            self.tb_hi1.d.next = self.total0.val().get_bits::<10>(6) + self.k1_10.val();
+            self.tb_c.d.next = self.total0.val().get_bits::<6>(0) >= self.k_carry6.val();
             self.w.d.next = self.m0.val();
             self.ew.d.next = self.opl.y.val().get_bits::<4>(0);
             self.opok.d.next = self.opl.y.val().get_bit(4);
@@ -554,6 +583,22 @@ impl Logic for RxParse {
             self.engine.s_axis.tkeep.next = self.k0.q.val() & self.trim.y.val();
         }
         self.engine.s_axis.tlast.next = self.l0.q.val();
+        // cut short: the last beat comes before the beat holding byte 14 + ip_total - 1, or it is that beat but
+        // stops before that byte (a one-beat frame: ip_total <= 50 and the same keep check)
+        self.l_trim_ok.next = (self.k0.q.val() & self.trim.y.val()) == self.trim.y.val();
+        self.l_bq.next = bit_cast::<10, 7>(self.beat.q.val());
+        if self.v0.q.val() & self.l0.q.val() {
+            if self.first0.q.val() {
+                self.short.d.next = (self.total0.val() > self.k_one_beat_ip.val()) | !self.l_trim_ok.val();
+            } else if self.tb_c.q.val() {
+                // need - 1 = tb_hi + 1
+                self.short.d.next = (self.l_bq.val() <= self.tb_hi.q.val())
+                    | ((self.l_bq.val() == self.tb_hi1.q.val()) & !self.l_trim_ok.val());
+            } else {
+                self.short.d.next = (self.l_bq.val() < self.tb_hi.q.val())
+                    | ((self.l_bq.val() == self.tb_hi.q.val()) & !self.l_trim_ok.val());
+            }
+        }
         self.engine.s_axis.tvalid.next = false;
         if self.v0.q.val() {
             if self.first0.q.val() {
@@ -629,6 +674,7 @@ impl Logic for RxParse {
         self.fa_ours.d.next = self.w.q.val().dst_ip == self.my_ip.val();
         self.fa_op.d.next = self.opok.q.val();
         self.fa_tver.d.next = self.bth1w.val().get_bits::<4>(0) == self.k0_4.val();
+        self.fa_short.d.next = self.short.q.val();
         self.d_lo.d.next = bit_cast::<9, 8>(self.ipt_w.val().get_bits::<8>(0)) - bit_cast::<9, 8>(self.ulen_w.val().get_bits::<8>(0));
         self.d_hi.d.next = self.ipt_w.val().get_bits::<8>(8) - self.ulen_w.val().get_bits::<8>(8);
         self.umin_a.d.next = self.k_roce_fixed8.val()
@@ -645,6 +691,7 @@ impl Logic for RxParse {
         self.fb_ours.d.next = self.fa_ours.q.val();
         self.fb_op.d.next = self.fa_op.q.val();
         self.fb_tver.d.next = self.fa_tver.q.val();
+        self.fb_short.d.next = self.fa_short.q.val();
         self.fb_len.d.next = (self.d_lo.q.val().get_bits::<8>(0) == self.k_iphdr8.val())
             & (self.d_hi.q.val() == bit_cast::<8, 1>(self.d_lo.q.val().get_bits::<1>(8)));
         self.u_lo.d.next = bit_cast::<9, 8>(self.ulen_a.q.val().get_bits::<8>(0)) - bit_cast::<9, 8>(self.umin_a.q.val());
@@ -666,6 +713,7 @@ impl Logic for RxParse {
         // length: IP and UDP lengths disagree, the UDP length is shorter than the headers, or the payload is
         // longer than the largest path MTU
         if !self.fb_len.q.val()
+            | self.fb_short.q.val()
             | ((self.u_hi.q.val() == self.k0_8.val()) & self.u_lo.q.val().get_bit(8))
             | (self.u_hi_m.val() > self.k_pmtu_hi.val())
             | ((self.u_hi_m.val() == self.k_pmtu_hi.val()) & (self.u_lo.q.val().get_bits::<8>(0) != self.k0_8.val()))

@@ -8,6 +8,7 @@ pub mod rxe;
 pub mod bench;
 pub mod pair;
 pub mod system;
+pub mod fuzz;
 
 /// What every generated Verilator model offers (each also has a setter and a getter per port).
 pub trait VModel: Default {
@@ -33,6 +34,15 @@ impl<M: VModel> Clocked<M> {
             m.trace_open(p);
         }
         Self { m, t: 0, trace: vcd.is_some() }
+    }
+
+    /// Start a VCD now (every signal, one sample per half clock from here on): to look at the last cycles of
+    /// a long run without tracing all of it.
+    pub fn start_trace(&mut self, path: &str) {
+        if !self.trace {
+            self.m.trace_open(path);
+            self.trace = true;
+        }
     }
 
     fn edge(&mut self, clock: u64) {

@@ -207,7 +207,7 @@ fn campaign(seed: u64, mtu: u32, rounds: usize, faults: MacFaults) {
 /// 1 % drop, 0.5 % duplicate, 0.5 % reorder, 0.1 % corrupt each way (the rates), MTU 1024.
 #[test]
 fn golden_requester_and_rtl_responder_on_a_lossy_link_mtu_1024() {
-    campaign(0xFA17, 1024, 6, MacFaults::campaign());
+    campaign(0xFA17, 1024, 24, MacFaults::campaign());
 }
 
 /// Five times the rates, MTU 4096 (long messages are one to four packets: most losses hit a message's only
@@ -281,12 +281,34 @@ fn campaign_ours(seed: u64, mtu: u32, rounds: usize, faults: MacFaults) {
             w.imm_data = m.imm;
             r.drv.post_send(qps[m.qp].0, &w).unwrap();
         }
-        let mut ours = Vec::new();
+        let mut ours: Vec<WorkCompletion> = Vec::new();
         let mut peer_wcs = Vec::new();
         let want_peer = msgs.iter().filter(|m| matches!(m.op, WrOpcode::Send | WrOpcode::RdmaWriteWithImm)).count();
         let mut steps = 0u64;
         while ours.len() < PER_ROUND || peer_wcs.len() < want_peer {
-            assert!(steps < 30_000_000, "round {round}: hung with {} of {PER_ROUND} of our completions, {} of {want_peer} at the peer", ours.len(), peer_wcs.len());
+            if steps >= 5_000_000 {
+                let done: std::collections::HashSet<u64> = ours.iter().map(|w: &WorkCompletion| w.wr_id).collect();
+                for (i, m) in msgs.iter().enumerate() {
+                    let id = (round * PER_ROUND + i) as u64;
+                    if !done.contains(&id) {
+                        let s = r.sys.borrow();
+                        let pq = s.peer.qp(qps[m.qp].1).unwrap();
+                        eprintln!("incomplete: id {id} QP {} (ours {:#x}, peer {:#x}) {:?} len {}: peer resp psn {:#x}", m.qp, qps[m.qp].0, qps[m.qp].1, m.op, m.len, pq.resp.psn);
+                    }
+                }
+                let c = counters(&mut r);
+                eprintln!("{c:?}; pcaps in {}", dir.display());
+                if std::env::var("RNIC_HANG_VCD").is_ok() {
+                    let mut s = r.sys.borrow_mut();
+                    let p = dir.join("hang.vcd");
+                    s.rnic.start_trace(p.to_str().unwrap());
+                    for _ in 0..3000 {
+                        s.step();
+                    }
+                    eprintln!("VCD of 3,000 cycles: {}", p.display());
+                }
+                panic!("round {round}: hung with {} of {PER_ROUND} of our completions, {} of {want_peer} at the peer", ours.len(), peer_wcs.len());
+            }
             {
                 let mut s = r.sys.borrow_mut();
                 for _ in 0..2048 {
@@ -298,7 +320,7 @@ fn campaign_ours(seed: u64, mtu: u32, rounds: usize, faults: MacFaults) {
             steps += 2048;
         }
         assert!(ours.iter().all(|w| w.status == WcStatus::Success), "round {round}: {ours:?}");
-        let mut ids: Vec<u64> = ours.iter().map(|w| w.wr_id).collect();
+        let mut ids: Vec<u64> = ours.iter().map(|w: &WorkCompletion| w.wr_id).collect();
         ids.sort();
         assert_eq!(ids, ((round * PER_ROUND) as u64..((round + 1) * PER_ROUND) as u64).collect::<Vec<_>>(), "one completion per message");
         assert_eq!(peer_wcs.len(), want_peer);
@@ -358,7 +380,7 @@ fn campaign_ours(seed: u64, mtu: u32, rounds: usize, faults: MacFaults) {
 /// The RTL's go-back-N at the rates, MTU 1024.
 #[test]
 fn rtl_requester_and_golden_responder_on_a_lossy_link_mtu_1024() {
-    campaign_ours(0x5EED1, 1024, 6, MacFaults::campaign());
+    campaign_ours(0x5EED1, 1024, 24, MacFaults::campaign());
 }
 
 /// MTU 256, twice the rates: long messages are resumed mid-message (MIDDLE/LAST, READs for the rest).
