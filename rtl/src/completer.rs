@@ -650,6 +650,10 @@ pub struct Completer {
     a_ignore: Constant<Bits<4>>,
     l_tmr: Signal<Local, CompTmr>,
     l_tmr_armed: Signal<Local, Bit>,
+    l_fpsn: Signal<Local, Bits<24>>,
+    l_sk_lo: Signal<Local, Bits<13>>,
+    l_sk_hi: Signal<Local, Bits<12>>,
+    l_sk_b: Signal<Local, Bits<12>>,
 }
 
 impl Default for Completer {
@@ -883,6 +887,10 @@ impl Default for Completer {
             a_ignore: k(9),
             l_tmr: Default::default(),
             l_tmr_armed: Default::default(),
+            l_fpsn: Default::default(),
+            l_sk_lo: Default::default(),
+            l_sk_hi: Default::default(),
+            l_sk_b: Default::default(),
         }
     }
 }
@@ -998,6 +1006,12 @@ impl Logic for Completer {
         self.tmr_b.waddr.next = self.qpn.q.val().get_bits::<8>(0);
         self.tmr_b.wdata.next = self.l_tmr.val();
         self.tmr_b.raddr.next = self.qpn.q.val().get_bits::<8>(0);
+        // go-back-N's skip = comp_psn - the head's first PSN, in two 12-bit halves (13-bit low with its borrow)
+        self.l_fpsn.next = self.rec.q.val().first_psn;
+        self.l_sk_lo.next = bit_cast::<13, 12>(self.s_comp.q.val().get_bits::<12>(0))
+            - bit_cast::<13, 12>(self.l_fpsn.val().get_bits::<12>(0));
+        self.l_sk_b.next = bit_cast::<12, 1>(self.sk_lo.q.val().get_bits::<1>(12));
+        self.l_sk_hi.next = self.s_comp.q.val().get_bits::<12>(12) - self.l_fpsn.val().get_bits::<12>(12) - self.l_sk_b.val();
         // the rewinds out, through their queue
         self.rw_valid.next = !self.rwq.empty.val();
         self.rw_qpn.next = bit_cast::<24, 8>(self.rwq.dout.val().qpn);
@@ -1333,8 +1347,7 @@ impl Logic for Completer {
             }
             CompState::Rt0 => {
                 // go-back-N from comp_psn: the head WQE is resumed after comp_psn - first_psn packets
-                self.sk_lo.d.next = bit_cast::<13, 12>(self.s_comp.q.val().get_bits::<12>(0))
-                    - bit_cast::<13, 12>(self.rec.q.val().first_psn.get_bits::<12>(0));
+                self.sk_lo.d.next = self.l_sk_lo.val();
                 self.hot.d.next = false;
                 if !self.rt_rnr.q.val() & (self.s_rl.q.val() == self.k0_3.val()) {
                     // retry_cnt exhausted
@@ -1355,11 +1368,7 @@ impl Logic for Completer {
                 }
             }
             CompState::Rt1 => {
-                self.skip.d.next = (bit_cast::<24, 12>(
-                    self.s_comp.q.val().get_bits::<12>(12)
-                        - self.rec.q.val().first_psn.get_bits::<12>(12)
-                        - bit_cast::<12, 1>(self.sk_lo.q.val().get_bits::<1>(12)),
-                ) << 12)
+                self.skip.d.next = (bit_cast::<24, 12>(self.l_sk_hi.val()) << 12)
                     | bit_cast::<24, 12>(self.sk_lo.q.val().get_bits::<12>(0));
                 self.state.d.next = CompState::Rt2;
             }
