@@ -153,7 +153,7 @@ pub struct RxVerdict {
     /// frame). With one rule RX Parse does not have yet: a frame shorter than 14 + its IP total length is a
     /// length error (Linux drops a datagram its skb does not hold; RX Parse never compares the two).
     pub reason: u8,
-    /// The verdict of RX Parse as it is today (the same rules without that one).
+    /// The verdict RX Parse gave before its cut-frame fix (commit 4cf028e): the same rules without that one.
     pub today: u8,
     /// The frame is shorter than 14 + its IP total length.
     pub truncated: bool,
@@ -1012,7 +1012,7 @@ impl fmt::Display for FuzzReport {
         for (k, s) in &self.kinds {
             let v: Vec<String> = s.fates.iter().map(|(fate, n)| format!("{}: {n}", fate_name(*fate))).collect();
             let short = if s.passed_truncated > 0 {
-                format!(" (RX Parse today passes {} of them truncated, {} desynchronising it)", s.passed_truncated, s.desync)
+                format!(" (RX Parse before its cut-frame fix, commit 4cf028e, passed {} of them truncated, {} desynchronising it)", s.passed_truncated, s.desync)
             } else {
                 String::new()
             };

@@ -50,8 +50,8 @@ fn reference_verdict_agrees_with_the_golden_model() {
 /// The fuzz's first find, as a plain test: a SEND_ONLY to our QP cut short after 400 of its 1078 bytes, its ICRC
 /// put right over the bytes that came (where RX Parse looks for it), then 40 small frames RX Parse must drop
 /// (not for our IP). RX Parse must drop the cut frame as a length error (its IP total length runs past the
-/// frame) and count every frame; today it passes it, its payload reader takes the missing beats from the
-/// frames behind, and RX Parse stops for good with 24 frames stuck inside.
+/// frame) and count every frame; before the fix (commit 4cf028e) it passed it, its payload reader took the
+/// missing beats from the frames behind, and RX Parse stopped for good with 24 frames stuck inside.
 #[test]
 fn a_frame_cut_short_with_a_right_icrc_is_a_length_error_and_rx_goes_on() {
     use sim::system::{rig, OUR_MAC};

@@ -28,8 +28,10 @@ use testbench::model::{
 /// **Known limit, measured:** with both directions busy at once, a receive WQE fetch (a DMA read behind the
 /// Gather Path's bulk reads of the same RNIC's outgoing 1 MiB messages, returned in order) stalls the
 /// Responder long enough for RX Parse's buffer to overflow: at 100 Gb/s (MTU 4096) 23 and 16 frames
-/// dropped, at 25 Gb/s 2; and with no retransmission yet (issue 5) the QP then stalls. At 10 Gb/s every
-/// scenario here passes. Raise this to 100 once the Responder prefetches receive WQEs and retry exists.
+/// dropped, at 25 Gb/s 2. Go-back-N now recovers such drops (`sim/tests/rnic_faults.rs` runs two RNICs at
+/// 100 Gb/s with injected faults), but these QPs use the tools' retransmit timeout (14: 67 ms, 21.6 M cycles
+/// of simulation), so a drop here would cost minutes; at 10 Gb/s nothing is dropped. Raise this to 100 once
+/// the Responder prefetches receive WQEs.
 const LINK_GBPS: f64 = 10.0;
 
 /// Per side: a source half (seeded pattern) and a destination half (zeros).
