@@ -9,6 +9,7 @@ pub mod bench;
 pub mod pair;
 pub mod system;
 pub mod fuzz;
+pub mod campaign;
 
 /// What every generated Verilator model offers (each also has a setter and a getter per port).
 pub trait VModel: Default {

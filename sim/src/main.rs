@@ -116,6 +116,34 @@ enum Cmd {
         #[arg(long)]
         skip_truncated: bool,
     },
+    /// Fault campaign (`sim::campaign`): the RTL with 16 QPs on a link with seeded drops, duplicates, reorders
+    /// and bit flips both ways, rounds of 32 mixed SEND / WRITE / WRITE_IMM / READ of 0 B .. 16 KiB; every
+    /// message must succeed, every byte land, nothing hang. Exit 0 only if all hold.
+    Campaign {
+        /// responder (golden requester, RTL responder), requester (RTL requester, golden responder), or pair
+        /// (RTL against RTL, both directions at once).
+        #[arg(long, default_value = "pair")]
+        role: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 1024)]
+        mtu: u32,
+        /// Messages (each way for `pair`), rounded up to rounds of 32.
+        #[arg(long, default_value_t = 1024)]
+        messages: usize,
+        /// Fault rates per frame, each direction.
+        #[arg(long, default_value_t = 0.01)]
+        drop: f64,
+        #[arg(long, default_value_t = 0.005)]
+        duplicate: f64,
+        #[arg(long, default_value_t = 0.005)]
+        reorder: f64,
+        #[arg(long, default_value_t = 0.001)]
+        corrupt: f64,
+        /// Where the pcaps go.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -158,6 +186,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
         Cmd::Bench { clock_mhz, host_latency_ns, quick, out } => bench(clock_mhz, host_latency_ns, quick, &out),
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
+        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, out } => {
+            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], out)
+        }
         Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
             rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
         }
@@ -238,6 +269,41 @@ fn fuzz(frames: u64, seed: u64, chunk: usize, out: Option<PathBuf>, skip_truncat
     pb.finish_and_clear();
     print!("{rep}");
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], out: Option<PathBuf>) -> Result<ExitCode> {
+    use sim::campaign::{self as c, PER_ROUND};
+    anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
+    anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
+    let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], reorder_cycles: 2_000 };
+    let rounds = messages.div_ceil(PER_ROUND).max(1);
+    let run: fn(u64, u32, usize, testbench::mac::MacFaults, &Path, &mut dyn FnMut(usize)) -> String = match role {
+        "responder" => c::responder,
+        "requester" => c::requester,
+        "pair" => c::pair,
+        _ => anyhow::bail!("--role is responder, requester or pair"),
+    };
+    let dir = match out {
+        Some(d) => d,
+        None => scratch("campaign")?,
+    };
+    std::fs::create_dir_all(&dir)?;
+    println!("rnic campaign: role {role}, seed {seed}, MTU {mtu}, {} messages, faults {rates:?}; pcaps in {}", rounds * PER_ROUND, dir.display());
+    let pb = ProgressBar::new(rounds as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} rounds {elapsed} (eta {eta})").unwrap());
+    // the campaign's checks are assertions: a failed one is reported here, with the seed that reproduces it
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(seed, mtu, rounds, f, &dir, &mut |n| pb.set_position(n as u64))));
+    pb.finish_and_clear();
+    match r {
+        Ok(summary) => {
+            print!("{summary}");
+            println!("PASS");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(_) => {
+            println!("FAIL (seed {seed}; pcaps in {})", dir.display());
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

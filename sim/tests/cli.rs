@@ -86,3 +86,21 @@ fn bench_quick_runs_every_point() {
     assert!(svg.starts_with("<svg") && svg.contains("wire limit, MTU 4096"), "{svg}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `rnic campaign`: one round of the RTL requester on a 5 %-drop link passes and writes its pcaps; a bad
+/// role or an out-of-range fault rate is a one-line error with exit 2.
+#[test]
+fn campaign_runs_a_round_and_refuses_bad_arguments() {
+    let d = tmp("campaign");
+    let (code, out, err) = rnic(&["campaign", "--role", "requester", "--messages", "32", "--drop", "0.05", "--out", d.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("RTL requester: 32 messages") && out.contains("PASS"), "{out}");
+    assert!(d.join("rnic-tx.pcap").exists() && d.join("rnic-rx.pcap").exists());
+    let (code, _, err) = rnic(&["campaign", "--role", "sideways"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--role is responder, requester or pair"), "{err}");
+    let (code, _, err) = rnic(&["campaign", "--drop", "0.7"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("fault rates"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
