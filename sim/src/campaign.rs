@@ -15,11 +15,10 @@
 
 use std::path::Path;
 
-use crate::rxe::rtl_ep::counter_names;
+use crate::rxe::rtl_ep::{counter, read_counter_window};
 use crate::system::rig;
-use testbench::driver::CsrBus;
-use testbench::host::REG_COUNTERS;
 use testbench::mac::MacFaults;
+use testbench::model::link::LinkStats;
 
 /// Append one line to a summary.
 macro_rules! summary_line {
@@ -58,12 +57,12 @@ struct Msg {
 }
 
 fn counters(r: &mut crate::system::Rig) -> Vec<(String, u64)> {
-    let names = counter_names();
-    names
-        .into_iter()
-        .enumerate()
-        .map(|(i, n)| (n, u64::from(r.drv.bus().read32(REG_COUNTERS + 4 * i as u32).expect("counter read"))))
-        .collect()
+    read_counter_window(&mut r.drv).expect("counter read")
+}
+
+/// A link direction's fault counts, for a summary line.
+fn link_faults(l: &LinkStats) -> String {
+    format!("{} sent, {} dropped, {} duplicated, {} reordered, {} corrupted", l.sent, l.dropped, l.duplicated, l.reordered, l.corrupted)
 }
 
 pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
@@ -195,11 +194,8 @@ pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
     let cycles = s.cycle;
     drop(s);
     let c = counters(&mut r);
-    let get = |n: &str| c.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
-    summary_line!(summary, 
-        "{total} messages over {QPS} QPs at MTU {mtu} in {cycles} cycles; link to the RTL: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted; from the RTL: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted",
-        i.sent, i.dropped, i.duplicated, i.reordered, i.corrupted, o.sent, o.dropped, o.duplicated, o.reordered, o.corrupted
-    );
+    let get = |n: &str| counter(&c, n);
+    summary_line!(summary, "{total} messages over {QPS} QPs at MTU {mtu} in {cycles} cycles; link to the RTL: {}; from the RTL: {}", link_faults(&i), link_faults(&o));
     summary_line!(summary, 
         "golden requester: {} go-back-N passes ({} after a timeout), {} packets retransmitted, {} implied NAKs, NAKs received {:?}; RTL: {} duplicates, {} PSN-sequence NAKs, {} out-of-sequence drops, {} duplicates without resource, {} bad-ICRC drops",
         pc.retries, pc.timeouts, pc.tx_retransmitted_packets, pc.implied_naks, pc.naks_received,
@@ -359,11 +355,8 @@ pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
     let cycles = s.cycle;
     drop(s);
     let c = counters(&mut r);
-    let get = |n: &str| c.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
-    summary_line!(summary, 
-        "RTL requester: {total} messages over {QPS} QPs at MTU {mtu} in {cycles} cycles; from the RTL: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted; to the RTL: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted",
-        o.sent, o.dropped, o.duplicated, o.reordered, o.corrupted, i.sent, i.dropped, i.duplicated, i.reordered, i.corrupted
-    );
+    let get = |n: &str| counter(&c, n);
+    summary_line!(summary, "RTL requester: {total} messages over {QPS} QPs at MTU {mtu} in {cycles} cycles; from the RTL: {}; to the RTL: {}", link_faults(&o), link_faults(&i));
     summary_line!(summary, 
         "RTL completer: {} go-back-N ({} after a timeout), {} NAKs, {} implied NAKs, {} dropped responses; golden responder: {} duplicates, {} read replays, NAKs sent {:?}",
         get("comp_retries"), get("comp_timeouts"), get("comp_naks"), get("comp_implied_naks"), get("comp_dropped"),
@@ -478,20 +471,10 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, p
         drop((ma, mb));
         progress(round + 1);
     }
-    let counters_of = |side: &mut crate::pair::RigSide| -> Vec<(String, u64)> {
-        counter_names()
-            .into_iter()
-            .enumerate()
-            .map(|(i, n)| (n, u64::from(side.drv.bus().read32(REG_COUNTERS + 4 * i as u32).unwrap())))
-            .collect()
-    };
-    let (ca, cb) = (counters_of(&mut p.a), counters_of(&mut p.b));
-    let get = |c: &Vec<(String, u64)>, n: &str| c.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
+    let (ca, cb) = (read_counter_window(&mut p.a.drv).expect("counter read"), read_counter_window(&mut p.b.drv).expect("counter read"));
+    let get = |c: &Vec<(String, u64)>, n: &str| counter(c, n);
     let (ia, ib) = (p.a.sys.borrow().inl.stats.clone(), p.b.sys.borrow().inl.stats.clone());
-    summary_line!(summary, 
-        "RTL pair: {} messages each way over {QPS} QPs at MTU {mtu} in {} cycles; into A: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted; into B: {} sent, {} dropped, {} duplicated, {} reordered, {} corrupted",
-        rounds * PER_ROUND, p.cycle(), ia.sent, ia.dropped, ia.duplicated, ia.reordered, ia.corrupted, ib.sent, ib.dropped, ib.duplicated, ib.reordered, ib.corrupted
-    );
+    summary_line!(summary, "RTL pair: {} messages each way over {QPS} QPs at MTU {mtu} in {} cycles; into A: {}; into B: {}", rounds * PER_ROUND, p.cycle(), link_faults(&ia), link_faults(&ib));
     for (n, c) in [("A", &ca), ("B", &cb)] {
         summary_line!(summary, 
             "{n}: go-back-N {} ({} after a timeout), NAKs received {}, implied NAKs {}; responder: duplicates {}, PSN-sequence NAKs {}, RX overflow drops {}",

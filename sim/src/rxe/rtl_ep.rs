@@ -104,6 +104,23 @@ pub fn counter_names() -> Vec<String> {
     v
 }
 
+/// Read the whole counter window through a driver, named as [`counter_names`].
+pub fn read_counter_window<B: CsrBus>(drv: &mut Driver<B>) -> Result<Vec<(String, u64)>> {
+    counter_names()
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let v = drv.bus().read32(REG_COUNTERS + 4 * i as u32).map_err(|e| anyhow!("reading counter {n}: {e}"))?;
+            Ok((n, u64::from(v)))
+        })
+        .collect()
+}
+
+/// One counter of a window read by [`read_counter_window`] (the name must be one of [`counter_names`]).
+pub fn counter(window: &[(String, u64)], name: &str) -> u64 {
+    window.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no counter named {name}"))
+}
+
 /// Counters that a lossless link leaves at zero.
 const UNEXPECTED: [&str; 8] = [
     "mac_tx_underruns",
@@ -234,11 +251,7 @@ impl RtlDevice {
 
     /// The counter window, named.
     pub fn read_counters(&self) -> Result<Vec<(String, u64)>> {
-        let names = counter_names();
-        let n = names.len() as u32;
-        let vals = self.call(move |c| (0..n).map(|i| c.drv.bus().read32(REG_COUNTERS + 4 * i)).collect::<Result<Vec<u32>, _>>())?;
-        let vals = vals.map_err(|e| anyhow!("reading counters: {e}"))?;
-        Ok(names.into_iter().zip(vals.into_iter().map(u64::from)).collect())
+        self.call(|c| read_counter_window(&mut c.drv))?
     }
 
     /// Simulated core cycles so far.
