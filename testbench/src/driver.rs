@@ -152,6 +152,12 @@ impl<B: CsrBus> Driver<B> {
         &mut self.bus
     }
 
+    /// Send WQEs posted and not yet retired by a polled completion, over every QP. While it is not zero the
+    /// device may have a retransmit timer running (a simulation must keep its clock going).
+    pub fn send_outstanding(&self) -> u32 {
+        self.qps.values().map(|q| q.sq.outstanding).sum()
+    }
+
     pub fn memory(&self) -> Arc<Mutex<HostMemory>> {
         self.mem.clone()
     }

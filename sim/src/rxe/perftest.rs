@@ -23,7 +23,8 @@
 //! | `ctx_close_connection` | 108, then 5 | a last barrier, then `"done\0"`; not in `ib_write_lat`, which just closes the socket after the run |
 //!
 //! QP attributes as perftest's `ctx_connect` sets them: path MTU from the exchange, `min_rnr_timer` 12,
-//! `timeout` 14, `retry_cnt` 7, `rnr_retry` 7, `max_rd_atomic` = the peer's `out_reads` (reads/atomics).
+//! `timeout` 14 (the RTL endpoint: [`super::rtl_ep::RTL_QP_TIMEOUT`], why there), `retry_cnt` 7, `rnr_retry` 7,
+//! `max_rd_atomic` = the peer's `out_reads` (reads/atomics).
 //!
 //! # What each side does on RDMA
 //!
@@ -1023,7 +1024,7 @@ impl Peer<'_> {
             &QpAttr {
                 qp_state: Some(QpState::Rts),
                 sq_psn: Some(self.my.psn),
-                timeout: Some(QP_TIMEOUT),
+                timeout: Some(if self.opts.endpoint == EndpointKind::Rtl { super::rtl_ep::RTL_QP_TIMEOUT } else { QP_TIMEOUT }),
                 retry_cnt: Some(7),
                 rnr_retry: Some(7),
                 max_rd_atomic: Some(if rd { max_rd } else { 1 }),

@@ -12,8 +12,10 @@
 //! The Verilator model is not `Send`, so one thread owns it (the **RTL thread**): it runs the driver's calls
 //! (each steps the whole system through AXI4-Lite handshakes, as [`crate::system::SimBus`] does), injects the
 //! VM's frames into the RNIC's RX MAC (paced at 100G in simulated time) and steps the clock while anything is
-//! moving. When every port has been quiet for [`QUIET_CYCLES`] it sleeps until a call or a frame arrives: the
-//! RTL has no timers yet (issue 5), so a quiet design stays quiet, and the VM (TCG) gets the CPU.
+//! moving. When every port has been quiet for [`QUIET_CYCLES`] and no send WQE is outstanding (the driver's
+//! count: posted and not retired by a polled completion) it sleeps until a call or a frame arrives, and the VM
+//! (TCG) gets the CPU; while a send WQE is outstanding it keeps stepping, so the Completer's retransmit timer
+//! (in core cycles) runs and a lost ACK or response is retried (see [`RTL_QP_TIMEOUT`]).
 //!
 //! Host memory is shared: the application reads and writes its buffers directly, as a host program does.
 //!
@@ -38,6 +40,12 @@ use super::verbs::Verbs;
 use super::Endpoint;
 use crate::system::{SimBus, System};
 
+/// The retransmit timeout (IBA `timeout`, 4.096 us x 2^N) our harnesses give the RTL's QPs against rxe: 6 =
+/// 262 us = 84,480 core cycles, about one wall second of simulation. rxe answers in wall time (a few ms
+/// under TCG, so a few hundred simulated cycles); perftest's 14 (67 ms = 21.6 M cycles) would leave a lost
+/// ACK unrecovered for minutes of simulation. A timer that fires while rxe is merely slow costs a go-back-N
+/// that rxe answers as duplicates.
+pub const RTL_QP_TIMEOUT: u8 = 6;
 /// Quiet cycles after which the RTL thread stops stepping until something arrives.
 pub const QUIET_CYCLES: u64 = 4096;
 /// The rate at which the VM's frames enter the RNIC, in Gb/s of simulated time. rxe is a software transport
@@ -285,9 +293,12 @@ fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<
                 Err(TryRecvError::Disconnected) => return,
             }
         }
+        // Quiet: no port has moved for QUIET_CYCLES and no send WQE is outstanding. While one is, the clock
+        // must keep running: the Completer's retransmit timer counts core cycles, and a lost ACK or response
+        // is only recovered when it expires.
         let quiet = core.sides.iter().all(|x| {
             let s = x.sys.borrow();
-            s.cycle.saturating_sub(s.last_activity) > QUIET_CYCLES
+            s.cycle.saturating_sub(s.last_activity) > QUIET_CYCLES && x.drv.send_outstanding() == 0
         });
         if quiet {
             match rx.recv_timeout(Duration::from_millis(1)) {
