@@ -427,6 +427,10 @@ pub struct Completer {
     pub rw_idx: Signal<Out, Bits<16>>,
     pub rw_psn: Signal<Out, Bits<24>>,
     pub rw_skip: Signal<Out, Bits<24>>,
+    /// QP `qerr_qpn` went to error here (retry or RNR retry exhausted, a NAK 0x61-0x63, a bad response): one
+    /// cycle, to WQE Check, which from then on completes its WQEs with WR_FLUSH_ERR without sending them.
+    pub qerr_valid: Signal<Out, Bit>,
+    pub qerr_qpn: Signal<Out, Bits<8>>,
     /// Scatter commands (read-response payload placement) and their payload.
     pub s_valid: Signal<Out, Bit>,
     pub s_ready: Signal<In, Bit>,
@@ -463,6 +467,9 @@ pub struct Completer {
     /// so the Completer never waits for WQE Check, which may itself be waiting for the Completer to take a
     /// record.
     rwq: Fifo<RwCmd, 8, 9>,
+    /// The QP-to-error pulse and its QPN (the QPN of the cycle it was raised in).
+    qerr: DFF<Bit>,
+    qerr_q: DFF<Bits<8>>,
     cqwq: Fifo<Bits<8>, 4, 5>,
     cls_lut: Lut8<12>,
     cmp_last: PsnCmp,
@@ -677,6 +684,8 @@ impl Default for Completer {
             cqw_rnr: Default::default(),
             rw_valid: Default::default(),
             rw_ready: Default::default(),
+            qerr_valid: Default::default(),
+            qerr_qpn: Default::default(),
             rw_qpn: Default::default(),
             rw_idx: Default::default(),
             rw_psn: Default::default(),
@@ -709,6 +718,8 @@ impl Default for Completer {
             cmp_scan: Default::default(),
             cmp_tm: Default::default(),
             rwq: Default::default(),
+            qerr: Default::default(),
+            qerr_q: Default::default(),
             cqwq: Default::default(),
             cls_lut: Lut8::new(wr_class_table()),
             cmp_last: Default::default(),
@@ -905,7 +916,7 @@ impl Logic for Completer {
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
             pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
             tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
-            s_nl
+            s_nl, qerr, qerr_q
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd, pa_addr,
@@ -1012,6 +1023,11 @@ impl Logic for Completer {
             - bit_cast::<13, 12>(self.l_fpsn.val().get_bits::<12>(0));
         self.l_sk_b.next = bit_cast::<12, 1>(self.sk_lo.q.val().get_bits::<1>(12));
         self.l_sk_hi.next = self.s_comp.q.val().get_bits::<12>(12) - self.l_fpsn.val().get_bits::<12>(12) - self.l_sk_b.val();
+        // QP to error: a pulse to WQE Check
+        self.qerr.d.next = false;
+        self.qerr_q.d.next = self.qpn.q.val().get_bits::<8>(0);
+        self.qerr_valid.next = self.qerr.q.val();
+        self.qerr_qpn.next = self.qerr_q.q.val();
         // the rewinds out, through their queue
         self.rw_valid.next = !self.rwq.empty.val();
         self.rw_qpn.next = bit_cast::<24, 8>(self.rwq.dout.val().qpn);
@@ -1353,6 +1369,7 @@ impl Logic for Completer {
                     // retry_cnt exhausted
                     self.cstat.d.next = self.st_retry.val();
                     self.s_err.d.next = true;
+                    self.qerr.d.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else {
@@ -1539,6 +1556,7 @@ impl Logic for Completer {
                             self.cstat.d.next = self.st_acc.val();
                         }
                         self.s_err.d.next = true;
+                        self.qerr.d.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     }
@@ -1546,6 +1564,7 @@ impl Logic for Completer {
                     if self.s_nl.q.val() == self.k0_3.val() {
                         self.cstat.d.next = self.st_rnr.val();
                         self.s_err.d.next = true;
+                        self.qerr.d.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     } else {
@@ -1554,6 +1573,9 @@ impl Logic for Completer {
                             self.s_nl.d.next = self.s_nl.q.val() - self.k1_3.val();
                         }
                         self.tm_rnr.d.next = true;
+                        // a PSN-sequence NAK for the packets behind the one RNR NAKed (rxe sends one) must not
+                        // cut the wait short: counts as a go-back-N already started (rxe `wait_for_rnr_timer`)
+                        self.s_started.d.next = true;
                         self.rnr_code.d.next = self.h_syn.q.val().get_bits::<5>(0);
                         self.tw.d.next = self.k0_2.val();
                         self.state.d.next = CompState::RnrW;
@@ -1572,6 +1594,7 @@ impl Logic for Completer {
                     self.cnt[4].inc.next = true;
                     self.cstat.d.next = self.st_bad.val();
                     self.s_err.d.next = true;
+                    self.qerr.d.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else if self.act.q.val() == self.a_read.val() {
@@ -1613,6 +1636,7 @@ impl Logic for Completer {
                 if self.over.q.val() {
                     self.cstat.d.next = self.st_len.val();
                     self.s_err.d.next = true;
+                    self.qerr.d.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else {
@@ -1778,6 +1802,8 @@ mod tests {
         issued: Vec<ReqIssued>,
         /// rewinds seen: (QPN, ring index, PSN, skip)
         rewinds: Vec<(u64, u64, u64, u64)>,
+        /// QP-to-error pulses seen (QPN)
+        qerrs: Vec<u64>,
         min_cycles: u64,
     }
 
@@ -1794,6 +1820,7 @@ mod tests {
                 fast: 0,
                 issued: Vec::new(),
                 rewinds: Vec::new(),
+                qerrs: Vec::new(),
                 min_cycles: 0,
             }
         }
@@ -1867,6 +1894,9 @@ mod tests {
                 self.u.rw_ready.next = rwr;
                 self.u.clock.next = false.into();
                 assert!(simulate(&mut self.u, 200));
+                if self.u.qerr_valid.val() {
+                    self.qerrs.push(self.u.qerr_qpn.val().to_u64());
+                }
                 if self.u.rw_valid.val() && rwr {
                     // WQE Check: the marker, then the QP's WQEs from the ring index on, sent again
                     let (q, i) = (self.u.rw_qpn.val().to_u64(), self.u.rw_idx.val().to_u64());
@@ -2196,6 +2226,7 @@ mod tests {
         assert_eq!((rig.counter(CNT_RETRIES), rig.counter(CNT_TIMEOUTS)), (2, 1));
         let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
         assert_eq!(got, vec![(1, st(WcStatus::RetryExcErr)), (2, st(WcStatus::WrFlushErr))]);
+        assert_eq!(rig.qerrs, vec![q as u64], "WQE Check is told the QP is in error, once");
         rig.cqs.clear();
         rig.min_cycles = 0;
 
@@ -2203,7 +2234,8 @@ mod tests {
         let q2 = 0x22u32;
         rig.set_qp(q2, 0x51, 0, 7, 1);
         let w3 = rec(q2, 3, WR_SEND, 0x500, 1, 10, true, WcStatus::Success);
-        rig.run(&[w3], &[ack(q2, 0x500, 0x21)]);
+        // the RNR NAK, then a PSN-sequence NAK for the packet behind it (as rxe sends): it must not cut the wait
+        rig.run(&[w3], &[ack(q2, 0x500, 0x21), ack(q2, 0x500, 0x60)]);
         assert_eq!(rig.rewinds.len(), 2, "the RNR wait has not passed yet");
         rig.min_cycles = 6 * TIMER_TICK;
         rig.run(&[], &[]);
@@ -2212,6 +2244,7 @@ mod tests {
         rig.run(&[], &[ack(q2, 0x500, 0x21)]);
         let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
         assert_eq!(got, vec![(3, st(WcStatus::RnrRetryExcErr))]);
+        assert_eq!(rig.qerrs, vec![q as u64, q2 as u64]);
         rig.cqs.clear();
 
         // NAK codes: invalid request, remote access error, remote operational error (and an unknown code)
@@ -2226,9 +2259,11 @@ mod tests {
             rig.run(&[a, b], &[ack(qn, 0x900, syn)]);
             let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
             assert_eq!(got, vec![(10, st(want)), (11, st(WcStatus::WrFlushErr))], "NAK {syn:#x}");
+            assert_eq!(rig.qerrs.last(), Some(&(qn as u64)), "NAK {syn:#x}");
             rig.cqs.clear();
         }
         assert_eq!(rig.rewinds.len(), 3);
+        assert_eq!(rig.qerrs.len(), 6);
     }
 
     #[test]

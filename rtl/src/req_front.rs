@@ -112,6 +112,11 @@ pub struct ReqFront {
     pub psn_ready: Signal<Out, Bit>,
     pub psn_qpn: Signal<In, Bits<24>>,
     pub psn_value: Signal<In, Bits<24>>,
+    /// The Completer put QP `qerr_qpn` in error: from now on its WQEs complete with WR_FLUSH_ERR without being
+    /// sent (rxe: a QP in ERROR sends nothing), until its send PSN is written again (CMD_WRITE_QP_REQ, as
+    /// modify_qp to RTS does). Taken every cycle; a PSN command write waits for it.
+    pub qerr_valid: Signal<In, Bit>,
+    pub qerr_qpn: Signal<In, Bits<8>>,
     /// Key Cache write port (every MR write goes to both copies).
     pub kc_wr_en: Signal<In, Bit>,
     pub kc_inv_en: Signal<In, Bit>,
@@ -157,6 +162,9 @@ pub struct ReqFront {
     /// The rewind generation each QP's slots must carry (the SQ Ring's, kept in step: both go up by one per
     /// rewind); a slot of an older generation was read before a rewind and is dropped.
     gen_ram: SdpRam<Bits<4>, 8>,
+    /// Per QP: the Completer put it in error (read with the slot, like the PSN).
+    err_ram: SdpRam<Bit, 8>,
+    q_err: DFF<Bit>,
     add_la: PipeAdd64,
     add_ra: PipeAdd64,
     add_ln: PipeAdd64,
@@ -232,6 +240,8 @@ impl Default for ReqFront {
             psn_ready: Default::default(),
             psn_qpn: Default::default(),
             psn_value: Default::default(),
+            qerr_valid: Default::default(),
+            qerr_qpn: Default::default(),
             kc_wr_en: Default::default(),
             kc_inv_en: Default::default(),
             kc_wr_index: Default::default(),
@@ -267,6 +277,8 @@ impl Default for ReqFront {
             ctx_ram: Default::default(),
             psn_ram: Default::default(),
             gen_ram: Default::default(),
+            err_ram: Default::default(),
+            q_err: Default::default(),
             add_la: Default::default(),
             add_ra: Default::default(),
             add_ln: Default::default(),
@@ -328,9 +340,9 @@ impl Logic for ReqFront {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
-            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv
+            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err
         );
-        clock!(self, clock, gen_ram, add_la, add_ra, add_ln);
+        clock!(self, clock, gen_ram, err_ram, add_la, add_ra, add_ln);
         self.kc.clock.next = self.clock.val();
         self.ctx_ram.clock.next = self.clock.val();
         self.psn_ram.clock.next = self.clock.val();
@@ -358,7 +370,17 @@ impl Logic for ReqFront {
         self.gen_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
         self.gen_ram.wdata.next = self.gen.q.val() + self.one4.val();
         // PSN RAM: the write-back (Emit) and a rewind (RwSq) win; a command write waits (psn_ready low)
-        self.psn_ready.next = (self.state.q.val() != FrontState::Emit) & (self.state.q.val() != FrontState::RwSq);
+        self.psn_ready.next = (self.state.q.val() != FrontState::Emit)
+            & (self.state.q.val() != FrontState::RwSq)
+            & !self.qerr_valid.val();
+        // error flags: set by the Completer, cleared by a PSN command write
+        self.err_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        self.err_ram.we.next = self.qerr_valid.val() | (self.psn_we.val() & self.psn_ready.val());
+        self.err_ram.waddr.next = self.psn_qpn.val().get_bits::<8>(0);
+        if self.qerr_valid.val() {
+            self.err_ram.waddr.next = self.qerr_qpn.val();
+        }
+        self.err_ram.wdata.next = self.qerr_valid.val();
         self.psn_ram.we.next = self.psn_we.val() & self.psn_ready.val();
         self.psn_ram.waddr.next = self.psn_qpn.val().get_bits::<8>(0);
         self.psn_ram.wdata.next.psn = self.psn_value.val();
@@ -445,6 +467,7 @@ impl Logic for ReqFront {
                 self.ctx.d.next = self.ctx_ram.rdata.val();
                 self.sp.d.next = self.psn_ram.rdata.val();
                 self.gen.d.next = self.gen_ram.rdata.val();
+                self.q_err.d.next = self.err_ram.rdata.val();
                 self.state.d.next = FrontState::Key;
                 if self.gen_ram.rdata.val() != self.wqe_gen.val() {
                     // read before a rewind of its QP: it will come again; dropped
@@ -516,6 +539,9 @@ impl Logic for ReqFront {
                             self.status.d.next = self.s_flush.val();
                         }
                     }
+                    if self.q_err.q.val() {
+                        self.status.d.next = self.s_flush.val();
+                    }
                     self.state.d.next = FrontState::Run;
                     self.next_psn.d.next = self.sp.q.val().psn;
                     self.next_noack.d.next = self.sp.q.val().noack;
@@ -523,6 +549,7 @@ impl Logic for ReqFront {
                     self.swait.d.next = self.zero2.val();
                     // hand the WQE to the Requester unless it failed its checks
                     if self.kc.res_ok.val()
+                        & !self.q_err.q.val()
                         & ((self.l_flags.val() & self.f_unsup.val()) == self.zero8.val())
                         & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()))
                     {
@@ -894,5 +921,39 @@ mod tests {
         let (d, i) = r.wqe(1, 9, &SendWqe { opcode: WR_RDMA_READ, lkey: 0x0501, ..w }, never);
         assert!(d.is_none());
         assert_eq!(i.status.to_u64(), WcStatus::LocProtErr as u64);
+    }
+
+    /// The Completer put a QP in error (retry exhausted, a NAK): its WQEs are flushed without being sent, the
+    /// other QPs go on, and a new send PSN (modify_qp to RTS) clears it. A PSN write waits for the pulse.
+    #[test]
+    fn a_qp_the_completer_put_in_error_sends_nothing_until_its_psn_is_written() {
+        let mut r = Rig::new();
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0x1);
+        for q in [1, 2] {
+            r.ctx(q, ctx(QpState::Rts));
+            r.psn(q, 50);
+        }
+        let w = SendWqe { wr_id: 1, opcode: WR_SEND, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0000, length: 64, lkey: 0x0301, ..Default::default() };
+        let sent = |d: &ReqDesc| (d.psn.to_u64() + 1, 0, false);
+        let never = |_: &ReqDesc| -> (u64, u64, bool) { panic!("nothing may be sent") };
+        // QP 1 to error; a PSN command write in the same cycle waits
+        r.u.qerr_valid.next = true;
+        r.u.qerr_qpn.next = bits(1);
+        r.u.psn_we.next = true;
+        simulate(&mut r.u, 200);
+        assert!(!r.u.psn_ready.val(), "the error pulse has the flag RAM's write port");
+        r.u.psn_we.next = false;
+        r.clock();
+        r.u.qerr_valid.next = false;
+        let (d, i) = r.wqe(1, 0, &w, never);
+        assert!(d.is_none());
+        assert_eq!((i.status.to_u64(), i.first_psn.to_u64(), i.next_psn.to_u64()), (WcStatus::WrFlushErr as u64, 50, 50));
+        let (d, i) = r.wqe(2, 0, &w, sent);
+        assert!(d.is_some() && i.status.to_u64() == 0, "QP 2 is untouched");
+        // modify_qp to RTS writes the send PSN: QP 1 sends again
+        r.psn(1, 90);
+        let (d, i) = r.wqe(1, 1, &w, sent);
+        assert_eq!(d.map(|d| d.psn.to_u64()), Some(90));
+        assert_eq!(i.status.to_u64(), 0);
     }
 }

@@ -698,6 +698,8 @@ impl Logic for Rnic {
         self.front.rw_idx.next = self.comp.rw_idx.val();
         self.front.rw_psn.next = self.comp.rw_psn.val();
         self.front.rw_skip.next = self.comp.rw_skip.val();
+        self.front.qerr_valid.next = self.comp.qerr_valid.val();
+        self.front.qerr_qpn.next = self.comp.qerr_qpn.val();
         self.sq.rw_valid.next = self.front.sq_rw_valid.val();
         self.front.sq_rw_ready.next = self.sq.rw_ready.val();
         self.sq.rw_qpn.next = self.front.sq_rw_qpn.val();

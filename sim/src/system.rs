@@ -311,7 +311,15 @@ pub struct System<D: RnicDut = Clocked<VRnic>> {
     pub last_activity: u64,
     /// The other RNIC on this one's link ([`System::pair`]): each step steps both, frames cross over.
     partner: Option<std::rc::Weak<RefCell<System<D>>>>,
+    /// Targeted loss for the rule tests: a frame from the RNIC reaches the golden peer only if this returns
+    /// true (the TX pcap and `sent` still show it: the tap is before the loss).
+    pub to_peer_filter: Option<FrameFilter>,
+    /// The same for the golden peer's frames to the RNIC (a dropped one never enters the link or its pcap).
+    pub to_rnic_filter: Option<FrameFilter>,
 }
+
+/// A frame filter: `true` delivers the frame.
+pub type FrameFilter = Box<dyn FnMut(&[u8]) -> bool>;
 
 impl System<Clocked<VRnic>> {
     /// The Verilator model; `pcap_dir`: where `rnic-tx.pcap` and `rnic-rx.pcap` go.
@@ -369,6 +377,8 @@ impl<D: RnicDut> System<D> {
             dma_write_starts: Vec::new(),
             tx_in_frame: false,
             wr_prev: false,
+            to_peer_filter: None,
+            to_rnic_filter: None,
         })
     }
 
@@ -497,8 +507,10 @@ impl<D: RnicDut> System<D> {
             if b.last {
                 let f = std::mem::take(&mut self.rx_frame);
                 let now = self.now_ns();
-                for o in self.peer.process(now, &f) {
-                    self.to_rnic.push_back((o, 0));
+                if self.to_peer_filter.as_mut().map_or(true, |keep| keep(&f)) {
+                    for o in self.peer.process(now, &f) {
+                        self.queue_to_rnic(o);
+                    }
                 }
                 self.sent.push(f);
             }
@@ -509,7 +521,7 @@ impl<D: RnicDut> System<D> {
         if c % 64 == 0 && !self.detached {
             let now = self.now_ns();
             for o in self.peer.poll(now) {
-                self.to_rnic.push_back((o, 0));
+                self.queue_to_rnic(o);
             }
         }
         if self.inl.tx_ready() {
@@ -525,6 +537,13 @@ impl<D: RnicDut> System<D> {
             }
         }
         self.cycle += 1;
+    }
+
+    /// A frame of the golden peer's, through `to_rnic_filter`, onto the link to the RNIC.
+    fn queue_to_rnic(&mut self, f: Vec<u8>) {
+        if self.to_rnic_filter.as_mut().map_or(true, |keep| keep(&f)) {
+            self.to_rnic.push_back((f, 0));
+        }
     }
 
     /// Send a frame to the RNIC as if the peer had sent it (after the peer's own queued frames).
