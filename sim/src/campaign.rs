@@ -65,10 +65,13 @@ fn link_faults(l: &LinkStats) -> String {
     format!("{} sent, {} dropped, {} duplicated, {} reordered, {} corrupted", l.sent, l.dropped, l.duplicated, l.reordered, l.corrupted)
 }
 
-pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
+pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let dir = dir.to_path_buf();
     let mut summary = String::new();
     let mut r = rig(mtu, &dir);
+    if let Some(v) = vcd {
+        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
+    }
     let mut qps = vec![(r.qpn, r.peer_qpn)];
     for i in 1..QPS {
         qps.push(r.add_qp_pair(mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32));
@@ -219,10 +222,13 @@ pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
 
 
 /// The RTL as requester: our driver posts the messages, the golden model answers.
-pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
+pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let dir = dir.to_path_buf();
     let mut summary = String::new();
     let mut r = rig(mtu, &dir);
+    if let Some(v) = vcd {
+        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
+    }
     let mut qps = vec![(r.qpn, r.peer_qpn)];
     for i in 1..QPS {
         qps.push(r.add_qp_pair(mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32));
@@ -375,12 +381,18 @@ pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
 /// RTL against RTL (`sim::pair::PairRig`, two Verilator RNICs in lockstep): both directions at once, 16 QP
 /// pairs, each RNIC's inbound link faulty; every message of both sides completes with success, every byte
 /// lands, receive completions exactly once and in order per QP.
-pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
+pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let mut summary = String::new();
     use crate::pair::PairRig;
     const BUF: u64 = 4 << 20;
     let (wr_area, recv_area, rd_area) = (2u64 << 20, (2u64 << 20) + (600 << 10), (2u64 << 20) + (1200 << 10));
     let mut p = PairRig::with_qps(mtu, BUF, QPS, &dir).unwrap();
+    if let Some(v) = vcd {
+        // A into the file given, B beside it
+        let b = v.with_extension("b.vcd");
+        p.a.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
+        p.b.sys.borrow_mut().rnic.start_trace(b.to_str().expect("a UTF-8 VCD path"));
+    }
     for side in [&mut p.a, &mut p.b] {
         for q in side.qps.clone() {
             side.drv.modify_qp(q, &QpAttr { timeout: Some(4), ..Default::default() }).unwrap();

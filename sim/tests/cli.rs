@@ -87,15 +87,23 @@ fn bench_quick_runs_every_point() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// `rnic campaign`: one round of the RTL requester on a 5 %-drop link passes and writes its pcaps; a bad
+/// `rnic campaign`: one round of the RTL requester on a 5 %-drop link passes and writes its pcaps and, on
+/// request, a VCD; a bad
 /// role or an out-of-range fault rate is a one-line error with exit 2.
 #[test]
 fn campaign_runs_a_round_and_refuses_bad_arguments() {
     let d = tmp("campaign");
-    let (code, out, err) = rnic(&["campaign", "--role", "requester", "--messages", "32", "--drop", "0.05", "--out", d.to_str().unwrap()]);
+    let vcd = d.join("run.vcd");
+    let (code, out, err) =
+        rnic(&["campaign", "--role", "requester", "--messages", "32", "--drop", "0.05", "--out", d.to_str().unwrap(), "--vcd", vcd.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("RTL requester: 32 messages") && out.contains("PASS"), "{out}");
     assert!(d.join("rnic-tx.pcap").exists() && d.join("rnic-rx.pcap").exists());
+    // the VCD on request: the top's ports, sampled over the whole run
+    let head: Vec<u8> = std::fs::read(&vcd).expect("the VCD").into_iter().take(1 << 16).collect();
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with("$version") && head.contains("m_axis$tvalid"), "{}", &head[..200.min(head.len())]);
+    assert!(std::fs::metadata(&vcd).unwrap().len() > 1 << 20, "a VCD of the whole run");
     let (code, _, err) = rnic(&["campaign", "--role", "sideways"]);
     assert_eq!(code, 2);
     assert!(err.contains("--role is responder, requester or pair"), "{err}");

@@ -14,7 +14,7 @@ fn dir(name: &str) -> std::path::PathBuf {
 /// 1 % drop, 0.5 % duplicate, 0.5 % reorder, 0.1 % corrupt each way (the rates), MTU 1024.
 #[test]
 fn golden_requester_and_rtl_responder_on_a_lossy_link_mtu_1024() {
-    eprint!("{}", responder(0xFA17, 1024, 24, MacFaults::campaign(), &dir("golden_requester_and_rtl_responder_on_a_lossy_link_mtu_1024"), &mut |_| {}));
+    eprint!("{}", responder(0xFA17, 1024, 24, MacFaults::campaign(), &dir("golden_requester_and_rtl_responder_on_a_lossy_link_mtu_1024"), None, &mut |_| {}));
 }
 
 /// Five times the rates, MTU 4096 (long messages are one to four packets: most losses hit a message's only
@@ -22,7 +22,7 @@ fn golden_requester_and_rtl_responder_on_a_lossy_link_mtu_1024() {
 #[test]
 fn golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096() {
     let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
-    eprint!("{}", responder(0xBAD5EED, 4096, 4, f, &dir("golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096"), &mut |_| {}));
+    eprint!("{}", responder(0xBAD5EED, 4096, 4, f, &dir("golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
 
 /// MTU 256: every 16 KiB message is 64 packets, so go-back-N restarts mid-message (MIDDLE/LAST without a
@@ -30,38 +30,38 @@ fn golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096() {
 #[test]
 fn golden_requester_and_rtl_responder_on_a_lossy_link_mtu_256() {
     let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, reorder_cycles: 2_000 };
-    eprint!("{}", responder(0x256, 256, 4, f, &dir("golden_requester_and_rtl_responder_on_a_lossy_link_mtu_256"), &mut |_| {}));
+    eprint!("{}", responder(0x256, 256, 4, f, &dir("golden_requester_and_rtl_responder_on_a_lossy_link_mtu_256"), None, &mut |_| {}));
 }
 
 /// The RTL's go-back-N at the rates, MTU 1024.
 #[test]
 fn rtl_requester_and_golden_responder_on_a_lossy_link_mtu_1024() {
-    eprint!("{}", requester(0x5EED1, 1024, 24, MacFaults::campaign(), &dir("rtl_requester_and_golden_responder_on_a_lossy_link_mtu_1024"), &mut |_| {}));
+    eprint!("{}", requester(0x5EED1, 1024, 24, MacFaults::campaign(), &dir("rtl_requester_and_golden_responder_on_a_lossy_link_mtu_1024"), None, &mut |_| {}));
 }
 
 /// MTU 256, twice the rates: long messages are resumed mid-message (MIDDLE/LAST, READs for the rest).
 #[test]
 fn rtl_requester_and_golden_responder_on_a_lossy_link_mtu_256() {
     let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, reorder_cycles: 2_000 };
-    eprint!("{}", requester(0x5EED2, 256, 4, f, &dir("rtl_requester_and_golden_responder_on_a_lossy_link_mtu_256"), &mut |_| {}));
+    eprint!("{}", requester(0x5EED2, 256, 4, f, &dir("rtl_requester_and_golden_responder_on_a_lossy_link_mtu_256"), None, &mut |_| {}));
 }
 
 /// MTU 4096, five times the rates.
 #[test]
 fn rtl_requester_and_golden_responder_on_a_hostile_link_mtu_4096() {
     let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
-    eprint!("{}", requester(0x5EED3, 4096, 4, f, &dir("rtl_requester_and_golden_responder_on_a_hostile_link_mtu_4096"), &mut |_| {}));
+    eprint!("{}", requester(0x5EED3, 4096, 4, f, &dir("rtl_requester_and_golden_responder_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
 
 /// RTL against RTL at 100 Gb/s with the fault rates, MTU 1024.
 #[test]
 fn rtl_pair_on_a_lossy_link_mtu_1024() {
-    eprint!("{}", pair(0xBA1B, 1024, 8, MacFaults::campaign(), &dir("rtl_pair_on_a_lossy_link_mtu_1024"), &mut |_| {}));
+    eprint!("{}", pair(0xBA1B, 1024, 8, MacFaults::campaign(), &dir("rtl_pair_on_a_lossy_link_mtu_1024"), None, &mut |_| {}));
 }
 
 /// RTL against RTL, MTU 4096, five times the rates.
 #[test]
 fn rtl_pair_on_a_hostile_link_mtu_4096() {
     let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
-    eprint!("{}", pair(0xBA1C, 4096, 4, f, &dir("rtl_pair_on_a_hostile_link_mtu_4096"), &mut |_| {}));
+    eprint!("{}", pair(0xBA1C, 4096, 4, f, &dir("rtl_pair_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
