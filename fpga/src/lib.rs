@@ -42,6 +42,7 @@ fn table() -> Vec<Entry> {
         ("scatter_path", || rtl::verilog_of(&mut rtl::scatter::ScatterPath::default()), Some(6)),
         ("csr", || rtl::verilog_of(&mut rtl::csr::Csr::default()), Some(6)),
         ("completer", || rtl::verilog_of(&mut rtl::completer::Completer::default()), Some(6)),
+        ("atomic_alu", || rtl::verilog_of(&mut rtl::atomic_unit::AtomicAlu::default()), Some(6)),
         ("sq_ring", || rtl::verilog_of(&mut rtl::sq_ring::SqRing::<256, 8>::default()), Some(6)),
         ("cqe_gen", || rtl::verilog_of(&mut rtl::cqe_gen::CqeGen::<256, 8>::default()), Some(6)),
         ("arp_responder", || rtl::verilog_of(&mut rtl::arp::ArpResponder::default()), Some(6)),

@@ -1,5 +1,6 @@
 //! Synthesizable blocks of the RoCEv2 RNIC, in rust-hdl. One file per block, its unit test beside it.
 pub mod arp;
+pub mod atomic_unit;
 pub mod axis;
 pub mod bytemap;
 pub mod consts;
