@@ -26,10 +26,10 @@
 //! A record with `status != 0` (failed its local checks, never sent) completes with that status when it
 //! reaches the head of its list, in order. Only signaled WQEs and errors produce a completion.
 //!
-//! **Not yet (counted and dropped):** NAKs, RNR NAKs and implied NAKs (retry, `comp_psn` on NAK-sequence and
-//! the retransmit timer are issue 5; so is a read retry restarting with FIRST at the WQE's first PSN, which
-//! without retries cannot happen and is a BAD_RESP here); ATOMIC ACKNOWLEDGE (issue 6 writes the original
-//! value and completes the atomic; until then its WQE stays at the head).
+//! **ATOMIC ACKNOWLEDGE** (an ACK syndrome, for a pending atomic at its PSN): the original value (AtomicAckETH,
+//! big-endian on the wire) goes to the WQE's local buffer in host byte order, one 8-byte Scatter command, then
+//! the atomic completes with its WC opcode (COMP_SWAP / FETCH_ADD). NAKs, RNR NAKs, implied NAKs and the
+//! retransmit timer: go-back-N, see `docs/architecture.md`.
 //!
 //! **Timing** (322 MHz, at most 6 LUT6 levels; the gate measures 4): one event at a time by a state machine.
 //! PSN compares mod 2^24 as rxe `psn_compare` in two registered stages ([`PsnCmp`], as `psn_check.rs`: narrow
@@ -64,7 +64,7 @@
 //! Event counters (`counters[i]`): [`CNT_ACKS`] ACKs received (ACKNOWLEDGE with an ACK syndrome), [`CNT_NAKS`]
 //! NAKs received (NAK syndrome), [`CNT_RNR_NAKS`] RNR NAKs received, [`CNT_DROPPED`] responses dropped for no
 //! pending WQE or as stale (the model's `NoPendingWqe` + `StaleResponse`), [`CNT_BAD`] bad responses
-//! (BAD_RESP completions), [`CNT_IMPLIED_NAKS`] implied NAKs, [`CNT_ATOMIC_ACKS`] atomic ACKs ignored.
+//! (BAD_RESP completions), [`CNT_IMPLIED_NAKS`] implied NAKs, [`CNT_ATOMIC_ACKS`] atomic ACKs taken.
 
 use rust_hdl::prelude::*;
 
@@ -394,6 +394,8 @@ enum CompState {
     Rt2,
     RtOut,
     RnrW,
+    AtCmd,
+    AtEnd,
 }
 
 /// The Completer (see the module documentation).
@@ -482,6 +484,8 @@ pub struct Completer {
     pa_room: PipeAdd64,
     pa_rd: PipeAdd64,
     pf: Fifo<PayBeat, 4, 5>,
+    /// An ATOMIC_ACKNOWLEDGE's original value in host (little-endian) byte order: AtomicAckETH bytes reversed.
+    h_orig: DFF<Bits<64>>,
     cnt: [EventCounter; COMP_COUNTERS],
 
     state: DFF<CompState>,
@@ -607,6 +611,8 @@ pub struct Completer {
     k8_4: Constant<Bits<4>>,
     k0_8: Constant<Bits<8>>,
     k0_13: Constant<Bits<13>>,
+    k8_13: Constant<Bits<13>>,
+    kff_64: Constant<Bits<64>>,
     k0_19: Constant<Bits<19>>,
     k0_32: Constant<Bits<32>>,
     k0_3: Constant<Bits<3>>,
@@ -732,6 +738,7 @@ impl Default for Completer {
             pa_room: Default::default(),
             pa_rd: Default::default(),
             pf: Default::default(),
+            h_orig: Default::default(),
             cnt: Default::default(),
             state: Default::default(),
             prio: Default::default(),
@@ -848,6 +855,8 @@ impl Default for Completer {
             k8_4: k(8),
             k0_8: k(0),
             k0_13: k(0),
+            k8_13: k(8),
+            kff_64: k(0xFF),
             k0_19: k(0),
             k0_32: k(0),
             k0_3: k(0),
@@ -916,7 +925,7 @@ impl Logic for Completer {
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
             pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
             tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
-            s_nl, qerr, qerr_q
+            s_nl, qerr, qerr_q, h_orig
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd, pa_addr,
@@ -1178,6 +1187,15 @@ impl Logic for Completer {
                     self.cqn_ram.raddr.next = self.l_hqpn.val().get_bits::<8>(0);
                     self.h_psn.d.next = self.hdr.val().psn;
                     self.h_syn.d.next = self.l_ext.val().get_bits::<8>(0);
+                    // AETH (bytes 0..4), then AtomicAckETH's big-endian original value (bytes 4..12)
+                    self.h_orig.d.next = bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(88))
+                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(80)) << 8)
+                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(72)) << 16)
+                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(64)) << 24)
+                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(56)) << 32)
+                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(48)) << 40)
+                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(40)) << 48)
+                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(32)) << 56);
                     self.h_plen.d.next = self.hdr_pay_len.val();
                     self.paypend.d.next = self.hdr_pay_len.val() != self.k0_13.val();
                     self.d_ackop.d.next = self.l_hop.val() == self.op_ack.val();
@@ -1400,6 +1418,28 @@ impl Logic for Completer {
                     self.state.d.next = CompState::Done;
                 }
             }
+            CompState::AtCmd => {
+                // one 8-byte Scatter command at the WQE's (translated) local address, its beat with it
+                self.s_addr.next = self.rec.q.val().laddr;
+                self.s_len.next = self.k8_13.val();
+                self.s_valid.next = !self.pf.full.val();
+                if self.s_ready.val() & !self.pf.full.val() {
+                    self.pf.push.next = true;
+                    self.pf.din.next.data = bit_cast::<512, 64>(self.h_orig.q.val());
+                    self.pf.din.next.keep = self.kff_64.val();
+                    self.pf.din.next.last = true;
+                    self.state.d.next = CompState::AtEnd;
+                }
+            }
+            CompState::AtEnd => {
+                // complete once the value has gone to the Scatter Path
+                if self.pf.empty.val() {
+                    self.s_comp.d.next = self.psn1.q.val();
+                    self.cstat.d.next = self.k0_8.val();
+                    self.resp.d.next = false;
+                    self.state.d.next = CompState::CqLoad;
+                }
+            }
             CompState::RnrW => {
                 // the RNR wait's deadline (3 cycles of the adder), then the timer
                 self.tw.d.next = self.tw.q.val() + self.k1_2.val();
@@ -1606,7 +1646,9 @@ impl Logic for Completer {
                     self.add_rd.load.next = true;
                     self.state.d.next = CompState::RdWait;
                 } else if self.act.q.val() == self.a_atomic.val() {
+                    // the original value goes to the local buffer, then the atomic completes
                     self.cnt[6].inc.next = true;
+                    self.state.d.next = CompState::AtCmd;
                 } else if self.act.q.val() == self.a_ack_adv.val() {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
@@ -1995,8 +2037,16 @@ mod tests {
         }
     }
 
-    fn ops() -> [WrOpcode; 5] {
-        [WrOpcode::Send, WrOpcode::SendWithImm, WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::RdmaRead]
+    fn ops() -> [WrOpcode; 7] {
+        [
+            WrOpcode::Send,
+            WrOpcode::SendWithImm,
+            WrOpcode::RdmaWrite,
+            WrOpcode::RdmaWriteWithImm,
+            WrOpcode::RdmaRead,
+            WrOpcode::AtomicFetchAndAdd,
+            WrOpcode::AtomicCmpAndSwp,
+        ]
     }
 
     /// Golden campaign: two model devices; the requester's WQEs as ReqIssued records (PSNs as the model assigned
@@ -2037,16 +2087,24 @@ mod tests {
                 let mut iss = Vec::new();
                 let mut reads = Vec::new();
                 for _ in 0..n {
-                    let op = ops()[rng.gen_range(0..5)];
-                    let len = [0, 1, m - 1, m, m + 1, 3 * m + 17][rng.gen_range(0..6)];
+                    let op = ops()[rng.gen_range(0..7)];
+                    let mut len = [0, 1, m - 1, m, m + 1, 3 * m + 17][rng.gen_range(0..6)];
+                    if op.is_atomic() {
+                        len = 8;
+                    }
                     let off = rng.gen_range(0..(1u64 << 16) - len);
                     let mut wr = SendWr::new(wid, op, vec![Sge { addr: abuf + off, length: len as u32, lkey: amr.lkey }]);
                     wr.remote_addr = bbuf + rng.gen_range(0..(1u64 << 16) - len);
+                    if op.is_atomic() {
+                        wr.remote_addr &= !7;
+                        wr.compare_add = if rng.gen_bool(0.5) { p.b.mem().read_u64(wr.remote_addr).unwrap() } else { rng.gen() };
+                        wr.swap = rng.gen();
+                    }
                     wr.rkey = bmr.rkey;
                     wr.imm_data = rng.gen();
                     wr.flags.signaled = rng.gen_bool(0.7);
                     p.a.post_send(qa, wr.clone()).unwrap();
-                    if op == WrOpcode::RdmaRead {
+                    if op.is_read_or_atomic() {
                         reads.push((abuf + off, len));
                     }
                     iss.push((wr, off, len));
@@ -2149,6 +2207,7 @@ mod tests {
         assert!(rig.fast > 20, "{} read responses took the fast path", rig.fast);
         assert_eq!(rig.counter(CNT_BAD), 0);
         assert_eq!(rig.counter(CNT_IMPLIED_NAKS), 0);
+        assert!(rig.counter(CNT_ATOMIC_ACKS) > 10, "{} atomics", rig.counter(CNT_ATOMIC_ACKS));
         (ncq, nbytes, coalesced)
     }
 
@@ -2264,6 +2323,50 @@ mod tests {
         }
         assert_eq!(rig.rewinds.len(), 3);
         assert_eq!(rig.qerrs.len(), 6);
+    }
+
+    /// ATOMIC_ACKNOWLEDGE: the original value (big-endian in AtomicAckETH) lands in the WQE's local buffer in
+    /// host byte order, 8 bytes and no more, and the atomic completes with its own WC opcode after the WRITE
+    /// before it; an atomic ACK for a WRITE is a bad response.
+    #[test]
+    fn an_atomic_ack_writes_the_original_value_and_completes_the_atomic() {
+        use testbench::host::{WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_WRITE, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_WRITE};
+        let atomic_ack = |qpn: u32, psn: u32, orig: u64| {
+            let mut r = ack(qpn, psn, AETH_TYPE_ACK | 0x1F);
+            r.h.opcode = bits(RC_ATOMIC_ACKNOWLEDGE as u64);
+            let mut ext = bits::<352>(u64::from(AETH_TYPE_ACK | 0x1F));
+            for (j, b) in orig.to_be_bytes().iter().enumerate() {
+                ext.set_bits::<8>(8 * (4 + j), bits::<8>(*b as u64));
+            }
+            r.h.ext = ext;
+            r.ew = 3;
+            r
+        };
+        let mut rig = Rig::new(9);
+        let q = 0x44u32;
+        rig.set_cq(q, 0x60);
+        let p = 0xFF_FFFE;
+        let w = rec(q, 1, WR_RDMA_WRITE, p, 1, 64, true, WcStatus::Success);
+        let f = rec(q, 2, WR_ATOMIC_FETCH_AND_ADD, psn_add(p, 1), 1, 8, true, WcStatus::Success);
+        let c = rec(q, 3, WR_ATOMIC_CMP_AND_SWP, psn_add(p, 2), 1, 8, true, WcStatus::Success);
+        let orig_f = 0x0102_0304_0506_0708u64;
+        let orig_c = 0xF0E0_D0C0_B0A0_9080u64;
+        rig.run(&[w, f, c], &[ack(q, p, 0x1F), atomic_ack(q, psn_add(p, 1), orig_f), atomic_ack(q, psn_add(p, 2), orig_c)]);
+        let got: Vec<(u64, u64, u64, u64)> = rig.cqs.iter().map(|x| (x.wr_id, x.status, x.opcode, x.byte_len)).collect();
+        assert_eq!(got, vec![(1, 0, WC_RDMA_WRITE as u64, 64), (2, 0, WC_FETCH_ADD as u64, 8), (3, 0, WC_COMP_SWAP as u64, 8)]);
+        for (wr, orig) in [(2u64, orig_f), (3, orig_c)] {
+            let a = 0x1000 * (wr + 1);
+            let m: Vec<u8> = (0..8).map(|i| *rig.mem.get(&(a + i)).expect("scattered")).collect();
+            assert_eq!(m, orig.to_le_bytes(), "WQE {wr}: the original value in host byte order");
+            assert!(!rig.mem.contains_key(&(a + 8)) && !rig.mem.contains_key(&(a - 1)), "8 bytes, no more");
+        }
+        assert_eq!(rig.counter(CNT_ATOMIC_ACKS), 2);
+        // an ATOMIC_ACKNOWLEDGE for a WRITE: BAD_RESP
+        rig.cqs.clear();
+        let q2 = 0x45u32;
+        rig.set_cq(q2, 0x61);
+        rig.run(&[rec(q2, 7, WR_RDMA_WRITE, 0x10, 1, 64, true, WcStatus::Success)], &[atomic_ack(q2, 0x10, 5)]);
+        assert_eq!(rig.cqs.iter().map(|x| (x.wr_id, x.status)).collect::<Vec<_>>(), vec![(7, wc_status_code(WcStatus::BadRespErr) as u64)]);
     }
 
     #[test]

@@ -385,3 +385,52 @@ fn eight_qps_at_once() {
     }
     assert_eq!(s.peer.counters().total_drops(), 0);
 }
+
+/// Atomics from our Requester to the golden peer's Responder: FETCH_ADD and COMPARE_SWAP (one compare that
+/// hits, one that misses) on 8-byte words of the peer's memory; the peer's words change as the verbs say,
+/// the original values land in our local buffers in host byte order, and each completes with its own WC opcode.
+#[test]
+fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
+    let dir = std::env::temp_dir().join(format!("rnic-system-atomics-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    // Our Requester sends atomics and our Completer completes them, but our Responder does not execute them
+    // yet (issue 6), so the device does not advertise CAP_ATOMIC and the driver refuses atomic WQEs; this test
+    // lifts the driver's check by hand to exercise the requester side.
+    assert_eq!(r.drv.info.caps & testbench::host::CAP_ATOMIC, 0, "CAP_ATOMIC is advertised now: drop this override");
+    r.drv.info.caps |= testbench::host::CAP_ATOMIC;
+    let words = [0x1111_2222_3333_4444u64, u64::MAX, 0x0123_4567_89AB_CDEF, 42];
+    {
+        let mut s = r.sys.borrow_mut();
+        for (i, w) in words.iter().enumerate() {
+            s.peer.mem_mut().write_u64(r.peer_buf + 0x100 + 8 * i as u64, *w).unwrap();
+        }
+    }
+    // (opcode, compare/add, swap, want at the peer)
+    let ops = [
+        (WrOpcode::AtomicFetchAndAdd, 5u64, 0u64, words[0].wrapping_add(5)),
+        (WrOpcode::AtomicFetchAndAdd, 1, 0, 0),
+        (WrOpcode::AtomicCmpAndSwp, words[2], 0xDEAD_BEEF, 0xDEAD_BEEF),
+        (WrOpcode::AtomicCmpAndSwp, 41, 7, 42),
+    ];
+    for (i, &(op, ca, sw, _)) in ops.iter().enumerate() {
+        let mut w = SendWr::new(900 + i as u64, op, vec![Sge { addr: r.src + 0x4000 + 8 * i as u64, length: 8, lkey: r.lkey }]);
+        w.remote_addr = r.peer_buf + 0x100 + 8 * i as u64;
+        w.rkey = r.peer_rkey;
+        w.compare_add = ca;
+        w.swap = sw;
+        r.drv.post_send(r.qpn, &w).unwrap();
+    }
+    let wcs = our_completions(&mut r, 4, 400_000);
+    assert_eq!(wcs.len(), 4, "{wcs:?}");
+    for (i, wc) in wcs.iter().enumerate() {
+        let want_op = if i < 2 { WcOpcode::FetchAdd } else { WcOpcode::CompSwap };
+        assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.byte_len), (900 + i as u64, WcStatus::Success, want_op, 8), "{wc:?}");
+    }
+    let s = r.sys.borrow();
+    for (i, &(_, _, _, want)) in ops.iter().enumerate() {
+        assert_eq!(s.peer.mem().read_u64(r.peer_buf + 0x100 + 8 * i as u64).unwrap(), want, "peer word {i}");
+        assert_eq!(r.src_bytes(0x4000 + 8 * i as u64, 8), words[i].to_le_bytes(), "original value {i} in our buffer");
+    }
+    assert_eq!(s.peer.counters().atomic_acks_sent, 4);
+    assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+}
