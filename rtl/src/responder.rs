@@ -43,7 +43,16 @@
 //! range, the responses are replayed from the request's PSN and VA: FIRST/ONLY when the PSN is the READ's first,
 //! **MIDDLE..LAST otherwise** (a mid-range retry never gets FIRST at a later PSN, which would put rxe's QP in
 //! error); else it is dropped and counted (`CNT_DROP_DUP`). A replay changes no QP state.
-//! **Atomics (issue 6)**: NAK invalid request and QP to error (the model executes them).
+//! **Atomics** (COMPARE_SWAP, FETCH_ADD; rxe `atomic_reply`): REMOTE_ATOMIC in the QP's access flags and
+//! `max_dest_rd_atomic` > 0 (else NAK invalid request), an 8-byte-aligned VA (else NAK invalid request), the
+//! R_Key for 8 bytes with REMOTE_ATOMIC (else NAK remote access error); then the Atomic Unit: the 64-byte
+//! block holding the target is read through the DMA read port, the [`AtomicAlu`] computes the new value, one
+//! 8-byte Scatter command writes it back, and ATOMIC_ACKNOWLEDGE (AETH with MSN + 1, the original value
+//! big-endian) answers; ePSN + 1. The Responder takes one packet at a time and the read of the next operation
+//! is issued after this write, so an atomic is indivisible with respect to every other operation of this RNIC
+//! on those bytes (other QPs included). The original value is saved in the QP's resource ring (`atomic` set);
+//! a duplicate atomic at that PSN is answered from it and never executed again; one whose resource is gone is
+//! dropped (rxe). Masked atomics, ATOMIC_WRITE and FLUSH: NAK invalid request, QP to error.
 //!
 //! **Timing** (<= 6 LUT6 levels): one packet at a time through a state machine; every wide sum (PSN/MSN +1,
 //! ack_psn - 1, addresses, offsets, residues) goes through a [`PipeAdd64`] whose operands are registers; the
@@ -68,7 +77,8 @@ use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::k;
 use crate::counter::EventCounter;
 use crate::fifo::SdpRam;
-use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
+use crate::atomic_unit::{AtomicAlu, ALU_CAS, ALU_FAA};
+use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
 use crate::lut::Lut8;
 use crate::completer::PsnCmp;
 use crate::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
@@ -199,6 +209,8 @@ pub struct ReadRes {
     pub rkey: Bits<32>,
     pub len: Bits<32>,
     pub dma: Bits<64>,
+    /// An atomic's saved result: `first` its PSN, `va` the original value it returned.
+    pub atomic: Bit,
 }
 
 /// Receive ring of a QP.
@@ -252,6 +264,14 @@ enum RespState {
     FlushCq,
     WriteBack,
     Drain,
+    AtRd,
+    AtResp,
+    AtAlu,
+    AtWait,
+    AtSc,
+    AtPay,
+    AtEnd,
+    AtAck,
 }
 
 /// The Responder (see the module documentation).
@@ -358,6 +378,13 @@ pub struct Responder {
     add_b: PipeAdd64,
     add_c: PipeAdd64,
     add_d: PipeAdd64,
+    /// The Atomic Unit's ALU; the atomic's operands (AtomicETH, big-endian on the wire), the original value read
+    /// (or saved, for a replay) and the new one.
+    alu: AtomicAlu,
+    h_swap: DFF<Bits<64>>,
+    h_cmp: DFF<Bits<64>>,
+    at_orig: DFF<Bits<64>>,
+    at_new: DFF<Bits<64>>,
     cnt: [EventCounter; RESP_COUNTERS],
     inc: [Signal<Local, Bit>; RESP_COUNTERS],
 
@@ -492,6 +519,8 @@ pub struct Responder {
     l_bth8: Signal<Local, Bits<8>>,
     l_rqpn: Signal<Local, Bits<24>>,
     l_reth: Signal<Local, Bits<128>>,
+    l_plain_at: Signal<Local, Bit>,
+    l_orig_be: Signal<Local, Bits<64>>,
     l_info: Signal<Local, Bits<10>>,
     l_pm: Signal<Local, Bits<3>>,
     l_access: Signal<Local, Bits<8>>,
@@ -558,6 +587,18 @@ pub struct Responder {
     kacc_lw: Constant<Bits<4>>,
     kacc_rr: Constant<Bits<4>>,
     kacc_rw: Constant<Bits<4>>,
+    kacc_ra: Constant<Bits<4>>,
+    acc_ra: Constant<Bits<8>>,
+    op_cas: Constant<Bits<8>>,
+    op_faa: Constant<Bits<8>>,
+    op_atack: Constant<Bits<8>>,
+    alu_cas: Constant<Bits<2>>,
+    alu_faa: Constant<Bits<2>>,
+    three3: Constant<Bits<3>>,
+    eight13: Constant<Bits<13>>,
+    eight32: Constant<Bits<32>>,
+    kff64: Constant<Bits<64>>,
+    m63: Constant<Bits<64>>,
     k_send_write: Constant<Bits<2>>,
     k_read: Constant<Bits<2>>,
     k_atomic: Constant<Bits<2>>,
@@ -676,6 +717,11 @@ impl Default for Responder {
             add_b: Default::default(),
             add_c: Default::default(),
             add_d: Default::default(),
+            alu: Default::default(),
+            h_swap: Default::default(),
+            h_cmp: Default::default(),
+            at_orig: Default::default(),
+            at_new: Default::default(),
             cnt: Default::default(),
             inc: Default::default(),
             state: Default::default(),
@@ -797,6 +843,8 @@ impl Default for Responder {
             l_bth8: Default::default(),
             l_rqpn: Default::default(),
             l_reth: Default::default(),
+            l_plain_at: Default::default(),
+            l_orig_be: Default::default(),
             l_info: Default::default(),
             l_pm: Default::default(),
             l_access: Default::default(),
@@ -862,6 +910,18 @@ impl Default for Responder {
             kacc_lw: k(ACC_LOCAL_WRITE),
             kacc_rr: k(ACC_REMOTE_READ),
             kacc_rw: k(ACC_REMOTE_WRITE),
+            kacc_ra: k(ACC_REMOTE_ATOMIC),
+            acc_ra: k(ACC_REMOTE_ATOMIC),
+            op_cas: k(RC_COMPARE_SWAP as u64),
+            op_faa: k(RC_FETCH_ADD as u64),
+            op_atack: k(RC_ATOMIC_ACKNOWLEDGE as u64),
+            alu_cas: k(ALU_CAS),
+            alu_faa: k(ALU_FAA),
+            three3: k(3),
+            eight13: k(8),
+            eight32: k(8),
+            kff64: k(0xFF),
+            m63: k(63),
             k_send_write: k(KIND_SEND_WRITE),
             k_read: k(KIND_READ),
             k_atomic: k(KIND_ATOMIC),
@@ -911,9 +971,9 @@ impl Logic for Responder {
             p_no_res, p_kind, ackm1, msn1, psn1, wqe_addr, va_s, end_s, kc_ok, kc_dma, kl_key, kl_va, kl_len, kl_acc,
             n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, g_ptr, resid, cur_psn, rfirst, rlast,
             rchunk, rmsn, replay, o_hdr, o_hv, o_gv, o_gaddr, o_glen, o_sv, o_saddr, o_cv, o_cwr, o_clen, o_cimm,
-            o_cstatus, o_cop, o_cflags, o_reason
+            o_cstatus, o_cop, o_cflags, o_reason, h_swap, h_cmp, at_orig, at_new
         );
-        clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d);
+        clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d, alu);
         for i in 0..12 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = self.inc[i].val();
@@ -955,6 +1015,28 @@ impl Logic for Responder {
         self.l_has_reth.next = self.l_info.val().get_bit(7);
         self.l_other.next = self.l_info.val().get_bit(9);
         self.l_sw.next = self.l_send.val() | self.l_write.val();
+        self.l_plain_at.next = (self.h_op.q.val() == self.op_cas.val()) | (self.h_op.q.val() == self.op_faa.val());
+        // the Atomic ALU: COMPARE_SWAP compares with `compare` and swaps in `swap`; FETCH_ADD adds `swap_add`
+        self.alu.in_valid.next = false;
+        self.alu.op.next = self.alu_faa.val();
+        self.alu.a.next = self.h_swap.q.val();
+        if self.h_op.q.val() == self.op_cas.val() {
+            self.alu.op.next = self.alu_cas.val();
+            self.alu.a.next = self.h_cmp.q.val();
+        }
+        self.alu.orig.next = self.at_orig.q.val();
+        self.alu.b.next = self.h_swap.q.val();
+        self.alu.am.next = self.zero64.val();
+        self.alu.bm.next = self.zero64.val();
+        // the original value, big-endian, for AtomicAckETH
+        self.l_orig_be.next = bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(56))
+            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(48)) << 8)
+            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(40)) << 16)
+            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(32)) << 24)
+            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(24)) << 32)
+            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(16)) << 40)
+            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(8)) << 48)
+            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(0)) << 56);
 
         // ---- QP state decode
         self.l_pm.next = self.st.q.val().path_mtu;
@@ -1080,6 +1162,7 @@ impl Logic for Responder {
         self.res_ram.wdata.next.rkey = self.h_rkey.q.val();
         self.res_ram.wdata.next.len = self.h_dlen.q.val();
         self.res_ram.wdata.next.dma = self.kc_dma.q.val();
+        self.res_ram.wdata.next.atomic = false;
         // the scan: a slot read at t is compared at t+1 (PsnCmp inputs), the verdict is out at t+3
         self.pc_lo.a.next = self.h_psn.q.val();
         self.pc_lo.b.next = self.res_ram.rdata.val().first;
@@ -1168,6 +1251,23 @@ impl Logic for Responder {
                         self.h_va.d.next = self.l_reth.val().get_bits::<64>(0);
                         self.h_rkey.d.next = self.l_reth.val().get_bits::<32>(64);
                         self.h_dlen.d.next = self.l_reth.val().get_bits::<32>(96);
+                        // AtomicETH: VA, R_Key, swap/add (bytes 12..20), compare (20..28), big-endian
+                        self.h_swap.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(96)) << 56)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(104)) << 48)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(112)) << 40)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(120)) << 32)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(128)) << 24)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(136)) << 16)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(144)) << 8)
+                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(152));
+                        self.h_cmp.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(160)) << 56)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(168)) << 48)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(176)) << 40)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(184)) << 32)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(192)) << 24)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(200)) << 16)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(208)) << 8)
+                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(216));
                         self.h_imm.d.next = self.l_ext.val().get_bits::<32>(0);
                         if self.info_lut.y.val().get_bit(7) {
                             self.h_imm.d.next = self.l_ext.val().get_bits::<32>(128);
@@ -1255,8 +1355,9 @@ impl Logic for Responder {
                 }
                 // check_op_valid
                 self.p_acc_ok.d.next = !((self.l_read.val() & ((self.l_access.val() & self.acc_rr.val()) == self.zero8.val()))
-                    | (self.l_write.val() & ((self.l_access.val() & self.acc_rw.val()) == self.zero8.val())));
-                self.p_no_res.d.next = self.l_read.val() & (self.l_mda.val() == self.zero8.val());
+                    | (self.l_write.val() & ((self.l_access.val() & self.acc_rw.val()) == self.zero8.val()))
+                    | (self.l_atomic.val() & ((self.l_access.val() & self.acc_ra.val()) == self.zero8.val())));
+                self.p_no_res.d.next = (self.l_read.val() | self.l_atomic.val()) & (self.l_mda.val() == self.zero8.val());
                 // check_resource
                 self.p_need_rwqe.d.next = (self.l_send.val() & self.l_start.val())
                     | (self.l_write.val() & self.l_imm.val() & self.l_end.val());
@@ -1352,9 +1453,13 @@ impl Logic for Responder {
                 if self.l_read.val() {
                     self.kl_acc.d.next = self.kacc_rr.val();
                 }
+                if self.l_atomic.val() {
+                    self.kl_len.d.next = self.eight32.val();
+                    self.kl_acc.d.next = self.kacc_ra.val();
+                }
                 self.kret.d.next = RespState::RkeyRes;
-                if !self.p_seq_ok.q.val() | self.l_atomic.val() | self.l_other.val() | !self.p_acc_ok.q.val()
-                    | self.p_no_res.q.val()
+                if !self.p_seq_ok.q.val() | (self.l_atomic.val() & !self.l_plain_at.val()) | self.l_other.val()
+                    | !self.p_acc_ok.q.val() | self.p_no_res.q.val()
                 {
                     self.state.d.next = RespState::ClassC;
                 } else if self.p_need_rwqe.q.val() & self.p_rq_empty.q.val() {
@@ -1366,6 +1471,12 @@ impl Logic for Responder {
                     self.state.d.next = RespState::TxAck;
                 } else if !self.p_len_ok.q.val() {
                     self.state.d.next = RespState::ClassC;
+                } else if self.l_atomic.val() {
+                    // an atomic's target must be 8-byte aligned (NAK invalid request), then its R_Key
+                    self.state.d.next = RespState::Kc;
+                    if self.h_va.q.val().get_bits::<3>(0) != self.zero3.val() {
+                        self.state.d.next = RespState::ClassC;
+                    }
                 } else if self.l_has_reth.val() {
                     self.state.d.next = RespState::Kc;
                 } else if self.l_write.val() {
@@ -1399,6 +1510,12 @@ impl Logic for Responder {
                 if !self.kc_ok.q.val() {
                     self.syn.d.next = self.syn_acc.val();
                     self.state.d.next = RespState::ClassC;
+                } else if self.l_atomic.val() {
+                    // the Atomic Unit: read the 8 bytes (their 64-byte block), compute, write back, answer
+                    self.n_msn.d.next = self.msn1.q.val();
+                    self.amsn.d.next = self.msn1.q.val();
+                    self.o_saddr.d.next = self.kc_dma.q.val();
+                    self.state.d.next = RespState::AtRd;
                 } else if self.l_write.val() {
                     if self.p_wl_dlen.q.val() {
                         self.state.d.next = RespState::ClassC;
@@ -1720,6 +1837,23 @@ impl Logic for Responder {
             RespState::DupGot => {
                 self.dr.d.next = self.res_ram.rdata.val();
                 self.state.d.next = RespState::DupSub;
+                if self.l_atomic.val() | self.res_ram.rdata.val().atomic {
+                    // a duplicate atomic is answered from its saved original value, never executed again (rxe);
+                    // anything else that lands on an atomic's resource is dropped
+                    self.inc[7].next = true;
+                    self.state.d.next = RespState::Drain;
+                    if self.l_atomic.val()
+                        & self.res_ram.rdata.val().atomic
+                        & (self.res_ram.rdata.val().first == self.h_psn.q.val())
+                    {
+                        self.inc[7].next = false;
+                        self.at_orig.d.next = self.res_ram.rdata.val().va;
+                        self.syn.d.next = self.syn_ack.val();
+                        self.amsn.d.next = self.rs_msn.q.val();
+                        self.ack_nxt.d.next = RespState::Drain;
+                        self.state.d.next = RespState::AtAck;
+                    }
+                }
             }
             RespState::DupSub => {
                 // VA - va_org (no borrow: VA >= va_org), VA + len (carry: overflow), va_org + length
@@ -1828,6 +1962,114 @@ impl Logic for Responder {
                 self.ci.d.next = self.ci1.q.val();
                 self.cq_nxt.d.next = RespState::Flush;
                 self.state.d.next = RespState::CqOut;
+            }
+            RespState::AtRd => {
+                self.rd_req_valid.next = true;
+                self.rd_req_addr.next = self.kc_dma.q.val() & !self.m63.val();
+                if self.rd_req_ready.val() {
+                    self.state.d.next = RespState::AtResp;
+                }
+            }
+            RespState::AtResp => {
+                // the 8-byte word at the target's offset in the block (host byte order)
+                self.rd_resp_ready.next = true;
+                if self.rd_resp_valid.val() {
+                    if self.kc_dma.q.val().get_bit(5) {
+                        if self.kc_dma.q.val().get_bit(4) {
+                            if self.kc_dma.q.val().get_bit(3) {
+                                self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(448);
+                            } else {
+                                self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(384);
+                            }
+                        } else if self.kc_dma.q.val().get_bit(3) {
+                            self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(320);
+                        } else {
+                            self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(256);
+                        }
+                    } else if self.kc_dma.q.val().get_bit(4) {
+                        if self.kc_dma.q.val().get_bit(3) {
+                            self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(192);
+                        } else {
+                            self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(128);
+                        }
+                    } else if self.kc_dma.q.val().get_bit(3) {
+                        self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(64);
+                    } else {
+                        self.at_orig.d.next = self.l_wqe.val().get_bits::<64>(0);
+                    }
+                    if self.rd_resp_last.val() {
+                        self.state.d.next = RespState::AtAlu;
+                    }
+                }
+            }
+            RespState::AtAlu => {
+                self.alu.in_valid.next = true;
+                self.h_plen.d.next = self.eight13.val();
+                self.state.d.next = RespState::AtWait;
+            }
+            RespState::AtWait => {
+                if self.alu.out_valid.val() {
+                    self.at_new.d.next = self.alu.result.val();
+                    self.state.d.next = RespState::AtSc;
+                }
+            }
+            RespState::AtSc => {
+                // the new value back through the Scatter Path: one 8-byte command and its beat
+                if !self.o_sv.q.val() {
+                    self.o_sv.d.next = true;
+                } else if self.s_ready.val() {
+                    self.o_sv.d.next = false;
+                    self.state.d.next = RespState::AtPay;
+                }
+            }
+            RespState::AtPay => {
+                self.s_pay.tvalid.next = true;
+                self.s_pay.tdata.next = bit_cast::<512, 64>(self.at_new.q.val());
+                self.s_pay.tkeep.next = self.kff64.val();
+                self.s_pay.tlast.next = true;
+                if self.s_pay.tready.val() {
+                    self.state.d.next = RespState::AtEnd;
+                }
+            }
+            RespState::AtEnd => {
+                // executed: ePSN + 1, MSN + 1 (set at RkeyRes), the original value saved at the resource ring's
+                // head for a duplicate
+                self.n_epsn.d.next = self.psn1.q.val();
+                self.n_ack.d.next = self.psn1.q.val();
+                self.x.d.next.mip = false;
+                self.res_ram.we.next = true;
+                self.res_ram.wdata.next.end = self.psn1.q.val();
+                self.res_ram.wdata.next.va = self.at_orig.q.val();
+                self.res_ram.wdata.next.len = self.zero32.val();
+                self.res_ram.wdata.next.atomic = true;
+                self.x.d.next.res_head = self.x.q.val().res_head + self.one4.val();
+                self.x.d.next.res_valid =
+                    self.x.q.val().res_valid | (self.one16.val() << bit_cast::<16, 4>(self.x.q.val().res_head));
+                self.syn.d.next = self.syn_ack.val();
+                self.ack_nxt.d.next = RespState::WriteBack;
+                self.state.d.next = RespState::AtAck;
+            }
+            RespState::AtAck => {
+                // ATOMIC_ACKNOWLEDGE: AETH (ACK, MSN), then the original value big-endian (AtomicAckETH)
+                if self.l_out_free.val() {
+                    self.o_hv.d.next = true;
+                    self.o_hdr.d.next.dst_mac = self.st.q.val().remote_mac;
+                    self.o_hdr.d.next.src_mac = self.my_mac.val();
+                    self.o_hdr.d.next.src_ip = self.my_ip.val();
+                    self.o_hdr.d.next.dst_ip = self.st.q.val().remote_ip;
+                    self.o_hdr.d.next.ip_id = self.zero16.val();
+                    self.o_hdr.d.next.udp_sport = self.st.q.val().sport;
+                    self.o_hdr.d.next.opcode = self.op_atack.val();
+                    self.o_hdr.d.next.solicited = false;
+                    self.o_hdr.d.next.ack_req = false;
+                    self.o_hdr.d.next.dest_qpn = self.st.q.val().dest_qpn;
+                    self.o_hdr.d.next.psn = self.h_psn.q.val();
+                    self.o_hdr.d.next.ext = bit_cast::<224, 32>(self.l_aeth_ack.val())
+                        | (bit_cast::<224, 64>(self.l_orig_be.val()) << 32);
+                    self.o_hdr.d.next.ext_words = self.three3.val();
+                    self.o_hdr.d.next.pay_len = self.zero13.val();
+                    self.state.d.next = self.ack_nxt.q.val();
+                }
             }
             RespState::WriteBack => {
                 self.qpc.upd_we.next = true;
@@ -2024,7 +2266,15 @@ mod tests {
                 let dv = dma.front().map_or(false, |d| d.0 <= self.cycles) && self.rng.gen_ratio(2, 3);
                 if dv {
                     let a = dma[0].1;
-                    let w = self.ring.get(&a).copied().unwrap_or([0u8; 64]);
+                    // a receive WQE from the ring, or (the Atomic Unit) a block of the buffer
+                    let w = match self.ring.get(&a) {
+                        Some(w) => *w,
+                        None if a >= self.buf && a + 64 <= self.buf + self.mem.len() as u64 => {
+                            let o = (a - self.buf) as usize;
+                            self.mem[o..o + 64].try_into().unwrap()
+                        }
+                        None => [0u8; 64],
+                    };
                     self.u.rd_resp_data.next = beat_of(&w).0;
                     self.u.rd_resp_tag.next = bits(0);
                     self.u.rd_resp_last.next = true;
@@ -2284,6 +2534,20 @@ mod tests {
             self.a.post_send(self.qa, wr).unwrap();
         }
 
+        /// An atomic from A at an 8-byte word of B's first half, operands random
+        /// or (CAS, half the time) the word's current value.
+        fn post_atomic(&mut self, op: WrOpcode) {
+            self.wr += 1;
+            let loff = self.rng.gen_range(0..(BUF_LEN as u64 - 8)) & !7;
+            let mut wr = SendWr::new(self.wr, op, vec![Sge { addr: self.buf_a + loff, length: 8, lkey: self.mr_a.lkey }]);
+            let roff = self.rng.gen_range(0..BUF_LEN as u64 / 2 - 16) & !7;
+            wr.remote_addr = self.mr_b.addr + roff;
+            wr.rkey = self.mr_b.rkey;
+            wr.compare_add = if self.rng.gen_bool(0.5) { self.b.mem().read_u64(wr.remote_addr & !7).unwrap() } else { self.rng.gen() };
+            wr.swap = self.rng.gen();
+            self.a.post_send(self.qa, wr).unwrap();
+        }
+
         /// Deliver A's frames to B (and the RTL), B's answers back to A, until nothing moves. `edit` may drop
         /// (None) or duplicate request frames before they reach B. Compares the RTL with B.
         fn pump(&mut self, edit: impl FnMut(usize, Vec<u8>) -> Vec<Vec<u8>>) {
@@ -2474,6 +2738,51 @@ mod tests {
         w.pump(|n, f| if n == 0 { vec![old.clone(), f] } else { vec![f] });
         assert_eq!(c(&w, CNT_DROP_DUP), 1);
         assert_eq!(w.b.counters().drops.values().sum::<u64>(), 1);
+    }
+
+    /// Atomics (issue 6): FETCH_ADD and COMPARE_SWAP (hits and misses) among WRITEs and READs, every request
+    /// sent twice: the RTL's ATOMIC_ACKNOWLEDGEs (MSN, original value), its memory and its answers to the
+    /// duplicates (from the saved original value, not executed again) match the golden responder's; then a
+    /// misaligned atomic is NAKed invalid request and writes nothing.
+    #[test]
+    fn atomics_match_the_golden_responder_and_duplicates_are_not_executed_again() {
+        let mut w = World::new(71, 256, AccessFlags::ALL);
+        let twice = |_: usize, f: Vec<u8>| vec![f.clone(), f];
+        for i in 0..24 {
+            match i % 4 {
+                0 => w.post_atomic(WrOpcode::AtomicFetchAndAdd),
+                1 => w.post_atomic(WrOpcode::AtomicCmpAndSwp),
+                2 => w.post_send(WrOpcode::RdmaWrite, 300, None),
+                _ => w.post_send(WrOpcode::RdmaRead, 20, None),
+            }
+            w.pump(twice);
+        }
+        // several atomics in flight at once, then the same again
+        for _ in 0..6 {
+            w.post_atomic(WrOpcode::AtomicFetchAndAdd);
+        }
+        w.pump(twice);
+        let c = |w: &World, i: usize| w.rig.u.counters[i].val().to_u64();
+        // 18 atomics executed, each answered twice (the duplicate from the saved value)
+        assert_eq!((w.b.counters().atomic_acks_sent, w.b.counters().atomic_replays), (36, 18));
+        assert_eq!(c(&w, CNT_DUPLICATES), 18 + 2 * 6 + 6, "every duplicate seen (18 atomics, 6 two-packet WRITEs, 6 READs)");
+        assert_eq!(c(&w, CNT_DROP_DUP), 0);
+        assert_eq!(c(&w, CNT_CLASS_C), 0);
+        // misaligned: NAK invalid request, nothing written (compared with B's memory)
+        w.post_atomic(WrOpcode::AtomicFetchAndAdd);
+        w.pump(|_, f| {
+            // the request's VA moved 4 bytes (a verbs layer refuses to post it)
+            let Ok(Frame::Roce(mut rf)) = parse_ethernet(&f) else { return vec![f] };
+            for h in rf.packet.ext.iter_mut() {
+                if let testbench::wire::headers::ExtHeader::AtomicEth(a) = h {
+                    a.va += 4;
+                }
+            }
+            rf.icrc_override = None;
+            vec![rf.build().unwrap()]
+        });
+        assert_eq!(c(&w, CNT_CLASS_C), 1);
+        assert!(w.checked > 60, "{}", w.checked);
     }
 
     /// No receive posted: RNR NAK with min_rnr_timer; after a receive is posted, A's retry succeeds.

@@ -393,11 +393,7 @@ fn eight_qps_at_once() {
 fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
     let dir = std::env::temp_dir().join(format!("rnic-system-atomics-{}", std::process::id()));
     let mut r = rig(1024, &dir);
-    // Our Requester sends atomics and our Completer completes them, but our Responder does not execute them
-    // yet (issue 6), so the device does not advertise CAP_ATOMIC and the driver refuses atomic WQEs; this test
-    // lifts the driver's check by hand to exercise the requester side.
-    assert_eq!(r.drv.info.caps & testbench::host::CAP_ATOMIC, 0, "CAP_ATOMIC is advertised now: drop this override");
-    r.drv.info.caps |= testbench::host::CAP_ATOMIC;
+    assert_ne!(r.drv.info.caps & testbench::host::CAP_ATOMIC, 0, "the RNIC advertises atomics");
     let words = [0x1111_2222_3333_4444u64, u64::MAX, 0x0123_4567_89AB_CDEF, 42];
     {
         let mut s = r.sys.borrow_mut();
@@ -433,4 +429,47 @@ fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
     }
     assert_eq!(s.peer.counters().atomic_acks_sent, 4);
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+}
+
+/// Atomics from the golden peer to our Responder (the Atomic Unit): FETCH_ADD and COMPARE_SWAP on words of
+/// our memory; our words change as the verbs say, the peer gets the original values back, a duplicate is
+/// answered from the saved value (the counter counts it once), and a misaligned or unpermitted one is NAKed.
+#[test]
+fn the_golden_peer_runs_atomics_on_the_rtl_responder() {
+    let dir = std::env::temp_dir().join(format!("rnic-system-atomics-resp-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let words = [7u64, u64::MAX - 1, 0xAAAA_5555_AAAA_5555, 100];
+    for (i, w) in words.iter().enumerate() {
+        r.mem.lock().unwrap().write(r.src + 0x6000 + 8 * i as u64, &w.to_le_bytes()).unwrap();
+    }
+    let ops = [
+        (WrOpcode::AtomicFetchAndAdd, 3u64, 0u64, 10u64),
+        (WrOpcode::AtomicFetchAndAdd, 5, 0, 3),
+        (WrOpcode::AtomicCmpAndSwp, words[2], 0x1234, 0x1234),
+        (WrOpcode::AtomicCmpAndSwp, 99, 1, 100),
+    ];
+    {
+        let mut s = r.sys.borrow_mut();
+        let q = r.peer_qpn;
+        for (i, &(op, ca, sw, _)) in ops.iter().enumerate() {
+            let mut w = SendWr::new(i as u64, op, vec![Sge { addr: r.peer_buf + 0x200 + 8 * i as u64, length: 8, lkey: r.peer_rkey }]);
+            w.remote_addr = r.src + 0x6000 + 8 * i as u64;
+            w.rkey = r.lkey;
+            w.compare_add = ca;
+            w.swap = sw;
+            s.peer.post_send(q, w).unwrap();
+        }
+    }
+    let wcs = r.wait_peer_completions(4, 400_000);
+    assert_eq!(wcs.len(), 4, "{wcs:?}");
+    assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
+    for (i, &(_, _, _, want)) in ops.iter().enumerate() {
+        assert_eq!(r.src_bytes(0x6000 + 8 * i as u64, 8), want.to_le_bytes(), "our word {i}");
+        let got = r.sys.borrow().peer.mem().read_u64(r.peer_buf + 0x200 + 8 * i as u64).unwrap();
+        assert_eq!(got, words[i], "the original value of word {i} at the peer");
+    }
+    let w = sim::rxe::rtl_ep::read_counter_window(&mut r.drv).unwrap();
+    assert_eq!(sim::rxe::rtl_ep::counter(&w, "resp_requests"), 4);
+    assert_eq!(sim::rxe::rtl_ep::counter(&w, "resp_class_c_naks"), 0);
+    assert!(r.sys.borrow().dma.faults.is_empty());
 }
