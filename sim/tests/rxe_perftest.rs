@@ -621,3 +621,101 @@ fn rtl_read_bw_drop_ours_client() {
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
     assert!(rtl_counter(&r, "comp_retries") > 0, "our Completer never went back:\n{r}");
 }
+
+// ---- atomics with the RTL as our endpoint (the Atomic Unit as responder, the Completer as requester) ----
+
+/// Every ATOMIC_ACKNOWLEDGE in the pcap against the FETCH_ADD / COMPARE_SWAP it answers: per target address, in
+/// PSN order, each original value is the value the previous operation left (FETCH_ADD: previous original +
+/// its add; COMPARE_SWAP: its swap if its compare matched, else unchanged). Returns the pairs checked.
+fn atomic_chain_checks(pcap: &std::path::Path) -> usize {
+    use std::collections::BTreeMap;
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    use testbench::wire::opcode::{RC_ATOMIC_ACKNOWLEDGE, RC_COMPARE_SWAP, RC_FETCH_ADD};
+    let f = std::fs::File::open(pcap).unwrap();
+    let mut rd = pcap_file::pcap::PcapReader::new(f).unwrap();
+    // psn -> (opcode, va, swap_add, compare); psn -> original value
+    let mut reqs: BTreeMap<u32, (u8, u64, u64, u64)> = BTreeMap::new();
+    let mut acks: BTreeMap<u32, u64> = BTreeMap::new();
+    while let Some(p) = rd.next_packet() {
+        let Ok(Frame::Roce(fr)) = parse_ethernet(&p.unwrap().data) else { continue };
+        let op = fr.packet.bth.opcode;
+        if op == RC_FETCH_ADD || op == RC_COMPARE_SWAP {
+            let a = fr.packet.atomic_eth().unwrap();
+            reqs.entry(fr.packet.bth.psn).or_insert((op, a.va, a.swap_add, a.compare));
+        } else if op == RC_ATOMIC_ACKNOWLEDGE {
+            acks.insert(fr.packet.bth.psn, fr.packet.atomic_ack_eth().unwrap().orig);
+        }
+    }
+    assert!(!acks.is_empty(), "no ATOMIC_ACKNOWLEDGE in the pcap");
+    let mut by_va: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    for (psn, r) in &reqs {
+        by_va.entry(r.1).or_default().push(*psn);
+    }
+    let mut checked = 0;
+    for psns in by_va.values() {
+        for w in psns.windows(2) {
+            let (Some(&o0), Some(&o1)) = (acks.get(&w[0]), acks.get(&w[1])) else { continue };
+            let (op, _, sa, cmp) = reqs[&w[0]];
+            let want = if op == RC_FETCH_ADD { o0.wrapping_add(sa) } else if o0 == cmp { sa } else { o0 };
+            assert_eq!(o1, want, "ATOMIC_ACKNOWLEDGE at PSN {:#x}: original {o1:#x}, the previous operation left {want:#x}", w[1]);
+            checked += 1;
+        }
+    }
+    checked
+}
+
+fn rtl_atomic(test: &str, op: AtomicOp, role: Role) {
+    rtl_atomic_on(test, op, role, 0.0)
+}
+
+fn rtl_atomic_on(test: &str, op: AtomicOp, role: Role, drop: f64) {
+    let Some(r) = run_on(test, Tool::AtomicBw(op), role, 8, 200, drop, 1024, EndpointKind::Rtl) else { return };
+    let pcap = rxe::run_dir(&format!("perftest-{test}")).join("link.pcap");
+    let n = atomic_chain_checks(&pcap);
+    eprintln!("{test}: {n} consecutive ATOMIC_ACKNOWLEDGEs checked against their operations");
+    // perftest cycles its atomics over 64 words of the buffer: 200 operations give 136 consecutive pairs
+    assert!(n >= 100, "{n} pairs checked:\n{r}");
+    match role {
+        // rxe's client ran 200 atomics against our Atomic Unit
+        Role::Server => {
+            assert_eq!(r.ours.remote_report.map(|x| x.iters), Some(200), "{r}");
+            assert!(rtl_counter(&r, "resp_requests") >= 200, "{r}");
+        }
+        Role::Client => {
+            assert_eq!((r.ours.messages, r.ours.completions), (200, 200), "{r}");
+            assert!(rtl_counter(&r, "comp_atomic_acks") >= 200, "{r}");
+        }
+    }
+}
+
+#[test]
+fn rtl_atomic_faa_ours_server() {
+    rtl_atomic("rtl_atomic_faa_server", AtomicOp::FetchAdd, Role::Server);
+}
+
+#[test]
+fn rtl_atomic_faa_ours_client() {
+    rtl_atomic("rtl_atomic_faa_client", AtomicOp::FetchAdd, Role::Client);
+}
+
+#[test]
+fn rtl_atomic_cas_ours_server() {
+    rtl_atomic("rtl_atomic_cas_server", AtomicOp::CmpSwap, Role::Server);
+}
+
+#[test]
+fn rtl_atomic_cas_ours_client() {
+    rtl_atomic("rtl_atomic_cas_client", AtomicOp::CmpSwap, Role::Client);
+}
+
+/// With 1 % loss each way: lost atomics and lost ATOMIC_ACKNOWLEDGEs are retried; the chain of original
+/// values in the pcap proves each FETCH_ADD ran exactly once (a second execution would break it).
+#[test]
+fn rtl_atomic_faa_drop_ours_server() {
+    rtl_atomic_on("rtl_atomic_faa_drop_server", AtomicOp::FetchAdd, Role::Server, 0.01);
+}
+
+#[test]
+fn rtl_atomic_faa_drop_ours_client() {
+    rtl_atomic_on("rtl_atomic_faa_drop_client", AtomicOp::FetchAdd, Role::Client, 0.01);
+}
