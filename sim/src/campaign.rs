@@ -502,3 +502,154 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, v
 }
 
 
+
+/// Atomics under contention (issue 6), RTL against RTL on a lossy link: RNIC A's 16 QPs (connected to 16 QPs
+/// of RNIC B) each run `per_qp` FETCH_ADD(1) on one 8-byte counter in B's memory, at most 16 outstanding per
+/// QP (`max_rd_atomic`), every result into its own word of A's memory. What must hold: every atomic completes
+/// with success; the counter ends at exactly 16 x `per_qp`; the returned original values are a permutation of
+/// 0 .. 16 x `per_qp` - 1 (an atomic executed twice, or a duplicate answered with a wrong saved value, breaks
+/// one or the other). Then `locks` rounds of a COMPARE_SWAP spin lock on every QP guarding a non-atomic
+/// increment (READ the second counter, WRITE it + 1, COMPARE_SWAP the lock free): that counter ends at
+/// 16 x `locks`.
+pub fn atomics(seed: u64, per_qp: usize, locks: usize, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
+    use crate::pair::PairRig;
+    let mut summary = String::new();
+    let n = QPS * per_qp;
+    let buf_len = ((8 * n as u64 + (1 << 16)).next_power_of_two()).max(1 << 20);
+    let mut p = PairRig::with_qps(1024, buf_len, QPS, dir).unwrap();
+    for side in [&mut p.a, &mut p.b] {
+        for q in side.qps.clone() {
+            side.drv.modify_qp(q, &QpAttr { timeout: Some(4), ..Default::default() }).unwrap();
+        }
+    }
+    p.a.sys.borrow_mut().inl.set_faults(faults, seed ^ 0xA);
+    p.b.sys.borrow_mut().inl.set_faults(faults, seed ^ 0xB);
+    // B's words: the FETCH_ADD counter, the lock, the locked counter
+    let (ctr, lock, ctr2) = (p.b.buf, p.b.buf + 64, p.b.buf + 128);
+    for a in [ctr, lock, ctr2] {
+        p.b.mem.lock().unwrap().write(a, &0u64.to_le_bytes()).unwrap();
+    }
+    // A's words: one per atomic's result, then per QP a scratch word for the lock's READ
+    let res = p.a.buf;
+    let scratch = p.a.buf + 8 * n as u64;
+    let faa = |qp: usize, k: usize, p: &PairRig| {
+        let mut w = SendWr::new((qp * per_qp + k) as u64, WrOpcode::AtomicFetchAndAdd, vec![Sge { addr: res + 8 * (qp * per_qp + k) as u64, length: 8, lkey: p.a.key }]);
+        w.remote_addr = ctr;
+        w.rkey = p.b.key;
+        w.compare_add = 1;
+        w
+    };
+    let (mut posted, mut done) = (vec![0usize; QPS], 0usize);
+    let mut inflight = vec![0usize; QPS];
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let c0 = p.cycle();
+    while done < n {
+        for q in 0..QPS {
+            while inflight[q] < 16 && posted[q] < per_qp {
+                let w = faa(q, posted[q], &p);
+                p.a.drv.post_send(p.a.qps[q], &w).unwrap();
+                posted[q] += 1;
+                inflight[q] += 1;
+            }
+        }
+        let before = p.cycle();
+        let wcs = p.a.wait(1, 2_000_000);
+        assert!(!wcs.is_empty(), "atomics hung: {done} of {n} done after {} cycles", p.cycle() - before);
+        for wc in wcs {
+            assert_eq!((wc.status, wc.opcode), (WcStatus::Success, WcOpcode::FetchAdd), "{wc:?}");
+            let q = p.a.qps.iter().position(|&x| x == wc.qp_num).unwrap();
+            inflight[q] -= 1;
+            done += 1;
+        }
+        progress(done);
+        let _ = rng.gen::<u8>();
+    }
+    let got = p.b.mem.lock().unwrap().read(ctr, 8).unwrap();
+    assert_eq!(u64::from_le_bytes(got.try_into().unwrap()), n as u64, "the counter");
+    let mut vals: Vec<u64> = (0..n).map(|i| u64::from_le_bytes(p.a.mem.lock().unwrap().read(res + 8 * i as u64, 8).unwrap().try_into().unwrap())).collect();
+    vals.sort_unstable();
+    assert!(vals.iter().enumerate().all(|(i, &v)| v == i as u64), "the returned values are not a permutation of 0..{n}");
+    let faa_cycles = p.cycle() - c0;
+    summary_line!(summary, "{n} FETCH_ADD(1) from 16 QPs on one counter in {faa_cycles} cycles: counter = {n}, the returned values a permutation of 0..{n}");
+
+    // the spin lock: each QP takes it (COMPARE_SWAP 0 -> its id), READs the counter, WRITEs it + 1, frees it
+    // (COMPARE_SWAP id -> 0), `locks` times; one QP at a time holds it
+    let c1 = p.cycle();
+    let mut left = vec![locks; QPS];
+    // per QP: 0 idle, 1 CAS out, 2 READ out, 3 WRITE + CAS-free out
+    let mut stage = vec![0u8; QPS];
+    let mut spins = 0u64;
+    let wr = |kind: u64, q: usize| (kind << 32) | q as u64;
+    while left.iter().any(|&l| l > 0) || stage.iter().any(|&s| s != 0) {
+        for q in 0..QPS {
+            if stage[q] == 0 && left[q] > 0 {
+                let mut w = SendWr::new(wr(1, q), WrOpcode::AtomicCmpAndSwp, vec![Sge { addr: scratch + 16 * q as u64, length: 8, lkey: p.a.key }]);
+                w.remote_addr = lock;
+                w.rkey = p.b.key;
+                w.compare_add = 0;
+                w.swap = q as u64 + 1;
+                p.a.drv.post_send(p.a.qps[q], &w).unwrap();
+                stage[q] = 1;
+            }
+        }
+        let wcs = p.a.wait(1, 2_000_000);
+        assert!(!wcs.is_empty(), "spin lock hung");
+        for wc in wcs {
+            assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
+            let (kind, q) = (wc.wr_id >> 32, (wc.wr_id & 0xFFFF) as usize);
+            let word = |p: &PairRig, a: u64| u64::from_le_bytes(p.a.mem.lock().unwrap().read(a, 8).unwrap().try_into().unwrap());
+            match kind {
+                1 => {
+                    if word(&p, scratch + 16 * q as u64) == 0 {
+                        // ours: READ the counter
+                        let mut w = SendWr::new(wr(2, q), WrOpcode::RdmaRead, vec![Sge { addr: scratch + 16 * q as u64 + 8, length: 8, lkey: p.a.key }]);
+                        w.remote_addr = ctr2;
+                        w.rkey = p.b.key;
+                        p.a.drv.post_send(p.a.qps[q], &w).unwrap();
+                        stage[q] = 2;
+                    } else {
+                        spins += 1;
+                        stage[q] = 0;
+                    }
+                }
+                2 => {
+                    // WRITE counter + 1, then free the lock (ordered after the WRITE on this QP)
+                    let v = word(&p, scratch + 16 * q as u64 + 8) + 1;
+                    p.a.mem.lock().unwrap().write(scratch + 16 * q as u64 + 8, &v.to_le_bytes()).unwrap();
+                    let mut w = SendWr::new(wr(3, q), WrOpcode::RdmaWrite, vec![Sge { addr: scratch + 16 * q as u64 + 8, length: 8, lkey: p.a.key }]);
+                    w.remote_addr = ctr2;
+                    w.rkey = p.b.key;
+                    w.flags.signaled = false;
+                    p.a.drv.post_send(p.a.qps[q], &w).unwrap();
+                    let mut f = SendWr::new(wr(4, q), WrOpcode::AtomicCmpAndSwp, vec![Sge { addr: scratch + 16 * q as u64, length: 8, lkey: p.a.key }]);
+                    f.remote_addr = lock;
+                    f.rkey = p.b.key;
+                    f.compare_add = q as u64 + 1;
+                    f.swap = 0;
+                    p.a.drv.post_send(p.a.qps[q], &f).unwrap();
+                    stage[q] = 3;
+                }
+                4 => {
+                    assert_eq!(word(&p, scratch + 16 * q as u64), q as u64 + 1, "QP {q} freed a lock it did not hold");
+                    left[q] -= 1;
+                    stage[q] = 0;
+                }
+                _ => unreachable!("wr_id {:#x}", wc.wr_id),
+            }
+        }
+        progress(n + QPS * locks - left.iter().sum::<usize>());
+    }
+    let c = u64::from_le_bytes(p.b.mem.lock().unwrap().read(ctr2, 8).unwrap().try_into().unwrap());
+    assert_eq!(c, (QPS * locks) as u64, "the counter under the spin lock");
+    summary_line!(summary, "spin lock: {} increments under a COMPARE_SWAP lock from 16 QPs in {} cycles ({spins} failed tries): counter = {c}", QPS * locks, p.cycle() - c1);
+    let (ia, ib) = (p.a.sys.borrow().inl.stats.clone(), p.b.sys.borrow().inl.stats.clone());
+    summary_line!(summary, "into A: {}; into B: {}", link_faults(&ia), link_faults(&ib));
+    let wa = read_counter_window(&mut p.a.drv).unwrap();
+    let wb = read_counter_window(&mut p.b.drv).unwrap();
+    summary_line!(
+        summary,
+        "A: go-back-N {} ({} after a timeout), atomic ACKs {}; B: requests {}, duplicates {} (atomics answered from their saved values)",
+        counter(&wa, "comp_retries"), counter(&wa, "comp_timeouts"), counter(&wa, "comp_atomic_acks"), counter(&wb, "resp_requests"), counter(&wb, "resp_duplicates")
+    );
+    summary
+}

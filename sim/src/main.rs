@@ -120,8 +120,9 @@ enum Cmd {
     /// and bit flips both ways, rounds of 32 mixed SEND / WRITE / WRITE_IMM / READ of 0 B .. 16 KiB; every
     /// message must succeed, every byte land, nothing hang. Exit 0 only if all hold.
     Campaign {
-        /// responder (golden requester, RTL responder), requester (RTL requester, golden responder), or pair
-        /// (RTL against RTL, both directions at once).
+        /// responder (golden requester, RTL responder), requester (RTL requester, golden responder), pair
+        /// (RTL against RTL, both directions at once), or atomics (RTL against RTL: --messages FETCH_ADD(1)
+        /// from 16 QPs on one counter, then a COMPARE_SWAP spin lock; issue 6).
         #[arg(long, default_value = "pair")]
         role: String,
         #[arg(long, default_value_t = 1)]
@@ -281,11 +282,37 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], o
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
     let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], reorder_cycles: 2_000 };
     let rounds = messages.div_ceil(PER_ROUND).max(1);
+    if role == "atomics" {
+        // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
+        let per_qp = messages.div_ceil(c::QPS).max(1);
+        let locks = (per_qp / 100).max(4);
+        let dir = match out {
+            Some(d) => d,
+            None => scratch("campaign")?,
+        };
+        std::fs::create_dir_all(&dir)?;
+        let total = c::QPS * (per_qp + locks);
+        println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}; pcaps in {}", c::QPS * per_qp, c::QPS * locks, dir.display());
+        let pb = ProgressBar::new(total as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} operations {elapsed} (eta {eta})").unwrap());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, locks, f, &dir, &mut |n| pb.set_position(n as u64))));
+        pb.finish_and_clear();
+        return Ok(match r {
+            Ok(summary) => {
+                print!("{summary}");
+                println!("PASS");
+                ExitCode::SUCCESS
+            }
+            Err(_) => {
+                println!("FAIL (seed {seed}; pcaps in {})", dir.display());
+                ExitCode::FAILURE
+            }
+        });
+    }
     let run: fn(u64, u32, usize, testbench::mac::MacFaults, &Path, Option<&Path>, &mut dyn FnMut(usize)) -> String = match role {
         "responder" => c::responder,
         "requester" => c::requester,
         "pair" => c::pair,
-        _ => anyhow::bail!("--role is responder, requester or pair"),
+        _ => anyhow::bail!("--role is responder, requester, pair or atomics"),
     };
     let dir = match out {
         Some(d) => d,

@@ -65,3 +65,13 @@ fn rtl_pair_on_a_hostile_link_mtu_4096() {
     let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
     eprint!("{}", pair(0xBA1C, 4096, 4, f, &dir("rtl_pair_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
+
+/// Atomics under contention (issue 6) on a link dropping 1 % each way: 16 QPs x 64 FETCH_ADD(1) on one counter
+/// (ends at 1,024, the returned values a permutation of 0..1,023) and 16 x 4 increments under a COMPARE_SWAP
+/// spin lock. `rnic campaign --role atomics` runs the issue's 16 x 10,000.
+#[test]
+fn atomics_under_contention_on_a_lossy_link() {
+    let s = sim::campaign::atomics(0xA7, 64, 4, MacFaults::drop(0.01), &dir("atomics_under_contention_on_a_lossy_link"), &mut |_| {});
+    eprintln!("{s}");
+    assert!(s.contains("counter = 1024") && s.contains("counter = 64"), "{s}");
+}
