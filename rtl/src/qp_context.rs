@@ -27,8 +27,8 @@ use rust_hdl::prelude::*;
 use testbench::model::{DropReason, QpState, QpType};
 use testbench::wire::headers::DEFAULT_PKEY;
 use testbench::wire::opcode::{
-    OPCODE_OPERATION_MASK, OPCODE_TRANSPORT_MASK, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST, RC_SEND_ONLY,
-    UC_SEND_ONLY, UD_SEND_ONLY,
+    MASKED_COMPARE_SWAP, MASKED_FETCH_ADD, OPCODE_OPERATION_MASK, OPCODE_TRANSPORT_MASK, RC_ATOMIC_ACKNOWLEDGE,
+    RC_RDMA_READ_RESPONSE_FIRST, RC_SEND_ONLY, UC_SEND_ONLY, UD_SEND_ONLY,
 };
 
 /// Static QP attributes (driver-written). Encodings: `state` = `testbench::model::QpState as u8`, `qp_type` =
@@ -172,6 +172,9 @@ pub struct QpContext<const N: usize, const AW: usize> {
     op_resp_hi: Constant<Bits<5>>,
     pkey_low: Constant<Bits<15>>,
     tr_rc: Constant<Bits<3>>,
+    /// The masked atomics' opcodes (manufacturer range, RC semantics: `testbench::wire::opcode`).
+    op_mcas: Constant<Bits<8>>,
+    op_mfaa: Constant<Bits<8>>,
     tr_uc: Constant<Bits<3>>,
     tr_ud: Constant<Bits<3>>,
     ty_rc: Constant<Bits<2>>,
@@ -275,6 +278,8 @@ impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
             op_resp_hi: Constant::new(bits::<5>((RC_ATOMIC_ACKNOWLEDGE & OPCODE_OPERATION_MASK) as u64)),
             pkey_low: Constant::new(bits::<15>((DEFAULT_PKEY & 0x7FFF) as u64)),
             tr_rc: tr(RC_SEND_ONLY),
+            op_mcas: crate::consts::k(MASKED_COMPARE_SWAP as u64),
+            op_mfaa: crate::consts::k(MASKED_FETCH_ADD as u64),
             tr_uc: tr(UC_SEND_ONLY),
             tr_ud: tr(UD_SEND_ONLY),
             ty_rc: ty(QpType::Rc),
@@ -339,6 +344,10 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
         self.s1_qp0.d.next = self.lk_qpn.val() == self.zero24.val();
         self.s1_oor.d.next = self.lk_qpn.val() >= self.n_qps.val();
         self.s1_tr.d.next = self.lk_opcode.val().get_bits::<3>(5);
+        if (self.lk_opcode.val() == self.op_mcas.val()) | (self.lk_opcode.val() == self.op_mfaa.val()) {
+            // the masked atomics are RC requests (the opcode table's transport), not the manufacturer class
+            self.s1_tr.d.next = self.tr_rc.val();
+        }
         self.s1_req.d.next = !((self.lk_op.val() >= self.op_resp_lo.val()) & (self.lk_op.val() <= self.op_resp_hi.val()));
         self.s1_pkey_ok.d.next = self.lk_pkey.val().get_bits::<15>(0) == self.pkey_low.val();
         self.s1_sip.d.next = self.lk_src_ip.val();
@@ -435,7 +444,7 @@ pub fn reference_drop<const N: usize>(
     } else if qpn as usize >= N {
         Some(DropReason::UnknownQp)
     } else {
-        let tr = opcode & OPCODE_TRANSPORT_MASK;
+        let tr = if opcode == MASKED_COMPARE_SWAP || opcode == MASKED_FETCH_ADD { 0 } else { opcode & OPCODE_TRANSPORT_MASK };
         let ty = st.qp_type.to_u64();
         let type_ok = (ty == QpType::Rc as u64 && tr == RC_SEND_ONLY & OPCODE_TRANSPORT_MASK)
             || (ty == QpType::Uc as u64 && tr == UC_SEND_ONLY & OPCODE_TRANSPORT_MASK)

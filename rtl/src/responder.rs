@@ -52,7 +52,9 @@
 //! is issued after this write, so an atomic is indivisible with respect to every other operation of this RNIC
 //! on those bytes (other QPs included). The original value is saved in the QP's resource ring (`atomic` set);
 //! a duplicate atomic at that PSN is answered from it and never executed again; one whose resource is gone is
-//! dropped (rxe). Masked atomics, ATOMIC_WRITE and FLUSH: NAK invalid request, QP to error.
+//! dropped (rxe). **Masked atomics** (this project's opcodes 0xD3 / 0xD4, `testbench::wire::opcode`): the same
+//! path with MaskedCmpSwapETH / MaskedFetchAddETH operands. ATOMIC_WRITE and FLUSH: NAK invalid request, QP
+//! to error.
 //!
 //! **Timing** (<= 6 LUT6 levels): one packet at a time through a state machine; every wide sum (PSN/MSN +1,
 //! ack_psn - 1, addresses, offsets, residues) goes through a [`PipeAdd64`] whose operands are registers; the
@@ -77,7 +79,7 @@ use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::k;
 use crate::counter::EventCounter;
 use crate::fifo::SdpRam;
-use crate::atomic_unit::{AtomicAlu, ALU_CAS, ALU_FAA};
+use crate::atomic_unit::{AtomicAlu, ALU_CAS, ALU_FAA, ALU_MCAS, ALU_MFAA};
 use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
 use crate::lut::Lut8;
 use crate::completer::PsnCmp;
@@ -383,6 +385,9 @@ pub struct Responder {
     alu: AtomicAlu,
     h_swap: DFF<Bits<64>>,
     h_cmp: DFF<Bits<64>>,
+    /// MaskedCmpSwapETH's swap mask (bytes 28..36) and compare mask (36..44).
+    h_sm: DFF<Bits<64>>,
+    h_cm: DFF<Bits<64>>,
     at_orig: DFF<Bits<64>>,
     at_new: DFF<Bits<64>>,
     cnt: [EventCounter; RESP_COUNTERS],
@@ -591,6 +596,10 @@ pub struct Responder {
     acc_ra: Constant<Bits<8>>,
     op_cas: Constant<Bits<8>>,
     op_faa: Constant<Bits<8>>,
+    op_mcas: Constant<Bits<8>>,
+    op_mfaa: Constant<Bits<8>>,
+    alu_mcas: Constant<Bits<2>>,
+    alu_mfaa: Constant<Bits<2>>,
     op_atack: Constant<Bits<8>>,
     alu_cas: Constant<Bits<2>>,
     alu_faa: Constant<Bits<2>>,
@@ -720,6 +729,8 @@ impl Default for Responder {
             alu: Default::default(),
             h_swap: Default::default(),
             h_cmp: Default::default(),
+            h_sm: Default::default(),
+            h_cm: Default::default(),
             at_orig: Default::default(),
             at_new: Default::default(),
             cnt: Default::default(),
@@ -914,6 +925,10 @@ impl Default for Responder {
             acc_ra: k(ACC_REMOTE_ATOMIC),
             op_cas: k(RC_COMPARE_SWAP as u64),
             op_faa: k(RC_FETCH_ADD as u64),
+            op_mcas: k(MASKED_COMPARE_SWAP as u64),
+            op_mfaa: k(MASKED_FETCH_ADD as u64),
+            alu_mcas: k(ALU_MCAS),
+            alu_mfaa: k(ALU_MFAA),
             op_atack: k(RC_ATOMIC_ACKNOWLEDGE as u64),
             alu_cas: k(ALU_CAS),
             alu_faa: k(ALU_FAA),
@@ -971,7 +986,7 @@ impl Logic for Responder {
             p_no_res, p_kind, ackm1, msn1, psn1, wqe_addr, va_s, end_s, kc_ok, kc_dma, kl_key, kl_va, kl_len, kl_acc,
             n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, g_ptr, resid, cur_psn, rfirst, rlast,
             rchunk, rmsn, replay, o_hdr, o_hv, o_gv, o_gaddr, o_glen, o_sv, o_saddr, o_cv, o_cwr, o_clen, o_cimm,
-            o_cstatus, o_cop, o_cflags, o_reason, h_swap, h_cmp, at_orig, at_new
+            o_cstatus, o_cop, o_cflags, o_reason, h_swap, h_cmp, h_sm, h_cm, at_orig, at_new
         );
         clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d, alu);
         for i in 0..12 {
@@ -1015,19 +1030,34 @@ impl Logic for Responder {
         self.l_has_reth.next = self.l_info.val().get_bit(7);
         self.l_other.next = self.l_info.val().get_bit(9);
         self.l_sw.next = self.l_send.val() | self.l_write.val();
-        self.l_plain_at.next = (self.h_op.q.val() == self.op_cas.val()) | (self.h_op.q.val() == self.op_faa.val());
-        // the Atomic ALU: COMPARE_SWAP compares with `compare` and swaps in `swap`; FETCH_ADD adds `swap_add`
+        self.l_plain_at.next = (self.h_op.q.val() == self.op_cas.val())
+            | (self.h_op.q.val() == self.op_faa.val())
+            | (self.h_op.q.val() == self.op_mcas.val())
+            | (self.h_op.q.val() == self.op_mfaa.val());
+        // the Atomic ALU: the compare-and-swaps compare with `compare` (bytes 20..28) and swap in `swap` (12..20),
+        // masked under the compare mask (36..44) and swap mask (28..36); the fetch-and-adds add bytes 12..20,
+        // the masked one with its field boundaries at bytes 20..28
         self.alu.in_valid.next = false;
         self.alu.op.next = self.alu_faa.val();
         self.alu.a.next = self.h_swap.q.val();
+        self.alu.am.next = self.zero64.val();
+        self.alu.bm.next = self.zero64.val();
         if self.h_op.q.val() == self.op_cas.val() {
             self.alu.op.next = self.alu_cas.val();
             self.alu.a.next = self.h_cmp.q.val();
         }
+        if self.h_op.q.val() == self.op_mcas.val() {
+            self.alu.op.next = self.alu_mcas.val();
+            self.alu.a.next = self.h_cmp.q.val();
+            self.alu.am.next = self.h_cm.q.val();
+            self.alu.bm.next = self.h_sm.q.val();
+        }
+        if self.h_op.q.val() == self.op_mfaa.val() {
+            self.alu.op.next = self.alu_mfaa.val();
+            self.alu.am.next = self.h_cmp.q.val();
+        }
         self.alu.orig.next = self.at_orig.q.val();
         self.alu.b.next = self.h_swap.q.val();
-        self.alu.am.next = self.zero64.val();
-        self.alu.bm.next = self.zero64.val();
         // the original value, big-endian, for AtomicAckETH
         self.l_orig_be.next = bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(56))
             | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(48)) << 8)
@@ -1268,6 +1298,22 @@ impl Logic for Responder {
                             | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(200)) << 16)
                             | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(208)) << 8)
                             | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(216));
+                        self.h_sm.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(224)) << 56)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(232)) << 48)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(240)) << 40)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(248)) << 32)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(256)) << 24)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(264)) << 16)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(272)) << 8)
+                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(280));
+                        self.h_cm.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(288)) << 56)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(296)) << 48)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(304)) << 40)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(312)) << 32)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(320)) << 24)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(328)) << 16)
+                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(336)) << 8)
+                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(344));
                         self.h_imm.d.next = self.l_ext.val().get_bits::<32>(0);
                         if self.info_lut.y.val().get_bit(7) {
                             self.h_imm.d.next = self.l_ext.val().get_bits::<32>(128);
@@ -2545,6 +2591,19 @@ mod tests {
             wr.rkey = self.mr_b.rkey;
             wr.compare_add = if self.rng.gen_bool(0.5) { self.b.mem().read_u64(wr.remote_addr & !7).unwrap() } else { self.rng.gen() };
             wr.swap = self.rng.gen();
+            // masked forms: masks random, all ones or all zeros; field boundaries every 8/16/32 bits or random
+            let mask = |r: &mut SmallRng| match r.gen_range(0..4) {
+                0 => 0,
+                1 => u64::MAX,
+                2 => [0x8080_8080_8080_8080u64, 0x8000_8000_8000_8000, 0x8000_0000_8000_0000][r.gen_range(0..3)],
+                _ => r.gen(),
+            };
+            wr.compare_add_mask = mask(&mut self.rng);
+            wr.swap_mask = mask(&mut self.rng);
+            if op == WrOpcode::MaskedAtomicCmpAndSwp && self.rng.gen_bool(0.5) {
+                // a compare that matches under its mask only
+                wr.compare_add ^= !wr.compare_add_mask & self.rng.gen::<u64>();
+            }
             self.a.post_send(self.qa, wr).unwrap();
         }
 
@@ -2767,6 +2826,14 @@ mod tests {
         assert_eq!((w.b.counters().atomic_acks_sent, w.b.counters().atomic_replays), (36, 18));
         assert_eq!(c(&w, CNT_DUPLICATES), 18 + 2 * 6 + 6, "every duplicate seen (18 atomics, 6 two-packet WRITEs, 6 READs)");
         assert_eq!(c(&w, CNT_DROP_DUP), 0);
+        assert_eq!(c(&w, CNT_CLASS_C), 0);
+        // the masked forms (their extended headers, this project's opcodes), every request twice
+        for i in 0..16 {
+            let op = if i % 2 == 0 { WrOpcode::MaskedAtomicCmpAndSwp } else { WrOpcode::MaskedAtomicFetchAndAdd };
+            w.post_atomic(op);
+            w.pump(twice);
+        }
+        assert_eq!((w.b.counters().atomic_acks_sent, w.b.counters().atomic_replays), (36 + 32, 18 + 16));
         assert_eq!(c(&w, CNT_CLASS_C), 0);
         // misaligned: NAK invalid request, nothing written (compared with B's memory)
         w.post_atomic(WrOpcode::AtomicFetchAndAdd);

@@ -431,45 +431,51 @@ fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
 }
 
-/// Atomics from the golden peer to our Responder (the Atomic Unit): FETCH_ADD and COMPARE_SWAP on words of
-/// our memory; our words change as the verbs say, the peer gets the original values back, a duplicate is
-/// answered from the saved value (the counter counts it once), and a misaligned or unpermitted one is NAKed.
+/// Atomics from the golden peer to our Responder (the Atomic Unit): FETCH_ADD, COMPARE_SWAP and their masked
+/// forms on words of our memory; our words change as the verbs say and the peer gets the original values back.
 #[test]
 fn the_golden_peer_runs_atomics_on_the_rtl_responder() {
     let dir = std::env::temp_dir().join(format!("rnic-system-atomics-resp-{}", std::process::id()));
     let mut r = rig(1024, &dir);
-    let words = [7u64, u64::MAX - 1, 0xAAAA_5555_AAAA_5555, 100];
+    let words = [7u64, u64::MAX - 1, 0xAAAA_5555_AAAA_5555, 100, 0x0000_00FF_0000_FFFF, 0x1111_2222_3333_4444];
     for (i, w) in words.iter().enumerate() {
         r.mem.lock().unwrap().write(r.src + 0x6000 + 8 * i as u64, &w.to_le_bytes()).unwrap();
     }
+    // (opcode, compare/add, swap, compare mask / field boundaries, swap mask, want)
     let ops = [
-        (WrOpcode::AtomicFetchAndAdd, 3u64, 0u64, 10u64),
-        (WrOpcode::AtomicFetchAndAdd, 5, 0, 3),
-        (WrOpcode::AtomicCmpAndSwp, words[2], 0x1234, 0x1234),
-        (WrOpcode::AtomicCmpAndSwp, 99, 1, 100),
+        (WrOpcode::AtomicFetchAndAdd, 3u64, 0u64, 0u64, 0u64, 10u64),
+        (WrOpcode::AtomicFetchAndAdd, 5, 0, 0, 0, 3),
+        (WrOpcode::AtomicCmpAndSwp, words[2], 0x1234, 0, 0, 0x1234),
+        (WrOpcode::AtomicCmpAndSwp, 99, 1, 0, 0, 100),
+        // two 32-bit fields and 16-bit ones: +1 in each; the low field's carry stops at bit 15 / bit 31
+        (WrOpcode::MaskedAtomicFetchAndAdd, 0x0000_0001_0000_0001, 0, 0x8000_8000_8000_8000, 0, 0x0000_0100_0000_0000),
+        // compare only the low 16 bits (0x4444), swap only the high 32
+        (WrOpcode::MaskedAtomicCmpAndSwp, 0xFFFF_FFFF_FFFF_4444, 0xABCD_EF01_0000_0000, 0xFFFF, 0xFFFF_FFFF_0000_0000, 0xABCD_EF01_3333_4444),
     ];
     {
         let mut s = r.sys.borrow_mut();
         let q = r.peer_qpn;
-        for (i, &(op, ca, sw, _)) in ops.iter().enumerate() {
+        for (i, &(op, ca, sw, cm, sm, _)) in ops.iter().enumerate() {
             let mut w = SendWr::new(i as u64, op, vec![Sge { addr: r.peer_buf + 0x200 + 8 * i as u64, length: 8, lkey: r.peer_rkey }]);
             w.remote_addr = r.src + 0x6000 + 8 * i as u64;
             w.rkey = r.lkey;
             w.compare_add = ca;
             w.swap = sw;
+            w.compare_add_mask = cm;
+            w.swap_mask = sm;
             s.peer.post_send(q, w).unwrap();
         }
     }
-    let wcs = r.wait_peer_completions(4, 400_000);
-    assert_eq!(wcs.len(), 4, "{wcs:?}");
+    let wcs = r.wait_peer_completions(6, 400_000);
+    assert_eq!(wcs.len(), 6, "{wcs:?}");
     assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
-    for (i, &(_, _, _, want)) in ops.iter().enumerate() {
+    for (i, &(_, _, _, _, _, want)) in ops.iter().enumerate() {
         assert_eq!(r.src_bytes(0x6000 + 8 * i as u64, 8), want.to_le_bytes(), "our word {i}");
         let got = r.sys.borrow().peer.mem().read_u64(r.peer_buf + 0x200 + 8 * i as u64).unwrap();
         assert_eq!(got, words[i], "the original value of word {i} at the peer");
     }
     let w = sim::rxe::rtl_ep::read_counter_window(&mut r.drv).unwrap();
-    assert_eq!(sim::rxe::rtl_ep::counter(&w, "resp_requests"), 4);
+    assert_eq!(sim::rxe::rtl_ep::counter(&w, "resp_requests"), 6);
     assert_eq!(sim::rxe::rtl_ep::counter(&w, "resp_class_c_naks"), 0);
     assert!(r.sys.borrow().dma.faults.is_empty());
 }
