@@ -554,6 +554,24 @@ pub fn atomics(seed: u64, per_qp: usize, locks: usize, faults: MacFaults, dir: &
         }
         let before = p.cycle();
         let wcs = p.a.wait(1, 2_000_000);
+        if wcs.is_empty() {
+            let wa = read_counter_window(&mut p.a.drv).unwrap();
+            let wb = read_counter_window(&mut p.b.drv).unwrap();
+            let nz = |w: &[(String, u64)]| w.iter().filter(|x| x.1 != 0).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+            eprintln!("in flight per QP {inflight:?}, posted {posted:?}\nA: {}\nB: {}", nz(&wa), nz(&wb));
+            p.run(200_000);
+            let wa = read_counter_window(&mut p.a.drv).unwrap();
+            let wb = read_counter_window(&mut p.b.drv).unwrap();
+            eprintln!("200,000 cycles later:\nA: {}\nB: {}", nz(&wa), nz(&wb));
+            if std::env::var("RNIC_HANG_VCD").is_ok() {
+                let pa = dir.join("hang-a.vcd");
+                let pb = dir.join("hang-b.vcd");
+                p.a.sys.borrow_mut().rnic.start_trace(pa.to_str().unwrap());
+                p.b.sys.borrow_mut().rnic.start_trace(pb.to_str().unwrap());
+                p.run(30_000);
+                eprintln!("VCDs of 30,000 cycles: {} {}", pa.display(), pb.display());
+            }
+        }
         assert!(!wcs.is_empty(), "atomics hung: {done} of {n} done after {} cycles", p.cycle() - before);
         for wc in wcs {
             assert_eq!((wc.status, wc.opcode), (WcStatus::Success, WcOpcode::FetchAdd), "{wc:?}");
