@@ -69,6 +69,7 @@
 use rust_hdl::prelude::*;
 
 use crate::axis::{AxisSink, AxisSource};
+use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::k;
 use crate::counter::EventCounter;
 use crate::fifo::{Fifo, SdpRam};
@@ -486,6 +487,7 @@ pub struct Completer {
     pf: Fifo<PayBeat, 4, 5>,
     /// An ATOMIC_ACKNOWLEDGE's original value in host (little-endian) byte order: AtomicAckETH bytes reversed.
     h_orig: DFF<Bits<64>>,
+    orig_map: ByteMap<352, 64>,
     cnt: [EventCounter; COMP_COUNTERS],
 
     state: DFF<CompState>,
@@ -739,6 +741,7 @@ impl Default for Completer {
             pa_rd: Default::default(),
             pf: Default::default(),
             h_orig: Default::default(),
+            orig_map: ByteMap::new((0..8).map(|j| ByteSrc::In(8 * (11 - j))).collect()),
             cnt: Default::default(),
             state: Default::default(),
             prio: Default::default(),
@@ -1162,6 +1165,7 @@ impl Logic for Completer {
 
         // ---- header decode ----
         self.l_ext.next = self.hdr.val().ext;
+        self.orig_map.x.next = self.l_ext.val();
         self.l_syn.next = self.l_ext.val().get_bits::<8>(0) & self.sy_mask.val();
         self.l_hop.next = self.hdr.val().opcode;
         self.l_rresp.next = self.d_first.q.val() | self.d_mid.q.val() | self.d_last.q.val() | self.d_only.q.val();
@@ -1198,14 +1202,7 @@ impl Logic for Completer {
                     self.h_psn.d.next = self.hdr.val().psn;
                     self.h_syn.d.next = self.l_ext.val().get_bits::<8>(0);
                     // AETH (bytes 0..4), then AtomicAckETH's big-endian original value (bytes 4..12)
-                    self.h_orig.d.next = bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(88))
-                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(80)) << 8)
-                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(72)) << 16)
-                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(64)) << 24)
-                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(56)) << 32)
-                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(48)) << 40)
-                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(40)) << 48)
-                        | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(32)) << 56);
+                    self.h_orig.d.next = self.orig_map.y.val();
                     self.h_plen.d.next = self.hdr_pay_len.val();
                     self.paypend.d.next = self.hdr_pay_len.val() != self.k0_13.val();
                     self.d_ackop.d.next = self.l_hop.val() == self.op_ack.val();

@@ -171,6 +171,18 @@ fn reth_map() -> ByteMap<352, 128> {
     ByteMap::new(m)
 }
 
+/// An atomic's operands as numbers (extension bytes, big-endian): AtomicETH / MaskedCmpSwapETH swap or add
+/// (bytes 12..20) in 63:0, compare or field boundaries (20..28) in 127:64, swap mask (28..36) in 191:128,
+/// compare mask (36..44) in 255:192.
+fn atomic_map() -> ByteMap<352, 256> {
+    ByteMap::new((0..4).flat_map(|k| (0..8).map(move |j| ByteSrc::In(8 * (12 + 8 * k + 7 - j)))).collect())
+}
+
+/// A 64-bit value's bytes reversed (host order to wire order).
+pub fn swap64_map() -> ByteMap<64, 64> {
+    ByteMap::new((0..8).map(|j| ByteSrc::In(8 * (7 - j))).collect())
+}
+
 /// Extended per-QP responder state (beyond [`QpResp`]).
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct RespExt {
@@ -376,6 +388,8 @@ pub struct Responder {
     ci_ram: SdpRam<Bits<16>, 8>,
     info_lut: Lut8<10>,
     reth: ByteMap<352, 128>,
+    atom: ByteMap<352, 256>,
+    orig_be: ByteMap<64, 64>,
     add_a: PipeAdd64,
     add_b: PipeAdd64,
     add_c: PipeAdd64,
@@ -722,6 +736,8 @@ impl Default for Responder {
             ci_ram: Default::default(),
             info_lut: Lut8::new(info_table()),
             reth: reth_map(),
+            atom: atomic_map(),
+            orig_be: swap64_map(),
             add_a: Default::default(),
             add_b: Default::default(),
             add_c: Default::default(),
@@ -1017,6 +1033,7 @@ impl Logic for Responder {
         self.l_bth8.next = self.hdr.val().bth8;
         self.l_rqpn.next = self.hdr.val().dest_qpn;
         self.reth.x.next = self.l_ext.val();
+        self.atom.x.next = self.l_ext.val();
         self.l_reth.next = self.reth.y.val();
         self.info_lut.x.next = self.hdr.val().opcode;
         self.l_info.next = self.h_info.q.val();
@@ -1059,14 +1076,8 @@ impl Logic for Responder {
         self.alu.orig.next = self.at_orig.q.val();
         self.alu.b.next = self.h_swap.q.val();
         // the original value, big-endian, for AtomicAckETH
-        self.l_orig_be.next = bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(56))
-            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(48)) << 8)
-            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(40)) << 16)
-            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(32)) << 24)
-            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(24)) << 32)
-            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(16)) << 40)
-            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(8)) << 48)
-            | (bit_cast::<64, 8>(self.at_orig.q.val().get_bits::<8>(0)) << 56);
+        self.orig_be.x.next = self.at_orig.q.val();
+        self.l_orig_be.next = self.orig_be.y.val();
 
         // ---- QP state decode
         self.l_pm.next = self.st.q.val().path_mtu;
@@ -1281,39 +1292,11 @@ impl Logic for Responder {
                         self.h_va.d.next = self.l_reth.val().get_bits::<64>(0);
                         self.h_rkey.d.next = self.l_reth.val().get_bits::<32>(64);
                         self.h_dlen.d.next = self.l_reth.val().get_bits::<32>(96);
-                        // AtomicETH: VA, R_Key, swap/add (bytes 12..20), compare (20..28), big-endian
-                        self.h_swap.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(96)) << 56)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(104)) << 48)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(112)) << 40)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(120)) << 32)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(128)) << 24)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(136)) << 16)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(144)) << 8)
-                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(152));
-                        self.h_cmp.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(160)) << 56)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(168)) << 48)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(176)) << 40)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(184)) << 32)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(192)) << 24)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(200)) << 16)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(208)) << 8)
-                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(216));
-                        self.h_sm.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(224)) << 56)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(232)) << 48)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(240)) << 40)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(248)) << 32)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(256)) << 24)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(264)) << 16)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(272)) << 8)
-                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(280));
-                        self.h_cm.d.next = (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(288)) << 56)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(296)) << 48)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(304)) << 40)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(312)) << 32)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(320)) << 24)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(328)) << 16)
-                            | (bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(336)) << 8)
-                            | bit_cast::<64, 8>(self.l_ext.val().get_bits::<8>(344));
+                        // an atomic's operands (see `atomic_map`)
+                        self.h_swap.d.next = self.atom.y.val().get_bits::<64>(0);
+                        self.h_cmp.d.next = self.atom.y.val().get_bits::<64>(64);
+                        self.h_sm.d.next = self.atom.y.val().get_bits::<64>(128);
+                        self.h_cm.d.next = self.atom.y.val().get_bits::<64>(192);
                         self.h_imm.d.next = self.l_ext.val().get_bits::<32>(0);
                         if self.info_lut.y.val().get_bit(7) {
                             self.h_imm.d.next = self.l_ext.val().get_bits::<32>(128);
