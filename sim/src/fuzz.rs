@@ -302,7 +302,7 @@ pub enum Fate {
 /// Where a frame with verdict `v` goes, from `rtl/src/rnic.rs` (the top routes opcodes 0x0D..=0x12 to the
 /// Completer, everything else to the Responder), the Responder's `Look` state (malformed first, then the
 /// lookup) and QP Context's lookup (`rtl/src/qp_context.rs`: QPN 0 or >= 256, an opcode whose transport bits
-/// are not RC's, a QP not in RTR/RTS/SQD/SQE, a source IP that is not the QP's remote IP, a P_Key whose low 15
+/// are not RC's (the masked atomics 0xD3/0xD4 count as RC), a QP not in RTR/RTS/SQD/SQE, a source IP that is not the QP's remote IP, a P_Key whose low 15
 /// bits are not 0x7FFF). `live` holds our QPs (all RC, in RTS, remote IP `peer_ip`).
 pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
     if v.reason != 0 {
@@ -316,7 +316,8 @@ pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
     }
     let drop = v.dest_qpn == 0
         || v.dest_qpn >= 256
-        || v.opcode & OPCODE_TRANSPORT_MASK != RC_SEND_ONLY & OPCODE_TRANSPORT_MASK
+        || (v.opcode & OPCODE_TRANSPORT_MASK != RC_SEND_ONLY & OPCODE_TRANSPORT_MASK
+            && !testbench::wire::opcode::MASKED_ATOMIC_OPCODES.contains(&v.opcode))
         || !live.contains(&v.dest_qpn)
         || v.src_ip != peer_ip
         || v.pkey & 0x7FFF != 0x7FFF;

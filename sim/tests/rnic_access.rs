@@ -1,5 +1,6 @@
 //! Remote access errors at our Responder (Verilator RNIC, golden model as the requester): a wrong rkey, an
-//! address past the end of the MR, and a missing REMOTE_WRITE / REMOTE_READ right are each answered with NAK
+//! address past the end of the MR, and a missing REMOTE_WRITE / REMOTE_READ / REMOTE_ATOMIC right (WRITE, READ
+//! and FETCH_ADD) are each answered with NAK
 //! remote access error (the requester completes with REM_ACCESS_ERR), our QP goes to the error state (a valid
 //! request that follows on it is dropped and counted), and not one byte of our host memory changes: the test
 //! keeps a shadow copy of the whole host memory from before the bad request and compares every byte after.
@@ -22,6 +23,10 @@ enum Bad {
     PastTheEnd,
     NoRemoteWrite,
     NoRemoteRead,
+    /// FETCH_ADD to an MR without REMOTE_ATOMIC, past the end of the MR, with a wrong rkey
+    AtomicNoRemoteAtomic,
+    AtomicPastTheEnd,
+    AtomicWrongRkey,
 }
 
 fn one(bad: Bad) {
@@ -35,6 +40,9 @@ fn one(bad: Bad) {
         Bad::PastTheEnd => (WrOpcode::RdmaWrite, r.src + (1 << 21) - 100, r.lkey, 512),
         Bad::NoRemoteWrite => (WrOpcode::RdmaWrite, r.src + (1 << 20) + 64, ro, 512),
         Bad::NoRemoteRead => (WrOpcode::RdmaRead, r.src + (1 << 20) + (1 << 16) + 64, wo, 512),
+        Bad::AtomicNoRemoteAtomic => (WrOpcode::AtomicFetchAndAdd, r.src + (1 << 20) + (1 << 16) + 64, wo, 8),
+        Bad::AtomicPastTheEnd => (WrOpcode::AtomicFetchAndAdd, r.src + (1 << 21), r.lkey, 8),
+        Bad::AtomicWrongRkey => (WrOpcode::AtomicFetchAndAdd, r.src + 4096, r.lkey ^ 0x100, 8),
     };
     let shadow = r.mem.lock().unwrap().clone();
     let requests_before = counter(&mut r, "resp_requests");
@@ -119,4 +127,19 @@ fn write_without_remote_write_is_naked_and_writes_nothing() {
 #[test]
 fn read_without_remote_read_is_naked_and_writes_nothing() {
     one(Bad::NoRemoteRead);
+}
+
+#[test]
+fn atomic_without_remote_atomic_is_naked_and_writes_nothing() {
+    one(Bad::AtomicNoRemoteAtomic);
+}
+
+#[test]
+fn atomic_past_the_end_of_the_mr_is_naked_and_writes_nothing() {
+    one(Bad::AtomicPastTheEnd);
+}
+
+#[test]
+fn atomic_with_a_wrong_rkey_is_naked_and_writes_nothing() {
+    one(Bad::AtomicWrongRkey);
 }
