@@ -1492,6 +1492,8 @@ fn check_chunk(
                         Some(AethKind::Nak(NakCode::InvalidRequest | NakCode::RemoteAccessError | NakCode::RemoteOperationalError)),
                     ) => "resp_class_c_naks",
                     (RC_RDMA_READ_RESPONSE_FIRST..=RC_RDMA_READ_RESPONSE_ONLY, _) => "resp_read_responses",
+                    // an atomic the Atomic Unit executed (or answered again from its saved value)
+                    (RC_ATOMIC_ACKNOWLEDGE, Some(AethKind::Ack { .. })) => "atomic_acks",
                     _ => {
                         problems.push(format!("sent frame {k}: unexpected opcode {op:#04x} / AETH: {}", hex(f)));
                         "other"
@@ -1528,6 +1530,7 @@ fn check_chunk(
         }
         *rep.tx.entry(key.to_string()).or_default() += got;
     }
+    *rep.tx.entry("atomic_acks".to_string()).or_default() += tx.get("atomic_acks").copied().unwrap_or(0);
 }
 
 fn hex(b: &[u8]) -> String {
