@@ -65,10 +65,10 @@ fn link_faults(l: &LinkStats) -> String {
     format!("{} sent, {} dropped, {} duplicated, {} reordered, {} corrupted", l.sent, l.dropped, l.duplicated, l.reordered, l.corrupted)
 }
 
-pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
-    let dir = dir.to_path_buf();
-    let mut summary = String::new();
-    let mut r = rig(mtu, &dir);
+/// The rig of the RTL against the golden model with [`QPS`] QP pairs (ours, the peer's), and a VCD of the RTL
+/// from the start on request.
+fn golden_rig(mtu: u32, dir: &Path, vcd: Option<&Path>) -> (crate::system::Rig, Vec<(u32, u32)>) {
+    let mut r = rig(mtu, dir);
     if let Some(v) = vcd {
         r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
     }
@@ -76,6 +76,13 @@ pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
     for i in 1..QPS {
         qps.push(r.add_qp_pair(mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32));
     }
+    (r, qps)
+}
+
+pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+    let dir = dir.to_path_buf();
+    let mut summary = String::new();
+    let (mut r, qps) = golden_rig(mtu, &dir, vcd);
     let mut rng = SmallRng::seed_from_u64(seed);
     {
         let mut s = r.sys.borrow_mut();
@@ -225,14 +232,7 @@ pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
 pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let dir = dir.to_path_buf();
     let mut summary = String::new();
-    let mut r = rig(mtu, &dir);
-    if let Some(v) = vcd {
-        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
-    }
-    let mut qps = vec![(r.qpn, r.peer_qpn)];
-    for i in 1..QPS {
-        qps.push(r.add_qp_pair(mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32));
-    }
+    let (mut r, qps) = golden_rig(mtu, &dir, vcd);
     let mut rng = SmallRng::seed_from_u64(seed);
     // our retransmit timer: 4.096 us x 2^4 = 65.5 us (21,000 cycles)
     for &(q, _) in &qps {
