@@ -36,7 +36,13 @@ pub struct BenchOpts {
     pub verbs: Vec<WrOpcode>,
     /// Payload per point (at least 16 messages per QP, at most 4,096 messages).
     pub bytes_per_point: u64,
+    /// VCDs of both RNICs for the first [`VCD_CYCLES`] of every point, into this directory
+    /// (`VERB-MTU-QPS-SIZE.a.vcd`, `.b.vcd`).
+    pub vcd: Option<std::path::PathBuf>,
 }
+
+/// Cycles of each point a `--vcd` bench traces (about 2.7 MB per 1,000 cycles per RNIC).
+pub const VCD_CYCLES: u64 = 20_000;
 
 impl BenchOpts {
     /// The full sweep of issue 7: WRITE, READ, SEND; 64 B .. 1 MiB; MTU 1024 and 4096; 1 and 16 QPs.
@@ -49,6 +55,7 @@ impl BenchOpts {
             sizes: (6..=20).step_by(2).map(|k| 1u64 << k).collect(),
             verbs: vec![WrOpcode::RdmaWrite, WrOpcode::RdmaRead, WrOpcode::Send],
             bytes_per_point: 2 << 20,
+            vcd: None,
         }
     }
 
@@ -143,6 +150,14 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
             r.b.drv.post_recv(q, &RecvWr { wr_id: i, sg_list: vec![sge] }).map_err(|e| anyhow!("post_recv: {e}"))?;
         }
     }
+    let mut tracing = false;
+    if let Some(d) = &o.vcd {
+        std::fs::create_dir_all(d)?;
+        let name = format!("{verb:?}-{mtu}-{qps}-{size}");
+        r.a.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.a.vcd")).to_str().unwrap());
+        r.b.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.b.vcd")).to_str().unwrap());
+        tracing = true;
+    }
     let c0 = r.cycle();
     let (mut posted, mut done, mut last_progress) = (0u64, 0u64, c0);
     let mut problem = String::new();
@@ -159,6 +174,11 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
                 Err(DriverError::Verbs(VerbsError::QueueFull)) => break,
                 Err(e) => return Err(anyhow!("post_send: {e}")),
             }
+        }
+        if tracing && r.cycle() - c0 > VCD_CYCLES {
+            r.a.sys.borrow_mut().rnic.stop_trace();
+            r.b.sys.borrow_mut().rnic.stop_trace();
+            tracing = false;
         }
         let wcs = r.a.drv.poll_cq(r.a.cq, 256).map_err(|e| anyhow!("poll_cq: {e}"))?;
         if let Some(bad) = wcs.iter().find(|w| w.status != WcStatus::Success) {

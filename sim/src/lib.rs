@@ -46,6 +46,11 @@ impl<M: VModel> Clocked<M> {
         }
     }
 
+    /// Stop sampling the VCD (the file is complete when the model is dropped).
+    pub fn stop_trace(&mut self) {
+        self.trace = false;
+    }
+
     fn edge(&mut self, clock: u64) {
         self.m.set_clock(clock);
         self.m.eval();

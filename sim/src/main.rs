@@ -97,6 +97,21 @@ enum Cmd {
         /// Where bench.csv and bench.svg go.
         #[arg(long, default_value = "bench-out")]
         out: PathBuf,
+        /// Only these verbs (write, read, send), comma separated.
+        #[arg(long, value_delimiter = ',')]
+        verb: Vec<String>,
+        /// Only these path MTUs.
+        #[arg(long, value_delimiter = ',')]
+        mtu: Vec<u32>,
+        /// Only these QP counts.
+        #[arg(long, value_delimiter = ',')]
+        qps: Vec<usize>,
+        /// Only these message sizes (bytes).
+        #[arg(long, value_delimiter = ',')]
+        size: Vec<u64>,
+        /// VCDs of both RNICs for the first 20,000 cycles of every point, into this directory.
+        #[arg(long)]
+        vcd: Option<PathBuf>,
     },
     /// Fuzz the RX port of the Verilator RNIC: N seeded random, malformed and mutated frames (`sim::fuzz`);
     /// checks no hang, no write outside a registered MR and that every drop is counted; exit 0 only if all hold.
@@ -141,6 +156,9 @@ enum Cmd {
         reorder: f64,
         #[arg(long, default_value_t = 0.001)]
         corrupt: f64,
+        /// `atomics`: increments under the spin lock, in all (default: --messages / 100, at least 64).
+        #[arg(long)]
+        locks: Option<usize>,
         /// Where the pcaps go.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -189,10 +207,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Synth { block } => synth(block.as_deref()),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
-        Cmd::Bench { clock_mhz, host_latency_ns, quick, out } => bench(clock_mhz, host_latency_ns, quick, &out),
+        Cmd::Bench { clock_mhz, host_latency_ns, quick, out, verb, mtu, qps, size, vcd } => {
+            bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd })
+        }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
-        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, out, vcd } => {
-            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], out, vcd)
+        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, out, vcd } => {
+            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, out, vcd)
         }
         Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
             rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
@@ -200,10 +220,45 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path) -> Result<ExitCode> {
+/// `rnic bench` filters: an empty list keeps the sweep's own.
+struct Sweep {
+    verb: Vec<String>,
+    mtu: Vec<u32>,
+    qps: Vec<usize>,
+    size: Vec<u64>,
+    vcd: Option<PathBuf>,
+}
+
+fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Sweep) -> Result<ExitCode> {
     use sim::bench::{self, BenchOpts};
+    use testbench::model::WrOpcode;
     let mut o = if quick { BenchOpts::quick(clock_mhz) } else { BenchOpts::full(clock_mhz) };
     o.host_latency_ns = host_latency_ns;
+    if !sw.verb.is_empty() {
+        o.verbs = sw
+            .verb
+            .iter()
+            .map(|v| match v.to_ascii_lowercase().as_str() {
+                "write" => Ok(WrOpcode::RdmaWrite),
+                "read" => Ok(WrOpcode::RdmaRead),
+                "send" => Ok(WrOpcode::Send),
+                _ => Err(anyhow::anyhow!("--verb is write, read or send, not {v:?}")),
+            })
+            .collect::<Result<_>>()?;
+    }
+    anyhow::ensure!(sw.mtu.iter().all(|m| (256..=4096).contains(m) && m.is_power_of_two()), "--mtu must be 256 .. 4096, a power of two");
+    anyhow::ensure!(sw.qps.iter().all(|&q| (1..=16).contains(&q)), "--qps must be 1 .. 16");
+    anyhow::ensure!(sw.size.iter().all(|&z| (1..=1 << 20).contains(&z)), "--size must be 1 B .. 1 MiB");
+    if !sw.mtu.is_empty() {
+        o.mtus = sw.mtu;
+    }
+    if !sw.qps.is_empty() {
+        o.qps = sw.qps;
+    }
+    if !sw.size.is_empty() {
+        o.sizes = sw.size;
+    }
+    o.vcd = sw.vcd;
     std::fs::create_dir_all(out)?;
     let pcaps = out.join("pcap");
     println!("rnic bench: two RTL RNICs (Verilator models of the emitted top) on one 100G link, core clock {clock_mhz} MHz, host memory {host_latency_ns} ns away");
@@ -276,7 +331,7 @@ fn fuzz(frames: u64, seed: u64, chunk: usize, out: Option<PathBuf>, skip_truncat
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
+fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], locks: Option<usize>, out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
     use sim::campaign::{self as c, PER_ROUND};
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
@@ -285,7 +340,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], o
     if role == "atomics" {
         // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
         let per_qp = messages.div_ceil(c::QPS).max(1);
-        let locks = (per_qp / 100).max(4);
+        let locks = locks.map_or((per_qp / 100).max(4), |l| l.div_ceil(c::QPS).max(1));
         let dir = match out {
             Some(d) => d,
             None => scratch("campaign")?,
