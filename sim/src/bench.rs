@@ -3,9 +3,10 @@
 //!
 //! * Goodput: A posts `messages` WQEs of one verb and size round robin over its QPs (reposting as the send
 //!   queues drain, every WQE signaled), B posts the receives a SEND needs; the figure is payload bits over the
-//!   cycles from A's first doorbell to A's last completion, at the core clock. A point that stops making
-//!   progress for [`STALL_CYCLES`] is reported as stalled with the RX Parse drops that caused it (no
-//!   retransmission yet: issue 5).
+//!   cycles from A's first doorbell to A's last completion, at the core clock. The QPs retransmit after
+//!   [`BENCH_QP_TIMEOUT`] (4.096 us x 2^6 = 262 us), so a frame dropped for lack of room (RX Parse overflow)
+//!   costs a go-back-N, not the run: such a point completes slower and its note gives the drops and
+//!   go-back-N counts; one that stops making progress for [`STALL_CYCLES`] is reported as stalled.
 //! * Latency of one 64-byte WRITE on an idle pair: doorbell (end of the CSR write) to A's first beat on the
 //!   wire; last beat into B's MAC to B's first payload DMA write; last beat into B's MAC to B's first ACK beat.
 //! * The wire limit: payload over wire bytes (Ethernet/IPv4/UDP/BTH/ICRC/FCS headers, RETH on a WRITE's first
@@ -18,13 +19,16 @@ use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use testbench::driver::{CsrBus, DriverError};
-use testbench::host::REG_COUNTERS;
-use testbench::model::{RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
+use testbench::model::{QpAttr, RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
 
 use crate::pair::PairRig;
+use crate::rxe::rtl_ep::read_counter_window;
 
 /// A point with no completion for this many cycles has stalled.
 pub const STALL_CYCLES: u64 = 300_000;
+/// The bench QPs' retransmit timeout exponent (IBA: 4.096 us x 2^n): 262 us, 84,000 cycles at 322 MHz,
+/// inside [`STALL_CYCLES`].
+pub const BENCH_QP_TIMEOUT: u8 = 6;
 
 #[derive(Clone, Debug)]
 pub struct BenchOpts {
@@ -86,6 +90,8 @@ pub struct Point {
     pub wire_limit_gbps: f64,
     /// Empty when every message completed with success.
     pub problem: String,
+    /// RX drops and go-back-N during the point (empty when none).
+    pub note: String,
 }
 
 /// Latencies in core cycles.
@@ -116,16 +122,13 @@ pub fn wire_limit_gbps(verb: WrOpcode, size: u64, mtu: u32) -> f64 {
     100.0 * size as f64 / wire as f64
 }
 
+/// The nonzero RX drop and go-back-N counters of both sides.
 fn counters(r: &mut PairRig) -> String {
-    let names = crate::rxe::rtl_ep::counter_names();
     let mut out = String::new();
     for (tag, side) in [("A", &mut r.a), ("B", &mut r.b)] {
-        for (i, n) in names.iter().enumerate() {
-            if n.starts_with("rx_drop") {
-                let v = side.drv.bus().read32(REG_COUNTERS + 4 * i as u32).unwrap_or(0);
-                if v != 0 {
-                    let _ = write!(out, "{tag} {n}={v} ");
-                }
+        for (n, v) in read_counter_window(&mut side.drv).unwrap_or_default() {
+            if v != 0 && (n.starts_with("rx_drop") || n == "comp_retries") {
+                let _ = write!(out, "{tag} {n}={v} ");
             }
         }
     }
@@ -141,6 +144,11 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     let lat = (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64;
     r.a.sys.borrow_mut().dma.latency_cycles = lat;
     r.b.sys.borrow_mut().dma.latency_cycles = lat;
+    for side in [&mut r.a, &mut r.b] {
+        for q in side.qps.clone() {
+            side.drv.modify_qp(q, &QpAttr { timeout: Some(BENCH_QP_TIMEOUT), ..Default::default() }).map_err(|e| anyhow!("modify_qp: {e}"))?;
+        }
+    }
     let slots = (half / size.max(64)).max(1);
     let at = |i: u64| (i % slots) * size.max(64);
     if verb == WrOpcode::Send {
@@ -201,6 +209,7 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
         problem = format!("{under} MAC TX underrun cycles");
     }
     let cycles = r.cycle() - c0;
+    let note = if problem.is_empty() { counters(&mut r) } else { String::new() };
     let secs = cycles as f64 / (o.clock_mhz * 1e6);
     let ok = problem.is_empty();
     Ok(Point {
@@ -214,6 +223,7 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
         mpps: if ok { messages as f64 / secs / 1e6 } else { 0.0 },
         wire_limit_gbps: wire_limit_gbps(verb, size, mtu),
         problem,
+        note,
     })
 }
 
@@ -246,12 +256,12 @@ pub fn latency(o: &BenchOpts, dir: &Path) -> Result<Latency> {
 }
 
 pub fn csv(points: &[Point]) -> String {
-    let mut s = String::from("verb,mtu,qps,size,messages,cycles,gbps,mpps,wire_limit_gbps,problem\n");
+    let mut s = String::from("verb,mtu,qps,size,messages,cycles,gbps,mpps,wire_limit_gbps,problem,note\n");
     for p in points {
         let _ = writeln!(
             s,
-            "{:?},{},{},{},{},{},{:.2},{:.3},{:.2},{}",
-            p.verb, p.mtu, p.qps, p.size, p.messages, p.cycles, p.gbps, p.mpps, p.wire_limit_gbps, p.problem.replace(',', ";")
+            "{:?},{},{},{},{},{},{:.2},{:.3},{:.2},{},{}",
+            p.verb, p.mtu, p.qps, p.size, p.messages, p.cycles, p.gbps, p.mpps, p.wire_limit_gbps, p.problem.replace(',', ";"), p.note.replace(',', ";")
         );
     }
     s

@@ -305,7 +305,7 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
             p.gbps,
             p.mpps,
             p.wire_limit_gbps,
-            p.problem
+            if p.problem.is_empty() { &p.note } else { &p.problem }
         );
     }
     println!("simulation speed: {:.3} M cycles/s of both RNICs together", cycles as f64 / t.elapsed().as_secs_f64() / 1e6);
