@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
-use testbench::driver::{CsrBus, DriverError};
+use testbench::driver::DriverError;
 use testbench::model::{QpAttr, RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
 
 use crate::pair::PairRig;

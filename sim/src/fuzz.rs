@@ -55,8 +55,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::system::{rig, Rig, OUR_IP, OUR_MAC};
 use testbench::crc::{crc32_update, icrc_seed_state};
-use testbench::driver::CsrBus;
-use testbench::host::{RecvWqe, REG_COUNTERS, WQE_BYTES};
+use testbench::host::{RecvWqe, WQE_BYTES};
 use testbench::model::*;
 use testbench::wire::frame::{icrc, icrc_header_mask, ArpFrame, MacAddr, ETHERTYPE_ARP, ETHERTYPE_IPV4};
 use testbench::wire::headers::{AethKind, NakCode, AETH_ACK_UNLIMITED};
@@ -1063,11 +1062,8 @@ struct Counters(Vec<u64>);
 
 impl Counters {
     fn read(r: &mut Rig) -> Result<Self, String> {
-        let n = crate::rxe::rtl_ep::counter_names().len() as u32;
-        (0..n)
-            .map(|i| r.drv.bus().read32(REG_COUNTERS + 4 * i).map(u64::from).map_err(|e| format!("reading counter {i}: {e}")))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Counters)
+        let w = crate::rxe::rtl_ep::read_counter_window(&mut r.drv).map_err(|e| e.to_string())?;
+        Ok(Counters(w.into_iter().map(|(_, v)| v).collect()))
     }
     fn get(&self, name: &str) -> u64 {
         let i = crate::rxe::rtl_ep::counter_names().iter().position(|n| n == name).expect("a counter name");
