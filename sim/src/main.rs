@@ -465,6 +465,7 @@ fn synth(only: Option<&str>) -> Result<ExitCode> {
     println!("Yosys synth_xilinx -family xcup (resources) and synth; abc -lut 6; ltp -noff (depth)");
     println!("{:<16} {:>8} {:>7} {:>8} {:>7} {:>5} {:>5} {:>11}", "block", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP", "LUT levels");
     let mut found = false;
+    let mut over = Vec::new();
     for b in fpga::blocks() {
         if only.is_some_and(|o| o != b.name) {
             continue;
@@ -475,6 +476,16 @@ fn synth(only: Option<&str>) -> Result<ExitCode> {
             "{:<16} {:>8} {:>7} {:>8} {:>7.1} {:>5} {:>5} {:>11}",
             b.name, r.luts, r.lutram, r.ffs, r.bram36, r.uram, r.dsp, r.lut_levels
         );
+        if b.depth_budget.is_some_and(|d| r.lut_levels > d) {
+            over.push((b.name, r.lut_levels, r.worst_path));
+        }
+    }
+    // where the levels go in a block over its budget: the nets of its worst path
+    for (name, levels, path) in over {
+        println!("{name}: {levels} LUT levels, over the budget; its worst path:");
+        for n in path {
+            println!("  {n}");
+        }
     }
     anyhow::ensure!(found, "no block named {}", only.unwrap_or_default());
     let _ = std::fs::remove_dir_all(&dir);
