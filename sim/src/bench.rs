@@ -209,7 +209,8 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
         problem = format!("{under} MAC TX underrun cycles");
     }
     let cycles = r.cycle() - c0;
-    let note = if problem.is_empty() { counters(&mut r) } else { String::new() };
+    // (a stall's problem already names the counters)
+    let note = if problem.starts_with("stalled") { String::new() } else { counters(&mut r) };
     let secs = cycles as f64 / (o.clock_mhz * 1e6);
     let ok = problem.is_empty();
     Ok(Point {
@@ -291,7 +292,15 @@ pub fn svg(points: &[Point], title: &str) -> String {
     }
     for &z in &sizes {
         let xx = x(z);
-        let lab = if z >= 1 << 20 { format!("{}M", z >> 20) } else if z >= 1024 { format!("{}K", z >> 10) } else { format!("{z}") };
+        let lab = if !z.is_power_of_two() {
+            format!("{z}")
+        } else if z >= 1 << 20 {
+            format!("{}M", z >> 20)
+        } else if z >= 1024 {
+            format!("{}K", z >> 10)
+        } else {
+            format!("{z}")
+        };
         let _ = writeln!(s, "<line x1='{xx}' y1='{}' x2='{xx}' y2='{}' stroke='#eee'/><text x='{xx}' y='{}' text-anchor='middle'>{lab}</text>", t, h - b, h - b + 18.0);
     }
     let _ = writeln!(s, "<text x='{}' y='{}' text-anchor='middle'>message size (bytes)</text>", (l + w - rgt) / 2.0, h - 14.0);

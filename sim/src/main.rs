@@ -156,7 +156,8 @@ enum Cmd {
         reorder: f64,
         #[arg(long, default_value_t = 0.001)]
         corrupt: f64,
-        /// `atomics`: increments under the spin lock, in all (default: --messages / 100, at least 64).
+        /// `atomics` only: increments under the spin lock, in all, rounded up to a multiple of 16 (default: 1 %
+        /// of --messages, at least 64).
         #[arg(long)]
         locks: Option<usize>,
         /// Where the pcaps go.
@@ -249,15 +250,25 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
     anyhow::ensure!(sw.mtu.iter().all(|m| (256..=4096).contains(m) && m.is_power_of_two()), "--mtu must be 256 .. 4096, a power of two");
     anyhow::ensure!(sw.qps.iter().all(|&q| (1..=16).contains(&q)), "--qps must be 1 .. 16");
     anyhow::ensure!(sw.size.iter().all(|&z| (1..=1 << 20).contains(&z)), "--size must be 1 B .. 1 MiB");
+    let uniq = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
     if !sw.mtu.is_empty() {
-        o.mtus = sw.mtu;
+        o.mtus = uniq(sw.mtu.iter().map(|&m| u64::from(m)).collect()).into_iter().map(|m| m as u32).collect();
     }
     if !sw.qps.is_empty() {
-        o.qps = sw.qps;
+        o.qps = uniq(sw.qps.iter().map(|&q| q as u64).collect()).into_iter().map(|q| q as usize).collect();
     }
     if !sw.size.is_empty() {
-        o.sizes = sw.size;
+        o.sizes = uniq(sw.size);
     }
+    let mut seen = Vec::new();
+    o.verbs.retain(|v| !seen.contains(v) && {
+        seen.push(*v);
+        true
+    });
     o.vcd = sw.vcd;
     std::fs::create_dir_all(out)?;
     let pcaps = out.join("pcap");
@@ -337,6 +348,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
     let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], reorder_cycles: 2_000 };
     let rounds = messages.div_ceil(PER_ROUND).max(1);
+    anyhow::ensure!(locks.is_none() || role == "atomics", "--locks is for --role atomics");
     if role == "atomics" {
         // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
         let per_qp = messages.div_ceil(c::QPS).max(1);
