@@ -1058,16 +1058,14 @@ struct OurQp {
 }
 
 /// The counter window, by name.
-struct Counters(Vec<u64>);
+struct Counters(Vec<(String, u64)>);
 
 impl Counters {
     fn read(r: &mut Rig) -> Result<Self, String> {
-        let w = crate::rxe::rtl_ep::read_counter_window(&mut r.drv).map_err(|e| e.to_string())?;
-        Ok(Counters(w.into_iter().map(|(_, v)| v).collect()))
+        crate::rxe::rtl_ep::read_counter_window(&mut r.drv).map(Counters).map_err(|e| e.to_string())
     }
     fn get(&self, name: &str) -> u64 {
-        let i = crate::rxe::rtl_ep::counter_names().iter().position(|n| n == name).expect("a counter name");
-        self.0[i]
+        crate::rxe::rtl_ep::counter(&self.0, name)
     }
     fn delta(&self, before: &Counters, name: &str) -> u64 {
         self.get(name).wrapping_sub(before.get(name)) & 0xFFFF_FFFF
@@ -1317,7 +1315,7 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
     }
     rep.problems.extend(problems.into_iter().map(|p| format!("seed {}: after the fuzz: {p}", o.seed)));
     let fin = Counters::read(&mut r).map_err(anyhow::Error::msg)?;
-    rep.counters = crate::rxe::rtl_ep::counter_names().into_iter().zip(fin.0).collect();
+    rep.counters = fin.0;
     rep.cycles = r.sys.borrow().cycle;
     rep.secs = t0.elapsed().as_secs_f64();
     Ok(rep)

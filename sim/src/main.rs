@@ -250,16 +250,16 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
     anyhow::ensure!(sw.mtu.iter().all(|m| (256..=4096).contains(m) && m.is_power_of_two()), "--mtu must be 256 .. 4096, a power of two");
     anyhow::ensure!(sw.qps.iter().all(|&q| (1..=16).contains(&q)), "--qps must be 1 .. 16");
     anyhow::ensure!(sw.size.iter().all(|&z| (1..=1 << 20).contains(&z)), "--size must be 1 B .. 1 MiB");
-    let uniq = |mut v: Vec<u64>| {
+    fn uniq<T: Ord>(mut v: Vec<T>) -> Vec<T> {
         v.sort_unstable();
         v.dedup();
         v
-    };
+    }
     if !sw.mtu.is_empty() {
-        o.mtus = uniq(sw.mtu.iter().map(|&m| u64::from(m)).collect()).into_iter().map(|m| m as u32).collect();
+        o.mtus = uniq(sw.mtu);
     }
     if !sw.qps.is_empty() {
-        o.qps = uniq(sw.qps.iter().map(|&q| q as u64).collect()).into_iter().map(|q| q as usize).collect();
+        o.qps = uniq(sw.qps);
     }
     if !sw.size.is_empty() {
         o.sizes = uniq(sw.size);
