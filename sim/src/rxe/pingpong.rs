@@ -224,8 +224,9 @@ pub struct PcapCheck {
     /// Request packets whose (source, destination QPN, PSN) appeared earlier in the capture: retransmissions.
     pub dup_requests_to_vm: u64,
     pub dup_requests_from_vm: u64,
-    /// Our RoCE frames after the VM's last one: they may reach rxe after the tool has destroyed its QP.
-    pub roce_to_vm_after_vm_last: u64,
+    /// Our RoCE frames the VM never answered (see [`unanswered_tail`]): they may reach rxe after the tool has
+    /// destroyed its QP.
+    pub roce_to_vm_unanswered_tail: u64,
 }
 
 /// Everything about one run.
@@ -268,10 +269,12 @@ impl PingpongReport {
     /// rxe 6.1 `hw_counters` and what they must be:
     /// * `rcvd_pkts` counts what passed rxe's header checks **and the ICRC check** (`rxe_rcv`); rxe has no ICRC
     ///   error counter, so without drops every RoCE frame we delivered must be counted: `rcvd_pkts` = RoCE
-    ///   frames to the VM in the pcap (a bad ICRC from us makes it smaller), except our frames after the VM's
-    ///   last one, which may arrive after the tool destroyed its QP (seen with the RTL: rxe retransmitted its
-    ///   last SEND on its 67 ms timer, our second ACK came after the end). With drops, a retransmission can
-    ///   reach a QP the tool already destroyed, so there it may only be smaller by what arrived after the end.
+    ///   frames to the VM in the pcap (a bad ICRC from us makes it smaller), except our frames after the last
+    ///   one the VM answered ([`unanswered_tail`]), which may reach rxe after the tool destroyed its QP. Seen
+    ///   with the RTL: rxe retransmitted its last SEND on its timer; we sent our last SEND and then re-ACKed
+    ///   the duplicate's packets; the VM ACKed our SEND, the tool exited, and the three re-ACKs queued behind
+    ///   our SEND (before the VM's last frame in the capture) found no QP. With drops, a retransmission can
+    ///   reach a QP the tool already destroyed, so there it may only be smaller by that tail.
     /// * `rcvd_seq_err` (rxe's requester got a PSN-sequence NAK from us) and `out_of_seq_request` (rxe's
     ///   responder saw a PSN gap in our requests): a lost frame causes them, so they must be 0 without drops.
     /// * `rcvd_rnr_err` / `send_rnr_err`: both sides keep `rx_depth` receives posted, so 0.
@@ -357,9 +360,9 @@ impl PingpongReport {
                 }
                 let rcvd = self.hw("rcvd_pkts");
                 if !self.hw_counters.is_empty() {
-                    // frames of ours after the VM's last frame (e.g. our re-ACK of its retransmitted last SEND) may
+                    // frames of ours the VM never answered (e.g. our re-ACKs of its retransmitted last SEND) may
                     // reach rxe after the tool destroyed its QP; rxe drops those before counting
-                    if lossless && rcvd + c.roce_to_vm_after_vm_last < c.roce_to_vm {
+                    if lossless && rcvd + c.roce_to_vm_unanswered_tail < c.roce_to_vm {
                         p.push(format!(
                             "rxe counted {rcvd} good packets but we delivered {} (bad ICRC or header?)",
                             c.roce_to_vm
@@ -876,20 +879,25 @@ pub fn check_pcap(path: &std::path::Path, our_ip: Ipv4Addr) -> Result<PcapCheck>
     let f = std::fs::File::open(path)?;
     let mut r = pcap_file::pcap::PcapReader::new(f)?;
     let mut seen: HashMap<(IpAddr, u32, u32), u32> = HashMap::new();
+    let mut order = Vec::new();
     while let Some(pkt) = r.next_packet() {
         let pkt = pkt?;
         let Ok(Frame::Roce(rf)) = parse_ethernet(&pkt.data) else {
             continue;
         };
         let ours = rf.ip.src() == IpAddr::V4(our_ip);
+        let is_request = rf.packet.opcode().is_some_and(|op| op.info().is_request());
+        order.push(Seen {
+            ours,
+            is_request,
+            psn: rf.packet.bth.psn,
+        });
         if ours {
             c.roce_to_vm += 1;
-            c.roce_to_vm_after_vm_last += 1;
         } else {
             c.roce_from_vm += 1;
-            c.roce_to_vm_after_vm_last = 0;
         }
-        if rf.packet.opcode().is_some_and(|op| op.info().is_request()) {
+        if is_request {
             let b = &rf.packet.bth;
             let n = seen.entry((rf.ip.src(), b.dest_qpn, b.psn)).or_insert(0);
             *n += 1;
@@ -902,7 +910,40 @@ pub fn check_pcap(path: &std::path::Path, our_ip: Ipv4Addr) -> Result<PcapCheck>
             }
         }
     }
+    c.roce_to_vm_unanswered_tail = unanswered_tail(&order);
     Ok(c)
+}
+
+/// One RoCE frame of the capture, as [`unanswered_tail`] needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    /// Sent by us (to the VM).
+    pub ours: bool,
+    pub is_request: bool,
+    pub psn: u32,
+}
+
+/// How many of our frames come after the last one the VM provably processed. A response from the VM with PSN
+/// p proves that the VM processed our request p (its latest copy before the response) and, the link being in
+/// order, every frame of ours before it. Our frames after that point, including those the capture shows before
+/// the VM's last frame (they may still sit in the VM's receive queue when the tool exits), may never be seen
+/// by rxe's QP.
+pub fn unanswered_tail(frames: &[Seen]) -> u64 {
+    let mut last_req_at: HashMap<u32, usize> = HashMap::new();
+    let mut proven: Option<usize> = None;
+    for (i, f) in frames.iter().enumerate() {
+        if f.ours {
+            if f.is_request {
+                last_req_at.insert(f.psn, i);
+            }
+        } else if !f.is_request {
+            if let Some(&at) = last_req_at.get(&f.psn) {
+                proven = Some(proven.map_or(at, |p| p.max(at)));
+            }
+        }
+    }
+    let from = proven.map_or(0, |p| p + 1);
+    frames[from..].iter().filter(|f| f.ours).count() as u64
 }
 
 /// Boot the VM running `ibv_rc_pingpong` in the role opposite to `o.role`, play our role on the golden model,
@@ -1025,6 +1066,42 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn vm_req(psn: u32) -> Seen {
+        Seen { ours: false, is_request: true, psn }
+    }
+    fn vm_ack(psn: u32) -> Seen {
+        Seen { ours: false, is_request: false, psn }
+    }
+    fn our_req(psn: u32) -> Seen {
+        Seen { ours: true, is_request: true, psn }
+    }
+    fn our_ack(psn: u32) -> Seen {
+        Seen { ours: true, is_request: false, psn }
+    }
+
+    #[test]
+    fn unanswered_tail_counts_our_frames_behind_the_last_one_the_vm_answered() {
+        // the end seen in CI: the VM retransmits its last SEND (100..=103); we ACK the first copy, send our
+        // SEND (500..=503), re-ACK three duplicate packets; the VM ACKs our SEND and exits
+        let mut f = vec![vm_req(100), vm_req(101), vm_req(102)];
+        f.push(our_ack(99));
+        f.push(vm_req(103));
+        f.extend([500, 501, 502, 503].map(our_req));
+        f.extend([103, 103, 103].map(our_ack));
+        f.push(vm_ack(503));
+        assert_eq!(unanswered_tail(&f), 3, "the three re-ACKs after our SEND LAST");
+        // our frames after the VM's last one count too
+        f.push(our_ack(103));
+        assert_eq!(unanswered_tail(&f), 4);
+        // a frame of ours the VM answered is not in the tail, however late: a later ACK covers our re-sent 503
+        f.push(our_req(503));
+        f.push(vm_ack(503));
+        assert_eq!(unanswered_tail(&f), 0);
+        // nothing answered: every frame of ours may be unseen
+        assert_eq!(unanswered_tail(&[our_req(1), vm_req(7), our_ack(7)]), 2);
+        assert_eq!(unanswered_tail(&[]), 0);
+    }
 
     #[test]
     fn record_round_trip() {
