@@ -62,7 +62,7 @@ fn gate_rnic_lint() {
 }
 
 #[test]
-#[ignore = "10 minutes of Yosys; run with --ignored or `rnic synth --block rnic`"]
+#[ignore = "20-40 minutes of Yosys on one core (the whole top); run with --ignored or `rnic synth --block rnic`"]
 fn gate_rnic() {
     gate("rnic");
 }

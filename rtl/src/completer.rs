@@ -69,7 +69,7 @@
 use rust_hdl::prelude::*;
 
 use crate::axis::{AxisSink, AxisSource};
-use crate::bytemap::{ByteMap, ByteSrc};
+use crate::bytemap::ByteMap;
 use crate::consts::k;
 use crate::counter::EventCounter;
 use crate::fifo::{Fifo, SdpRam};
@@ -487,7 +487,7 @@ pub struct Completer {
     pf: Fifo<PayBeat, 4, 5>,
     /// An ATOMIC_ACKNOWLEDGE's original value in host (little-endian) byte order: AtomicAckETH bytes reversed.
     h_orig: DFF<Bits<64>>,
-    orig_map: ByteMap<352, 64>,
+    orig_map: ByteMap<64, 64>,
     cnt: [EventCounter; COMP_COUNTERS],
 
     state: DFF<CompState>,
@@ -741,7 +741,7 @@ impl Default for Completer {
             pa_rd: Default::default(),
             pf: Default::default(),
             h_orig: Default::default(),
-            orig_map: ByteMap::new((0..8).map(|j| ByteSrc::In(8 * (11 - j))).collect()),
+            orig_map: crate::responder::swap64_map(),
             cnt: Default::default(),
             state: Default::default(),
             prio: Default::default(),
@@ -1165,7 +1165,8 @@ impl Logic for Completer {
 
         // ---- header decode ----
         self.l_ext.next = self.hdr.val().ext;
-        self.orig_map.x.next = self.l_ext.val();
+        // AtomicAckETH's original value: ext bytes 4..12, big-endian
+        self.orig_map.x.next = self.l_ext.val().get_bits::<64>(32);
         self.l_syn.next = self.l_ext.val().get_bits::<8>(0) & self.sy_mask.val();
         self.l_hop.next = self.hdr.val().opcode;
         self.l_rresp.next = self.d_first.q.val() | self.d_mid.q.val() | self.d_last.q.val() | self.d_only.q.val();

@@ -23,12 +23,13 @@
 //! not seen). Writes to QPN 0 or QPN ≥ N on any port are ignored.
 
 use crate::fifo::SdpRam;
+use crate::lut::Lut8;
 use rust_hdl::prelude::*;
 use testbench::model::{DropReason, QpState, QpType};
 use testbench::wire::headers::DEFAULT_PKEY;
 use testbench::wire::opcode::{
-    MASKED_COMPARE_SWAP, MASKED_FETCH_ADD, OPCODE_OPERATION_MASK, OPCODE_TRANSPORT_MASK, RC_ATOMIC_ACKNOWLEDGE,
-    RC_RDMA_READ_RESPONSE_FIRST, RC_SEND_ONLY, UC_SEND_ONLY, UD_SEND_ONLY,
+    transport_bits, OPCODE_OPERATION_MASK, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST, RC_SEND_ONLY,
+    UC_SEND_ONLY, UD_SEND_ONLY,
 };
 
 /// Static QP attributes (driver-written). Encodings: `state` = `testbench::model::QpState as u8`, `qp_type` =
@@ -129,6 +130,8 @@ pub struct QpContext<const N: usize, const AW: usize> {
     s1_qp0: DFF<Bit>,
     s1_oor: DFF<Bit>,
     s1_tr: DFF<Bits<3>>,
+    /// `transport_bits[opcode]` (the golden opcode table).
+    tr_lut: Lut8<3>,
     s1_req: DFF<Bit>,
     s1_pkey_ok: DFF<Bit>,
     s1_sip: DFF<Bits<32>>,
@@ -172,9 +175,6 @@ pub struct QpContext<const N: usize, const AW: usize> {
     op_resp_hi: Constant<Bits<5>>,
     pkey_low: Constant<Bits<15>>,
     tr_rc: Constant<Bits<3>>,
-    /// The masked atomics' opcodes (manufacturer range, RC semantics: `testbench::wire::opcode`).
-    op_mcas: Constant<Bits<8>>,
-    op_mfaa: Constant<Bits<8>>,
     tr_uc: Constant<Bits<3>>,
     tr_ud: Constant<Bits<3>>,
     ty_rc: Constant<Bits<2>>,
@@ -196,7 +196,7 @@ pub struct QpContext<const N: usize, const AW: usize> {
 impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
     fn default() -> Self {
         assert!(N >= 2 && N <= 1 << AW && N < 1 << 24, "QpContext<N, AW>: need 2 <= N <= 2^AW");
-        let tr = |op: u8| Constant::new(bits::<3>(((op & OPCODE_TRANSPORT_MASK) >> 5) as u64));
+        let tr = |op: u8| Constant::new(bits::<3>(u64::from(transport_bits(op))));
         let ty = |t: QpType| Constant::new(bits::<2>(t as u64));
         let st = |s: QpState| Constant::new(bits::<3>(s as u64));
         let r = |x: DropReason| Constant::new(bits::<8>(reason_code(x)));
@@ -239,6 +239,7 @@ impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
             s1_qp0: Default::default(),
             s1_oor: Default::default(),
             s1_tr: Default::default(),
+            tr_lut: Lut8::new((0..=255u8).map(|c| u64::from(transport_bits(c))).collect()),
             s1_req: Default::default(),
             s1_pkey_ok: Default::default(),
             s1_sip: Default::default(),
@@ -278,8 +279,6 @@ impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
             op_resp_hi: Constant::new(bits::<5>((RC_ATOMIC_ACKNOWLEDGE & OPCODE_OPERATION_MASK) as u64)),
             pkey_low: Constant::new(bits::<15>((DEFAULT_PKEY & 0x7FFF) as u64)),
             tr_rc: tr(RC_SEND_ONLY),
-            op_mcas: crate::consts::k(MASKED_COMPARE_SWAP as u64),
-            op_mfaa: crate::consts::k(MASKED_FETCH_ADD as u64),
             tr_uc: tr(UC_SEND_ONLY),
             tr_ud: tr(UD_SEND_ONLY),
             ty_rc: ty(QpType::Rc),
@@ -343,11 +342,9 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
         self.s1_qpn.d.next = self.lk_qpn.val();
         self.s1_qp0.d.next = self.lk_qpn.val() == self.zero24.val();
         self.s1_oor.d.next = self.lk_qpn.val() >= self.n_qps.val();
-        self.s1_tr.d.next = self.lk_opcode.val().get_bits::<3>(5);
-        if (self.lk_opcode.val() == self.op_mcas.val()) | (self.lk_opcode.val() == self.op_mfaa.val()) {
-            // the masked atomics are RC requests (the opcode table's transport), not the manufacturer class
-            self.s1_tr.d.next = self.tr_rc.val();
-        }
+        // the transport class from the golden opcode table (the masked atomics are RC requests)
+        self.tr_lut.x.next = self.lk_opcode.val();
+        self.s1_tr.d.next = self.tr_lut.y.val();
         self.s1_req.d.next = !((self.lk_op.val() >= self.op_resp_lo.val()) & (self.lk_op.val() <= self.op_resp_hi.val()));
         self.s1_pkey_ok.d.next = self.lk_pkey.val().get_bits::<15>(0) == self.pkey_low.val();
         self.s1_sip.d.next = self.lk_src_ip.val();
@@ -444,11 +441,11 @@ pub fn reference_drop<const N: usize>(
     } else if qpn as usize >= N {
         Some(DropReason::UnknownQp)
     } else {
-        let tr = if opcode == MASKED_COMPARE_SWAP || opcode == MASKED_FETCH_ADD { 0 } else { opcode & OPCODE_TRANSPORT_MASK };
+        let tr = transport_bits(opcode);
         let ty = st.qp_type.to_u64();
-        let type_ok = (ty == QpType::Rc as u64 && tr == RC_SEND_ONLY & OPCODE_TRANSPORT_MASK)
-            || (ty == QpType::Uc as u64 && tr == UC_SEND_ONLY & OPCODE_TRANSPORT_MASK)
-            || (ty == QpType::Ud as u64 && tr == UD_SEND_ONLY & OPCODE_TRANSPORT_MASK);
+        let type_ok = (ty == QpType::Rc as u64 && tr == transport_bits(RC_SEND_ONLY))
+            || (ty == QpType::Uc as u64 && tr == transport_bits(UC_SEND_ONLY))
+            || (ty == QpType::Ud as u64 && tr == transport_bits(UD_SEND_ONLY));
         let s = st.state.to_u64();
         let is = |x: QpState| s == x as u64;
         let state_ok = if request {

@@ -315,8 +315,7 @@ pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
     }
     let drop = v.dest_qpn == 0
         || v.dest_qpn >= 256
-        || (v.opcode & OPCODE_TRANSPORT_MASK != RC_SEND_ONLY & OPCODE_TRANSPORT_MASK
-            && !testbench::wire::opcode::MASKED_ATOMIC_OPCODES.contains(&v.opcode))
+        || transport_bits(v.opcode) != transport_bits(RC_SEND_ONLY)
         || !live.contains(&v.dest_qpn)
         || v.src_ip != peer_ip
         || v.pkey & 0x7FFF != 0x7FFF;
