@@ -394,6 +394,10 @@ pub struct Responder {
     add_b: PipeAdd64,
     add_c: PipeAdd64,
     add_d: PipeAdd64,
+    /// A WRITE MIDDLE/LAST's next write pointer and residue (`w_ptr + len`, `w_resid - len`), summed from Pre on
+    /// with the checks, so an in-order continuation goes from Check straight to its Scatter command.
+    add_e: PipeAdd64,
+    add_f: PipeAdd64,
     /// The Atomic Unit's ALU; the atomic's operands (AtomicETH, big-endian on the wire), the original value read
     /// (or saved, for a replay) and the new one.
     alu: AtomicAlu,
@@ -423,6 +427,10 @@ pub struct Responder {
     ab_c: DFF<Bit>,
     ac_a: DFF<Bits<64>>,
     ac_b: DFF<Bits<64>>,
+    ae_a: DFF<Bits<64>>,
+    ae_b: DFF<Bits<64>>,
+    af_a: DFF<Bits<64>>,
+    af_b: DFF<Bits<64>>,
     ac_c: DFF<Bit>,
     ad_a: DFF<Bits<64>>,
     ad_b: DFF<Bits<64>>,
@@ -742,6 +750,8 @@ impl Default for Responder {
             add_b: Default::default(),
             add_c: Default::default(),
             add_d: Default::default(),
+            add_e: Default::default(),
+            add_f: Default::default(),
             alu: Default::default(),
             h_swap: Default::default(),
             h_cmp: Default::default(),
@@ -766,6 +776,10 @@ impl Default for Responder {
             ab_c: Default::default(),
             ac_a: Default::default(),
             ac_b: Default::default(),
+            ae_a: Default::default(),
+            ae_b: Default::default(),
+            af_a: Default::default(),
+            af_b: Default::default(),
             ac_c: Default::default(),
             ad_a: Default::default(),
             ad_b: Default::default(),
@@ -996,7 +1010,7 @@ impl Logic for Responder {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, ret, fret, kret, ack_nxt, cq_nxt, wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a,
-            ac_b, ac_c, ad_a, ad_b, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_pkey, h_sip, h_va, h_rkey,
+            ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_pkey, h_sip, h_va, h_rkey,
             h_dlen, h_imm, pay_pend, lk_drop, lk_reason, st, rs, x, cfg, pi, ci, ci1, mtu, rs_epsn, rs_ack, rs_msn,
             rs_sent, p_seq_ok, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen, sc_i, d1_v, d1_s, d2_v, d2_s, d3_v, d3_s, found, fslot, dr, du_ge, du_ovf, du_key, p_acc_ok,
             p_no_res, p_kind, ackm1, msn1, psn1, wqe_addr, va_s, end_s, kc_ok, kc_dma, kl_key, kl_va, kl_len, kl_acc,
@@ -1004,7 +1018,7 @@ impl Logic for Responder {
             rchunk, rmsn, replay, o_hdr, o_hv, o_gv, o_gaddr, o_glen, o_sv, o_saddr, o_cv, o_cwr, o_clen, o_cimm,
             o_cstatus, o_cop, o_cflags, o_reason, h_swap, h_cmp, h_sm, h_cm, at_orig, at_new
         );
-        clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d, alu);
+        clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d, add_e, add_f, alu);
         for i in 0..12 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = self.inc[i].val();
@@ -1026,6 +1040,12 @@ impl Logic for Responder {
         self.add_d.a.next = self.ad_a.q.val();
         self.add_d.b.next = self.ad_b.q.val();
         self.add_d.cin.next = false;
+        self.add_e.a.next = self.ae_a.q.val();
+        self.add_e.b.next = self.ae_b.q.val();
+        self.add_e.cin.next = false;
+        self.add_f.a.next = self.af_a.q.val();
+        self.add_f.b.next = self.af_b.q.val();
+        self.add_f.cin.next = true;
 
         // ---- request header decode
         self.l_ext.next = self.hdr.val().ext;
@@ -1373,6 +1393,11 @@ impl Logic for Responder {
                 self.ad_a.d.next = self.cfg.q.val().base;
                 self.ad_b.d.next = bit_cast::<64, 16>(self.l_slot.val()) << 6;
                 self.ci1.d.next = self.ci.q.val() + self.one16.val();
+                // a WRITE continuation's next pointer and residue (used by Check's fast path)
+                self.ae_a.d.next = self.x.q.val().w_ptr;
+                self.ae_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
+                self.af_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
+                self.af_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
                 self.psnc.in_valid.next = true;
                 // check_op_seq
                 if self.x.q.val().mip {
@@ -1515,7 +1540,13 @@ impl Logic for Responder {
                         self.fret.d.next = RespState::WExec;
                         self.state.d.next = RespState::Fetch;
                     } else {
-                        self.state.d.next = RespState::WExec;
+                        // an in-order MIDDLE/LAST: WExec's sums are ready (started in Pre); the Scatter command
+                        // is raised now
+                        self.o_saddr.d.next = self.x.q.val().w_ptr;
+                        self.x.d.next.w_ptr = self.add_e.sum.val();
+                        self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
+                        self.o_sv.d.next = self.pay_pend.q.val();
+                        self.state.d.next = RespState::SCmd;
                     }
                 } else if self.l_start.val() {
                     self.fret.d.next = RespState::SendChk;
