@@ -316,6 +316,59 @@ pub struct System<D: RnicDut = Clocked<VRnic>> {
     pub to_peer_filter: Option<FrameFilter>,
     /// The same for the golden peer's frames to the RNIC (a dropped one never enters the link or its pcap).
     pub to_rnic_filter: Option<FrameFilter>,
+    /// Checks, on every DMA write, that no payload lands in a watched buffer after its CQE (see [`CqeOrder`]).
+    pub cqe_order: CqeOrder,
+}
+
+/// A monitor of the host-visible ordering between a completion and its data: once the CQE of a watched work
+/// request is written to a CQ ring, no DMA write may touch that request's buffer (the driver may hand the
+/// buffer to the application as soon as it sees the CQE; over PCIe, posted writes arrive in order).
+#[derive(Clone, Debug, Default)]
+pub struct CqeOrder {
+    /// CQ rings: base and size in bytes (`Driver::cq_ring`).
+    pub rings: Vec<(u64, u64)>,
+    /// Work requests to watch: wr_id -> their buffer (address, length).
+    pub watch: std::collections::HashMap<u64, (u64, u64)>,
+    /// Watched requests whose CQE was written: (wr_id, address, length, cycle of the CQE write).
+    completed: Vec<(u64, u64, u64, u64)>,
+    /// Every payload write after its CQE: one line each.
+    pub violations: Vec<String>,
+    /// CQEs of watched requests seen.
+    pub cqes_seen: u64,
+}
+
+impl CqeOrder {
+    fn beat(&mut self, c: u64, addr: u64, data: &[u8], strb: u64) {
+        if strb == 0 {
+            return;
+        }
+        if self.rings.iter().any(|&(b, n)| addr >= b && addr < b + n) {
+            // CQEs are 32 bytes, two per beat: bytes 0..8 of each written half are its wr_id
+            for half in 0..2 {
+                if (strb >> (32 * half)) & 0xFFFF_FFFF == 0 {
+                    continue;
+                }
+                let wr_id = u64::from_le_bytes(data[32 * half..32 * half + 8].try_into().unwrap());
+                if let Some((a, n)) = self.watch.remove(&wr_id) {
+                    self.cqes_seen += 1;
+                    self.completed.push((wr_id, a, n, c));
+                }
+            }
+            return;
+        }
+        let lo = addr + u64::from(strb.trailing_zeros());
+        let hi = addr + 64 - u64::from(strb.leading_zeros());
+        for &(wr_id, a, n, at) in &self.completed {
+            if lo < a + n && a < hi {
+                self.violations.push(format!(
+                    "cycle {c}: a DMA write to {lo:#x}..{hi:#x} lands in wr_id {wr_id}'s buffer {a:#x}+{n} {} cycles after its CQE",
+                    c - at
+                ));
+            }
+        }
+        // a completed buffer stays watched for 100,000 cycles (a write that late is no longer this message's)
+        self.completed.retain(|x| c - x.3 < 100_000);
+    }
 }
 
 /// A frame filter: `true` delivers the frame.
@@ -379,6 +432,7 @@ impl<D: RnicDut> System<D> {
             wr_prev: false,
             to_peer_filter: None,
             to_rnic_filter: None,
+            cqe_order: CqeOrder::default(),
         })
     }
 
@@ -471,7 +525,9 @@ impl<D: RnicDut> System<D> {
             self.dma.rd_resp_taken();
         }
         if o.wr_valid {
-            self.dma.wr_beat(o.wr_addr, &bytes(&o.wr_data), o.wr_strb);
+            let data = bytes(&o.wr_data);
+            self.dma.wr_beat(o.wr_addr, &data, o.wr_strb);
+            self.cqe_order.beat(c, o.wr_addr, &data, o.wr_strb);
         }
         if self.timing {
             if o.wr_valid && !self.wr_prev {

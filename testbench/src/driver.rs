@@ -461,6 +461,11 @@ impl<B: CsrBus> Driver<B> {
         self.bus.write32(rq_doorbell(qpn), u32::from(pi))
     }
 
+    /// Where CQ `cq`'s ring lives in host memory: base address and size in bytes (for monitors in tests).
+    pub fn cq_ring(&self, cq: Cq) -> Option<(u64, u64)> {
+        self.cqs.get(cq.0 as usize).map(|(r, _)| (r.base, (CQE_BYTES as u64) << r.log2))
+    }
+
     /// `ibv_poll_cq`: up to `max` new CQEs (by phase), oldest first; tells the device the new consumer index.
     pub fn poll_cq(&mut self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>, DriverError> {
         let (ring, _) = self.cqs.get(cq.0 as usize).ok_or(VerbsError::NoSuchCq)?;
