@@ -3,7 +3,9 @@
 //! Whole commands only: the arbiter grants a source when no command is in progress (round robin when both
 //! have one) and stays with it until that source's `last` beat is taken, so a completion can never be written
 //! in the middle of a payload (and so, with writes performed in order, a CQE lands after the payload of the
-//! packet that completed it). Chained, three sources share the port (the top: the Responder's and the
+//! packet that completed it: RX Parse hands on one packet's payload at a time, so a Scatter Path's last beat
+//! is out before a later packet's beats can hold the other input; `sim::system::CqeOrder` checks it on every
+//! DMA write in `rnic_system`). Chained, three sources share the port (the top: the Responder's and the
 //! Completer's Scatter Paths, then CQE Generation, whose beats are single-beat commands: `b_last` tied high).
 //!
 //! The grant is a register: `a_ready` / `b_ready` are the port's ready AND a flip-flop, never a function of
