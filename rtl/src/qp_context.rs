@@ -23,7 +23,6 @@
 //! not seen). Writes to QPN 0 or QPN ≥ N on any port are ignored.
 
 use crate::fifo::SdpRam;
-use crate::lut::Lut8;
 use rust_hdl::prelude::*;
 use testbench::model::{DropReason, QpState, QpType};
 use testbench::wire::headers::DEFAULT_PKEY;
@@ -130,8 +129,11 @@ pub struct QpContext<const N: usize, const AW: usize> {
     s1_qp0: DFF<Bit>,
     s1_oor: DFF<Bit>,
     s1_tr: DFF<Bits<3>>,
-    /// `transport_bits[opcode]` (the golden opcode table).
-    tr_lut: Lut8<3>,
+    /// The opcodes whose transport (`transport_bits`, the golden opcode table) is not their bits 7:5 (the
+    /// masked atomics: manufacturer range, RC requests), and that transport. A 256-entry table costs ~200
+    /// LUTs in Yosys; two compares cost a few.
+    tr_ex_op: [Constant<Bits<8>>; 2],
+    tr_ex_tr: [Constant<Bits<3>>; 2],
     s1_req: DFF<Bit>,
     s1_pkey_ok: DFF<Bit>,
     s1_sip: DFF<Bits<32>>,
@@ -197,6 +199,9 @@ impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
     fn default() -> Self {
         assert!(N >= 2 && N <= 1 << AW && N < 1 << 24, "QpContext<N, AW>: need 2 <= N <= 2^AW");
         let tr = |op: u8| Constant::new(bits::<3>(u64::from(transport_bits(op))));
+        let tr_ex: Vec<(u8, u8)> =
+            (0..=255u8).filter(|&c| transport_bits(c) != c >> 5).map(|c| (c, transport_bits(c))).collect();
+        assert_eq!(tr_ex.len(), 2, "QP Context handles two opcodes whose transport is not bits 7:5: {tr_ex:?}");
         let ty = |t: QpType| Constant::new(bits::<2>(t as u64));
         let st = |s: QpState| Constant::new(bits::<3>(s as u64));
         let r = |x: DropReason| Constant::new(bits::<8>(reason_code(x)));
@@ -239,7 +244,8 @@ impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
             s1_qp0: Default::default(),
             s1_oor: Default::default(),
             s1_tr: Default::default(),
-            tr_lut: Lut8::new((0..=255u8).map(|c| u64::from(transport_bits(c))).collect()),
+            tr_ex_op: [0, 1].map(|i| Constant::new(bits::<8>(u64::from(tr_ex[i].0)))),
+            tr_ex_tr: [0, 1].map(|i| Constant::new(bits::<3>(u64::from(tr_ex[i].1)))),
             s1_req: Default::default(),
             s1_pkey_ok: Default::default(),
             s1_sip: Default::default(),
@@ -342,9 +348,14 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
         self.s1_qpn.d.next = self.lk_qpn.val();
         self.s1_qp0.d.next = self.lk_qpn.val() == self.zero24.val();
         self.s1_oor.d.next = self.lk_qpn.val() >= self.n_qps.val();
-        // the transport class from the golden opcode table (the masked atomics are RC requests)
-        self.tr_lut.x.next = self.lk_opcode.val();
-        self.s1_tr.d.next = self.tr_lut.y.val();
+        // the transport class: bits 7:5 but for the golden opcode table's exceptions (the masked atomics)
+        self.s1_tr.d.next = self.lk_opcode.val().get_bits::<3>(5);
+        if self.lk_opcode.val() == self.tr_ex_op[0].val() {
+            self.s1_tr.d.next = self.tr_ex_tr[0].val();
+        }
+        if self.lk_opcode.val() == self.tr_ex_op[1].val() {
+            self.s1_tr.d.next = self.tr_ex_tr[1].val();
+        }
         self.s1_req.d.next = !((self.lk_op.val() >= self.op_resp_lo.val()) & (self.lk_op.val() <= self.op_resp_hi.val()));
         self.s1_pkey_ok.d.next = self.lk_pkey.val().get_bits::<15>(0) == self.pkey_low.val();
         self.s1_sip.d.next = self.lk_src_ip.val();
