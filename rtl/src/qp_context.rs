@@ -130,8 +130,8 @@ pub struct QpContext<const N: usize, const AW: usize> {
     s1_oor: DFF<Bit>,
     s1_tr: DFF<Bits<3>>,
     /// The opcodes whose transport (`transport_bits`, the golden opcode table) is not their bits 7:5 (the
-    /// masked atomics: manufacturer range, RC requests), and that transport. A 256-entry table costs ~200
-    /// LUTs in Yosys; two compares cost a few.
+    /// masked atomics: manufacturer range, RC requests), and that transport. A 256-entry table (`Lut8`)
+    /// made the block 695 LUTs in Yosys against 596 with these two compares.
     tr_ex_op: [Constant<Bits<8>>; 2],
     tr_ex_tr: [Constant<Bits<3>>; 2],
     s1_req: DFF<Bit>,
