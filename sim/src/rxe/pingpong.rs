@@ -938,7 +938,7 @@ pub fn unanswered_tail(frames: &[Seen]) -> u64 {
             }
         } else if !f.is_request {
             if let Some(&at) = last_req_at.get(&f.psn) {
-                proven = Some(proven.map_or(at, |p| p.max(at)));
+                proven = proven.max(Some(at));
             }
         }
     }

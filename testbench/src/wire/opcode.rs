@@ -268,7 +268,7 @@ pub const OPCODE_OPERATION_MASK: u8 = 0x1F;
 /// The transport class of an opcode byte as the 3-bit code of the IBA opcode field (`code >> 5`: RC 0, UC 1,
 /// RD 2, UD 3, CNP 4, manufacturer 6 and 7), taken from the opcode table where the byte has a row: the masked
 /// atomics sit in the manufacturer range but are RC requests. The one source of this rule for the RTL's
-/// transport check (QP Context's table) and the Rust references.
+/// transport check (QP Context derives its exception compares from it) and the Rust references.
 pub fn transport_bits(code: u8) -> u8 {
     match info(code).map(|i| i.transport) {
         Some(Transport::Rc) => 0,
