@@ -6,8 +6,15 @@
 //!
 //! Errors complete the WQE without sending anything (status in the record, `ibv_wc_status` codes): QP not in
 //! RTS/SQD (ERROR: WR_FLUSH_ERR, else LOC_QP_OP_ERR), lkey/PD/access/bounds failure (LOC_PROT_ERR, as rxe's
-//! `copy_data` failing in `rxe_req.c`), an opcode or flag this build does not implement (inline, masked atomics,
-//! SEND_WITH_INV: LOC_QP_OP_ERR; the driver does not post them when `CAPS` lacks them).
+//! `copy_data` failing in `rxe_req.c`), an opcode or flag this build does not implement (inline, SEND_WITH_INV:
+//! LOC_QP_OP_ERR; the driver does not post them when `CAPS` lacks them).
+//!
+//! Masked atomics: a mask slot (opcode byte `WR_MASK_SLOT`, `testbench::host::mask_slot`) goes before its WQE.
+//! It is taken in two cycles without a record: its masks and ring index go into the QP's entry of the mask RAM
+//! (one entry per QP, so other QPs' slots may come between the two). The masked WQE (flag `ext`) takes the
+//! entry if it holds the slot just before its own (`idx - 1`), else it completes with LOC_QP_OP_ERR (a WQE
+//! with `ext` and no mask slot, or `ext` on another opcode). Its record carries the mask slot's index, so a
+//! go-back-N rewind to it reads the mask slot again before the WQE.
 //!
 //! Local access needed: READ and the atomics write the local buffer (LOCAL_WRITE); SEND and WRITE only read it
 //! (no flag, as rxe: a gather needs none). A zero-length buffer is not checked (C9-88, as the Key Cache).
@@ -27,7 +34,8 @@ use crate::fifo::SdpRam;
 use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
 use crate::requester::{ReqDesc, ReqDone};
 use testbench::host::{
-    WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ,
+    WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MASK_SLOT,
+    WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ,
 };
 use testbench::model::{QpState, WcStatus};
 
@@ -54,6 +62,14 @@ pub struct SqPsn {
     pub noack: Bits<7>,
     /// Go-back-N resumes the next WQE after this many packets (0: from its start).
     pub skip: Bits<24>,
+}
+
+/// A QP's last mask slot: its ring index and masks.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct MaskEnt {
+    pub idx: Bits<16>,
+    pub cmp: Bits<64>,
+    pub swp: Bits<64>,
 }
 
 /// A WQE the requester is done with, for the completer.
@@ -165,6 +181,9 @@ pub struct ReqFront {
     /// Per QP: the Completer put it in error (read with the slot, like the PSN).
     err_ram: SdpRam<Bit, 8>,
     q_err: DFF<Bit>,
+    /// Per QP: its last mask slot (read with the slot, like the PSN).
+    mask_ram: SdpRam<MaskEnt, 8>,
+    mk: DFF<MaskEnt>,
     add_la: PipeAdd64,
     add_ra: PipeAdd64,
     add_ln: PipeAdd64,
@@ -196,6 +215,12 @@ pub struct ReqFront {
     l_slot: Signal<Local, Bits<512>>,
     l_st: Signal<Local, Bits<3>>,
     l_send: Signal<Local, Bit>,
+    /// The slot is a masked atomic (by opcode); its mask slot is the one before it; `ext` is set without
+    /// a masked opcode or a masked opcode has no mask slot.
+    l_masked: Signal<Local, Bit>,
+    l_mok: Signal<Local, Bit>,
+    l_bad_ext: Signal<Local, Bit>,
+    l_unsup: Signal<Local, Bit>,
 
     zero7: Constant<Bits<7>>,
     zero24: Constant<Bits<24>>,
@@ -211,6 +236,10 @@ pub struct ReqFront {
     op_read: Constant<Bits<8>>,
     op_cas: Constant<Bits<8>>,
     op_faa: Constant<Bits<8>>,
+    op_mcas: Constant<Bits<8>>,
+    op_mfaa: Constant<Bits<8>>,
+    op_mask: Constant<Bits<8>>,
+    f_ext: Constant<Bits<8>>,
     acc_lw: Constant<Bits<4>>,
     acc_none: Constant<Bits<4>>,
     f_sig: Constant<Bits<8>>,
@@ -279,6 +308,8 @@ impl Default for ReqFront {
             gen_ram: Default::default(),
             err_ram: Default::default(),
             q_err: Default::default(),
+            mask_ram: Default::default(),
+            mk: Default::default(),
             add_la: Default::default(),
             add_ra: Default::default(),
             add_ln: Default::default(),
@@ -309,6 +340,10 @@ impl Default for ReqFront {
             l_slot: Default::default(),
             l_st: Default::default(),
             l_send: Default::default(),
+            l_masked: Default::default(),
+            l_mok: Default::default(),
+            l_bad_ext: Default::default(),
+            l_unsup: Default::default(),
             zero7: k(0),
             zero24: k(0),
             zero2: k(0),
@@ -323,11 +358,15 @@ impl Default for ReqFront {
             op_read: k(u64::from(WR_RDMA_READ)),
             op_cas: k(u64::from(WR_ATOMIC_CMP_AND_SWP)),
             op_faa: k(u64::from(WR_ATOMIC_FETCH_AND_ADD)),
+            op_mcas: k(u64::from(WR_MASKED_ATOMIC_CMP_AND_SWP)),
+            op_mfaa: k(u64::from(WR_MASKED_ATOMIC_FETCH_AND_ADD)),
+            op_mask: k(u64::from(WR_MASK_SLOT)),
+            f_ext: k(u64::from(WQE_EXT)),
             acc_lw: k(ACC_LOCAL_WRITE),
             acc_none: k(0),
             f_sig: k(u64::from(WQE_SIGNALED)),
             f_sol: k(u64::from(WQE_SOLICITED)),
-            f_unsup: k(u64::from(WQE_INLINE | WQE_EXT)),
+            f_unsup: k(u64::from(WQE_INLINE)),
             s_flush: k(WcStatus::WrFlushErr as u64),
             s_qp_op: k(WcStatus::LocQpOpErr as u64),
             s_prot: k(WcStatus::LocProtErr as u64),
@@ -340,9 +379,9 @@ impl Logic for ReqFront {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
-            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err
+            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk
         );
-        clock!(self, clock, gen_ram, err_ram, add_la, add_ra, add_ln);
+        clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln);
         self.kc.clock.next = self.clock.val();
         self.ctx_ram.clock.next = self.clock.val();
         self.psn_ram.clock.next = self.clock.val();
@@ -366,6 +405,12 @@ impl Logic for ReqFront {
         self.ctx_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
         self.psn_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
         self.gen_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        self.mask_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        self.mask_ram.we.next = false;
+        self.mask_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+        self.mask_ram.wdata.next.idx = self.idx.q.val();
+        self.mask_ram.wdata.next.cmp = self.slot.q.val().get_bits::<64>(128);
+        self.mask_ram.wdata.next.swp = self.slot.q.val().get_bits::<64>(192);
         self.gen_ram.we.next = false;
         self.gen_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
         self.gen_ram.wdata.next = self.gen.q.val() + self.one4.val();
@@ -413,6 +458,11 @@ impl Logic for ReqFront {
         self.l_send.next = (self.l_op.val() != self.op_read.val())
             & (self.l_op.val() != self.op_cas.val())
             & (self.l_op.val() != self.op_faa.val());
+        self.l_masked.next = (self.l_op.val() == self.op_mcas.val()) | (self.l_op.val() == self.op_mfaa.val());
+        self.l_mok.next = self.l_masked.val() & ((self.mk.q.val().idx + self.one16.val()) == self.idx.q.val());
+        self.l_bad_ext.next = (((self.l_flags.val() & self.f_ext.val()) != self.zero8.val()) != self.l_masked.val())
+            | (self.l_masked.val() & !self.l_mok.val());
+        self.l_unsup.next = ((self.l_flags.val() & self.f_unsup.val()) != self.zero8.val()) | self.l_bad_ext.val();
 
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
         self.kc.lk_valid.next = false;
@@ -424,6 +474,7 @@ impl Logic for ReqFront {
         if (self.l_op.val() == self.op_read.val())
             | (self.l_op.val() == self.op_cas.val())
             | (self.l_op.val() == self.op_faa.val())
+            | self.l_masked.val()
         {
             self.kc.lk_access.next = self.acc_lw.val();
         }
@@ -468,9 +519,15 @@ impl Logic for ReqFront {
                 self.sp.d.next = self.psn_ram.rdata.val();
                 self.gen.d.next = self.gen_ram.rdata.val();
                 self.q_err.d.next = self.err_ram.rdata.val();
+                self.mk.d.next = self.mask_ram.rdata.val();
                 self.state.d.next = FrontState::Key;
                 if self.gen_ram.rdata.val() != self.wqe_gen.val() {
                     // read before a rewind of its QP: it will come again; dropped
+                    self.wqe_ready.next = true;
+                    self.state.d.next = FrontState::Idle;
+                } else if self.l_op.val() == self.op_mask.val() {
+                    // a mask slot: kept for the QP's next WQE, no record
+                    self.mask_ram.we.next = true;
                     self.wqe_ready.next = true;
                     self.state.d.next = FrontState::Idle;
                 }
@@ -530,7 +587,7 @@ impl Logic for ReqFront {
                     if !self.kc.res_ok.val() {
                         self.status.d.next = self.s_prot.val();
                     }
-                    if (self.l_flags.val() & self.f_unsup.val()) != self.zero8.val() {
+                    if self.l_unsup.val() {
                         self.status.d.next = self.s_qp_op.val();
                     }
                     if (self.l_st.val() != self.st_rts.val()) & (self.l_st.val() != self.st_sqd.val()) {
@@ -550,7 +607,7 @@ impl Logic for ReqFront {
                     // hand the WQE to the Requester unless it failed its checks
                     if self.kc.res_ok.val()
                         & !self.q_err.q.val()
-                        & ((self.l_flags.val() & self.f_unsup.val()) == self.zero8.val())
+                        & !self.l_unsup.val()
                         & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()))
                     {
                         self.o_dv.d.next = true;
@@ -565,6 +622,8 @@ impl Logic for ReqFront {
                         self.o_desc.d.next.rkey = self.l_slot.val().get_bits::<32>(320);
                         self.o_desc.d.next.compare_add = self.l_slot.val().get_bits::<64>(384);
                         self.o_desc.d.next.swap = self.l_slot.val().get_bits::<64>(448);
+                        self.o_desc.d.next.cmp_mask = self.mk.q.val().cmp;
+                        self.o_desc.d.next.swap_mask = self.mk.q.val().swp;
                         self.o_desc.d.next.psn = self.sp.q.val().psn;
                         self.o_desc.d.next.noack = self.sp.q.val().noack;
                         self.o_desc.d.next.mtu_log2 = self.ctx.q.val().mtu_log2;
@@ -608,6 +667,10 @@ impl Logic for ReqFront {
                 self.o_iss.d.next.rewind = false;
                 self.o_iss.d.next.qpn = self.qpn.q.val();
                 self.o_iss.d.next.idx = self.idx.q.val();
+                if self.l_mok.val() {
+                    // a rewind to this WQE starts at its mask slot
+                    self.o_iss.d.next.idx = self.mk.q.val().idx;
+                }
                 self.o_iss.d.next.wr_id = self.l_slot.val().get_bits::<64>(0);
                 self.o_iss.d.next.wr_op = self.l_op.val();
                 self.o_iss.d.next.signaled =
@@ -633,6 +696,7 @@ impl Logic for ReqFront {
 mod tests {
     use super::*;
     use testbench::host::{SendWqe, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM};
+    use testbench::host::{WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD};
 
     struct Rig {
         u: ReqFront,
@@ -726,6 +790,89 @@ mod tests {
             }
             panic!("WQE Check hung");
         }
+    }
+
+    impl Rig {
+        /// A slot that makes no record (a mask slot): presented until consumed; nothing may come out.
+        fn quiet_slot(&mut self, qpn: u64, idx: u64, slot: &[u8; 64]) {
+            for _ in 0..20 {
+                self.u.wqe_valid.next = true;
+                self.u.wqe_qpn.next = bits(qpn);
+                self.u.wqe_idx.next = bits(idx);
+                self.u.wqe_data.next = b512(slot);
+                simulate(&mut self.u, 200);
+                assert!(!self.u.desc_valid.val() && !self.u.issued_valid.val(), "a mask slot has no record");
+                let taken = self.u.wqe_ready.val();
+                self.clock();
+                if taken {
+                    self.u.wqe_valid.next = false;
+                    return;
+                }
+            }
+            panic!("the mask slot was not taken");
+        }
+    }
+
+    /// Masked atomics: the mask slot before the WQE gives the descriptor its masks (another QP's slots may
+    /// come between them), the record carries the mask slot's index (a rewind reads it again), the local
+    /// buffer needs LOCAL_WRITE; a masked WQE without its mask slot, or `ext` on another opcode, completes
+    /// with LOC_QP_OP_ERR and sends nothing.
+    #[test]
+    fn a_masked_atomic_takes_the_masks_of_the_slot_before_it() {
+        use testbench::host::mask_slot;
+        let mut r = Rig::new();
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
+        r.mr(0x0402, 7, 0x7E00_0000_0000, 0x10000, 0x9_0000_0000, 0x0);
+        for q in [1, 2] {
+            r.ctx(q, ctx(QpState::Rts));
+            r.psn(q, 100);
+        }
+        let w = SendWqe {
+            wr_id: 77,
+            opcode: WR_MASKED_ATOMIC_CMP_AND_SWP,
+            flags: WQE_SIGNALED | WQE_EXT,
+            local_addr: 0x7F00_0000_0040,
+            length: 8,
+            lkey: 0x0301,
+            remote_addr: 0x5000,
+            rkey: 0x99,
+            compare_add: 0x1111,
+            swap: 0x2222,
+            ..Default::default()
+        };
+        r.quiet_slot(1, 9, &mask_slot(0xFFFF_0000_FFFF_0000, 0x0000_FFFF_0000_FFFF));
+        // QP 2's own mask slot and WQE between QP 1's two slots
+        r.quiet_slot(2, 3, &mask_slot(0xAAAA, 0x5555));
+        let w2 = SendWqe { wr_id: 78, opcode: WR_MASKED_ATOMIC_FETCH_AND_ADD, ..w };
+        let (d, i) = r.wqe(2, 4, &w2, |_| (101, 0, false));
+        let d = d.expect("QP 2's masked FETCH_ADD");
+        assert_eq!((d.cmp_mask.to_u64(), d.swap_mask.to_u64(), i.idx.to_u64()), (0xAAAA, 0x5555, 3));
+        let (d, i) = r.wqe(1, 10, &w, |_| (101, 0, false));
+        let d = d.expect("a descriptor");
+        assert_eq!((d.cmp_mask.to_u64(), d.swap_mask.to_u64()), (0xFFFF_0000_FFFF_0000, 0x0000_FFFF_0000_FFFF));
+        assert_eq!((d.compare_add.to_u64(), d.swap.to_u64(), d.wr_op.to_u64()), (0x1111, 0x2222, WR_MASKED_ATOMIC_CMP_AND_SWP as u64));
+        assert_eq!((i.status.to_u64(), i.idx.to_u64(), i.wr_id.to_u64()), (0, 9, 77), "the record names the mask slot");
+        // the next masked WQE of QP 1 without a mask slot of its own (the last one is at 9, not 10)
+        let (d, i) = r.wqe(1, 11, &w, |_| panic!("nothing may be sent"));
+        assert!(d.is_none());
+        assert_eq!((i.status.to_u64(), i.idx.to_u64()), (WcStatus::LocQpOpErr as u64, 11));
+        // ext on a plain FETCH_ADD, and a masked opcode without ext, even right after a mask slot
+        for (k, (op, fl)) in [(WR_ATOMIC_FETCH_AND_ADD, WQE_EXT), (WR_MASKED_ATOMIC_FETCH_AND_ADD, 0)].into_iter().enumerate() {
+            let idx = 20 + 2 * k as u64;
+            r.quiet_slot(1, idx, &mask_slot(1, 2));
+            let (d, i) = r.wqe(1, idx + 1, &SendWqe { opcode: op, flags: fl, ..w }, |_| panic!("nothing may be sent"));
+            assert!(d.is_none());
+            assert_eq!(i.status.to_u64(), WcStatus::LocQpOpErr as u64, "op {op} flags {fl}");
+        }
+        // the result lands in the local buffer: an MR without LOCAL_WRITE fails the key check
+        r.quiet_slot(1, 30, &mask_slot(1, 2));
+        let (d, i) = r.wqe(1, 31, &SendWqe { lkey: 0x0402, local_addr: 0x7E00_0000_0000, ..w }, |_| panic!("nothing may be sent"));
+        assert!(d.is_none());
+        assert_eq!(i.status.to_u64(), WcStatus::LocProtErr as u64);
+        // and a well-formed one still goes after all that
+        r.quiet_slot(1, 40, &mask_slot(3, 4));
+        let (d, i) = r.wqe(1, 41, &w, |_| (101, 0, false));
+        assert_eq!((d.unwrap().cmp_mask.to_u64(), i.status.to_u64(), i.idx.to_u64()), (3, 0, 40));
     }
 
     fn ctx(state: QpState) -> SqCtx {

@@ -14,10 +14,12 @@
 //!   in its first packet, the `_WITH_IMMEDIATE` forms carry ImmDt in the last; SE on the last packet of a
 //!   solicited SEND / SEND_WITH_IMM / WRITE_WITH_IMM.
 //! * RDMA READ is one request packet with the RETH; it consumes one PSN per response packet
-//!   (max(1, ceil(len / MTU))). CAS and FAA are one packet with the AtomicETH (CAS: swap, compare; FAA: add, 0).
+//!   (max(1, ceil(len / MTU))). CAS and FAA are one packet with the AtomicETH (CAS: swap, compare; FAA: add, 0);
+//!   their masked forms one packet with MaskedCmpSwapETH (swap, compare, swap mask, compare mask: 44 bytes) or
+//!   MaskedFetchAddETH (add, field-boundary mask: 28 bytes), the masks from the WQE's mask slot.
 //! * AckReq on the last packet of a message, on every READ and atomic request, and on any packet sent when 64
 //!   (`RXE_MAX_PKT_PER_ACK`) packets of the QP have gone without one.
-//! * An opcode this requester does not implement (SEND_WITH_INV, masked atomics, unknown codes) sends nothing and
+//! * An opcode this requester does not implement (SEND_WITH_INV, unknown codes) sends nothing and
 //!   completes with `err` set (the completer reports it as a local QP operation error).
 //!
 //! Timing (<= 6 LUT6 levels): every wide sum (packet DMA address + MTU, PSN + 1 or + packets, packets left - 1)
@@ -31,10 +33,10 @@ use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::k;
 use crate::key_cache::PipeAdd64;
 use crate::lut::Lut8;
-use crate::tx_build::TxHeader;
+use crate::tx_build::{TxHeader, EXT_BITS, MAX_EXT};
 use testbench::host::{
-    WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND,
-    WR_SEND_WITH_IMM,
+    WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD,
+    WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM,
 };
 use testbench::model::requester::RXE_MAX_PKT_PER_ACK;
 use testbench::wire::opcode::*;
@@ -57,6 +59,9 @@ pub struct ReqDesc {
     pub rkey: Bits<32>,
     pub compare_add: Bits<64>,
     pub swap: Bits<64>,
+    /// Masked atomics: compare (CAS) or field-boundary (FAA) mask, and swap mask (the WQE's mask slot).
+    pub cmp_mask: Bits<64>,
+    pub swap_mask: Bits<64>,
     /// The QP's next PSN and packets since its last AckReq.
     pub psn: Bits<24>,
     pub noack: Bits<7>,
@@ -95,7 +100,11 @@ pub const CLASS_WRITE_IMM: u64 = 3;
 pub const CLASS_READ: u64 = 4;
 pub const CLASS_CAS: u64 = 5;
 pub const CLASS_FAA: u64 = 6;
-pub const CLASS_INVALID: u64 = 7;
+pub const CLASS_MCAS: u64 = 7;
+pub const CLASS_MFAA: u64 = 8;
+pub const CLASS_INVALID: u64 = 15;
+/// Classes with a request (0 .. CLASSES).
+const CLASSES: u64 = 9;
 
 /// Extension-header kinds (the ext table's bits 2:0).
 const EXT_NONE: u64 = 0;
@@ -104,6 +113,8 @@ const EXT_RETH_IMM: u64 = 2;
 const EXT_IMM: u64 = 3;
 const EXT_CAS: u64 = 4;
 const EXT_FAA: u64 = 5;
+const EXT_MCAS: u64 = 6;
+const EXT_MFAA: u64 = 7;
 
 /// `class[wr_op]`.
 pub fn class_table() -> Vec<u64> {
@@ -115,18 +126,20 @@ pub fn class_table() -> Vec<u64> {
     t[WR_RDMA_READ as usize] = CLASS_READ;
     t[WR_ATOMIC_CMP_AND_SWP as usize] = CLASS_CAS;
     t[WR_ATOMIC_FETCH_AND_ADD as usize] = CLASS_FAA;
+    t[WR_MASKED_ATOMIC_CMP_AND_SWP as usize] = CLASS_MCAS;
+    t[WR_MASKED_ATOMIC_FETCH_AND_ADD as usize] = CLASS_MFAA;
     t
 }
 
-/// Index of the per-packet tables: class in 2:0, first in 3, last in 4.
+/// Index of the per-packet tables: class in 3:0, first in 4, last in 5.
 fn pkt_index(class: u64, first: bool, last: bool) -> usize {
-    (class | u64::from(first) << 3 | u64::from(last) << 4) as usize
+    (class | u64::from(first) << 4 | u64::from(last) << 5) as usize
 }
 
 /// `opcode[class, first, last]`: the BTH opcode (RC), as the golden model's `opcode_for`.
 pub fn opcode_table() -> Vec<u64> {
     let mut t = vec![0u64; 256];
-    for class in 0..7u64 {
+    for class in 0..CLASSES {
         for (first, last) in [(true, true), (true, false), (false, false), (false, true)] {
             let op = match (class, first, last) {
                 (CLASS_SEND | CLASS_SEND_IMM, true, false) => RC_SEND_FIRST,
@@ -143,6 +156,8 @@ pub fn opcode_table() -> Vec<u64> {
                 (CLASS_WRITE_IMM, true, true) => RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
                 (CLASS_READ, _, _) => RC_RDMA_READ_REQUEST,
                 (CLASS_CAS, _, _) => RC_COMPARE_SWAP,
+                (CLASS_MCAS, _, _) => MASKED_COMPARE_SWAP,
+                (CLASS_MFAA, _, _) => MASKED_FETCH_ADD,
                 _ => RC_FETCH_ADD,
             };
             t[pkt_index(class, first, last)] = u64::from(op);
@@ -151,10 +166,10 @@ pub fn opcode_table() -> Vec<u64> {
     t
 }
 
-/// `ext[class, first, last]`: kind in 2:0, 32-bit words in 5:3, SE allowed in 6, one-packet request in 7.
+/// `ext[class, first, last]`: kind in 2:0, 32-bit words in 6:3, SE allowed in 7, one-packet request in 8.
 pub fn ext_table() -> Vec<u64> {
     let mut t = vec![0u64; 256];
-    for class in 0..7u64 {
+    for class in 0..CLASSES {
         for (first, last) in [(true, true), (true, false), (false, false), (false, true)] {
             let (kind, words) = match class {
                 CLASS_SEND_IMM if last => (EXT_IMM, 1),
@@ -164,11 +179,13 @@ pub fn ext_table() -> Vec<u64> {
                 CLASS_READ => (EXT_RETH, 4),
                 CLASS_CAS => (EXT_CAS, 7),
                 CLASS_FAA => (EXT_FAA, 7),
+                CLASS_MCAS => (EXT_MCAS, 11),
+                CLASS_MFAA => (EXT_MFAA, 7),
                 _ => (EXT_NONE, 0),
             };
             let se = matches!(class, CLASS_SEND | CLASS_SEND_IMM | CLASS_WRITE_IMM) && last;
-            let one = matches!(class, CLASS_READ | CLASS_CAS | CLASS_FAA);
-            t[pkt_index(class, first, last)] = kind | words << 3 | u64::from(se) << 6 | u64::from(one) << 7;
+            let one = matches!(class, CLASS_READ | CLASS_CAS | CLASS_FAA | CLASS_MCAS | CLASS_MFAA);
+            t[pkt_index(class, first, last)] = kind | words << 3 | u64::from(se) << 7 | u64::from(one) << 8;
         }
     }
     t
@@ -181,16 +198,18 @@ const SRC_LEN: usize = 96;
 const SRC_IMM: usize = 128;
 const SRC_SWAP: usize = 160;
 const SRC_CMP: usize = 224;
-const SRC_BITS: usize = 288;
+const SRC_SMASK: usize = 288;
+const SRC_CMASK: usize = 352;
+const SRC_BITS: usize = 416;
 
 fn be(off: usize, bytes: usize) -> impl Iterator<Item = ByteSrc> {
     (0..bytes).map(move |i| ByteSrc::In(off + 8 * (bytes - 1 - i)))
 }
 
-/// An extension-header byte map: the given fields big-endian, in order, then zeros to 28 bytes.
-fn ext_map(fields: &[(usize, usize)]) -> ByteMap<SRC_BITS, 224> {
+/// An extension-header byte map: the given fields big-endian, in order, then zeros to [`MAX_EXT`] bytes.
+fn ext_map(fields: &[(usize, usize)]) -> ByteMap<SRC_BITS, EXT_BITS> {
     let mut m: Vec<ByteSrc> = fields.iter().flat_map(|&(o, n)| be(o, n)).collect();
-    m.resize(28, ByteSrc::Const(0));
+    m.resize(MAX_EXT, ByteSrc::Const(0));
     ByteMap::new(m)
 }
 
@@ -228,7 +247,7 @@ pub struct Requester {
     wait_to_done: DFF<Bit>,
     wait_n: DFF<Bits<2>>,
     wqe: DFF<ReqDesc>,
-    cls: DFF<Bits<3>>,
+    cls: DFF<Bits<4>>,
     addr: DFF<Bits<64>>,
     psn: DFF<Bits<24>>,
     left: DFF<Bits<24>>,
@@ -253,14 +272,16 @@ pub struct Requester {
     add_addr: PipeAdd64,
     add_psn: PipeAdd64,
     add_left: PipeAdd64,
-    class_lut: Lut8<3>,
+    class_lut: Lut8<4>,
     op_lut: Lut8<8>,
-    ext_lut: Lut8<8>,
-    m_reth: ByteMap<SRC_BITS, 224>,
-    m_reth_imm: ByteMap<SRC_BITS, 224>,
-    m_imm: ByteMap<SRC_BITS, 224>,
-    m_cas: ByteMap<SRC_BITS, 224>,
-    m_faa: ByteMap<SRC_BITS, 224>,
+    ext_lut: Lut8<9>,
+    m_reth: ByteMap<SRC_BITS, EXT_BITS>,
+    m_reth_imm: ByteMap<SRC_BITS, EXT_BITS>,
+    m_imm: ByteMap<SRC_BITS, EXT_BITS>,
+    m_cas: ByteMap<SRC_BITS, EXT_BITS>,
+    m_faa: ByteMap<SRC_BITS, EXT_BITS>,
+    m_mcas: ByteMap<SRC_BITS, EXT_BITS>,
+    m_mfaa: ByteMap<SRC_BITS, EXT_BITS>,
 
     l_len: Signal<Local, Bits<32>>,
     l_mtu_log2: Signal<Local, Bits<4>>,
@@ -269,7 +290,7 @@ pub struct Requester {
     l_mtu: Signal<Local, Bits<13>>,
     l_shifted: Signal<Local, Bits<32>>,
     l_last: Signal<Local, Bit>,
-    l_ext: Signal<Local, Bits<8>>,
+    l_ext: Signal<Local, Bits<9>>,
     l_idx: Signal<Local, Bits<8>>,
     l_kind: Signal<Local, Bits<3>>,
     l_ack: Signal<Local, Bit>,
@@ -281,7 +302,7 @@ pub struct Requester {
     idx_first: Constant<Bits<8>>,
     idx_last: Constant<Bits<8>>,
     zero16: Constant<Bits<16>>,
-    zero224: Constant<Bits<224>>,
+    zero_ext: Constant<Bits<EXT_BITS>>,
     one2: Constant<Bits<2>>,
     zero13: Constant<Bits<13>>,
     zero24: Constant<Bits<24>>,
@@ -293,13 +314,15 @@ pub struct Requester {
     one7: Constant<Bits<7>>,
     zero7: Constant<Bits<7>>,
     max_noack: Constant<Bits<7>>,
-    c_invalid: Constant<Bits<3>>,
-    c_read: Constant<Bits<3>>,
+    c_invalid: Constant<Bits<4>>,
+    c_read: Constant<Bits<4>>,
     k_none: Constant<Bits<3>>,
     k_reth: Constant<Bits<3>>,
     k_reth_imm: Constant<Bits<3>>,
     k_imm: Constant<Bits<3>>,
     k_cas: Constant<Bits<3>>,
+    k_mcas: Constant<Bits<3>>,
+    k_mfaa: Constant<Bits<3>>,
 }
 
 impl Default for Requester {
@@ -357,9 +380,13 @@ impl Default for Requester {
             // not exist, so the map takes the zero bytes from constants)
             m_faa: {
                 let mut m: Vec<ByteSrc> = be(SRC_RADDR, 8).chain(be(SRC_RKEY, 4)).chain(be(SRC_CMP, 8)).collect();
-                m.resize(28, ByteSrc::Const(0));
+                m.resize(MAX_EXT, ByteSrc::Const(0));
                 ByteMap::new(m)
             },
+            // MaskedCmpSwapETH: swap, compare, swap mask, compare mask
+            m_mcas: ext_map(&[(SRC_RADDR, 8), (SRC_RKEY, 4), (SRC_SWAP, 8), (SRC_CMP, 8), (SRC_SMASK, 8), (SRC_CMASK, 8)]),
+            // MaskedFetchAddETH: add, field-boundary mask
+            m_mfaa: ext_map(&[(SRC_RADDR, 8), (SRC_RKEY, 4), (SRC_CMP, 8), (SRC_CMASK, 8)]),
             l_len: Default::default(),
             l_mtu_log2: Default::default(),
             l_low: Default::default(),
@@ -375,10 +402,10 @@ impl Default for Requester {
             l_out_free: Default::default(),
             l_src: Default::default(),
             one13: k(1),
-            idx_first: k(1 << 3),
-            idx_last: k(1 << 4),
+            idx_first: k(1 << 4),
+            idx_last: k(1 << 5),
             zero16: k(0),
-            zero224: Constant::new(Bits::<224>::default()),
+            zero_ext: Constant::new(Bits::<EXT_BITS>::default()),
             one2: k(1),
             zero13: k(0),
             zero24: k(0),
@@ -397,6 +424,8 @@ impl Default for Requester {
             k_reth_imm: k(EXT_RETH_IMM),
             k_imm: k(EXT_IMM),
             k_cas: k(EXT_CAS),
+            k_mcas: k(EXT_MCAS),
+            k_mfaa: k(EXT_MFAA),
         }
     }
 }
@@ -442,7 +471,7 @@ impl Logic for Requester {
 
         // ---- per packet: tables by (class, first, last)
         self.l_last.next = self.left.q.val() == self.zero24.val();
-        self.l_idx.next = bit_cast::<8, 3>(self.cls.q.val());
+        self.l_idx.next = bit_cast::<8, 4>(self.cls.q.val());
         if self.first.q.val() {
             self.l_idx.next = self.l_idx.val() | self.idx_first.val();
         }
@@ -453,12 +482,12 @@ impl Logic for Requester {
         self.ext_lut.x.next = self.op_lut.x.val();
         self.l_ext.next = self.ext_lut.y.val();
         self.l_kind.next = self.l_ext.val().get_bits::<3>(0);
-        self.l_ack.next = self.l_last.val() | self.l_ext.val().get_bit(7) | (self.noack.q.val() >= self.max_noack.val());
+        self.l_ack.next = self.l_last.val() | self.l_ext.val().get_bit(8) | (self.noack.q.val() >= self.max_noack.val());
         self.l_pay.next = self.mtu.q.val();
         if self.l_last.val() {
             self.l_pay.next = self.last_len.q.val();
         }
-        if self.l_ext.val().get_bit(7) {
+        if self.l_ext.val().get_bit(8) {
             self.l_pay.next = self.zero13.val();
         }
         // extension-header operands
@@ -467,12 +496,16 @@ impl Logic for Requester {
             | (bit_cast::<SRC_BITS, 32>(self.wqe.q.val().len) << 96)
             | (bit_cast::<SRC_BITS, 32>(self.wqe.q.val().imm) << 128)
             | (bit_cast::<SRC_BITS, 64>(self.wqe.q.val().swap) << 160)
-            | (bit_cast::<SRC_BITS, 64>(self.wqe.q.val().compare_add) << 224);
+            | (bit_cast::<SRC_BITS, 64>(self.wqe.q.val().compare_add) << 224)
+            | (bit_cast::<SRC_BITS, 64>(self.wqe.q.val().swap_mask) << 288)
+            | (bit_cast::<SRC_BITS, 64>(self.wqe.q.val().cmp_mask) << 352);
         self.m_reth.x.next = self.l_src.val();
         self.m_reth_imm.x.next = self.l_src.val();
         self.m_imm.x.next = self.l_src.val();
         self.m_cas.x.next = self.l_src.val();
         self.m_faa.x.next = self.l_src.val();
+        self.m_mcas.x.next = self.l_src.val();
+        self.m_mfaa.x.next = self.l_src.val();
 
         // ---- adders: inputs default to the per-packet steps
         self.add_addr.a.next = self.addr.q.val();
@@ -565,15 +598,15 @@ impl Logic for Requester {
                     self.o_hdr.d.next.ip_id = self.zero16.val();
                     self.o_hdr.d.next.udp_sport = self.wqe.q.val().sport;
                     self.o_hdr.d.next.opcode = self.op_lut.y.val();
-                    self.o_hdr.d.next.solicited = self.l_ext.val().get_bit(6) & self.wqe.q.val().solicited;
+                    self.o_hdr.d.next.solicited = self.l_ext.val().get_bit(7) & self.wqe.q.val().solicited;
                     self.o_hdr.d.next.ack_req = self.l_ack.val();
                     self.o_hdr.d.next.dest_qpn = self.wqe.q.val().dest_qpn;
                     self.o_hdr.d.next.psn = self.psn.q.val();
-                    self.o_hdr.d.next.ext_words = self.l_ext.val().get_bits::<3>(3);
+                    self.o_hdr.d.next.ext_words = self.l_ext.val().get_bits::<4>(3);
                     self.o_hdr.d.next.pay_len = self.l_pay.val();
                     self.o_hdr.d.next.ext = self.m_faa.y.val();
                     if self.l_kind.val() == self.k_none.val() {
-                        self.o_hdr.d.next.ext = self.zero224.val();
+                        self.o_hdr.d.next.ext = self.zero_ext.val();
                     }
                     if self.l_kind.val() == self.k_reth.val() {
                         self.o_hdr.d.next.ext = self.m_reth.y.val();
@@ -586,6 +619,12 @@ impl Logic for Requester {
                     }
                     if self.l_kind.val() == self.k_cas.val() {
                         self.o_hdr.d.next.ext = self.m_cas.y.val();
+                    }
+                    if self.l_kind.val() == self.k_mcas.val() {
+                        self.o_hdr.d.next.ext = self.m_mcas.y.val();
+                    }
+                    if self.l_kind.val() == self.k_mfaa.val() {
+                        self.o_hdr.d.next.ext = self.m_mfaa.y.val();
                     }
                     if self.l_pay.val() != self.zero13.val() {
                         self.o_gv.d.next = true;
@@ -601,7 +640,7 @@ impl Logic for Requester {
                     self.wait_n.d.next = self.two2.val();
                     self.wait_to_done.d.next = false;
                     self.state.d.next = ReqState::Wait;
-                    if self.l_last.val() | self.l_ext.val().get_bit(7) {
+                    if self.l_last.val() | self.l_ext.val().get_bit(8) {
                         self.state.d.next = ReqState::Finish;
                     }
                 }
@@ -764,7 +803,9 @@ mod tests {
                     WrOpcode::RdmaRead,
                     WrOpcode::AtomicCmpAndSwp,
                     WrOpcode::AtomicFetchAndAdd,
-                ][rng.gen_range(0..7)];
+                    WrOpcode::MaskedAtomicCmpAndSwp,
+                    WrOpcode::MaskedAtomicFetchAndAdd,
+                ][rng.gen_range(0..9)];
                 let m = mtu as u64;
                 let len = if op.is_atomic() {
                     8
@@ -785,6 +826,8 @@ mod tests {
                 wr.imm_data = rng.gen();
                 wr.compare_add = rng.gen();
                 wr.swap = rng.gen();
+                wr.compare_add_mask = rng.gen();
+                wr.swap_mask = rng.gen();
                 wr.flags.solicited = rng.gen_bool(0.5);
                 dev.post_send(qpn, wr.clone()).unwrap();
                 let frames = dev.poll(0);
@@ -800,6 +843,8 @@ mod tests {
                     rkey: bits(wr.rkey as u64),
                     compare_add: bits(wr.compare_add),
                     swap: bits(wr.swap),
+                    cmp_mask: bits(wr.compare_add_mask),
+                    swap_mask: bits(wr.swap_mask),
                     psn: bits(psn as u64),
                     noack: bits(noack),
                     mtu_log2: bits(mtu.trailing_zeros() as u64),
@@ -890,7 +935,7 @@ mod tests {
     fn an_unimplemented_opcode_sends_nothing_and_completes_with_an_error() {
         let mut rng = SmallRng::seed_from_u64(2);
         let mut rig = Rig::new();
-        for op in [testbench::host::WR_SEND_WITH_INV, testbench::host::WR_MASKED_ATOMIC_FETCH_AND_ADD, 77] {
+        for op in [testbench::host::WR_SEND_WITH_INV, 77, 0xFF] {
             let d = ReqDesc { wr_op: bits(op as u64), len: bits(100), psn: bits(5), mtu_log2: bits(10), ..Default::default() };
             let (pkts, done) = rig.run(d, &mut rng);
             assert!(pkts.is_empty());

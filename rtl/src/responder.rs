@@ -87,7 +87,7 @@ use crate::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDIC
     VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
 use crate::qp_context::{QpContext, QpResp, QpStatic};
 use crate::rx_parse::RxHeader;
-use crate::tx_build::TxHeader;
+use crate::tx_build::{TxHeader, EXT_BITS};
 use testbench::host::{wc_opcode_code, wc_status_code};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED};
@@ -625,7 +625,7 @@ pub struct Responder {
     op_atack: Constant<Bits<8>>,
     alu_cas: Constant<Bits<2>>,
     alu_faa: Constant<Bits<2>>,
-    three3: Constant<Bits<3>>,
+    three4: Constant<Bits<4>>,
     eight13: Constant<Bits<13>>,
     eight32: Constant<Bits<32>>,
     kff64: Constant<Bits<64>>,
@@ -962,7 +962,7 @@ impl Default for Responder {
             op_atack: k(RC_ATOMIC_ACKNOWLEDGE as u64),
             alu_cas: k(ALU_CAS),
             alu_faa: k(ALU_FAA),
-            three3: k(3),
+            three4: k(3),
             eight13: k(8),
             eight32: k(8),
             kff64: k(0xFF),
@@ -1777,8 +1777,8 @@ impl Logic for Responder {
                     self.o_hdr.d.next.ack_req = false;
                     self.o_hdr.d.next.dest_qpn = self.st.q.val().dest_qpn;
                     self.o_hdr.d.next.psn = self.apsn.q.val();
-                    self.o_hdr.d.next.ext = bit_cast::<224, 32>(self.l_aeth_ack.val());
-                    self.o_hdr.d.next.ext_words = self.one3.val();
+                    self.o_hdr.d.next.ext = bit_cast::<EXT_BITS, 32>(self.l_aeth_ack.val());
+                    self.o_hdr.d.next.ext_words = self.one4.val();
                     self.o_hdr.d.next.pay_len = self.zero13.val();
                     if self.syn.q.val() == self.syn_ack.val() {
                         self.inc[10].next = true;
@@ -1811,8 +1811,8 @@ impl Logic for Responder {
                     self.o_hdr.d.next.ack_req = false;
                     self.o_hdr.d.next.dest_qpn = self.st.q.val().dest_qpn;
                     self.o_hdr.d.next.psn = self.cur_psn.q.val();
-                    self.o_hdr.d.next.ext = bit_cast::<224, 32>(self.l_aeth_rd.val());
-                    self.o_hdr.d.next.ext_words = self.one3.val();
+                    self.o_hdr.d.next.ext = bit_cast::<EXT_BITS, 32>(self.l_aeth_rd.val());
+                    self.o_hdr.d.next.ext_words = self.one4.val();
                     self.o_hdr.d.next.pay_len = self.rchunk.q.val();
                     if self.rfirst.q.val() {
                         if self.rlast.q.val() {
@@ -1825,8 +1825,8 @@ impl Logic for Responder {
                             self.o_hdr.d.next.opcode = self.op_rd_last.val();
                         } else {
                             self.o_hdr.d.next.opcode = self.op_rd_middle.val();
-                            self.o_hdr.d.next.ext = bit_cast::<224, 32>(self.zero32.val());
-                            self.o_hdr.d.next.ext_words = self.zero3.val();
+                            self.o_hdr.d.next.ext = bit_cast::<EXT_BITS, 32>(self.zero32.val());
+                            self.o_hdr.d.next.ext_words = self.zero4.val();
                         }
                     }
                     if self.rchunk.q.val() != self.zero13.val() {
@@ -2124,9 +2124,9 @@ impl Logic for Responder {
                     self.o_hdr.d.next.ack_req = false;
                     self.o_hdr.d.next.dest_qpn = self.st.q.val().dest_qpn;
                     self.o_hdr.d.next.psn = self.h_psn.q.val();
-                    self.o_hdr.d.next.ext = bit_cast::<224, 32>(self.l_aeth_ack.val())
-                        | (bit_cast::<224, 64>(self.l_orig_be.val()) << 32);
-                    self.o_hdr.d.next.ext_words = self.three3.val();
+                    self.o_hdr.d.next.ext = bit_cast::<EXT_BITS, 32>(self.l_aeth_ack.val())
+                        | (bit_cast::<EXT_BITS, 64>(self.l_orig_be.val()) << 32);
+                    self.o_hdr.d.next.ext_words = self.three4.val();
                     self.o_hdr.d.next.pay_len = self.zero13.val();
                     self.state.d.next = self.ack_nxt.q.val();
                 }

@@ -204,7 +204,7 @@ impl Default for Rnic {
             wr_last: Default::default(),
             m_axis: Default::default(),
             s_axis: Default::default(),
-            csr: Csr::new(CAP_RC | CAP_ATOMIC, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
+            csr: Csr::new(CAP_RC | CAP_ATOMIC | CAP_MASKED_ATOMIC, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
             sq: Default::default(),
             front: Default::default(),
             req: Default::default(),

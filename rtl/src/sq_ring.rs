@@ -1030,7 +1030,12 @@ mod tests {
             }
             _ => {}
         }
-        let mut v = vec![w.encode()];
+        // a mask slot goes before its WQE, inline data after
+        let mut v = Vec::new();
+        if w.flags & WQE_EXT != 0 {
+            v.append(&mut extra);
+        }
+        v.push(w.encode());
         v.extend(extra);
         assert_eq!(v.len(), w.slots(), "the WQE's slot count is testbench::host's");
         v

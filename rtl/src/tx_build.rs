@@ -8,7 +8,9 @@
 //! - The frame former writes the header bytes (a [`ByteMap`] whose table comes from the golden wire model)
 //!   and shifts the payload behind them: the header is 54 + 4·ext_words bytes, so the payload sits at one of
 //!   eight byte offsets; each output beat is the two-beat window {previous payload beat, current one} shifted by
-//!   a constant chosen by `ext_words` (an 8:1 mux per bit, no barrel shifter).
+//!   a constant chosen by `ext_words` (an 8:1 mux per bit, no barrel shifter). Extension headers of 8 to 11
+//!   words (MaskedCmpSwapETH, 44 bytes) come without payload: the shift is
+//!   then irrelevant, so those need no mux input of their own; a descriptor must not pair them with payload.
 //! - Each formed beat is registered before the ICRC append, [`crate::tx_icrc::TxIcrcAppend`] (the ICRC engine
 //!   beside a beat FIFO), so the shift-and-merge logic and the engine's frame-type detection sit in different
 //!   cycles.
@@ -28,10 +30,14 @@ use testbench::wire::headers::{BTH_LEN, DEFAULT_PKEY};
 
 /// Bytes of the fixed part of the headers (Ethernet + IPv4 + UDP + BTH).
 pub const FIXED_HDR: usize = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN;
-/// Longest extension-header run (AtomicETH).
-pub const MAX_EXT: usize = 28;
-/// Bytes the header map produces (two beats' worth would be 128; 84 covers the longest header, 82).
-pub const HDR_BYTES: usize = 84;
+/// Longest extension-header run (MaskedCmpSwapETH, 44 bytes; AtomicETH and MaskedFetchAddETH are 28).
+pub const MAX_EXT: usize = testbench::wire::headers::MASKED_CMP_SWAP_ETH_LEN;
+/// [`TxHeader::ext`]'s width.
+pub const EXT_BITS: usize = 8 * MAX_EXT;
+/// Bytes the header map produces: the longest header, 98.
+pub const HDR_BYTES: usize = FIXED_HDR + MAX_EXT;
+/// Header-map bits in the second beat.
+const HDR_BEAT1_BITS: usize = 8 * HDR_BYTES - 512;
 
 /// One packet to send. Multi-byte fields hold numbers (sent big-endian); `ext` holds the extension headers
 /// in wire order (byte 0 in bits 7:0), `ext_words` their length in 4-byte words. The fields from `ip_total`
@@ -49,8 +55,8 @@ pub struct TxHeader {
     pub ack_req: Bit,
     pub dest_qpn: Bits<24>,
     pub psn: Bits<24>,
-    pub ext: Bits<224>,
-    pub ext_words: Bits<3>,
+    pub ext: Bits<EXT_BITS>,
+    pub ext_words: Bits<4>,
     pub pay_len: Bits<13>,
     pub ip_total: Bits<16>,
     pub udp_len: Bits<16>,
@@ -171,7 +177,7 @@ pub struct TxPacketBuild {
     hq: DFF<Bit>,
     hmask0: DFF<Bits<512>>,
     hmask1: DFF<Bits<512>>,
-    hdr_map: ByteMap<TXH_BITS, 672>,
+    hdr_map: ByteMap<TXH_BITS, { 8 * HDR_BYTES }>,
     pay_mask: KeepMask,
     cur_pay: Signal<Local, Bits<512>>,
     hdr_sel: Signal<Local, Bits<512>>,
@@ -214,11 +220,11 @@ pub struct TxPacketBuild {
     k1_7: Constant<Bits<7>>,
     k64_7: Constant<Bits<7>>,
     k0_6: Constant<Bits<6>>,
-    k3_3: Constant<Bits<3>>,
+    k3_4: Constant<Bits<4>>,
     kfull: Constant<Bits<64>>,
     /// byte masks of the header bytes in beats 0 and 1, per ext_words
-    hm0_t: [Constant<Bits<512>>; 8],
-    hm1_t: [Constant<Bits<512>>; 8],
+    hm0_t: [Constant<Bits<512>>; 12],
+    hm1_t: [Constant<Bits<512>>; 12],
 }
 
 impl Default for TxPacketBuild {
@@ -313,7 +319,7 @@ impl Default for TxPacketBuild {
             k1_7: k(1),
             k64_7: k(64),
             k0_6: k(0),
-            k3_3: k(3),
+            k3_4: k(3),
             kfull: keep_thermo(64),
             hm0_t: std::array::from_fn(|e| byte_mask(h(e).min(64))),
             hm1_t: std::array::from_fn(|e| byte_mask(h(e).saturating_sub(64))),
@@ -362,7 +368,7 @@ impl Logic for TxPacketBuild {
             self.pad.d.next = self.k0_2.val() - self.in_len.val().get_bits::<2>(0);
             // H1: padded payload, 24 + 4*ext_words, BTH flag bytes, byte-column pairs
             self.padded.d.next = bit_cast::<14, 13>(self.h[0].q.val().pay_len) + bit_cast::<14, 2>(self.pad.q.val());
-            self.ew4.d.next = self.k24.val() + (bit_cast::<14, 3>(self.h[0].q.val().ext_words) << 2);
+            self.ew4.d.next = self.k24.val() + (bit_cast::<14, 4>(self.h[0].q.val().ext_words) << 2);
             self.h[1].d.next.bth1 = (bit_cast::<8, 1>(self.h[0].q.val().solicited.into()) << 7)
                 | (bit_cast::<8, 2>(self.pad.q.val()) << 4);
             self.h[1].d.next.bth8 = bit_cast::<8, 1>(self.h[0].q.val().ack_req.into()) << 7;
@@ -431,6 +437,7 @@ impl Logic for TxPacketBuild {
             4 => self.shifted.next = (self.prev.q.val() >> 464) | (self.cur_pay.val() << 48),
             5 => self.shifted.next = (self.prev.q.val() >> 432) | (self.cur_pay.val() << 80),
             6 => self.shifted.next = (self.prev.q.val() >> 400) | (self.cur_pay.val() << 112),
+            // 8..=11 words (the masked atomics) carry no payload: any shift
             _ => self.shifted.next = (self.prev.q.val() >> 368) | (self.cur_pay.val() << 144),
         }
         // header bytes over the payload in beats 0 and 1
@@ -441,7 +448,7 @@ impl Logic for TxPacketBuild {
             self.hdr_sel.next = self.hmask0.q.val();
         }
         if self.beat.q.val() == self.k1_7.val() {
-            self.hdr_beat.next = bit_cast::<512, 160>(self.hdr_map.y.val().get_bits::<160>(512));
+            self.hdr_beat.next = bit_cast::<512, HDR_BEAT1_BITS>(self.hdr_map.y.val().get_bits::<HDR_BEAT1_BITS>(512));
             self.hdr_sel.next = self.hmask1.q.val();
         }
         // the formed beat, registered on its way to the ICRC append (a pipeline register with a ready path)
@@ -486,7 +493,7 @@ impl Logic for TxPacketBuild {
             self.beat.d.next = self.k0_7.val();
             self.pidx.d.next = self.k0_7.val();
             self.prev.d.next = self.k0_512.val();
-            self.hq.d.next = self.h[8].q.val().ext_words >= self.k3_3.val();
+            self.hq.d.next = self.h[8].q.val().ext_words >= self.k3_4.val();
             self.nbeats.d.next = self.h[8].q.val().nbeats;
             self.pbeats.d.next = self.h[8].q.val().pbeats;
             self.last_keep.d.next = self.kfull.val() >> self.h[8].q.val().keep_shift;
@@ -498,7 +505,11 @@ impl Logic for TxPacketBuild {
                 4 => { self.hmask0.d.next = self.hm0_t[4].val(); self.hmask1.d.next = self.hm1_t[4].val(); }
                 5 => { self.hmask0.d.next = self.hm0_t[5].val(); self.hmask1.d.next = self.hm1_t[5].val(); }
                 6 => { self.hmask0.d.next = self.hm0_t[6].val(); self.hmask1.d.next = self.hm1_t[6].val(); }
-                _ => { self.hmask0.d.next = self.hm0_t[7].val(); self.hmask1.d.next = self.hm1_t[7].val(); }
+                7 => { self.hmask0.d.next = self.hm0_t[7].val(); self.hmask1.d.next = self.hm1_t[7].val(); }
+                8 => { self.hmask0.d.next = self.hm0_t[8].val(); self.hmask1.d.next = self.hm1_t[8].val(); }
+                9 => { self.hmask0.d.next = self.hm0_t[9].val(); self.hmask1.d.next = self.hm1_t[9].val(); }
+                10 => { self.hmask0.d.next = self.hm0_t[10].val(); self.hmask1.d.next = self.hm1_t[10].val(); }
+                _ => { self.hmask0.d.next = self.hm0_t[11].val(); self.hmask1.d.next = self.hm1_t[11].val(); }
             }
         }
     }
@@ -515,7 +526,7 @@ pub fn tx_header_of(f: &testbench::wire::RoceFrame) -> (TxHeader, Vec<u8>) {
         h.build(&mut ext_bytes);
     }
     assert!(ext_bytes.len() <= MAX_EXT && ext_bytes.len() % 4 == 0);
-    let mut ext = Bits::<224>::default();
+    let mut ext = Bits::<EXT_BITS>::default();
     for (i, b) in ext_bytes.iter().enumerate() {
         ext.set_bits::<8>(8 * i, bits::<8>(*b as u64));
     }
@@ -533,7 +544,7 @@ pub fn tx_header_of(f: &testbench::wire::RoceFrame) -> (TxHeader, Vec<u8>) {
         dest_qpn: bits::<24>(b.dest_qpn as u64),
         psn: bits::<24>(b.psn as u64),
         ext,
-        ext_words: bits::<3>((ext_bytes.len() / 4) as u64),
+        ext_words: bits::<4>((ext_bytes.len() / 4) as u64),
         pay_len: bits::<13>(f.packet.payload.len() as u64),
         ..Default::default()
     };
@@ -619,5 +630,34 @@ mod tests {
             let want = f.build().unwrap();
             assert_eq!(g, &want, "frame {i}: {:?} payload {}", f.packet.opcode(), f.packet.payload.len());
         }
+    }
+
+    /// The masked atomics' requests (44- and 28-byte extension headers: the longest header, 98 bytes, runs
+    /// into the second beat), between frames with payload, back to back.
+    #[test]
+    fn masked_atomic_requests_equal_the_golden_model() {
+        use testbench::wire::headers::{ExtHeader, MaskedCmpSwapEth, MaskedFetchAddEth};
+        use testbench::wire::opcode::{MASKED_COMPARE_SWAP, MASKED_FETCH_ADD};
+        let mut rng = SmallRng::seed_from_u64(12);
+        let lens = [0usize, 1, 63, 64, 65, 300, 0, 2, 1025, 7, 100, 3];
+        let mut frames = sample_frames(&mut rng, &lens);
+        for (i, f) in frames.iter_mut().enumerate().filter(|(i, _)| i % 3 != 2) {
+            let (va, rkey, a, b, c, d) = (rng.gen(), rng.gen(), rng.gen(), rng.gen(), rng.gen(), rng.gen());
+            let (op, ext) = if i % 3 == 0 {
+                let e = MaskedCmpSwapEth { va, rkey, swap: a, compare: b, swap_mask: c, compare_mask: d };
+                (MASKED_COMPARE_SWAP, ExtHeader::MaskedCmpSwapEth(e))
+            } else {
+                (MASKED_FETCH_ADD, ExtHeader::MaskedFetchAddEth(MaskedFetchAddEth { va, rkey, add: a, field_boundary: b }))
+            };
+            let mut bth = f.packet.bth;
+            bth.opcode = op;
+            f.packet = testbench::wire::RocePacket::new(bth, vec![ext], Vec::new());
+        }
+        let got = run(&frames, 5);
+        for (i, (g, f)) in got.iter().zip(&frames).enumerate() {
+            let want = f.build().unwrap();
+            assert_eq!(g, &want, "frame {i}: {:?} payload {}", f.packet.opcode(), f.packet.payload.len());
+        }
+        assert_eq!(got.len(), frames.len());
     }
 }

@@ -510,8 +510,8 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, v
 /// 0 .. 16 x `per_qp` - 1 (an atomic executed twice, or a duplicate answered with a wrong saved value, breaks
 /// one or the other). Then `locks` rounds of a COMPARE_SWAP spin lock on every QP guarding a non-atomic
 /// increment (READ the second counter, WRITE it + 1, COMPARE_SWAP the lock free): that counter ends at
-/// 16 x `locks`.
-pub fn atomics(seed: u64, per_qp: usize, locks: usize, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
+/// 16 x `locks`. `timeout` is every QP's local ACK timeout exponent (4.096 us x 2^timeout) on both sides.
+pub fn atomics(seed: u64, per_qp: usize, locks: usize, timeout: u8, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
     use crate::pair::PairRig;
     let mut summary = String::new();
     let n = QPS * per_qp;
@@ -519,7 +519,7 @@ pub fn atomics(seed: u64, per_qp: usize, locks: usize, faults: MacFaults, dir: &
     let mut p = PairRig::with_qps(1024, buf_len, QPS, dir).unwrap();
     for side in [&mut p.a, &mut p.b] {
         for q in side.qps.clone() {
-            side.drv.modify_qp(q, &QpAttr { timeout: Some(4), ..Default::default() }).unwrap();
+            side.drv.modify_qp(q, &QpAttr { timeout: Some(timeout), ..Default::default() }).unwrap();
         }
     }
     p.a.sys.borrow_mut().inl.set_faults(faults, seed ^ 0xA);

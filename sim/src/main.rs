@@ -160,6 +160,10 @@ enum Cmd {
         /// of --messages, at least 64).
         #[arg(long)]
         locks: Option<usize>,
+        /// `atomics` only: every QP's local ACK timeout exponent, 4.096 us x 2^N (4: 65.5 us). A lost frame of
+        /// the lock holder stalls every QP for this long.
+        #[arg(long, default_value_t = 4)]
+        timeout: u8,
         /// Where the pcaps go.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -212,8 +216,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd })
         }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
-        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, out, vcd } => {
-            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, out, vcd)
+        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, timeout, out, vcd } => {
+            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, timeout, out, vcd)
         }
         Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
             rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
@@ -342,13 +346,15 @@ fn fuzz(frames: u64, seed: u64, chunk: usize, out: Option<PathBuf>, skip_truncat
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], locks: Option<usize>, out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
+fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], locks: Option<usize>, timeout: u8, out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
     use sim::campaign::{self as c, PER_ROUND};
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
     let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], reorder_cycles: 2_000 };
     let rounds = messages.div_ceil(PER_ROUND).max(1);
     anyhow::ensure!(locks.is_none() || role == "atomics", "--locks is for --role atomics");
+    anyhow::ensure!((1..=31).contains(&timeout), "--timeout is an exponent 1..=31");
+    anyhow::ensure!(timeout == 4 || role == "atomics", "--timeout is for --role atomics");
     if role == "atomics" {
         // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
         let per_qp = messages.div_ceil(c::QPS).max(1);
@@ -361,7 +367,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
         let total = c::QPS * (per_qp + locks);
         println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}; pcaps in {}", c::QPS * per_qp, c::QPS * locks, dir.display());
         let pb = ProgressBar::new(total as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} operations {elapsed} (eta {eta})").unwrap());
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, locks, f, &dir, &mut |n| pb.set_position(n as u64))));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, locks, timeout, f, &dir, &mut |n| pb.set_position(n as u64))));
         pb.finish_and_clear();
         return Ok(match r {
             Ok(summary) => {

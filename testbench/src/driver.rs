@@ -409,10 +409,11 @@ impl<B: CsrBus> Driver<B> {
             compare_add: wr.compare_add,
             swap: wr.swap,
         };
-        let mut slots: Vec<[u8; WQE_BYTES]> = vec![w.encode()];
+        let mut slots: Vec<[u8; WQE_BYTES]> = Vec::new();
         if masked {
             slots.push(mask_slot(wr.compare_add_mask, wr.swap_mask));
         }
+        slots.push(w.encode());
         if inline {
             for chunk in wr.inline_data.chunks(WQE_BYTES) {
                 let mut b = [0u8; WQE_BYTES];

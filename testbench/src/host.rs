@@ -317,8 +317,10 @@ pub const WQE_SOLICITED: u8 = 1 << 1;
 /// The payload follows in the next ceil(length / 64) slots instead of being gathered through lkey.
 pub const WQE_INLINE: u8 = 1 << 2;
 pub const WQE_FENCE: u8 = 1 << 3;
-/// Masked atomics: the next slot holds compare_add_mask (bytes 0..8) and swap_mask (bytes 8..16).
+/// Masked atomics: the slot before this WQE is its mask slot ([`mask_slot`]).
 pub const WQE_EXT: u8 = 1 << 4;
+/// The opcode byte of a mask slot: no `ibv_wr_opcode` has it.
+pub const WR_MASK_SLOT: u8 = 0xFF;
 
 /// Send WQE, 64 bytes:
 ///
@@ -407,11 +409,15 @@ impl SendWqe {
     }
 }
 
-/// The mask slot after a masked-atomic WQE.
+/// The mask slot a masked-atomic WQE comes after: opcode byte (8) [`WR_MASK_SLOT`], compare_add_mask in bytes
+/// 16..24 and swap_mask in 24..32 (little-endian), the rest 0. It goes first so that each slot is
+/// self-describing: the RNIC takes slots one at a time, other QPs' slots between them, and keeps the masks
+/// of the QP's last mask slot until its masked WQE comes.
 pub fn mask_slot(compare_add_mask: u64, swap_mask: u64) -> [u8; WQE_BYTES] {
     let mut b = [0u8; WQE_BYTES];
-    b[0..8].copy_from_slice(&compare_add_mask.to_le_bytes());
-    b[8..16].copy_from_slice(&swap_mask.to_le_bytes());
+    b[8] = WR_MASK_SLOT;
+    b[16..24].copy_from_slice(&compare_add_mask.to_le_bytes());
+    b[24..32].copy_from_slice(&swap_mask.to_le_bytes());
     b
 }
 

@@ -236,9 +236,10 @@ fn wqes_land_in_their_slots_and_doorbells_count_slots() {
     assert_eq!((w0.wr_id, w0.opcode, w0.flags), (7, WR_RDMA_WRITE_WITH_IMM, WQE_SIGNALED));
     assert_eq!((w0.local_addr, w0.length, w0.lkey, w0.remote_addr, w0.rkey), (0x1000, 100, 0x155, 0x7F00_0000_0040, 0x2FA));
     assert_eq!(&slot(0)[12..16], &[1, 2, 3, 4], "imm_data in wire order");
-    let w1 = SendWqe::decode(&slot(1));
+    assert_eq!(slot(1)[8], WR_MASK_SLOT, "the mask slot goes first");
+    assert_eq!(&slot(1)[16..24], &0x8000_0000_8000_0000u64.to_le_bytes());
+    let w1 = SendWqe::decode(&slot(2));
     assert_eq!((w1.opcode, w1.flags & WQE_EXT, w1.compare_add), (WR_MASKED_ATOMIC_FETCH_AND_ADD, WQE_EXT, 1));
-    assert_eq!(&slot(2)[0..8], &0x8000_0000_8000_0000u64.to_le_bytes());
     let w3 = SendWqe::decode(&slot(3));
     assert_eq!((w3.flags & WQE_INLINE, w3.length), (WQE_INLINE, 100));
     assert_eq!(&slot(4)[..], &(0..64u8).collect::<Vec<_>>()[..]);
