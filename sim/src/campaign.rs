@@ -508,13 +508,29 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, v
 /// QP (`max_rd_atomic`), every result into its own word of A's memory. What must hold: every atomic completes
 /// with success; the counter ends at exactly 16 x `per_qp`; the returned original values are a permutation of
 /// 0 .. 16 x `per_qp` - 1 (an atomic executed twice, or a duplicate answered with a wrong saved value, breaks
-/// one or the other). Then `locks` rounds of a COMPARE_SWAP spin lock on every QP guarding a non-atomic
+/// one or the other). Between them each QP runs `masked` masked FETCH_ADDs (every fourth operation until
+/// they are used up) with random operand and field boundaries on a word of the QP's own (so a retransmission must send the masks of its own mask slot
+/// again): each QP's word must end as the golden `masked_fetch_add` folded over its operations in order, and
+/// each returned value must be that fold's prefix. Then `locks` rounds of a COMPARE_SWAP spin lock on every QP guarding a non-atomic
 /// increment (READ the second counter, WRITE it + 1, COMPARE_SWAP the lock free): that counter ends at
 /// 16 x `locks`. `timeout` is every QP's local ACK timeout exponent (4.096 us x 2^timeout) on both sides.
-pub fn atomics(seed: u64, per_qp: usize, locks: usize, timeout: u8, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
+pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u8, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
     use crate::pair::PairRig;
     let mut summary = String::new();
+    // each QP's operations in order: true = masked
+    let kinds: Vec<bool> = {
+        let (mut v, mut m) = (Vec::new(), 0);
+        while v.len() < per_qp + masked {
+            let mk = m < masked && (v.len() % 4 == 3 || v.len() - m == per_qp);
+            m += usize::from(mk);
+            v.push(mk);
+        }
+        v
+    };
+    let plain = QPS * per_qp;
+    let per_qp = per_qp + masked;
     let n = QPS * per_qp;
+    let masked = |k: usize| kinds[k];
     let buf_len = ((8 * n as u64 + (1 << 16)).next_power_of_two()).max(1 << 20);
     let mut p = PairRig::with_qps(1024, buf_len, QPS, dir).unwrap();
     for side in [&mut p.a, &mut p.b] {
@@ -529,19 +545,32 @@ pub fn atomics(seed: u64, per_qp: usize, locks: usize, timeout: u8, faults: MacF
     for a in [ctr, lock, ctr2] {
         p.b.mem.lock().unwrap().write(a, &0u64.to_le_bytes()).unwrap();
     }
+    // per QP a word for its masked FETCH_ADDs, a random start, and their operands in order
+    let bbuf = p.b.buf;
+    let mword = move |q: usize| bbuf + 256 + 8 * q as u64;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mstart: Vec<u64> = (0..QPS).map(|_| rng.gen()).collect();
+    for q in 0..QPS {
+        p.b.mem.lock().unwrap().write(mword(q), &mstart[q].to_le_bytes()).unwrap();
+    }
+    let mops: Vec<Vec<(u64, u64)>> = (0..QPS).map(|_| (0..per_qp).map(|_| (rng.gen(), rng.gen())).collect()).collect();
     // A's words: one per atomic's result, then per QP a scratch word for the lock's READ
     let res = p.a.buf;
     let scratch = p.a.buf + 8 * n as u64;
     let faa = |qp: usize, k: usize, p: &PairRig| {
-        let mut w = SendWr::new((qp * per_qp + k) as u64, WrOpcode::AtomicFetchAndAdd, vec![Sge { addr: res + 8 * (qp * per_qp + k) as u64, length: 8, lkey: p.a.key }]);
+        let op = if masked(k) { WrOpcode::MaskedAtomicFetchAndAdd } else { WrOpcode::AtomicFetchAndAdd };
+        let mut w = SendWr::new((qp * per_qp + k) as u64, op, vec![Sge { addr: res + 8 * (qp * per_qp + k) as u64, length: 8, lkey: p.a.key }]);
         w.remote_addr = ctr;
         w.rkey = p.b.key;
         w.compare_add = 1;
+        if masked(k) {
+            w.remote_addr = mword(qp);
+            (w.compare_add, w.compare_add_mask) = mops[qp][k];
+        }
         w
     };
     let (mut posted, mut done) = (vec![0usize; QPS], 0usize);
     let mut inflight = vec![0usize; QPS];
-    let mut rng = SmallRng::seed_from_u64(seed);
     let c0 = p.cycle();
     while done < n {
         for q in 0..QPS {
@@ -574,21 +603,31 @@ pub fn atomics(seed: u64, per_qp: usize, locks: usize, timeout: u8, faults: MacF
         }
         assert!(!wcs.is_empty(), "atomics hung: {done} of {n} done after {} cycles", p.cycle() - before);
         for wc in wcs {
-            assert_eq!((wc.status, wc.opcode), (WcStatus::Success, WcOpcode::FetchAdd), "{wc:?}");
             let q = p.a.qps.iter().position(|&x| x == wc.qp_num).unwrap();
+            let want_op = if masked(wc.wr_id as usize % per_qp) { WcOpcode::MaskedFetchAdd } else { WcOpcode::FetchAdd };
+            assert_eq!((wc.status, wc.opcode), (WcStatus::Success, want_op), "{wc:?}");
             inflight[q] -= 1;
             done += 1;
         }
         progress(done);
         let _ = rng.gen::<u8>();
     }
-    let got = p.b.mem.lock().unwrap().read(ctr, 8).unwrap();
-    assert_eq!(u64::from_le_bytes(got.try_into().unwrap()), n as u64, "the counter");
-    let mut vals: Vec<u64> = (0..n).map(|i| u64::from_le_bytes(p.a.mem.lock().unwrap().read(res + 8 * i as u64, 8).unwrap().try_into().unwrap())).collect();
+    let word = |m: &std::sync::Mutex<testbench::model::HostMemory>, a: u64| u64::from_le_bytes(m.lock().unwrap().read(a, 8).unwrap().try_into().unwrap());
+    assert_eq!(word(&p.b.mem, ctr), plain as u64, "the counter");
+    let mut vals: Vec<u64> = (0..n).filter(|i| !masked(i % per_qp)).map(|i| word(&p.a.mem, res + 8 * i as u64)).collect();
     vals.sort_unstable();
-    assert!(vals.iter().enumerate().all(|(i, &v)| v == i as u64), "the returned values are not a permutation of 0..{n}");
+    assert!(vals.iter().enumerate().all(|(i, &v)| v == i as u64), "the returned values are not a permutation of 0..{plain}");
+    // each QP's masked word: the golden fold, every returned value its prefix
+    for q in 0..QPS {
+        let mut v = mstart[q];
+        for k in (0..per_qp).filter(|&k| masked(k)) {
+            assert_eq!(word(&p.a.mem, res + 8 * (q * per_qp + k) as u64), v, "QP {q}: the original value returned by masked FETCH_ADD {k}");
+            v = testbench::model::responder::masked_fetch_add(v, mops[q][k].0, mops[q][k].1);
+        }
+        assert_eq!(word(&p.b.mem, mword(q)), v, "QP {q}: the word of its masked FETCH_ADDs");
+    }
     let faa_cycles = p.cycle() - c0;
-    summary_line!(summary, "{n} FETCH_ADD(1) from 16 QPs on one counter in {faa_cycles} cycles: counter = {n}, the returned values a permutation of 0..{n}");
+    summary_line!(summary, "{n} atomics from 16 QPs in {faa_cycles} cycles: {plain} FETCH_ADD(1) on one counter, counter = {plain}, the returned values a permutation of 0..{plain}; {} masked FETCH_ADDs on a word per QP, each word and every returned value as the golden fold", n - plain);
 
     // the spin lock: each QP takes it (COMPARE_SWAP 0 -> its id), READs the counter, WRITEs it + 1, frees it
     // (COMPARE_SWAP id -> 0), `locks` times; one QP at a time holds it

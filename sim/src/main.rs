@@ -160,6 +160,10 @@ enum Cmd {
         /// of --messages, at least 64).
         #[arg(long)]
         locks: Option<usize>,
+        /// `atomics` only: masked FETCH_ADDs (random operands and field boundaries, each QP on a word of its own)
+        /// between the FETCH_ADDs, in all, rounded up to a multiple of 16.
+        #[arg(long, default_value_t = 0)]
+        masked: usize,
         /// `atomics` only: every QP's local ACK timeout exponent, 4.096 us x 2^N (4: 65.5 us). A lost frame of
         /// the lock holder stalls every QP for this long.
         #[arg(long, default_value_t = 4)]
@@ -216,8 +220,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd })
         }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
-        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, timeout, out, vcd } => {
-            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, timeout, out, vcd)
+        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, out, vcd } => {
+            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, out, vcd)
         }
         Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
             rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
@@ -346,7 +350,7 @@ fn fuzz(frames: u64, seed: u64, chunk: usize, out: Option<PathBuf>, skip_truncat
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], locks: Option<usize>, timeout: u8, out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
+fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], locks: Option<usize>, masked: usize, timeout: u8, out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
     use sim::campaign::{self as c, PER_ROUND};
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
@@ -355,6 +359,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     anyhow::ensure!(locks.is_none() || role == "atomics", "--locks is for --role atomics");
     anyhow::ensure!((1..=31).contains(&timeout), "--timeout is an exponent 1..=31");
     anyhow::ensure!(timeout == 4 || role == "atomics", "--timeout is for --role atomics");
+    anyhow::ensure!(masked == 0 || role == "atomics", "--masked is for --role atomics");
     if role == "atomics" {
         // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
         let per_qp = messages.div_ceil(c::QPS).max(1);
@@ -364,10 +369,10 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
             None => scratch("campaign")?,
         };
         std::fs::create_dir_all(&dir)?;
-        let total = c::QPS * (per_qp + locks);
-        println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}; pcaps in {}", c::QPS * per_qp, c::QPS * locks, dir.display());
+        let total = c::QPS * (per_qp + masked.div_ceil(c::QPS) + locks);
+        println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD, {} masked FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}; pcaps in {}", c::QPS * per_qp, c::QPS * masked.div_ceil(c::QPS), c::QPS * locks, dir.display());
         let pb = ProgressBar::new(total as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} operations {elapsed} (eta {eta})").unwrap());
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, locks, timeout, f, &dir, &mut |n| pb.set_position(n as u64))));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, masked.div_ceil(c::QPS), locks, timeout, f, &dir, &mut |n| pb.set_position(n as u64))));
         pb.finish_and_clear();
         return Ok(match r {
             Ok(summary) => {

@@ -68,10 +68,12 @@ fn rtl_pair_on_a_hostile_link_mtu_4096() {
 
 /// Atomics under contention (issue 6) on a link dropping 1 % each way: 16 QPs x 64 FETCH_ADD(1) on one counter
 /// (ends at 1,024, the returned values a permutation of 0..1,023) and 16 x 4 increments under a COMPARE_SWAP
-/// spin lock. `rnic campaign --role atomics` runs the issue's 16 x 10,000.
+/// spin lock; between the FETCH_ADDs 16 x 21 masked FETCH_ADDs with random masks, each QP on a word of its own
+/// (every word and returned value as the golden fold: a retransmission must carry its own masks).
+/// `rnic campaign --role atomics` runs the issue's 16 x 10,000.
 #[test]
 fn atomics_under_contention_on_a_lossy_link() {
-    let s = sim::campaign::atomics(0xA7, 64, 4, 4, MacFaults::drop(0.01), &dir("atomics_under_contention_on_a_lossy_link"), &mut |_| {});
+    let s = sim::campaign::atomics(0xA7, 64, 21, 4, 4, MacFaults::drop(0.01), &dir("atomics_under_contention_on_a_lossy_link"), &mut |_| {});
     eprintln!("{s}");
-    assert!(s.contains("counter = 1024") && s.contains("counter = 64"), "{s}");
+    assert!(s.contains("counter = 1024") && s.contains("336 masked FETCH_ADDs") && s.contains("counter = 64"), "{s}");
 }
