@@ -24,7 +24,10 @@
 //! pending WQE, and every later record, completes with WR_FLUSH_ERR (or its own error status), responses are
 //! dropped, until the next `cqw_we` (CMD_WRITE_QP) of the QP clears the flag.
 //! A record with `status != 0` (failed its local checks, never sent) completes with that status when it
-//! reaches the head of its list, in order. Only signaled WQEs and errors produce a completion.
+//! reaches the head of its list, in order. The head WQE's own record after a go-back-N rewind is dropped (its
+//! record is already at the head), unless WQE Check failed it this time (its MR deregistered since it was
+//! first sent): then it completes with that status and the QP goes to error, as rxe. Only signaled WQEs and
+//! errors produce a completion.
 //!
 //! **ATOMIC ACKNOWLEDGE** (an ACK syndrome, for a pending atomic at its PSN): the original value (AtomicAckETH,
 //! big-endian on the wire) goes to the WQE's local buffer in host byte order, one 8-byte Scatter command, then
@@ -1269,11 +1272,31 @@ impl Logic for Completer {
                         self.s_tail.d.next = self.qst.rdata.val().head + self.k1_4.val();
                     }
                     self.state.d.next = CompState::Done;
-                } else if self.qst.rdata.val().retrying | self.qst.rdata.val().skip_head {
-                    // issued before the rewind (sent again after it), or the head WQE sent again
+                } else if self.qst.rdata.val().retrying {
+                    // issued before the rewind (sent again after it)
+                    self.iss_ready.next = true;
+                    self.state.d.next = CompState::Done;
+                } else if self.qst.rdata.val().skip_head {
+                    // the head WQE sent again: its record is already at the head
                     self.iss_ready.next = true;
                     self.s_skip.d.next = false;
                     self.state.d.next = CompState::Done;
+                    if self.iss.val().status != self.k0_8.val() {
+                        // ... unless it failed its local checks when read again (its MR deregistered or its
+                        // mask slot overwritten since it was first sent): nothing of it is on its way any
+                        // more, so it completes now with that status and the QP goes to error (rxe
+                        // COMPST_ERROR), rather than waiting for responses that cannot come
+                        self.rec.d.next.wr_id = self.iss.val().wr_id;
+                        self.rec.d.next.wr_op = self.iss.val().wr_op;
+                        self.rec.d.next.signaled = self.iss.val().signaled;
+                        self.rec.d.next.status = self.iss.val().status;
+                        self.rec.d.next.len = self.iss.val().len;
+                        self.rec.d.next.imm = self.iss.val().imm;
+                        self.s_err.d.next = true;
+                        self.qerr.d.next = true;
+                        self.resp.d.next = false;
+                        self.state.d.next = CompState::HeadEval;
+                    }
                 } else if self.l_full.val() {
                     // the QP's list is full: the record waits; a response goes first if one is there
                     self.state.d.next = CompState::Idle;
@@ -1855,6 +1878,9 @@ mod tests {
         /// QP-to-error pulses seen (QPN)
         qerrs: Vec<u64>,
         min_cycles: u64,
+        /// WQE Check's verdict when it reads this WQE (QPN, ring index) again after a rewind: a failed
+        /// local check (its MR gone since it was first sent), so its record comes back with this status
+        fail_again: Option<(u64, u64, WcStatus)>,
     }
 
     impl Rig {
@@ -1872,6 +1898,7 @@ mod tests {
                 rewinds: Vec::new(),
                 qerrs: Vec::new(),
                 min_cycles: 0,
+                fail_again: None,
             }
         }
         fn tick(&mut self) {
@@ -1955,7 +1982,12 @@ mod tests {
                         .issued
                         .iter()
                         .filter(|r| r.qpn.to_u64() == q && r.idx.to_u64() >= i)
-                        .copied()
+                        .map(|r| match self.fail_again {
+                            Some((fq, fi, st)) if (fq, fi) == (q, r.idx.to_u64()) => {
+                                ReqIssued { status: bits(wc_status_code(st) as u64), next_psn: r.first_psn, ..*r }
+                            }
+                            _ => *r,
+                        })
                         .collect();
                     for r in again.into_iter().rev() {
                         iq.push_front(r);
@@ -2397,6 +2429,30 @@ mod tests {
         back.dedup();
         assert_eq!(back, qs.iter().map(|&q| q as u64).collect::<Vec<_>>(), "every QP went back after its timeout");
         assert!(rig.counter(CNT_TIMEOUTS) >= 32, "{} timeouts", rig.counter(CNT_TIMEOUTS));
+    }
+
+    /// The head WQE fails its local checks when WQE Check reads it again after a rewind (its MR deregistered
+    /// since it was first sent): it completes with that status, the QP goes to error and the WQE behind it is
+    /// flushed, instead of the QP waiting for responses that cannot come (a hang before the fix: the record
+    /// was dropped as "the head sent again").
+    #[test]
+    fn a_head_wqe_that_fails_when_sent_again_completes_with_its_error() {
+        use testbench::host::{WR_RDMA_WRITE, WR_SEND};
+        let mut rig = Rig::new(5);
+        let q = 0x21;
+        rig.set_qp(q, 0x44, 1, 7, 7);
+        rig.fail_again = Some((q as u64, 1, WcStatus::LocProtErr));
+        let w1 = ReqIssued { idx: bits(1), ..rec(q, 1, WR_RDMA_WRITE, 0x10, 2, 2000, true, WcStatus::Success) };
+        let w2 = ReqIssued { idx: bits(2), ..rec(q, 2, WR_SEND, 0x12, 1, 10, false, WcStatus::Success) };
+        // no response ever: the retransmit timer sends the QP back to W1, which fails this time
+        rig.min_cycles = 40 * TIMER_TICK;
+        rig.run(&[w1, w2], &[]);
+        assert_eq!(rig.rewinds.first().map(|r| (r.0, r.1)), Some((q as u64, 1)), "back to W1 after the timeout");
+        let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
+        let st = |w: WcStatus| wc_status_code(w) as u64;
+        assert_eq!(got, vec![(1, st(WcStatus::LocProtErr)), (2, st(WcStatus::WrFlushErr))]);
+        assert_eq!(rig.qerrs, vec![q as u64], "the QP goes to error");
+        assert_eq!(rig.rewinds.len(), 1, "no more go-back-N on a QP in error");
     }
 
     #[test]
