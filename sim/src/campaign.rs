@@ -513,8 +513,9 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, v
 /// again): each QP's word must end as the golden `masked_fetch_add` folded over its operations in order, and
 /// each returned value must be that fold's prefix. Then `locks` rounds of a COMPARE_SWAP spin lock on every QP guarding a non-atomic
 /// increment (READ the second counter, WRITE it + 1, COMPARE_SWAP the lock free): that counter ends at
-/// 16 x `locks`. `timeout` is every QP's local ACK timeout exponent (4.096 us x 2^timeout) on both sides.
-pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u8, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
+/// 16 x `locks`. `timeout` is every QP's local ACK timeout exponent (4.096 us x 2^timeout) on both sides,
+/// `host_ns` the host-memory latency of both (500: a PCIe round trip).
+pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u8, host_ns: f64, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
     use crate::pair::PairRig;
     let mut summary = String::new();
     // each QP's operations in order: true = masked
@@ -538,6 +539,9 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
             side.drv.modify_qp(q, &QpAttr { timeout: Some(timeout), ..Default::default() }).unwrap();
         }
     }
+    let lat = (host_ns * 1e-9 * testbench::mac::CORE_HZ).round() as u64;
+    p.a.sys.borrow_mut().dma.latency_cycles = lat;
+    p.b.sys.borrow_mut().dma.latency_cycles = lat;
     p.a.sys.borrow_mut().inl.set_faults(faults, seed ^ 0xA);
     p.b.sys.borrow_mut().inl.set_faults(faults, seed ^ 0xB);
     // B's words: the FETCH_ADD counter, the lock, the locked counter

@@ -168,6 +168,9 @@ enum Cmd {
         /// the lock holder stalls every QP for this long.
         #[arg(long, default_value_t = 4)]
         timeout: u8,
+        /// `atomics` only: host-memory latency in ns on both sides (500: a PCIe round trip).
+        #[arg(long, default_value_t = 500.0)]
+        host_latency_ns: f64,
         /// Where the pcaps go.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -220,8 +223,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd })
         }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
-        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, out, vcd } => {
-            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, out, vcd)
+        Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
+            campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, host_latency_ns, out, vcd)
         }
         Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
             rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
@@ -350,7 +353,7 @@ fn fuzz(frames: u64, seed: u64, chunk: usize, out: Option<PathBuf>, skip_truncat
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], locks: Option<usize>, masked: usize, timeout: u8, out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
+fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], locks: Option<usize>, masked: usize, timeout: u8, host_ns: f64, out: Option<PathBuf>, vcd: Option<PathBuf>) -> Result<ExitCode> {
     use sim::campaign::{self as c, PER_ROUND};
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
@@ -360,6 +363,8 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     anyhow::ensure!((1..=31).contains(&timeout), "--timeout is an exponent 1..=31");
     anyhow::ensure!(timeout == 4 || role == "atomics", "--timeout is for --role atomics");
     anyhow::ensure!(masked == 0 || role == "atomics", "--masked is for --role atomics");
+    anyhow::ensure!(host_ns == 500.0 || role == "atomics", "--host-latency-ns is for --role atomics");
+    anyhow::ensure!((0.0..=100_000.0).contains(&host_ns), "--host-latency-ns must be 0..=100000");
     if role == "atomics" {
         // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
         let per_qp = messages.div_ceil(c::QPS).max(1);
@@ -370,9 +375,9 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
         };
         std::fs::create_dir_all(&dir)?;
         let total = c::QPS * (per_qp + masked.div_ceil(c::QPS) + locks);
-        println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD, {} masked FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}; pcaps in {}", c::QPS * per_qp, c::QPS * masked.div_ceil(c::QPS), c::QPS * locks, dir.display());
+        println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD, {} masked FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}, host memory {host_ns} ns, timeout exponent {timeout}; pcaps in {}", c::QPS * per_qp, c::QPS * masked.div_ceil(c::QPS), c::QPS * locks, dir.display());
         let pb = ProgressBar::new(total as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} operations {elapsed} (eta {eta})").unwrap());
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, masked.div_ceil(c::QPS), locks, timeout, f, &dir, &mut |n| pb.set_position(n as u64))));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, masked.div_ceil(c::QPS), locks, timeout, host_ns, f, &dir, &mut |n| pb.set_position(n as u64))));
         pb.finish_and_clear();
         return Ok(match r {
             Ok(summary) => {

@@ -73,7 +73,7 @@ fn rtl_pair_on_a_hostile_link_mtu_4096() {
 /// `rnic campaign --role atomics` runs the 16 x 10,000.
 #[test]
 fn atomics_under_contention_on_a_lossy_link() {
-    let s = sim::campaign::atomics(0xA7, 64, 21, 4, 4, MacFaults::drop(0.01), &dir("atomics_under_contention_on_a_lossy_link"), &mut |_| {});
+    let s = sim::campaign::atomics(0xA7, 64, 21, 4, 4, 500.0, MacFaults::drop(0.01), &dir("atomics_under_contention_on_a_lossy_link"), &mut |_| {});
     eprintln!("{s}");
     assert!(s.contains("counter = 1024") && s.contains("336 masked FETCH_ADDs") && s.contains("counter = 64"), "{s}");
 }

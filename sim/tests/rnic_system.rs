@@ -431,6 +431,37 @@ fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
 }
 
+/// The MR of a WQE in flight is deregistered before the WQE has to be sent again: every frame we send is
+/// lost, so the retransmit timer sends the QP back to the WRITE; WQE Check finds its lkey gone and the WRITE
+/// completes with LOC_PROT_ERR (rxe: `copy_data` fails, COMPST_ERROR), the WQE behind it with WR_FLUSH_ERR,
+/// and the peer's memory is untouched. Before the Completer's fix this hung: the failed record of the head
+/// WQE was dropped as "the head sent again" and the QP waited for an ACK that could not come.
+#[test]
+fn a_wqe_whose_mr_is_deregistered_before_its_retransmission_completes_with_loc_prot_err() {
+    let dir = std::env::temp_dir().join(format!("rnic-system-dereg-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    r.drv.modify_qp(r.qpn, &QpAttr { timeout: Some(1), retry_cnt: Some(7), ..Default::default() }).unwrap();
+    let before = r.sys.borrow().peer.mem().read(r.peer_buf, 8192).unwrap();
+    r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 1.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 0 }, 1);
+    let mut w = SendWr::new(61, WrOpcode::RdmaWrite, vec![Sge { addr: r.src, length: 4096, lkey: r.lkey }]);
+    w.remote_addr = r.peer_buf;
+    w.rkey = r.peer_rkey;
+    w.flags.signaled = true;
+    r.drv.post_send(r.qpn, &w).unwrap();
+    let mut s2 = SendWr::new(62, WrOpcode::Send, vec![]);
+    s2.flags.signaled = true;
+    r.drv.post_send(r.qpn, &s2).unwrap();
+    // sent (and lost); then the MR goes away and the link comes back
+    assert!(our_completions(&mut r, 1, 2_600).is_empty());
+    assert!(r.sys.borrow().out.stats.dropped >= 4, "the WRITE's packets were sent and lost");
+    r.drv.dereg_mr(r.lkey).unwrap();
+    r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 0.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 0 }, 1);
+    let wcs = our_completions(&mut r, 2, 200_000);
+    let got: Vec<(u64, WcStatus)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(got, vec![(61, WcStatus::LocProtErr), (62, WcStatus::WrFlushErr)]);
+    assert_eq!(r.sys.borrow().peer.mem().read(r.peer_buf, 8192).unwrap(), before, "nothing reached the peer");
+}
+
 /// Masked atomics from our Requester to the golden peer's Responder: each WQE's mask slot goes first in the
 /// ring, other QPs' WQEs are not needed between them for the point (the WQE Check unit test covers that);
 /// the peer's words become what the golden functions say, our buffers get the original values, each WC has
