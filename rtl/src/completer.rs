@@ -1262,6 +1262,17 @@ impl Logic for Completer {
                 self.s_nl.d.next = self.qst.rdata.val().nl;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
+                // the record, for the ring or an error completion (the QP is not hot: nothing else is in `rec`)
+                self.rec.d.next.idx = self.iss.val().idx;
+                self.rec.d.next.first_psn = self.iss.val().first_psn;
+                self.rec.d.next.wr_id = self.iss.val().wr_id;
+                self.rec.d.next.wr_op = self.iss.val().wr_op;
+                self.rec.d.next.signaled = self.iss.val().signaled;
+                self.rec.d.next.next_psn = self.iss.val().next_psn;
+                self.rec.d.next.status = self.iss.val().status;
+                self.rec.d.next.laddr = self.iss.val().laddr;
+                self.rec.d.next.len = self.iss.val().len;
+                self.rec.d.next.imm = self.iss.val().imm;
                 if self.iss.val().rewind {
                     // the rewind's marker: the records after it are the WQEs sent again from the head on; the
                     // head's own record stays (its READ progress with it), the later ones are dropped
@@ -1282,16 +1293,9 @@ impl Logic for Completer {
                     self.s_skip.d.next = false;
                     self.state.d.next = CompState::Done;
                     if self.iss.val().status != self.k0_8.val() {
-                        // ... unless it failed its local checks when read again (its MR deregistered or its
-                        // mask slot overwritten since it was first sent): nothing of it is on its way any
-                        // more, so it completes now with that status and the QP goes to error (rxe
+                        // ... unless it failed its local checks when read again (its MR deregistered since it
+                        // was first sent): nothing of it is on its way any more, so it completes now with that status and the QP goes to error (rxe
                         // COMPST_ERROR), rather than waiting for responses that cannot come
-                        self.rec.d.next.wr_id = self.iss.val().wr_id;
-                        self.rec.d.next.wr_op = self.iss.val().wr_op;
-                        self.rec.d.next.signaled = self.iss.val().signaled;
-                        self.rec.d.next.status = self.iss.val().status;
-                        self.rec.d.next.len = self.iss.val().len;
-                        self.rec.d.next.imm = self.iss.val().imm;
                         self.s_err.d.next = true;
                         self.qerr.d.next = true;
                         self.resp.d.next = false;
@@ -1302,16 +1306,6 @@ impl Logic for Completer {
                     self.state.d.next = CompState::Idle;
                 } else {
                     self.iss_ready.next = true;
-                    self.rec.d.next.idx = self.iss.val().idx;
-                    self.rec.d.next.first_psn = self.iss.val().first_psn;
-                    self.rec.d.next.wr_id = self.iss.val().wr_id;
-                    self.rec.d.next.wr_op = self.iss.val().wr_op;
-                    self.rec.d.next.signaled = self.iss.val().signaled;
-                    self.rec.d.next.next_psn = self.iss.val().next_psn;
-                    self.rec.d.next.status = self.iss.val().status;
-                    self.rec.d.next.laddr = self.iss.val().laddr;
-                    self.rec.d.next.len = self.iss.val().len;
-                    self.rec.d.next.imm = self.iss.val().imm;
                     self.i_first.d.next = self.iss.val().first_psn;
                     self.state.d.next = CompState::IWr;
                 }

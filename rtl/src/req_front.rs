@@ -184,6 +184,11 @@ pub struct ReqFront {
     /// Per QP: its last mask slot (read with the slot, like the PSN).
     mask_ram: SdpRam<MaskEnt, 8>,
     mk: DFF<MaskEnt>,
+    /// The QP's mask entry is the slot just before this one (registered in Read).
+    mok: DFF<Bit>,
+    /// Last cycle's QP-to-error pulse: its `err_ram` write lands after a read in that same cycle.
+    qe_v: DFF<Bit>,
+    qe_q: DFF<Bits<8>>,
     add_la: PipeAdd64,
     add_ra: PipeAdd64,
     add_ln: PipeAdd64,
@@ -310,6 +315,9 @@ impl Default for ReqFront {
             q_err: Default::default(),
             mask_ram: Default::default(),
             mk: Default::default(),
+            mok: Default::default(),
+            qe_v: Default::default(),
+            qe_q: Default::default(),
             add_la: Default::default(),
             add_ra: Default::default(),
             add_ln: Default::default(),
@@ -379,7 +387,7 @@ impl Logic for ReqFront {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
-            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk
+            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk, mok, qe_v, qe_q
         );
         clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln);
         self.kc.clock.next = self.clock.val();
@@ -459,7 +467,9 @@ impl Logic for ReqFront {
             & (self.l_op.val() != self.op_cas.val())
             & (self.l_op.val() != self.op_faa.val());
         self.l_masked.next = (self.l_op.val() == self.op_mcas.val()) | (self.l_op.val() == self.op_mfaa.val());
-        self.l_mok.next = self.l_masked.val() & ((self.mk.q.val().idx + self.one16.val()) == self.idx.q.val());
+        self.l_mok.next = self.l_masked.val() & self.mok.q.val();
+        self.qe_v.d.next = self.qerr_valid.val();
+        self.qe_q.d.next = self.qerr_qpn.val();
         self.l_bad_ext.next = (((self.l_flags.val() & self.f_ext.val()) != self.zero8.val()) != self.l_masked.val())
             | (self.l_masked.val() & !self.l_mok.val());
         self.l_unsup.next = ((self.l_flags.val() & self.f_unsup.val()) != self.zero8.val()) | self.l_bad_ext.val();
@@ -518,8 +528,14 @@ impl Logic for ReqFront {
                 self.ctx.d.next = self.ctx_ram.rdata.val();
                 self.sp.d.next = self.psn_ram.rdata.val();
                 self.gen.d.next = self.gen_ram.rdata.val();
-                self.q_err.d.next = self.err_ram.rdata.val();
+                // the error flag as read, or set by the Completer in the cycle of the read or since (the
+                // RAM's write of it comes after the read): a QP the Completer just put in error (e.g. its
+                // head WQE failed when sent again) sends nothing more
+                self.q_err.d.next = self.err_ram.rdata.val()
+                    | (self.qe_v.q.val() & (self.qe_q.q.val() == self.qpn.q.val().get_bits::<8>(0)))
+                    | (self.qerr_valid.val() & (self.qerr_qpn.val() == self.qpn.q.val().get_bits::<8>(0)));
                 self.mk.d.next = self.mask_ram.rdata.val();
+                self.mok.d.next = (self.mask_ram.rdata.val().idx + self.one16.val()) == self.idx.q.val();
                 self.state.d.next = FrontState::Key;
                 if self.gen_ram.rdata.val() != self.wqe_gen.val() {
                     // read before a rewind of its QP: it will come again; dropped
@@ -1102,5 +1118,25 @@ mod tests {
         let (d, i) = r.wqe(1, 1, &w, sent);
         assert_eq!(d.map(|d| d.psn.to_u64()), Some(90));
         assert_eq!(i.status.to_u64(), 0);
+        // the error pulse in the very cycle a slot of the QP is taken (its flag RAM write lands after the
+        // read), or in the next: the WQE is not sent either (the Completer raises it the cycle after it took
+        // the record before, which is when WQE Check takes the next slot)
+        for (k, q) in [(0, 1u64), (1, 2u64)] {
+            for c in 0..2 {
+                r.u.qerr_valid.next = c == k;
+                r.u.qerr_qpn.next = bits(q);
+                r.u.wqe_valid.next = true;
+                r.u.wqe_qpn.next = bits(q);
+                r.u.wqe_idx.next = bits(5);
+                r.u.wqe_data.next = b512(&w.encode());
+                r.u.issued_ready.next = true;
+                simulate(&mut r.u, 200);
+                r.clock();
+            }
+            r.u.qerr_valid.next = false;
+            let (d, i) = r.wqe(q, 5, &w, never);
+            assert!(d.is_none(), "pulse in cycle {k} of the slot");
+            assert_eq!(i.status.to_u64(), WcStatus::WrFlushErr as u64);
+        }
     }
 }

@@ -552,12 +552,13 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
     // per QP a word for its masked FETCH_ADDs, a random start, and their operands in order
     let bbuf = p.b.buf;
     let mword = move |q: usize| bbuf + 256 + 8 * q as u64;
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mstart: Vec<u64> = (0..QPS).map(|_| rng.gen()).collect();
+    // (from a generator of their own, so that a seed gives the same run with or without them)
+    let mut mrng = SmallRng::seed_from_u64(seed ^ 0x6D61_736B);
+    let mstart: Vec<u64> = (0..QPS).map(|_| mrng.gen()).collect();
     for q in 0..QPS {
         p.b.mem.lock().unwrap().write(mword(q), &mstart[q].to_le_bytes()).unwrap();
     }
-    let mops: Vec<Vec<(u64, u64)>> = (0..QPS).map(|_| (0..per_qp).map(|_| (rng.gen(), rng.gen())).collect()).collect();
+    let mops: Vec<Vec<(u64, u64)>> = (0..QPS).map(|_| (0..per_qp).map(|_| (mrng.gen(), mrng.gen())).collect()).collect();
     // A's words: one per atomic's result, then per QP a scratch word for the lock's READ
     let res = p.a.buf;
     let scratch = p.a.buf + 8 * n as u64;
@@ -575,6 +576,7 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
     };
     let (mut posted, mut done) = (vec![0usize; QPS], 0usize);
     let mut inflight = vec![0usize; QPS];
+    let mut rng = SmallRng::seed_from_u64(seed);
     let c0 = p.cycle();
     while done < n {
         for q in 0..QPS {

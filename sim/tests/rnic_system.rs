@@ -431,10 +431,19 @@ fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
 }
 
+/// An 8-byte atomic WR: result to `local` (address, lkey), target `remote` (address, rkey), operands
+/// [compare/add, swap, compare mask / field boundaries, swap mask].
+fn atomic_wr(id: u64, op: WrOpcode, local: (u64, u32), remote: (u64, u32), v: [u64; 4]) -> SendWr {
+    let mut w = SendWr::new(id, op, vec![Sge { addr: local.0, length: 8, lkey: local.1 }]);
+    (w.remote_addr, w.rkey) = remote;
+    (w.compare_add, w.swap, w.compare_add_mask, w.swap_mask) = (v[0], v[1], v[2], v[3]);
+    w
+}
+
 /// The MR of a WQE in flight is deregistered before the WQE has to be sent again: every frame we send is
 /// lost, so the retransmit timer sends the QP back to the WRITE; WQE Check finds its lkey gone and the WRITE
-/// completes with LOC_PROT_ERR (rxe: `copy_data` fails, COMPST_ERROR), the WQE behind it with WR_FLUSH_ERR,
-/// and the peer's memory is untouched. Before the Completer's fix this hung: the failed record of the head
+/// completes with LOC_PROT_ERR (rxe: `copy_data` fails, COMPST_ERROR), the WRITE behind it (its MR intact)
+/// with WR_FLUSH_ERR without going out again, and the peer's memory is untouched. Before the Completer's fix this hung: the failed record of the head
 /// WQE was dropped as "the head sent again" and the QP waited for an ACK that could not come.
 #[test]
 fn a_wqe_whose_mr_is_deregistered_before_its_retransmission_completes_with_loc_prot_err() {
@@ -448,18 +457,26 @@ fn a_wqe_whose_mr_is_deregistered_before_its_retransmission_completes_with_loc_p
     w.rkey = r.peer_rkey;
     w.flags.signaled = true;
     r.drv.post_send(r.qpn, &w).unwrap();
-    let mut s2 = SendWr::new(62, WrOpcode::Send, vec![]);
-    s2.flags.signaled = true;
-    r.drv.post_send(r.qpn, &s2).unwrap();
+    // behind it a WRITE from another MR, which stays registered: it must not go out once the QP is in error
+    let key2 = r.drv.reg_mr(testbench::model::Pd(1), r.src + (1 << 20), 8192, AccessFlags::ALL).unwrap();
+    let mut w2 = SendWr::new(62, WrOpcode::RdmaWrite, vec![Sge { addr: r.src + (1 << 20), length: 512, lkey: key2 }]);
+    w2.remote_addr = r.peer_buf + 4096;
+    w2.rkey = r.peer_rkey;
+    w2.flags.signaled = true;
+    r.drv.post_send(r.qpn, &w2).unwrap();
     // sent (and lost); then the MR goes away and the link comes back
     assert!(our_completions(&mut r, 1, 2_600).is_empty());
-    assert!(r.sys.borrow().out.stats.dropped >= 4, "the WRITE's packets were sent and lost");
+    assert!(r.sys.borrow().out.stats.dropped >= 5, "both WRITEs were sent and lost");
     r.drv.dereg_mr(r.lkey).unwrap();
+    let sent = r.sys.borrow().out.stats.sent;
     r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 0.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 0 }, 1);
     let wcs = our_completions(&mut r, 2, 200_000);
     let got: Vec<(u64, WcStatus)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
     assert_eq!(got, vec![(61, WcStatus::LocProtErr), (62, WcStatus::WrFlushErr)]);
     assert_eq!(r.sys.borrow().peer.mem().read(r.peer_buf, 8192).unwrap(), before, "nothing reached the peer");
+    // (the peer would not have executed the second WRITE anyway, its PSN being past the lost first: so look
+    // at what we sent)
+    assert_eq!(r.sys.borrow().out.stats.sent, sent, "not one frame left after the MR went away");
 }
 
 /// Masked atomics from our Requester to the golden peer's Responder: each WQE's mask slot goes first in the
@@ -495,13 +512,7 @@ fn rtl_masked_atomics_at_the_golden_peer_return_the_original_values() {
         (WrOpcode::MaskedAtomicCmpAndSwp, words[5], 0x0BAD_F00D, u64::MAX, u64::MAX),
     ];
     for (i, &(op, ca, sw, cm, sm)) in ops.iter().enumerate() {
-        let mut w = SendWr::new(950 + i as u64, op, vec![Sge { addr: r.src + 0x5000 + 8 * i as u64, length: 8, lkey: r.lkey }]);
-        w.remote_addr = r.peer_buf + 0x300 + 8 * i as u64;
-        w.rkey = r.peer_rkey;
-        w.compare_add = ca;
-        w.swap = sw;
-        w.compare_add_mask = cm;
-        w.swap_mask = sm;
+        let w = atomic_wr(950 + i as u64, op, (r.src + 0x5000 + 8 * i as u64, r.lkey), (r.peer_buf + 0x300 + 8 * i as u64, r.peer_rkey), [ca, sw, cm, sm]);
         r.drv.post_send(r.qpn, &w).unwrap();
     }
     let wcs = our_completions(&mut r, ops.len(), 400_000);
@@ -557,13 +568,7 @@ fn the_golden_peer_runs_atomics_on_the_rtl_responder() {
         let mut s = r.sys.borrow_mut();
         let q = r.peer_qpn;
         for (i, &(op, ca, sw, cm, sm, _)) in ops.iter().enumerate() {
-            let mut w = SendWr::new(i as u64, op, vec![Sge { addr: r.peer_buf + 0x200 + 8 * i as u64, length: 8, lkey: r.peer_rkey }]);
-            w.remote_addr = r.src + 0x6000 + 8 * i as u64;
-            w.rkey = r.lkey;
-            w.compare_add = ca;
-            w.swap = sw;
-            w.compare_add_mask = cm;
-            w.swap_mask = sm;
+            let w = atomic_wr(i as u64, op, (r.peer_buf + 0x200 + 8 * i as u64, r.peer_rkey), (r.src + 0x6000 + 8 * i as u64, r.lkey), [ca, sw, cm, sm]);
             s.peer.post_send(q, w).unwrap();
         }
     }

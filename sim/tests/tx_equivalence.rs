@@ -4,15 +4,20 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sim::tx_harness::{run_tx, RustHdlTx, TxDut, VerilatorTx};
-use testbench::wire::samples::rc_frames;
+use testbench::wire::samples::{masked_atomic_requests, rc_frames};
 
 #[test]
 fn tx_packet_build_matches_golden_frames_in_rust_hdl_and_verilator() {
     let mut rng = SmallRng::seed_from_u64(21);
-    // every payload length 0..=300 across the seven header shapes, then a few long ones
+    // every payload length 0..=300 across the seven header shapes, then a few long ones, and masked atomics
     let mut lens: Vec<usize> = (0..=300).collect();
     lens.extend([1023, 1024, 1025, 4095, 4096]);
-    let frames = rc_frames(&mut || rng.gen(), &lens);
+    let mut frames = rc_frames(&mut || rng.gen(), &lens);
+    // the masked atomics' requests (the 98- and 82-byte headers) among them
+    let masked = masked_atomic_requests(&mut || rng.gen(), 40);
+    for (k, m) in masked.into_iter().enumerate() {
+        frames.insert(7 * k + k % 3, m);
+    }
     let mut hdl = RustHdlTx::default();
     let mut vl = VerilatorTx::new(std::env::var("RNIC_VCD").ok().as_deref());
     let run = run_tx(&mut [&mut hdl as &mut dyn TxDut, &mut vl], &frames, 5, true);

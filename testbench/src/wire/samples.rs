@@ -56,3 +56,23 @@ pub fn rc_frames(rng: &mut dyn FnMut() -> u64, lens: &[usize]) -> Vec<RoceFrame>
     }
     out
 }
+
+/// `n` masked-atomic requests (no payload; random addresses and fields, as [`rc_frames`]): even i a masked
+/// COMPARE_SWAP (MaskedCmpSwapETH, 44 bytes: the longest RC header, 98 bytes in all), odd i a masked
+/// FETCH_ADD (MaskedFetchAddETH, 28 bytes).
+pub fn masked_atomic_requests(rng: &mut dyn FnMut() -> u64, n: usize) -> Vec<RoceFrame> {
+    let mut out = rc_frames(rng, &vec![0; n]);
+    for (i, f) in out.iter_mut().enumerate() {
+        let (va, rkey) = (rng(), rng() as u32);
+        let (op, ext) = if i % 2 == 0 {
+            let e = MaskedCmpSwapEth { va, rkey, swap: rng(), compare: rng(), swap_mask: rng(), compare_mask: rng() };
+            (MASKED_COMPARE_SWAP, ExtHeader::MaskedCmpSwapEth(e))
+        } else {
+            (MASKED_FETCH_ADD, ExtHeader::MaskedFetchAddEth(MaskedFetchAddEth { va, rkey, add: rng(), field_boundary: rng() }))
+        };
+        let mut bth = f.packet.bth;
+        bth.opcode = op;
+        f.packet = RocePacket::new(bth, vec![ext], Vec::new());
+    }
+    out
+}
