@@ -7,7 +7,9 @@
 //! Errors complete the WQE without sending anything (status in the record, `ibv_wc_status` codes): QP not in
 //! RTS/SQD (ERROR: WR_FLUSH_ERR, else LOC_QP_OP_ERR), lkey/PD/access/bounds failure (LOC_PROT_ERR, as rxe's
 //! `copy_data` failing in `rxe_req.c`), an opcode or flag this build does not implement (inline, SEND_WITH_INV:
-//! LOC_QP_OP_ERR; the driver does not post them when `CAPS` lacks them).
+//! LOC_QP_OP_ERR; the driver does not post them when `CAPS` lacks them). Such a local error puts the QP in
+//! error here, as rxe's requester does: the WQEs behind it complete with WR_FLUSH_ERR without being sent,
+//! until the next CMD_WRITE_QP_REQ (modify_qp to RTS); the WQEs before it complete as their responses say.
 //!
 //! Masked atomics: a mask slot (opcode byte `WR_MASK_SLOT`, `testbench::host::mask_slot`) goes before its WQE.
 //! It is taken in two cycles without a record: its masks and ring index go into the QP's entry of the mask RAM
@@ -226,6 +228,8 @@ pub struct ReqFront {
     l_mok: Signal<Local, Bit>,
     l_bad_ext: Signal<Local, Bit>,
     l_unsup: Signal<Local, Bit>,
+    /// The WQE failed a local check (its status is set and is not WR_FLUSH_ERR).
+    l_lerr: Signal<Local, Bit>,
 
     zero7: Constant<Bits<7>>,
     zero24: Constant<Bits<24>>,
@@ -352,6 +356,7 @@ impl Default for ReqFront {
             l_mok: Default::default(),
             l_bad_ext: Default::default(),
             l_unsup: Default::default(),
+            l_lerr: Default::default(),
             zero7: k(0),
             zero24: k(0),
             zero2: k(0),
@@ -473,6 +478,7 @@ impl Logic for ReqFront {
         self.l_bad_ext.next = (((self.l_flags.val() & self.f_ext.val()) != self.zero8.val()) != self.l_masked.val())
             | (self.l_masked.val() & !self.l_mok.val());
         self.l_unsup.next = ((self.l_flags.val() & self.f_unsup.val()) != self.zero8.val()) | self.l_bad_ext.val();
+        self.l_lerr.next = (self.status.q.val() != self.zero8.val()) & (self.status.q.val() != self.s_flush.val());
 
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
         self.kc.lk_valid.next = false;
@@ -673,33 +679,43 @@ impl Logic for ReqFront {
                 }
             }
             FrontState::Emit => {
-                // write-back: next PSN, AckReq counter, and the skip is used up
-                self.psn_ram.we.next = true;
-                self.psn_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
-                self.psn_ram.wdata.next.psn = self.next_psn.q.val();
-                self.psn_ram.wdata.next.noack = self.next_noack.q.val();
-                self.psn_ram.wdata.next.skip = self.zero24.val();
-                self.o_iv.d.next = true;
-                self.o_iss.d.next.rewind = false;
-                self.o_iss.d.next.qpn = self.qpn.q.val();
-                self.o_iss.d.next.idx = self.idx.q.val();
-                if self.l_mok.val() {
-                    // a rewind to this WQE starts at its mask slot
-                    self.o_iss.d.next.idx = self.mk.q.val().idx;
+                // a local error (not a flush) puts the QP in error here, as rxe's requester does: the WQEs
+                // behind it complete with WR_FLUSH_ERR unsent until the next CMD_WRITE_QP_REQ; its flag write
+                // waits a cycle for the Completer's pulse, which has the port
+                if !(self.l_lerr.val() & self.qerr_valid.val()) {
+                    if self.l_lerr.val() {
+                        self.err_ram.we.next = true;
+                        self.err_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+                        self.err_ram.wdata.next = true;
+                    }
+                    // write-back: next PSN, AckReq counter, and the skip is used up
+                    self.psn_ram.we.next = true;
+                    self.psn_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+                    self.psn_ram.wdata.next.psn = self.next_psn.q.val();
+                    self.psn_ram.wdata.next.noack = self.next_noack.q.val();
+                    self.psn_ram.wdata.next.skip = self.zero24.val();
+                    self.o_iv.d.next = true;
+                    self.o_iss.d.next.rewind = false;
+                    self.o_iss.d.next.qpn = self.qpn.q.val();
+                    self.o_iss.d.next.idx = self.idx.q.val();
+                    if self.l_mok.val() {
+                        // a rewind to this WQE starts at its mask slot
+                        self.o_iss.d.next.idx = self.mk.q.val().idx;
+                    }
+                    self.o_iss.d.next.wr_id = self.l_slot.val().get_bits::<64>(0);
+                    self.o_iss.d.next.wr_op = self.l_op.val();
+                    self.o_iss.d.next.signaled =
+                        ((self.l_flags.val() & self.f_sig.val()) != self.zero8.val()) | self.ctx.q.val().sig_all;
+                    self.o_iss.d.next.first_psn = self.sp.q.val().psn;
+                    self.o_iss.d.next.next_psn = self.next_psn.q.val();
+                    self.o_iss.d.next.status = self.status.q.val();
+                    self.o_iss.d.next.laddr = self.dma.q.val();
+                    self.o_iss.d.next.len = self.l_len.val();
+                    self.o_iss.d.next.imm = self.imm_map.y.val();
+                    // the slot is consumed
+                    self.wqe_ready.next = true;
+                    self.state.d.next = FrontState::Idle;
                 }
-                self.o_iss.d.next.wr_id = self.l_slot.val().get_bits::<64>(0);
-                self.o_iss.d.next.wr_op = self.l_op.val();
-                self.o_iss.d.next.signaled =
-                    ((self.l_flags.val() & self.f_sig.val()) != self.zero8.val()) | self.ctx.q.val().sig_all;
-                self.o_iss.d.next.first_psn = self.sp.q.val().psn;
-                self.o_iss.d.next.next_psn = self.next_psn.q.val();
-                self.o_iss.d.next.status = self.status.q.val();
-                self.o_iss.d.next.laddr = self.dma.q.val();
-                self.o_iss.d.next.len = self.l_len.val();
-                self.o_iss.d.next.imm = self.imm_map.y.val();
-                // the slot is consumed
-                self.wqe_ready.next = true;
-                self.state.d.next = FrontState::Idle;
             }
             _ => {
                 self.state.d.next = FrontState::Idle;
@@ -872,6 +888,8 @@ mod tests {
         let (d, i) = r.wqe(1, 11, &w, |_| panic!("nothing may be sent"));
         assert!(d.is_none());
         assert_eq!((i.status.to_u64(), i.idx.to_u64()), (WcStatus::LocQpOpErr as u64, 11));
+        // (each local error puts the QP in error: back to RTS before the next case)
+        r.psn(1, 100);
         // ext on a plain FETCH_ADD, and a masked opcode without ext, even right after a mask slot
         for (k, (op, fl)) in [(WR_ATOMIC_FETCH_AND_ADD, WQE_EXT), (WR_MASKED_ATOMIC_FETCH_AND_ADD, 0)].into_iter().enumerate() {
             let idx = 20 + 2 * k as u64;
@@ -879,12 +897,14 @@ mod tests {
             let (d, i) = r.wqe(1, idx + 1, &SendWqe { opcode: op, flags: fl, ..w }, |_| panic!("nothing may be sent"));
             assert!(d.is_none());
             assert_eq!(i.status.to_u64(), WcStatus::LocQpOpErr as u64, "op {op} flags {fl}");
+            r.psn(1, 100);
         }
         // the result lands in the local buffer: an MR without LOCAL_WRITE fails the key check
         r.quiet_slot(1, 30, &mask_slot(1, 2));
         let (d, i) = r.wqe(1, 31, &SendWqe { lkey: 0x0402, local_addr: 0x7E00_0000_0000, ..w }, |_| panic!("nothing may be sent"));
         assert!(d.is_none());
         assert_eq!(i.status.to_u64(), WcStatus::LocProtErr as u64);
+        r.psn(1, 100);
         // and a well-formed one still goes after all that
         r.quiet_slot(1, 40, &mask_slot(3, 4));
         let (d, i) = r.wqe(1, 41, &w, |_| (101, 0, false));
@@ -1068,6 +1088,8 @@ mod tests {
             (3, w, WcStatus::LocQpOpErr),
         ];
         for (k, (qpn, w, st)) in cases.into_iter().enumerate() {
+            // a local error put QP 1 in error: modify_qp to RTS (a PSN write) first
+            r.psn(1, 50);
             if k == 3 {
                 // READ with LOCAL_WRITE in the MR: accepted
                 let (d, i) = r.wqe(qpn, k as u64, &w, |d| (d.psn.to_u64() + 1, 0, false));
@@ -1080,10 +1102,18 @@ mod tests {
             assert_eq!(i.first_psn, i.next_psn, "no PSN consumed");
         }
         // a MR without LOCAL_WRITE refuses a READ's local buffer
+        r.psn(1, 50);
         r.mr(0x0501, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0x4);
         let (d, i) = r.wqe(1, 9, &SendWqe { opcode: WR_RDMA_READ, lkey: 0x0501, ..w }, never);
         assert!(d.is_none());
         assert_eq!(i.status.to_u64(), WcStatus::LocProtErr as u64);
+        // and the QP is in error (rxe: a local error moves it there): a good WQE behind it flushes unsent,
+        // until modify_qp to RTS writes the send PSN
+        let (d, i) = r.wqe(1, 10, &w, never);
+        assert_eq!((d, i.status.to_u64()), (None, WcStatus::WrFlushErr as u64));
+        r.psn(1, 60);
+        let (d, i) = r.wqe(1, 11, &w, |d| (d.psn.to_u64() + 1, 0, false));
+        assert_eq!((d.map(|d| d.psn.to_u64()), i.status.to_u64()), (Some(60), 0));
     }
 
     /// The Completer put a QP in error (retry exhausted, a NAK): its WQEs are flushed without being sent, the
