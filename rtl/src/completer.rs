@@ -1294,8 +1294,9 @@ impl Logic for Completer {
                     self.state.d.next = CompState::Done;
                     if self.iss.val().status != self.k0_8.val() {
                         // ... unless it failed its local checks when read again (its MR deregistered since it
-                        // was first sent): nothing of it is on its way any more, so it completes now with that status and the QP goes to error (rxe
-                        // COMPST_ERROR), rather than waiting for responses that cannot come
+                        // was first sent): nothing of it is on its way any more, so it completes now with that
+                        // status and the QP goes to error (rxe COMPST_ERROR), rather than waiting for
+                        // responses that cannot come
                         self.s_err.d.next = true;
                         self.qerr.d.next = true;
                         self.resp.d.next = false;

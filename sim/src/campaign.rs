@@ -509,10 +509,10 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, v
 /// with success; the counter ends at exactly 16 x `per_qp`; the returned original values are a permutation of
 /// 0 .. 16 x `per_qp` - 1 (an atomic executed twice, or a duplicate answered with a wrong saved value, breaks
 /// one or the other). Between them each QP runs `masked` masked FETCH_ADDs (every fourth operation until
-/// they are used up) with random operand and field boundaries on a word of the QP's own (so a retransmission must send the masks of its own mask slot
-/// again): each QP's word must end as the golden `masked_fetch_add` folded over its operations in order, and
-/// each returned value must be that fold's prefix. Then `locks` rounds of a COMPARE_SWAP spin lock on every QP guarding a non-atomic
-/// increment (READ the second counter, WRITE it + 1, COMPARE_SWAP the lock free): that counter ends at
+/// they are used up) with random operand and field boundaries on a word of the QP's own (so a retransmission
+/// must send the masks of its own mask slot again): each QP's word must end as the golden `masked_fetch_add`
+/// folded over its operations in order, and each returned value must be that fold's prefix. Then `locks`
+/// rounds of a COMPARE_SWAP spin lock on every QP guarding a non-atomic increment (READ the second counter, WRITE it + 1, COMPARE_SWAP the lock free): that counter ends at
 /// 16 x `locks`. `timeout` is every QP's local ACK timeout exponent (4.096 us x 2^timeout) on both sides,
 /// `host_ns` the host-memory latency of both (500: a PCIe round trip).
 pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u8, host_ns: f64, faults: MacFaults, dir: &Path, progress: &mut dyn FnMut(usize)) -> String {
@@ -672,10 +672,9 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
         for wc in wcs {
             assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
             let (kind, q) = (wc.wr_id >> 32, (wc.wr_id & 0xFFFF) as usize);
-            let word = |p: &PairRig, a: u64| u64::from_le_bytes(p.a.mem.lock().unwrap().read(a, 8).unwrap().try_into().unwrap());
             match kind {
                 1 => {
-                    if word(&p, scratch + 16 * q as u64) == 0 {
+                    if word(&p.a.mem, scratch + 16 * q as u64) == 0 {
                         // ours: READ the counter
                         let mut w = SendWr::new(wr(2, q), WrOpcode::RdmaRead, vec![Sge { addr: scratch + 16 * q as u64 + 8, length: 8, lkey: p.a.key }]);
                         w.remote_addr = ctr2;
@@ -691,7 +690,7 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
                 }
                 2 => {
                     // WRITE counter + 1, then free the lock (ordered after the WRITE on this QP)
-                    let v = word(&p, scratch + 16 * q as u64 + 8) + 1;
+                    let v = word(&p.a.mem, scratch + 16 * q as u64 + 8) + 1;
                     p.a.mem.lock().unwrap().write(scratch + 16 * q as u64 + 8, &v.to_le_bytes()).unwrap();
                     let mut w = SendWr::new(wr(3, q), WrOpcode::RdmaWrite, vec![Sge { addr: scratch + 16 * q as u64 + 8, length: 8, lkey: p.a.key }]);
                     w.remote_addr = ctr2;
@@ -707,7 +706,7 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
                     stage[q] = 3;
                 }
                 4 => {
-                    assert_eq!(word(&p, scratch + 16 * q as u64), q as u64 + 1, "QP {q} freed a lock it did not hold");
+                    assert_eq!(word(&p.a.mem, scratch + 16 * q as u64), q as u64 + 1, "QP {q} freed a lock it did not hold");
                     left[q] -= 1;
                     window[q] = 256;
                     stage[q] = 0;
@@ -717,7 +716,7 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
         }
         progress(n + QPS * locks - left.iter().sum::<usize>());
     }
-    let c = u64::from_le_bytes(p.b.mem.lock().unwrap().read(ctr2, 8).unwrap().try_into().unwrap());
+    let c = word(&p.b.mem, ctr2);
     assert_eq!(c, (QPS * locks) as u64, "the counter under the spin lock");
     summary_line!(summary, "spin lock: {} increments under a COMPARE_SWAP lock from 16 QPs in {} cycles ({spins} failed tries): counter = {c}", QPS * locks, p.cycle() - c1);
     let (ia, ib) = (p.a.sys.borrow().inl.stats.clone(), p.b.sys.borrow().inl.stats.clone());

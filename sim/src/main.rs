@@ -368,16 +368,17 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     if role == "atomics" {
         // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
         let per_qp = messages.div_ceil(c::QPS).max(1);
+        let masked_per_qp = masked.div_ceil(c::QPS);
         let locks = locks.map_or((per_qp / 100).max(4), |l| l.div_ceil(c::QPS).max(1));
         let dir = match out {
             Some(d) => d,
             None => scratch("campaign")?,
         };
         std::fs::create_dir_all(&dir)?;
-        let total = c::QPS * (per_qp + masked.div_ceil(c::QPS) + locks);
-        println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD, {} masked FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}, host memory {host_ns} ns, timeout exponent {timeout}; pcaps in {}", c::QPS * per_qp, c::QPS * masked.div_ceil(c::QPS), c::QPS * locks, dir.display());
+        let total = c::QPS * (per_qp + masked_per_qp + locks);
+        println!("rnic campaign: role atomics, seed {seed}, {} FETCH_ADD, {} masked FETCH_ADD and {} locked increments over 16 QPs, faults {rates:?}, host memory {host_ns} ns, timeout exponent {timeout}; pcaps in {}", c::QPS * per_qp, c::QPS * masked_per_qp, c::QPS * locks, dir.display());
         let pb = ProgressBar::new(total as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} operations {elapsed} (eta {eta})").unwrap());
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, masked.div_ceil(c::QPS), locks, timeout, host_ns, f, &dir, &mut |n| pb.set_position(n as u64))));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::atomics(seed, per_qp, masked_per_qp, locks, timeout, host_ns, f, &dir, &mut |n| pb.set_position(n as u64))));
         pb.finish_and_clear();
         return Ok(match r {
             Ok(summary) => {
