@@ -22,7 +22,7 @@ use crate::axis::{AxisSink, AxisSource};
 use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::{k, keep_thermo};
 use crate::counter::EventCounter;
-use crate::fifo::Fifo;
+use crate::fifo::{BramFifo, Fifo};
 use crate::icrc::IcrcEngine;
 use crate::lut::Lut8;
 use rust_hdl::prelude::*;
@@ -300,9 +300,11 @@ pub struct RxParse {
     paybuf: Fifo<Bits<512>, 8, 9>,
     // verdicts
     engine: IcrcEngine,
-    // deep enough for the ICRC engine's latency with back-to-back one-beat frames
-    crcq: Fifo<Bits<32>, 5, 6>,
-    pend: Fifo<RxPending, 5, 6>,
+    // frames waiting for the consumer (header and ICRC verdict), in block RAM: 256, so that header-only
+    // requests (READ, atomics: max_dest_rd_atomic 16 on each of 16 QPs) wait here while the Responder
+    // streams a long READ response instead of being dropped (issue 7: 32 dropped them)
+    crcq: BramFifo<Bits<32>, 8, 9>,
+    pend: BramFifo<RxPending, 8, 9>,
     pend_push: DFF<Bit>,
     bth1w: Signal<Local, Bits<8>>,
     plen_d: Signal<Local, Bits<13>>,
@@ -370,7 +372,7 @@ pub struct RxParse {
     k_residue: Constant<Bits<32>>,
     k_full: Constant<Bits<64>>,
     k_min_space: Constant<Bits<9>>,
-    k_max_pend: Constant<Bits<6>>,
+    k_max_pend: Constant<Bits<9>>,
     k0_7: Constant<Bits<7>>,
     k1_7: Constant<Bits<7>>,
     k64_7: Constant<Bits<7>>,
@@ -498,7 +500,7 @@ impl Default for RxParse {
             k_residue: k(CRC32_RESIDUE as u64),
             k_full: keep_thermo(64),
             k_min_space: k(256 - 66 - 1),
-            k_max_pend: k(24),
+            k_max_pend: k(256 - 8),
             k0_7: k(0),
             k1_7: k(1),
             k64_7: k(64),

@@ -4,9 +4,11 @@
 //! * Goodput: A posts `messages` WQEs of one verb and size round robin over its QPs (reposting as the send
 //!   queues drain, every WQE signaled), B posts the receives a SEND needs; the figure is payload bits over the
 //!   cycles from A's first doorbell to A's last completion, at the core clock. The QPs retransmit after
-//!   [`BENCH_QP_TIMEOUT`] (4.096 us x 2^6 = 262 us), so a frame dropped for lack of room (RX Parse overflow)
-//!   costs a go-back-N, not the run: such a point completes slower and its note gives the drops and
-//!   go-back-N counts; one that stops making progress for [`STALL_CYCLES`] is reported as stalled.
+//!   [`qp_timeout`] (at least 4.096 us x 2^6 = 262 us, more when the point can queue more data than that
+//!   ahead of a QP's oldest request), so a frame dropped for lack of room (RX Parse overflow) costs a
+//!   go-back-N, not the run: such a point completes slower and its note gives the drops and go-back-N
+//!   counts; one that makes no progress for [`STALL_CYCLES`] or two timeouts, whichever is longer, is
+//!   reported as stalled.
 //! * Latency of one 64-byte WRITE on an idle pair: doorbell (end of the CSR write) to A's first beat on the
 //!   wire; last beat into B's MAC to B's first payload DMA write; last beat into B's MAC to B's first ACK beat.
 //! * The wire limit: payload over wire bytes (Ethernet/IPv4/UDP/BTH/ICRC/FCS headers, RETH on a WRITE's first
@@ -24,11 +26,23 @@ use testbench::model::{QpAttr, RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpco
 use crate::pair::PairRig;
 use crate::rxe::rtl_ep::read_counter_window;
 
-/// A point with no completion for this many cycles has stalled.
+/// A point with no completion for this many cycles (or two of its QP timeouts, if longer) has stalled.
 pub const STALL_CYCLES: u64 = 300_000;
-/// The bench QPs' retransmit timeout exponent (IBA: 4.096 us x 2^n): 262 us, 84,000 cycles at 322 MHz,
-/// inside [`STALL_CYCLES`].
+/// The shortest retransmit timeout exponent the bench gives its QPs (IBA: 4.096 us x 2^n): 262 us, 84,000
+/// cycles at 322 MHz, inside [`STALL_CYCLES`].
 pub const BENCH_QP_TIMEOUT: u8 = 6;
+
+/// The retransmit timeout exponent for a point: the IBA asks for a Local ACK Timeout longer than the
+/// round trip *including queueing*. A QP's oldest request can wait behind every request the other QPs have
+/// in flight (up to [`rtl::completer::COMP_RING`] WQEs each): 16 QPs of 64 KiB READs queue 8 MiB at the
+/// responder, 671 us of wire time, and a 262 us timer then fires on requests that are only waiting their
+/// turn, and their retransmissions are more load. So: the smallest exponent >= [`BENCH_QP_TIMEOUT`] whose
+/// timeout is twice the wire time of that data (perftest's default is 14, 67 ms, for any load).
+pub fn qp_timeout(qps: usize, size: u64) -> u8 {
+    let bytes = (qps * rtl::completer::COMP_RING) as f64 * size as f64;
+    let wire_s = bytes * 8.0 / 100e9;
+    (BENCH_QP_TIMEOUT..=22).find(|&t| 4.096e-6 * f64::from(1u32 << t) >= 2.0 * wire_s).unwrap_or(22)
+}
 
 #[derive(Clone, Debug)]
 pub struct BenchOpts {
@@ -141,12 +155,14 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     let messages = (o.bytes_per_point / size.max(1)).clamp(16 * qps as u64, 4096).min(per_qp_max.saturating_mul(qps as u64));
     let half = 2u64 << 20;
     let mut r = PairRig::with_qps(mtu, 2 * half, qps, dir)?;
+    let timeout = qp_timeout(qps, size);
+    let stall = STALL_CYCLES.max(2 * (rtl::completer::TIMER_TICK << timeout));
     let lat = (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64;
     r.a.sys.borrow_mut().dma.latency_cycles = lat;
     r.b.sys.borrow_mut().dma.latency_cycles = lat;
     for side in [&mut r.a, &mut r.b] {
         for q in side.qps.clone() {
-            side.drv.modify_qp(q, &QpAttr { timeout: Some(BENCH_QP_TIMEOUT), ..Default::default() }).map_err(|e| anyhow!("modify_qp: {e}"))?;
+            side.drv.modify_qp(q, &QpAttr { timeout: Some(timeout), ..Default::default() }).map_err(|e| anyhow!("modify_qp: {e}"))?;
         }
     }
     let slots = (half / size.max(64)).max(1);
@@ -195,7 +211,7 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
         }
         if wcs.is_empty() {
             r.run(32);
-            if r.cycle() - last_progress > STALL_CYCLES {
+            if r.cycle() - last_progress > stall {
                 problem = format!("stalled after {done} of {messages} ({})", counters(&mut r));
                 break;
             }
