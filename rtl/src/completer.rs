@@ -4,12 +4,12 @@
 //! them; completions go to CQE Generation (`cq_*`, formed as the golden `send_cqe`), read-response payload
 //! to the Scatter Path (`s_*`, `s_pay`).
 //!
-//! **State.** Per QP (256, index = QPN[7:0]): a ring of 8 pending records in block RAM (`ring`, address
+//! **State.** Per QP (256, index = QPN[7:0]): a ring of 16 ([`COMP_RING`]) pending records in block RAM (`ring`, address
 //! {QPN, slot}), and one state word (`qst`: head, tail with wrap bits, `comp_psn`, bytes received of the
 //! head READ, read-in-progress, error flag) plus the send CQ (`cqw_*`, CMD_WRITE_QP word 9). `comp_psn` is
 //! set from the first PSN of a WQE pushed onto an empty list (all earlier PSNs are then acknowledged, which
 //! is where the model's `comp.psn` stands too; CMD_WRITE_QP_REQ does not reach this block).
-//! **A QP whose list holds 8 records back-pressures `iss_ready`** (the record waits; responses keep being
+//! **A QP whose list holds 16 records back-pressures `iss_ready`** (the record waits; responses keep being
 //! processed, alternating with `iss`, so the list drains).
 //!
 //! **Rules** (in the model's order): `check_psn` (a response PSN beyond the head WQE's last PSN completes a
@@ -149,7 +149,7 @@ pub struct CompTmr {
 }
 
 /// Pending records per QP (ring slots).
-pub const COMP_RING: usize = 8;
+pub const COMP_RING: usize = 16;
 
 /// The WR opcode table: bits 7:0 the WC opcode (`WcOpcode::from_wr`), bit 8 WITH_IMM, bit 9 READ, bit 10
 /// atomic, bit 11 READ or atomic.
@@ -188,8 +188,8 @@ pub struct Pend {
 /// The completer state of a QP.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct CompSt {
-    pub head: Bits<4>,
-    pub tail: Bits<4>,
+    pub head: Bits<5>,
+    pub tail: Bits<5>,
     pub comp_psn: Bits<24>,
     /// Bytes received of the head READ.
     pub rd: Bits<32>,
@@ -458,7 +458,7 @@ pub struct Completer {
     /// Event counters, indexed by the `CNT_*` constants.
     pub counters: [Signal<Out, Bits<32>>; COMP_COUNTERS],
 
-    ring: SdpRam<Pend, 11>,
+    ring: SdpRam<Pend, 12>,
     qst: SdpRam<CompSt, 8>,
     cqn_ram: SdpRam<CompCfg, 8>,
     /// The timers, twice: one copy for the scanner, one for the event machine (same writes).
@@ -529,8 +529,8 @@ pub struct Completer {
     s_started: DFF<Bit>,
     s_rl: DFF<Bits<3>>,
     s_nl: DFF<Bits<3>>,
-    s_head: DFF<Bits<4>>,
-    s_tail: DFF<Bits<4>>,
+    s_head: DFF<Bits<5>>,
+    s_tail: DFF<Bits<5>>,
     s_comp: DFF<Bits<24>>,
     s_rd: DFF<Bits<32>>,
     s_reading: DFF<Bit>,
@@ -588,8 +588,8 @@ pub struct Completer {
     l_pin: Signal<Local, Bit>,
     l_take: Signal<Local, Bit>,
     l_qpn8: Signal<Local, Bits<8>>,
-    l_head: Signal<Local, Bits<4>>,
-    l_tail: Signal<Local, Bits<4>>,
+    l_head: Signal<Local, Bits<5>>,
+    l_tail: Signal<Local, Bits<5>>,
     l_iqpn: Signal<Local, Bits<24>>,
     l_hqpn: Signal<Local, Bits<24>>,
     l_ext: Signal<Local, Bits<352>>,
@@ -612,8 +612,8 @@ pub struct Completer {
     k1_2: Constant<Bits<2>>,
     k3_2: Constant<Bits<2>>,
     k0_4: Constant<Bits<4>>,
-    k1_4: Constant<Bits<4>>,
-    k8_4: Constant<Bits<4>>,
+    k1_5: Constant<Bits<5>>,
+    k16_5: Constant<Bits<5>>,
     k0_8: Constant<Bits<8>>,
     k0_13: Constant<Bits<13>>,
     k8_13: Constant<Bits<13>>,
@@ -857,8 +857,8 @@ impl Default for Completer {
             k1_2: k(1),
             k3_2: k(3),
             k0_4: k(0),
-            k1_4: k(1),
-            k8_4: k(8),
+            k1_5: k(1),
+            k16_5: k(16),
             k0_8: k(0),
             k0_13: k(0),
             k8_13: k(8),
@@ -1090,11 +1090,11 @@ impl Logic for Completer {
         self.qst.wdata.next.started = self.s_started.q.val();
         self.qst.wdata.next.rl = self.s_rl.q.val();
         self.qst.wdata.next.nl = self.s_nl.q.val();
-        self.ring.raddr.next = (bit_cast::<11, 8>(self.l_qpn8.val()) << 3) | bit_cast::<11, 3>(self.l_head.val().get_bits::<3>(0));
-        self.ring.waddr.next = (bit_cast::<11, 8>(self.l_qpn8.val()) << 3) | bit_cast::<11, 3>(self.l_tail.val().get_bits::<3>(0));
+        self.ring.raddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_head.val().get_bits::<4>(0));
+        self.ring.waddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_tail.val().get_bits::<4>(0));
         self.ring.wdata.next = self.rec.q.val();
         self.ring.we.next = false;
-        self.l_full.next = (self.qst.rdata.val().head ^ self.qst.rdata.val().tail) == self.k8_4.val();
+        self.l_full.next = (self.qst.rdata.val().head ^ self.qst.rdata.val().tail) == self.k16_5.val();
 
         // ---- PSN + 1 of the header, in two 12-bit halves ----
         self.l_hpsn.next = self.h_psn.q.val();
@@ -1280,7 +1280,7 @@ impl Logic for Completer {
                     if self.qst.rdata.val().retrying {
                         self.s_retrying.d.next = false;
                         self.s_skip.d.next = true;
-                        self.s_tail.d.next = self.qst.rdata.val().head + self.k1_4.val();
+                        self.s_tail.d.next = self.qst.rdata.val().head + self.k1_5.val();
                     }
                     self.state.d.next = CompState::Done;
                 } else if self.qst.rdata.val().retrying {
@@ -1313,7 +1313,7 @@ impl Logic for Completer {
             }
             CompState::IWr => {
                 self.ring.we.next = true;
-                self.s_tail.d.next = self.s_tail.q.val() + self.k1_4.val();
+                self.s_tail.d.next = self.s_tail.q.val() + self.k1_5.val();
                 self.resp.d.next = false;
                 if self.s_head.q.val() == self.s_tail.q.val() {
                     // first record of an empty list: everything before it is acknowledged; the timer starts
@@ -1773,7 +1773,7 @@ impl Logic for Completer {
                         self.s_rl.d.next = self.qc.q.val().retry_cnt;
                         self.s_nl.d.next = self.qc.q.val().rnr_retry;
                     }
-                    self.s_head.d.next = self.s_head.q.val() + self.k1_4.val();
+                    self.s_head.d.next = self.s_head.q.val() + self.k1_5.val();
                     self.s_rd.d.next = self.k0_32.val();
                     self.s_reading.d.next = false;
                     self.state.d.next = CompState::HeadRd;
@@ -2118,7 +2118,7 @@ mod tests {
             let racks0 = rig.counter(CNT_ACKS);
             let mut wid = 0u64;
             for _batch in 0..3 {
-                let n = rng.gen_range(1..=12);
+                let n = rng.gen_range(1..=COMP_RING + 4);
                 let mut iss = Vec::new();
                 let mut reads = Vec::new();
                 for _ in 0..n {

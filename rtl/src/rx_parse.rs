@@ -8,7 +8,7 @@
 //!   length comes from the golden opcode table ([`Lut8`]).
 //! - The payload is realigned as it arrives: payload beat k is {frame beat q+k, frame beat q+k+1} shifted
 //!   down by H mod 64 bytes, H = 54 + 4·ext_words (12 possible shifts, a mux, no barrel shifter), and
-//!   written to a payload FIFO (256 beats: two maximum frames and the ICRC latency).
+//!   written to a payload FIFO (512 beats in block RAM: seven maximum frames and the ICRC latency).
 //! - The ICRC is checked without locating it: the engine runs over the datagram *with* its received ICRC
 //!   (tkeep trimmed at 14 + IP total length, which also drops Ethernet padding) and a good frame leaves the
 //!   CRC-32 residue 0x2144DF1C. Until its verdict a frame's payload waits in the FIFO; a bad frame's payload
@@ -296,15 +296,17 @@ pub struct RxParse {
     flush: DFF<Bit>,
     shifted: Signal<Local, Bits<512>>,
     cur: Signal<Local, Bits<512>>,
-    /// two maximum frames plus the ICRC verdict latency
-    paybuf: Fifo<Bits<512>, 8, 9>,
+    /// seven maximum frames plus the ICRC verdict latency, in block RAM (8 BRAM36); a header-only request
+    /// takes one beat (its ICRC), so 256 queued READ requests fit beside a frame with payload
+    paybuf: BramFifo<Bits<512>, 9, 10>,
     // verdicts
     engine: IcrcEngine,
-    // frames waiting for the consumer (header and ICRC verdict), in block RAM: 256, so that header-only
-    // requests (READ, atomics: max_dest_rd_atomic 16 on each of 16 QPs) wait here while the Responder
-    // streams a long READ response instead of being dropped (issue 7: 32 dropped them)
-    crcq: BramFifo<Bits<32>, 8, 9>,
-    pend: BramFifo<RxPending, 8, 9>,
+    // frames waiting for the consumer (header and ICRC verdict), in block RAM: 512, so that header-only
+    // requests (READ, atomics: max_dest_rd_atomic 16 on each of 16 QPs, the Completer's 16 records each)
+    // wait here while the Responder streams a long READ response instead of being dropped (issue 7: the
+    // 32 entries of before dropped them)
+    crcq: BramFifo<Bits<32>, 9, 10>,
+    pend: BramFifo<RxPending, 9, 10>,
     pend_push: DFF<Bit>,
     bth1w: Signal<Local, Bits<8>>,
     plen_d: Signal<Local, Bits<13>>,
@@ -371,8 +373,8 @@ pub struct RxParse {
     k_max_beats: Constant<Bits<7>>,
     k_residue: Constant<Bits<32>>,
     k_full: Constant<Bits<64>>,
-    k_min_space: Constant<Bits<9>>,
-    k_max_pend: Constant<Bits<9>>,
+    k_min_space: Constant<Bits<10>>,
+    k_max_pend: Constant<Bits<10>>,
     k0_7: Constant<Bits<7>>,
     k1_7: Constant<Bits<7>>,
     k64_7: Constant<Bits<7>>,
@@ -499,8 +501,8 @@ impl Default for RxParse {
             k_max_beats: k(66),
             k_residue: k(CRC32_RESIDUE as u64),
             k_full: keep_thermo(64),
-            k_min_space: k(256 - 66 - 1),
-            k_max_pend: k(256 - 8),
+            k_min_space: k(512 - 66 - 1),
+            k_max_pend: k(512 - 8),
             k0_7: k(0),
             k1_7: k(1),
             k64_7: k(64),
