@@ -17,12 +17,38 @@
 //!   latter case its last output beat is a flush of the registered beat alone, sent in the same cycle as the
 //!   next segment's first DMA beat arrives (that beat sends nothing yet), so back-to-back segments stream
 //!   at one beat per cycle; the only bubbles are the extra DMA beats alignment costs.
+//! - **Completion buffer.** Response beats go into a 512-beat FIFO in block RAM before the realignment, and a
+//!   read is issued only when the buffer has room for every beat it returns (the beats are reserved when the
+//!   request leaves; PCIe's rule for an endpoint, which must advertise infinite completion credits). So the
+//!   shared DMA read port never waits on this path when TX Packet Build or the MAC is slow: WQE Prefetch's
+//!   and the Responder's reads, answered in order behind the gather reads, are not held up by a stalled
+//!   payload stream. (Without it, 32 outstanding 4 KiB reads of a 10 Gb/s link's outgoing messages held a
+//!   receive-WQE fetch for tens of microseconds and the other RNIC's frames overflowed RX Parse.)
+//!   The count and the room flag are registers (no add or compare between the port's ready and a register),
+//!   so the flag lags by up to three reads of up to 65 beats: a read may go while at most 252 beats are
+//!   reserved (512 - 4 x 65), half again a 500 ns host round trip at one beat per cycle, so reads of
+//!   every size still stream one per cycle.
 //! - `rd_resp_tag` is not used: responses come back in request order.
 
 use crate::axis::{AxisSource, KeepMask};
 use crate::consts::{k, keep_thermo};
-use crate::fifo::Fifo;
+use crate::fifo::{BramFifo, Fifo};
 use rust_hdl::prelude::*;
+
+/// Beats of the completion buffer.
+pub const GATHER_BUF_BEATS: u64 = 512;
+/// Beats one read can return at most (4,096 bytes from an unaligned address).
+const MAX_READ_BEATS: u64 = 65;
+/// A read may be issued while at most this many beats are reserved: the buffer less the read itself and the
+/// three reads the registered count may not show yet, each as large as a read can be.
+pub const GATHER_RESERVE_LIMIT: u64 = GATHER_BUF_BEATS - 4 * MAX_READ_BEATS;
+
+/// One DMA response beat as the completion buffer holds it.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct GatherBeat {
+    pub data: Bits<512>,
+    pub last: Bit,
+}
 
 /// The plan of one segment, queued in request order.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
@@ -67,6 +93,23 @@ pub struct GatherPath {
     rq_len: DFF<Bits<13>>,
     rq_tag: DFF<Bits<8>>,
     segs: Fifo<GatherSeg, 5, 6>,
+    /// the segment's end within its first beat's line (address mod 64 + length), at the request register
+    rq_end: DFF<Bits<14>>,
+    /// the completion buffer has room for the largest read (registered)
+    room: DFF<Bit>,
+    fire: Signal<Local, Bit>,
+    l_beats: Signal<Local, Bits<8>>,
+    /// completion buffer and its reservation count: beats issued (registered one cycle late), beats popped,
+    /// their difference
+    cbuf: BramFifo<GatherBeat, 9, 10>,
+    fired: DFF<Bits<7>>,
+    issued: DFF<Bits<10>>,
+    popped: DFF<Bits<10>>,
+    inuse: DFF<Bits<10>>,
+    c_valid: Signal<Local, Bit>,
+    c_data: Signal<Local, Bits<512>>,
+    c_last: Signal<Local, Bit>,
+    c_ready: Signal<Local, Bit>,
     req_free: Signal<Local, Bit>,
     accept: Signal<Local, Bit>,
     nonzero: Signal<Local, Bit>,
@@ -100,6 +143,10 @@ pub struct GatherPath {
 
     k0_6: Constant<Bits<6>>,
     k0_13: Constant<Bits<13>>,
+    k0_7: Constant<Bits<7>>,
+    k1_8: Constant<Bits<8>>,
+    k1_10: Constant<Bits<10>>,
+    k_lim: Constant<Bits<10>>,
     kfull: Constant<Bits<64>>,
 }
 
@@ -128,6 +175,19 @@ impl Default for GatherPath {
             rq_len: Default::default(),
             rq_tag: Default::default(),
             segs: Default::default(),
+            rq_end: Default::default(),
+            room: Default::default(),
+            fire: Default::default(),
+            l_beats: Default::default(),
+            cbuf: Default::default(),
+            fired: Default::default(),
+            issued: Default::default(),
+            popped: Default::default(),
+            inuse: Default::default(),
+            c_valid: Default::default(),
+            c_data: Default::default(),
+            c_last: Default::default(),
+            c_ready: Default::default(),
             req_free: Default::default(),
             accept: Default::default(),
             nonzero: Default::default(),
@@ -156,6 +216,10 @@ impl Default for GatherPath {
             o_last: Default::default(),
             k0_6: k(0),
             k0_13: k(0),
+            k0_7: k(0),
+            k1_8: k(1),
+            k1_10: k(1),
+            k_lim: k(GATHER_RESERVE_LIMIT),
             kfull: keep_thermo(64),
         }
     }
@@ -165,13 +229,14 @@ impl Logic for GatherPath {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rq_valid, rq_addr, rq_len, rq_tag, mid, owe, shift, nk, flush, prev, o_valid, o_data, o_keep,
-            o_last
+            self, clock, rq_valid, rq_addr, rq_len, rq_tag, rq_end, room, fired, issued, popped, inuse, mid, owe, shift, nk, flush, prev, o_valid, o_data, o_keep, o_last
         );
-        clock!(self, clock, segs);
+        clock!(self, clock, segs, cbuf);
 
         // ---- command side: one DMA read per segment with a length, its plan queued in request order ----
-        self.req_free.next = !self.rq_valid.q.val() | self.rd_req_ready.val();
+        // the request register holds a read until the completion buffer has room for it
+        self.fire.next = self.rq_valid.q.val() & self.room.q.val() & self.rd_req_ready.val();
+        self.req_free.next = !self.rq_valid.q.val() | self.fire.val();
         self.g_ready.next = self.req_free.val() & !self.segs.full.val();
         self.accept.next = self.g_valid.val() & self.req_free.val() & !self.segs.full.val();
         self.nonzero.next = self.g_len.val() != self.k0_13.val();
@@ -187,25 +252,52 @@ impl Logic for GatherPath {
             self.rq_addr.d.next = self.g_addr.val();
             self.rq_len.d.next = self.g_len.val();
             self.rq_tag.d.next = self.g_tag.val();
+            self.rq_end.d.next = bit_cast::<14, 6>(self.new_shift.val()) + bit_cast::<14, 13>(self.g_len.val());
         }
-        self.rd_req_valid.next = self.rq_valid.q.val();
+        self.rd_req_valid.next = self.rq_valid.q.val() & self.room.q.val();
         self.rd_req_addr.next = self.rq_addr.q.val();
         self.rd_req_len.next = self.rq_len.q.val();
         self.rd_req_tag.next = self.rq_tag.q.val();
+        // the reservation count: beats issued (one cycle late) - beats popped, registered; the room flag from it
+        // beats of the read = ceil(end / 64)
+        self.l_beats.next = self.rq_end.q.val().get_bits::<8>(6);
+        if self.rq_end.q.val().get_bits::<6>(0) != self.k0_6.val() {
+            self.l_beats.next = self.rq_end.q.val().get_bits::<8>(6) + self.k1_8.val();
+        }
+        self.fired.d.next = self.k0_7.val();
+        if self.fire.val() {
+            self.fired.d.next = self.l_beats.val().get_bits::<7>(0);
+        }
+        self.room.d.next = self.inuse.q.val() <= self.k_lim.val();
+        self.issued.d.next = self.issued.q.val() + bit_cast::<10, 7>(self.fired.q.val());
+        self.inuse.d.next = self.issued.q.val() - self.popped.q.val();
+
+        // ---- completion buffer: every response beat is taken (its room was reserved) ----
+        self.rd_resp_ready.next = !self.cbuf.full.val();
+        self.cbuf.push.next = self.rd_resp_valid.val();
+        self.cbuf.din.next.data = self.rd_resp_data.val();
+        self.cbuf.din.next.last = self.rd_resp_last.val();
+        self.c_valid.next = !self.cbuf.empty.val();
+        self.c_data.next = self.cbuf.dout.val().data;
+        self.c_last.next = self.cbuf.dout.val().last;
 
         // ---- realignment: output beat = {current DMA beat, previous one} >> 8*shift ----
         self.can_out.next = !self.o_valid.q.val() | self.m_axis.tready.val();
         // a DMA beat inside a segment, or an owed flush, sends a beat; a segment's first beat does not
         self.need_out.next = self.owe.q.val() | self.mid.q.val();
-        self.rd_resp_ready.next =
+        self.c_ready.next =
             (!self.need_out.val() | self.can_out.val()) & (self.mid.q.val() | !self.segs.empty.val());
-        self.take.next = self.rd_resp_valid.val() & self.rd_resp_ready.val();
+        self.take.next = self.c_valid.val() & self.c_ready.val();
+        self.cbuf.pop.next = self.c_ready.val();
+        if self.take.val() {
+            self.popped.d.next = self.popped.q.val() + self.k1_10.val();
+        }
         self.out_fire.next =
-            self.can_out.val() & (self.owe.q.val() | (self.mid.q.val() & self.rd_resp_valid.val()));
-        self.out_last.next = self.owe.q.val() | (self.rd_resp_last.val() & !self.flush.q.val());
+            self.can_out.val() & (self.owe.q.val() | (self.mid.q.val() & self.c_valid.val()));
+        self.out_last.next = self.owe.q.val() | (self.c_last.val() & !self.flush.q.val());
 
         self.sbits.next = bit_cast::<10, 6>(self.shift.q.val()) << 3;
-        self.win.next = bit_cast::<1024, 512>(self.prev.q.val()) | (bit_cast::<1024, 512>(self.rd_resp_data.val()) << 512);
+        self.win.next = bit_cast::<1024, 512>(self.prev.q.val()) | (bit_cast::<1024, 512>(self.c_data.val()) << 512);
         self.wsh.next = self.win.val() >> self.sbits.val();
         self.shifted.next = self.wsh.val().get_bits::<512>(0);
         self.keep.next = self.kfull.val();
@@ -225,10 +317,10 @@ impl Logic for GatherPath {
         }
         self.segs.pop.next = false;
         if self.take.val() {
-            self.prev.d.next = self.rd_resp_data.val();
-            self.mid.d.next = !self.rd_resp_last.val();
+            self.prev.d.next = self.c_data.val();
+            self.mid.d.next = !self.c_last.val();
             if self.mid.q.val() {
-                if self.rd_resp_last.val() {
+                if self.c_last.val() {
                     self.owe.d.next = self.flush.q.val();
                 }
             } else {
@@ -237,7 +329,7 @@ impl Logic for GatherPath {
                 self.shift.d.next = self.segs.dout.val().shift;
                 self.nk.d.next = self.segs.dout.val().nk;
                 self.flush.d.next = self.segs.dout.val().flush;
-                if self.rd_resp_last.val() {
+                if self.c_last.val() {
                     self.owe.d.next = self.segs.dout.val().flush;
                 }
             }
@@ -304,12 +396,25 @@ pub(crate) mod tests {
         beat: u32,
         pub issued: usize,
         pub max_outstanding: usize,
+        /// beats requested and not yet delivered, the most of them, and cycles a beat was offered and refused
+        beats_out: usize,
+        pub max_beats_out: usize,
+        pub refused: usize,
         valid: bool,
     }
 
     impl DmaReader {
         pub fn new() -> Self {
-            DmaReader { queue: VecDeque::new(), beat: 0, issued: 0, max_outstanding: 0, valid: false }
+            DmaReader {
+                queue: VecDeque::new(),
+                beat: 0,
+                issued: 0,
+                max_outstanding: 0,
+                beats_out: 0,
+                max_beats_out: 0,
+                refused: 0,
+                valid: false,
+            }
         }
 
         /// Drive the read ports for this cycle (before the combinational settle).
@@ -344,9 +449,15 @@ pub(crate) mod tests {
                 assert!(len >= 1 && len as usize <= DMA_MAX_BYTES);
                 self.queue.push_back((cycle + pace.latency, addr, len, want.tag));
                 self.issued += 1;
+                self.beats_out += dma_beats(addr, len) as usize;
             }
             self.max_outstanding = self.max_outstanding.max(self.queue.len());
+            self.max_beats_out = self.max_beats_out.max(self.beats_out);
+            if self.valid && !u.rd_resp_ready.val() {
+                self.refused += 1;
+            }
             if self.valid && u.rd_resp_ready.val() {
+                self.beats_out -= 1;
                 let &(_, addr, len, _) = self.queue.front().unwrap();
                 self.beat += 1;
                 if self.beat == dma_beats(addr, len) {
@@ -366,6 +477,8 @@ pub(crate) mod tests {
         pub beats: Vec<([u8; 64], u64, bool, u64)>,
         pub cycles: u64,
         pub max_outstanding: usize,
+        pub max_beats_out: usize,
+        pub refused: usize,
     }
 
     /// Gather `segs` from `mem` under `pace`; runs until every expected beat is out, then a few cycles more.
@@ -428,7 +541,7 @@ pub(crate) mod tests {
             }
         }
         assert!(next_req().is_none(), "a segment's DMA read was never issued");
-        Run { beats, cycles: cycle, max_outstanding: dma.max_outstanding }
+        Run { beats, cycles: cycle, max_outstanding: dma.max_outstanding, max_beats_out: dma.max_beats_out, refused: dma.refused }
     }
 
     /// Every segment's bytes, in order, exactly: full keep but on the last beat, tlast on the last beat only,
@@ -516,5 +629,23 @@ pub(crate) mod tests {
             }
             assert!(r.max_outstanding >= 2, "the next read is issued while a segment streams");
         }
+    }
+
+    /// The completion buffer: with the payload stream taking a beat in 20 and the DMA port offering every beat
+    /// at once, no response beat is ever refused (the shared read port never waits on this path), the beats
+    /// in flight stay within the buffer, the reads still run ahead (the buffer is used), and the stream is
+    /// exact. Without the buffer the port waits on the stalled output (the refusal count).
+    #[test]
+    fn gather_never_refuses_a_response_beat() {
+        let mut rng = SmallRng::seed_from_u64(10);
+        let mem = random_mem(&mut rng, 1 << 16);
+        let segs = edge_segs(&mut rng, mem.len(), 120, DMA_MAX_BYTES);
+        let slow = Pace { cmd: 1000, req_ready: 1000, resp_valid: 1000, out_ready: 50, latency: 30 };
+        let r = run_gather(&mem, &segs, slow, 5);
+        check_stream(&mem, &segs, &r.beats);
+        eprintln!("{} beats in flight at most, {} reads outstanding at most", r.max_beats_out, r.max_outstanding);
+        assert_eq!(r.refused, 0, "the DMA port waited on a response beat");
+        assert!(r.max_beats_out as u64 <= GATHER_BUF_BEATS, "{} beats in flight", r.max_beats_out);
+        assert!(r.max_beats_out as u64 > GATHER_RESERVE_LIMIT / 2, "the reads did not run ahead: {}", r.max_beats_out);
     }
 }
