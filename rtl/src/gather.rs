@@ -229,7 +229,8 @@ impl Logic for GatherPath {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rq_valid, rq_addr, rq_len, rq_tag, rq_end, room, fired, issued, popped, inuse, mid, owe, shift, nk, flush, prev, o_valid, o_data, o_keep, o_last
+            self, clock, rq_valid, rq_addr, rq_len, rq_tag, rq_end, room, fired, issued, popped, inuse, mid, owe,
+            shift, nk, flush, prev, o_valid, o_data, o_keep, o_last
         );
         clock!(self, clock, segs, cbuf);
 
@@ -541,7 +542,13 @@ pub(crate) mod tests {
             }
         }
         assert!(next_req().is_none(), "a segment's DMA read was never issued");
-        Run { beats, cycles: cycle, max_outstanding: dma.max_outstanding, max_beats_out: dma.max_beats_out, refused: dma.refused }
+        Run {
+            beats,
+            cycles: cycle,
+            max_outstanding: dma.max_outstanding,
+            max_beats_out: dma.max_beats_out,
+            refused: dma.refused,
+        }
     }
 
     /// Every segment's bytes, in order, exactly: full keep but on the last beat, tlast on the last beat only,
