@@ -22,7 +22,7 @@ use crate::axis::{AxisSink, AxisSource};
 use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::{k, keep_thermo};
 use crate::counter::EventCounter;
-use crate::fifo::{BramFifo, Fifo};
+use crate::fifo::BramFifo;
 use crate::icrc::IcrcEngine;
 use crate::lut::Lut8;
 use rust_hdl::prelude::*;
