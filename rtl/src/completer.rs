@@ -34,7 +34,7 @@
 //! the atomic completes with its WC opcode (COMP_SWAP / FETCH_ADD). NAKs, RNR NAKs, implied NAKs and the
 //! retransmit timer: go-back-N, see `docs/architecture.md`.
 //!
-//! **Timing** (322 MHz, at most 6 LUT6 levels; the gate measures 4): one event at a time by a state machine.
+//! **Timing** (322 MHz, at most 6 LUT6 levels; the gate measures 5): one event at a time by a state machine.
 //! PSN compares mod 2^24 as rxe `psn_compare` in two registered stages ([`PsnCmp`], as `psn_check.rs`: narrow
 //! chunk compares, then the borrow); `PSN + 1` in two 12-bit halves; the 64-bit address and the 32-bit byte
 //! counts by pipelined adders ([`PipeAdd64`], 3 cycles, which pass while the PSNs are compared).
