@@ -517,6 +517,8 @@ pub struct Completer {
     l_tail: Signal<Local, Bits<5>>,
     l_xtail: Signal<Local, Bits<5>>,
     l_iqpn: Signal<Local, Bits<24>>,
+    /// the record on offer (`iss`) as a ring entry
+    l_irec: Signal<Local, Pend>,
     l_hqpn: Signal<Local, Bits<24>>,
     l_ext: Signal<Local, Bits<352>>,
     l_syn: Signal<Local, Bits<8>>,
@@ -764,6 +766,7 @@ impl Default for Completer {
             l_tail: Default::default(),
             l_xtail: Default::default(),
             l_iqpn: Default::default(),
+            l_irec: Default::default(),
             l_hqpn: Default::default(),
             l_ext: Default::default(),
             l_syn: Default::default(),
@@ -1002,6 +1005,16 @@ impl Logic for Completer {
         self.l_tail.next = self.s_tail.q.val();
         self.l_xtail.next = self.qst.rdata.val().tail;
         self.l_iqpn.next = self.iss.val().qpn;
+        self.l_irec.next.idx = self.iss.val().idx;
+        self.l_irec.next.first_psn = self.iss.val().first_psn;
+        self.l_irec.next.wr_id = self.iss.val().wr_id;
+        self.l_irec.next.wr_op = self.iss.val().wr_op;
+        self.l_irec.next.signaled = self.iss.val().signaled;
+        self.l_irec.next.next_psn = self.iss.val().next_psn;
+        self.l_irec.next.status = self.iss.val().status;
+        self.l_irec.next.laddr = self.iss.val().laddr;
+        self.l_irec.next.len = self.iss.val().len;
+        self.l_irec.next.imm = self.iss.val().imm;
         self.l_hqpn.next = self.hdr.val().dest_qpn;
         self.qst.raddr.next = self.l_qpn8.val();
         self.cqn_ram.raddr.next = self.l_qpn8.val();
@@ -1050,7 +1063,7 @@ impl Logic for Completer {
         self.cmp_next.a.next = self.rec.q.val().next_psn;
         self.cmp_next.b.next = self.s_comp.q.val();
 
-        // ---- serial adders of the read path ----
+        // ---- the read path's sums (pipelined: 3 cycles, inputs stable from HeadEval) ----
         self.add_addr.a.next = self.rec.q.val().laddr;
         self.add_addr.b.next = bit_cast::<64, 32>(self.s_rd.q.val());
         self.add_addr.cin.next = false;
@@ -1159,16 +1172,7 @@ impl Logic for Completer {
                 // registers (every event reads its QP's state word again, so the hot QP's registers stay right)
                 self.ring.waddr.next = (bit_cast::<12, 8>(self.l_iqpn.val().get_bits::<8>(0)) << 4)
                     | bit_cast::<12, 4>(self.l_xtail.val().get_bits::<4>(0));
-                self.ring.wdata.next.idx = self.iss.val().idx;
-                self.ring.wdata.next.first_psn = self.iss.val().first_psn;
-                self.ring.wdata.next.wr_id = self.iss.val().wr_id;
-                self.ring.wdata.next.wr_op = self.iss.val().wr_op;
-                self.ring.wdata.next.signaled = self.iss.val().signaled;
-                self.ring.wdata.next.next_psn = self.iss.val().next_psn;
-                self.ring.wdata.next.status = self.iss.val().status;
-                self.ring.wdata.next.laddr = self.iss.val().laddr;
-                self.ring.wdata.next.len = self.iss.val().len;
-                self.ring.wdata.next.imm = self.iss.val().imm;
+                self.ring.wdata.next = self.l_irec.val();
                 self.qst.waddr.next = self.l_iqpn.val().get_bits::<8>(0);
                 self.qst.wdata.next = self.qst.rdata.val();
                 self.qst.wdata.next.tail = self.qst.rdata.val().tail + self.k1_5.val();
@@ -1225,16 +1229,7 @@ impl Logic for Completer {
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 // the record, for the ring or an error completion (the QP is not hot: nothing else is in `rec`)
-                self.rec.d.next.idx = self.iss.val().idx;
-                self.rec.d.next.first_psn = self.iss.val().first_psn;
-                self.rec.d.next.wr_id = self.iss.val().wr_id;
-                self.rec.d.next.wr_op = self.iss.val().wr_op;
-                self.rec.d.next.signaled = self.iss.val().signaled;
-                self.rec.d.next.next_psn = self.iss.val().next_psn;
-                self.rec.d.next.status = self.iss.val().status;
-                self.rec.d.next.laddr = self.iss.val().laddr;
-                self.rec.d.next.len = self.iss.val().len;
-                self.rec.d.next.imm = self.iss.val().imm;
+                self.rec.d.next = self.l_irec.val();
                 if self.iss.val().rewind {
                     // the rewind's marker: the records after it are the WQEs sent again from the head on; the
                     // head's own record stays (its READ progress with it), the later ones are dropped
@@ -2567,10 +2562,6 @@ mod tests {
         assert_eq!(rig.mem.len(), 512);
     }
 
-    /// Cycles per read response at the RTL's best: one READ of `npk` packets at `mtu` fed as RX Parse and the
-    /// top hand them on (a header from the cycle after the previous payload's last beat, its payload from the
-    /// cycle after the header), every sink always ready. Returns the mean cycles between header hand-overs of
-    /// the MIDDLE responses (steady state), after checking the READ completed and every byte landed.
     /// A stream of `nreads` READs of `npk` packets (the last carrying `last` bytes) on `qps` QPs in turn, their
     /// responses handed on as RX Parse and the top do (a header once the previous payload is all in), sinks
     /// always ready. The records come as the Requester issues them: `window` at the start, then READ
@@ -2720,7 +2711,10 @@ mod tests {
         (taken_at, fast)
     }
 
-    /// Cycles per MIDDLE read response in a READ of `npk` packets.
+    /// Cycles per read response at the RTL's best: one READ of `npk` packets at `mtu` (a header from the cycle
+    /// after the previous payload's last beat, its payload from the cycle after the header). Returns the mean
+    /// cycles between header hand-overs of the MIDDLE responses (steady state); `read_stream` checks that the
+    /// READ completed and every byte landed.
     fn read_rate(mtu: u32, npk: u32) -> f64 {
         let (taken_at, _) = read_stream(mtu, npk, 100, 1, 1, 1);
         // MIDDLE headers: taken_at[1] .. taken_at[npk - 1] (the LAST's hand-over ends the last MIDDLE)
