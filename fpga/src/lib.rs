@@ -49,6 +49,7 @@ fn table() -> Vec<Entry> {
         ("cqe_gen", || rtl::verilog_of(&mut rtl::cqe_gen::CqeGen::<256, 8>::default()), Some(6)),
         ("arp_responder", || rtl::verilog_of(&mut rtl::arp::ArpResponder::default()), Some(6)),
         ("responder", || rtl::responder::verilog(), Some(6)),
+        ("axis_slice", || rtl::verilog_of(&mut rtl::axis_slice::AxisSlice::default()), Some(6)),
     ]
 }
 

@@ -177,6 +177,11 @@ fn gate_responder() {
 }
 
 #[test]
+fn gate_axis_slice() {
+    gate("axis_slice");
+}
+
+#[test]
 fn lint_gate_rejects_a_width_bug() {
     // The gate must bite: an unwaived warning (here a width mismatch) fails it.
     let dir = std::env::temp_dir().join(format!("rnic-lintbad-{}", std::process::id()));

@@ -2,6 +2,7 @@
 pub mod arp;
 pub mod atomic_unit;
 pub mod axis;
+pub mod axis_slice;
 pub mod bytemap;
 pub mod consts;
 pub mod completer;

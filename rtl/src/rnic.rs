@@ -27,6 +27,7 @@ use crate::arp::ArpResponder;
 use crate::axis::{AxisSink, AxisSource};
 use crate::completer::Completer;
 use crate::consts::k;
+use crate::axis_slice::AxisSlice;
 use crate::cqe_gen::CqeGen;
 use crate::csr::Csr;
 use crate::dma_arb::DmaReadArb;
@@ -108,6 +109,8 @@ pub struct Rnic {
     txb: TxPacketBuild,
     arb: DmaReadArb,
     rx: RxParse,
+    /// RX Parse's payload output through a register slice: the payload's ready from the Scatter Paths ends here.
+    rx_slice: AxisSlice,
     txfb: TxFrameBuffer,
     mux: TxFrameMux,
     arp: ArpResponder,
@@ -212,6 +215,7 @@ impl Default for Rnic {
             txb: Default::default(),
             arb: Default::default(),
             rx: Default::default(),
+            rx_slice: Default::default(),
             txfb: Default::default(),
             mux: Default::default(),
             arp: Default::default(),
@@ -288,6 +292,7 @@ impl Logic for Rnic {
         self.txb.clock.next = self.clock.val();
         self.arb.clock.next = self.clock.val();
         self.rx.clock.next = self.clock.val();
+        self.rx_slice.clock.next = self.clock.val();
         self.mux.clock.next = self.clock.val();
         self.txfb.clock.next = self.clock.val();
         self.arp.clock.next = self.clock.val();
@@ -840,19 +845,24 @@ impl Logic for Rnic {
             self.pay_busy.d.next = true;
             self.pay_comp.d.next = self.l_resp.val();
         }
-        self.comp.pay.tdata.next = self.rx.pay.tdata.val();
-        self.comp.pay.tkeep.next = self.rx.pay.tkeep.val();
-        self.comp.pay.tlast.next = self.rx.pay.tlast.val();
-        self.comp.pay.tvalid.next = self.rx.pay.tvalid.val() & self.pay_busy.q.val() & self.pay_comp.q.val();
-        self.resp.pay.tdata.next = self.rx.pay.tdata.val();
-        self.resp.pay.tkeep.next = self.rx.pay.tkeep.val();
-        self.resp.pay.tlast.next = self.rx.pay.tlast.val();
-        self.resp.pay.tvalid.next = self.rx.pay.tvalid.val() & self.pay_busy.q.val() & !self.pay_comp.q.val();
-        self.rx.pay.tready.next = self.pay_busy.q.val() & self.resp.pay.tready.val();
+        self.rx_slice.s.tdata.next = self.rx.pay.tdata.val();
+        self.rx_slice.s.tkeep.next = self.rx.pay.tkeep.val();
+        self.rx_slice.s.tlast.next = self.rx.pay.tlast.val();
+        self.rx_slice.s.tvalid.next = self.rx.pay.tvalid.val();
+        self.rx.pay.tready.next = self.rx_slice.s.tready.val();
+        self.comp.pay.tdata.next = self.rx_slice.m.tdata.val();
+        self.comp.pay.tkeep.next = self.rx_slice.m.tkeep.val();
+        self.comp.pay.tlast.next = self.rx_slice.m.tlast.val();
+        self.comp.pay.tvalid.next = self.rx_slice.m.tvalid.val() & self.pay_busy.q.val() & self.pay_comp.q.val();
+        self.resp.pay.tdata.next = self.rx_slice.m.tdata.val();
+        self.resp.pay.tkeep.next = self.rx_slice.m.tkeep.val();
+        self.resp.pay.tlast.next = self.rx_slice.m.tlast.val();
+        self.resp.pay.tvalid.next = self.rx_slice.m.tvalid.val() & self.pay_busy.q.val() & !self.pay_comp.q.val();
+        self.rx_slice.m.tready.next = self.pay_busy.q.val() & self.resp.pay.tready.val();
         if self.pay_comp.q.val() {
-            self.rx.pay.tready.next = self.pay_busy.q.val() & self.comp.pay.tready.val();
+            self.rx_slice.m.tready.next = self.pay_busy.q.val() & self.comp.pay.tready.val();
         }
-        if self.rx.pay.tvalid.val() & self.rx.pay.tready.val() & self.rx.pay.tlast.val() {
+        if self.rx_slice.m.tvalid.val() & self.rx_slice.m.tready.val() & self.rx_slice.m.tlast.val() {
             self.pay_busy.d.next = false;
         }
     }
