@@ -19,6 +19,8 @@
 //! Context, PSN Check and Key Cache copy; receive WQEs fetched from the RQ rings), whose ACKs and read
 //! responses share TX Packet Build and the Gather Path with the Requester (TX request arbiter), whose writes go
 //! through a second Scatter Path, and whose receive completions share CQE Generation with the Completer.
+//! RX Parse's payload reaches the two through a register slice ([`AxisSlice`]), so the Scatter Paths' ready
+//! (from the DMA write arbiters' grants) ends there instead of running on into RX Parse.
 //! `CAPS` says RC only (atomics: issue 6). The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
 
 use rust_hdl::prelude::*;
