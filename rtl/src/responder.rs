@@ -431,6 +431,8 @@ pub struct Responder {
     f_pad: DFF<Bits<2>>,
     /// The header taken in `Idle` matched the hot QP's expectation (fast path).
     h_fast: DFF<Bit>,
+    /// Cycles until the fast path's sums (started in `Idle`) are out: `FastEnd` waits for 0.
+    f_wait: DFF<Bits<2>>,
     /// A WRITE FIRST went to its Scatter command straight from the R_Key check: its pointer and residue sums
     /// (started there) are taken in Finish.
     w_late: DFF<Bit>,
@@ -620,6 +622,7 @@ pub struct Responder {
     ones64: Constant<Bits<64>>,
     one16: Constant<Bits<16>>,
     two2: Constant<Bits<2>>,
+    three2: Constant<Bits<2>>,
     one2: Constant<Bits<2>>,
     zero3: Constant<Bits<3>>,
     len64: Constant<Bits<13>>,
@@ -794,6 +797,7 @@ impl Default for Responder {
             f_plen: Default::default(),
             f_pad: Default::default(),
             h_fast: Default::default(),
+            f_wait: Default::default(),
             w_late: Default::default(),
             ret: Default::default(),
             fret: Default::default(),
@@ -968,6 +972,7 @@ impl Default for Responder {
             ones64: k(u64::MAX),
             one16: k(1),
             two2: k(2),
+            three2: k(3),
             one2: k(1),
             zero3: k(0),
             len64: k(64),
@@ -1046,7 +1051,7 @@ impl Logic for Responder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, hot, f_arm, f_op, f_plen, f_pad, h_fast, w_late, ret, fret, kret, ack_nxt, cq_nxt, wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a,
+            self, clock, state, hot, f_arm, f_op, f_plen, f_pad, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, cq_nxt, wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a,
             ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_pkey, h_sip, h_va, h_rkey,
             h_dlen, h_imm, pay_pend, lk_drop, lk_reason, st, rs, x, cfg, pi, ci, ci1, mtu, rs_epsn, rs_ack, rs_msn,
             rs_sent, p_seq_ok, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen, sc_i, d1_v, d1_s, d2_v, d2_s, d3_v, d3_s, found, fslot, dr, du_ge, du_ovf, du_key, p_acc_ok,
@@ -1310,6 +1315,9 @@ impl Logic for Responder {
         self.rqs_ready.next = false;
         self.rqdb_ready.next = false;
 
+        if self.f_wait.q.val() != self.zero2.val() {
+            self.f_wait.d.next = self.f_wait.q.val() - self.one2.val();
+        }
         match self.state.q.val() {
             RespState::Idle => {
                 self.x_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
@@ -1376,6 +1384,13 @@ impl Logic for Responder {
                         // the fast path's sums start now (PSN + 1, the WRITE pointer and residue after this
                         // payload; ready 4 cycles on, by FastEnd); the general path sets these again in Pre
                         self.h_fast.d.next = self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val());
+                        // the fast path's Scatter command goes out in the next cycle (the Scatter Path's plan
+                        // pipeline starts while LkWait decides)
+                        if self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val()) {
+                            self.o_sv.d.next = true;
+                            self.o_saddr.d.next = self.x.q.val().w_ptr;
+                        }
+                        self.f_wait.d.next = self.three2.val();
                         self.hot.d.next = false;
                         self.f_arm.d.next = false;
                         self.w_late.d.next = false;
@@ -1394,10 +1409,13 @@ impl Logic for Responder {
                 if self.h_fast.q.val() {
                     // the hot QP's next WRITE MIDDLE/LAST: its state is in the registers (st, x, n_*, msn1,
                     // mtu), the checks are the match; the Scatter command now, the lookup's answer is not used
+                    // the Scatter command (raised in Idle) may be taken now
                     self.inc[0].next = true;
-                    self.o_saddr.d.next = self.x.q.val().w_ptr;
-                    self.o_sv.d.next = true;
                     self.state.d.next = RespState::SCmd;
+                    if self.s_ready.val() {
+                        self.o_sv.d.next = false;
+                        self.state.d.next = RespState::PayFwd;
+                    }
                 } else if self.qpc.out_valid.val() {
                     // the R_Key check's inputs (issued in Look, once the QP's PD is in `st`)
                     self.kl_key.d.next = self.h_rkey.q.val();
@@ -2259,26 +2277,29 @@ impl Logic for Responder {
                 }
             }
             RespState::FastEnd => {
-                // the fast path's Finish: PSN + 1, the WRITE pointer and residue (sums started in Idle); a LAST
-                // ends the WRITE (MSN + 1, msn1 from the FIRST's Verdict); ACK when AckReq
-                self.n_epsn.d.next = self.add_c.sum.val().get_bits::<24>(0);
-                self.n_ack.d.next = self.add_c.sum.val().get_bits::<24>(0);
-                self.x.d.next.w_ptr = self.add_e.sum.val();
-                self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
-                self.f_arm.d.next = !self.l_end.val();
-                self.syn.d.next = self.syn_ack.val();
-                self.apsn.d.next = self.h_psn.q.val();
-                self.amsn.d.next = self.n_msn.q.val();
-                if self.l_end.val() {
-                    self.n_msn.d.next = self.msn1.q.val();
-                    self.amsn.d.next = self.msn1.q.val();
-                    self.x.d.next.mip = false;
-                    self.x.d.next.w_valid = false;
-                }
-                self.ack_nxt.d.next = RespState::WriteBack;
-                self.state.d.next = RespState::WriteBack;
-                if self.h_ack.q.val() {
-                    self.state.d.next = RespState::TxAck;
+                // (a payload of one beat gets here before the sums: wait for them)
+                if self.f_wait.q.val() == self.zero2.val() {
+                    // the fast path's Finish: PSN + 1, the WRITE pointer and residue (sums started in Idle); a LAST
+                    // ends the WRITE (MSN + 1, msn1 from the FIRST's Verdict); ACK when AckReq
+                    self.n_epsn.d.next = self.add_c.sum.val().get_bits::<24>(0);
+                    self.n_ack.d.next = self.add_c.sum.val().get_bits::<24>(0);
+                    self.x.d.next.w_ptr = self.add_e.sum.val();
+                    self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
+                    self.f_arm.d.next = !self.l_end.val();
+                    self.syn.d.next = self.syn_ack.val();
+                    self.apsn.d.next = self.h_psn.q.val();
+                    self.amsn.d.next = self.n_msn.q.val();
+                    if self.l_end.val() {
+                        self.n_msn.d.next = self.msn1.q.val();
+                        self.amsn.d.next = self.msn1.q.val();
+                        self.x.d.next.mip = false;
+                        self.x.d.next.w_valid = false;
+                    }
+                    self.ack_nxt.d.next = RespState::WriteBack;
+                    self.state.d.next = RespState::WriteBack;
+                    if self.h_ack.q.val() {
+                        self.state.d.next = RespState::TxAck;
+                    }
                 }
             }
             RespState::Drain => {
@@ -2515,7 +2536,7 @@ mod tests {
                 self.u.clock.next = false.into();
                 assert!(simulate(&mut *self.u, 400));
                 quiet += 1;
-                if self.u.state.q.val() == RespState::FastEnd {
+                if self.u.state.q.val() == RespState::FastEnd && self.u.f_wait.q.val().to_u64() == 0 {
                     self.fast += 1;
                 }
                 if hv && self.u.hdr_ready.val() {
