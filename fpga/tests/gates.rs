@@ -23,7 +23,7 @@ fn gate(name: &str) {
 
 /// The blocks with a gate test below; a new block must be added here.
 const GATED: &[&str] =
-    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_req_arb", "tx_frame_mux", "tx_frame_buffer", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "cqe_gen", "arp_responder", "responder", "atomic_alu"];
+    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_req_arb", "tx_frame_mux", "tx_frame_buffer", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "cqe_gen", "arp_responder", "responder", "atomic_alu", "axis_slice"];
 
 #[test]
 fn emit_writes_every_block_and_the_top() {
