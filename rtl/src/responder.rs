@@ -65,13 +65,13 @@
 //! address with the default P_Key (matched in `Idle`, into a register and into the Scatter command raised in
 //! the next cycle), goes from `LkWait` straight to its payload and ends in `FastEnd` (PSN + 1, pointer and
 //! residue summed from `Idle` on; a one-beat payload waits there for the sums): payload beats + 4 cycles (20
-//! for 1 KiB with a Scatter Path that takes the beats at once; the 100G wire brings one every 28.5). Anything else (another QP, a PSN gap or
-//! duplicate, a wrong length) takes the general path, which runs every check.
-//! Rate of the general path: about 15 cycles per WRITE MIDDLE/LAST plus its payload beats (one per cycle); a
-//! RETH's R_Key check is issued in `Look` beside the PSN check and
-//! answers 2 cycles after it (a 1 KiB WRITE ONLY: 34 cycles with its ACK); a SEND adds the WQE fetch (one
-//! host round trip) and 16 for its lkey check; a READ takes about 18 cycles plus 5 per response packet; a
-//! duplicate READ about 30 more (the resource scan and the subset check) before its first response.
+//! for 1 KiB with a Scatter Path that takes the beats at once; the 100G wire brings one every 28.5).
+//! Anything else (another QP, a PSN gap or duplicate, a wrong length) takes the general path, which runs every
+//! check. Rate of the general path: about 15 cycles per WRITE MIDDLE/LAST plus its payload beats (one per
+//! cycle); a RETH's R_Key check is issued in `Look` beside the PSN check and answers 2 cycles after it (a
+//! 1 KiB WRITE ONLY: 34 cycles with its ACK); a SEND adds the WQE fetch (one host round trip) and 16 for its
+//! lkey check; a READ takes about 18 cycles (by the state count) plus 5 per response packet; a duplicate READ
+//! about 30 more (the resource scan and the subset check) before its first response.
 //!
 //! **Counters** (`counters[i]`): [`CNT_REQUESTS`] requests past the QP lookup, [`CNT_DUPLICATES`],
 //! [`CNT_NAK_SEQ`] PSN-sequence NAKs sent, [`CNT_RNR_NAKS`], [`CNT_CLASS_C`] class-C errors (NAK invalid
@@ -1409,8 +1409,8 @@ impl Logic for Responder {
             RespState::LkWait => {
                 if self.h_fast.q.val() {
                     // the hot QP's next WRITE MIDDLE/LAST: its state is in the registers (st, x, n_*, msn1,
-                    // mtu), the checks are the match; the Scatter command now, the lookup's answer is not used
-                    // the Scatter command (raised in Idle) may be taken now
+                    // mtu), the checks are the match, the lookup's answer is not used; the Scatter command
+                    // (raised in Idle) may be taken now
                     self.inc[0].next = true;
                     self.state.d.next = RespState::SCmd;
                     if self.s_ready.val() {
