@@ -6,6 +6,10 @@
 //! which is written right behind the last byte (least significant byte first); when fewer than four bytes
 //! are free the ICRC spills into one more beat. A one-beat frame shorter than 60 bytes with its ICRC is padded
 //! with zeros to 60 bytes (outside the IP/UDP lengths and the ICRC, as a NIC pads).
+//!
+//! Each beat's byte count and the two length flags that place the ICRC are worked out on the way into the
+//! FIFO and stored with the beat, so the output register is fed from the FIFO's read data through the ICRC
+//! shift alone (the whole top's worst path, 12 LUT levels, ran from the read data through the byte count).
 
 use crate::axis::{AxisSink, AxisSource, KeepMask};
 use crate::fifo::Fifo;
@@ -21,6 +25,13 @@ pub struct Beat {
     pub data: Bits<512>,
     pub keep: Bits<64>,
     pub last: Bit,
+    /// bytes in the beat (1..=64), counted from `keep` on the way in so the head's ICRC placement starts
+    /// from a stored value
+    pub n: Bits<7>,
+    /// `n <= 60`: the ICRC fits behind the last byte
+    pub fits: Bit,
+    /// `n < 56`: a one-beat frame this short is padded to the Ethernet minimum
+    pub short: Bit,
 }
 
 #[derive(LogicBlock)]
@@ -34,6 +45,7 @@ pub struct TxIcrcAppend {
     head_mask: KeepMask,
     nm1: Gf2Map<64, 6>,
     n: Signal<Local, Bits<7>>,
+    n_in: Signal<Local, Bits<7>>,
     with_crc: Signal<Local, Bits<512>>,
     // output register
     o_data: DFF<Bits<512>>,
@@ -66,6 +78,7 @@ impl Default for TxIcrcAppend {
             head_mask: Default::default(),
             nm1: keep_count_map(),
             n: Default::default(),
+            n_in: Default::default(),
             with_crc: Default::default(),
             o_data: Default::default(),
             o_keep: Default::default(),
@@ -103,6 +116,11 @@ impl Logic for TxIcrcAppend {
         self.fifo.din.next.keep = self.s_axis.tkeep.val();
         self.fifo.din.next.last = self.s_axis.tlast.val();
         self.fifo.push.next = self.s_axis.tvalid.val() & self.engine.s_axis.tready.val();
+        self.nm1.x.next = self.s_axis.tkeep.val();
+        self.n_in.next = bit_cast::<7, 6>(self.nm1.y.val()) + self.k1.val();
+        self.fifo.din.next.n = self.n_in.val();
+        self.fifo.din.next.fits = self.n_in.val() <= self.k60.val();
+        self.fifo.din.next.short = self.n_in.val() < self.k56.val();
 
         // Out: the head beat, with the ICRC behind its last byte when it is a frame's last beat.
         self.m_axis.tdata.next = self.o_data.q.val();
@@ -112,8 +130,7 @@ impl Logic for TxIcrcAppend {
         self.adv.next = !self.o_valid.q.val() | self.m_axis.tready.val();
         self.head_ok.next = !self.fifo.empty.val() & (!self.fifo.dout.val().last | self.engine.crc_valid.val());
         self.head_mask.keep.next = self.fifo.dout.val().keep;
-        self.nm1.x.next = self.fifo.dout.val().keep;
-        self.n.next = bit_cast::<7, 6>(self.nm1.y.val()) + self.k1.val();
+        self.n.next = self.fifo.dout.val().n;
         self.with_crc.next = (self.fifo.dout.val().data & self.head_mask.mask.val())
             | (bit_cast::<512, 32>(self.engine.crc.val()) << (bit_cast::<10, 7>(self.n.val()) << 3));
         self.fifo.pop.next = false;
@@ -138,11 +155,11 @@ impl Logic for TxIcrcAppend {
                 } else {
                     self.engine.crc_ready.next = true;
                     self.o_data.d.next = self.with_crc.val();
-                    if self.n.val() <= self.k60.val() {
+                    if self.fifo.dout.val().fits {
                         self.o_last.d.next = true;
                         self.o_keep.d.next = self.kfull.val() >> (self.k60.val() - self.n.val());
                         self.mid_frame.d.next = false;
-                        if !self.mid_frame.q.val() & (self.n.val() < self.k56.val()) {
+                        if !self.mid_frame.q.val() & self.fifo.dout.val().short {
                             self.o_keep.d.next = self.kmin_keep.val();
                         }
                     } else {
