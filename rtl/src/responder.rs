@@ -267,7 +267,6 @@ enum RespState {
     SCmd,
     PayFwd,
     Finish,
-    AckChk,
     CqOut,
     TxAck,
     ReadPrep,
@@ -467,8 +466,6 @@ pub struct Responder {
     h_ack: DFF<Bit>,
     h_pad: DFF<Bits<2>>,
     h_plen: DFF<Bits<13>>,
-    h_pkey: DFF<Bits<16>>,
-    h_sip: DFF<Bits<32>>,
     h_va: DFF<Bits<64>>,
     h_rkey: DFF<Bits<32>>,
     h_dlen: DFF<Bits<32>>,
@@ -600,6 +597,8 @@ pub struct Responder {
     l_slot: Signal<Local, Bits<16>>,
     l_out_free: Signal<Local, Bit>,
     l_fmatch: Signal<Local, Bit>,
+    /// `l_fmatch` with a payload: the fast path is taken (`h_fast`) and its Scatter command raised
+    l_fpay: Signal<Local, Bit>,
     l_pkey: Signal<Local, Bits<16>>,
     l_aeth_ack: Signal<Local, Bits<32>>,
     l_aeth_rd: Signal<Local, Bits<32>>,
@@ -828,8 +827,6 @@ impl Default for Responder {
             h_ack: Default::default(),
             h_pad: Default::default(),
             h_plen: Default::default(),
-            h_pkey: Default::default(),
-            h_sip: Default::default(),
             h_va: Default::default(),
             h_rkey: Default::default(),
             h_dlen: Default::default(),
@@ -951,6 +948,7 @@ impl Default for Responder {
             l_slot: Default::default(),
             l_out_free: Default::default(),
             l_fmatch: Default::default(),
+            l_fpay: Default::default(),
             l_pkey: Default::default(),
             l_aeth_ack: Default::default(),
             l_aeth_rd: Default::default(),
@@ -1053,7 +1051,7 @@ impl Logic for Responder {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hot, f_arm, f_op, f_plen, f_pad, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, cq_nxt, wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a,
-            ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_pkey, h_sip, h_va, h_rkey,
+            ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_va, h_rkey,
             h_dlen, h_imm, pay_pend, lk_drop, lk_reason, st, rs, x, cfg, pi, ci, ci1, mtu, rs_epsn, rs_ack, rs_msn,
             rs_sent, p_seq_ok, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen, sc_i, d1_v, d1_s, d2_v, d2_s, d3_v, d3_s, found, fslot, dr, du_ge, du_ovf, du_key, p_acc_ok,
             p_no_res, p_kind, ackm1, msn1, psn1, wqe_addr, va_s, end_s, kc_ok, kc_dma, kl_key, kl_va, kl_len, kl_acc,
@@ -1200,6 +1198,7 @@ impl Logic for Responder {
             & (self.l_bth1.val().get_bits::<2>(4) == self.f_pad.q.val())
             & (self.hdr.val().src_ip == self.st.q.val().remote_ip)
             & (self.l_pkey.val().get_bits::<15>(0) == self.pkey_low.val());
+        self.l_fpay.next = self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val());
         self.s_valid.next = self.o_sv.q.val();
         self.s_addr.next = self.o_saddr.q.val();
         self.s_len.next = self.h_plen.q.val();
@@ -1384,10 +1383,10 @@ impl Logic for Responder {
                         self.pay_pend.d.next = self.hdr_pay_len.val() != self.zero13.val();
                         // the fast path's sums start now (PSN + 1, the WRITE pointer and residue after this
                         // payload; ready 4 cycles on, by FastEnd); the general path sets these again in Pre
-                        self.h_fast.d.next = self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val());
+                        self.h_fast.d.next = self.l_fpay.val();
                         // the fast path's Scatter command goes out in the next cycle (the Scatter Path's plan
                         // pipeline starts while LkWait decides)
-                        if self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val()) {
+                        if self.l_fpay.val() {
                             self.o_sv.d.next = true;
                             self.o_saddr.d.next = self.x.q.val().w_ptr;
                         }
@@ -1831,14 +1830,15 @@ impl Logic for Responder {
                 self.n_ack.d.next = self.psn1.q.val();
                 self.x.d.next.mip = !self.l_end.val();
                 self.x.d.next.mip_write = self.l_write.val();
-                // AckChk's work when no completion goes first: ACK (AckReq) or straight to the write-back
-                self.cq_nxt.d.next = RespState::AckChk;
+                // the ACK (AckReq) or straight to the write-back; after the completion when one goes first
                 self.syn.d.next = self.syn_ack.val();
                 self.apsn.d.next = self.h_psn.q.val();
                 self.amsn.d.next = self.n_msn.q.val();
                 self.ack_nxt.d.next = RespState::WriteBack;
+                self.cq_nxt.d.next = RespState::WriteBack;
                 self.state.d.next = RespState::WriteBack;
                 if self.h_ack.q.val() {
+                    self.cq_nxt.d.next = RespState::TxAck;
                     self.state.d.next = RespState::TxAck;
                 }
                 self.o_cwr.d.next = self.x.q.val().wr_id;
@@ -1871,16 +1871,6 @@ impl Logic for Responder {
                             self.state.d.next = RespState::CqOut;
                         }
                     }
-                }
-            }
-            RespState::AckChk => {
-                self.syn.d.next = self.syn_ack.val();
-                self.apsn.d.next = self.h_psn.q.val();
-                self.amsn.d.next = self.n_msn.q.val();
-                self.ack_nxt.d.next = RespState::WriteBack;
-                self.state.d.next = RespState::WriteBack;
-                if self.h_ack.q.val() {
-                    self.state.d.next = RespState::TxAck;
                 }
             }
             RespState::CqOut => {
