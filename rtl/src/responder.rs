@@ -2900,13 +2900,32 @@ mod tests {
         }
 
         /// Post a receive of `len` bytes at a random place of B's buffer, on the model and on the RTL ring.
-        fn post_recv(&mut self, len: u32) {
+        fn post_recv(&mut self, len: u32) -> HostRecvWqe {
             let off = self.rng.gen_range(0..(BUF_LEN as u64 - len as u64 - 64) / 2) + BUF_LEN as u64 / 2;
             let addr = self.mr_b.addr + off;
             self.wr += 1;
             let wr_id = 0x1000 + self.wr;
             self.b.post_recv(self.qb, RecvWr { wr_id, sg_list: vec![Sge { addr, length: len, lkey: self.mr_b.lkey }] }).unwrap();
-            self.rig.post_recv(HostRecvWqe { wr_id, addr, length: len, lkey: self.mr_b.lkey });
+            let w = HostRecvWqe { wr_id, addr, length: len, lkey: self.mr_b.lkey };
+            self.rig.post_recv(w);
+            w
+        }
+
+        /// CMD_WRITE_RQ again on the RTL alone: the same ring base, its indices reset, the ring emptied.
+        fn reset_rtl_ring(&mut self) {
+            let (qb, cqn) = (self.qb, self.cq_b.0);
+            self.rig.cmd(
+                move |u, v| {
+                    u.rqs_valid.next = v;
+                    u.rqs_qpn.next = bits(qb as u64);
+                    u.rqs_base.next = bits(RING);
+                    u.rqs_log2.next = bits(RING_LOG2 as u64);
+                    u.rqs_cqn.next = bits(cqn as u64);
+                },
+                |u| u.rqs_ready.val(),
+            );
+            self.rig.pi = 0;
+            self.rig.ring.clear();
         }
 
         fn post_send(&mut self, op: WrOpcode, len: u64, rkey: Option<u32>) {
@@ -3292,6 +3311,31 @@ mod tests {
         assert_eq!(slots.len(), n, "a receive WQE read twice");
         assert_eq!(n, 9, "the 8 consumed slots and the ninth, prefetched");
         assert!(w.checked >= 8);
+    }
+
+    /// A receive ring set up again (CMD_WRITE_RQ) after a WQE of the old ring was prefetched: the new ring's
+    /// WQEs are used, never the old prefetch, whose ring index the new ring reaches again. The model keeps its
+    /// receive queue; the RTL's new ring gets the same WQEs (the one already prefetched first).
+    #[test]
+    fn a_receive_ring_set_up_again_never_takes_an_old_prefetch() {
+        let mut w = World::new(34, 1024, AccessFlags::ALL);
+        w.post_recv(512);
+        let second = w.post_recv(512);
+        w.post_send(WrOpcode::Send, 300, None);
+        // the SEND took slot 0 and prefetched slot 1 (ring index 1)
+        w.pump(|_, f| vec![f]);
+        assert_eq!(w.rig.reads.len(), 2, "slot 0 on demand, slot 1 prefetched");
+        w.reset_rtl_ring();
+        w.rig.post_recv(second);
+        w.post_send(WrOpcode::Send, 200, None);
+        w.pump(|_, f| vec![f]);
+        // ring index 1 again, now another WQE: a stale prefetch would write the second WQE's buffer and
+        // complete its wr_id, which the comparison with the model catches
+        w.post_recv(512);
+        w.post_send(WrOpcode::Send, 100, None);
+        w.pump(|_, f| vec![f]);
+        assert!(w.checked >= 3);
+        assert_eq!(w.rig.reads.len(), 4, "each ring index of the new ring read once");
     }
 
     /// No receive posted: RNR NAK with min_rnr_timer; after a receive is posted, A's retry succeeds.
