@@ -2275,10 +2275,13 @@ impl Logic for Responder {
                 self.state.d.next = RespState::CqOut;
             }
             RespState::AtRd => {
-                self.rd_req_valid.next = self.l_pf_idle.val();
-                self.rd_req_addr.next = self.kc_dma.q.val() & !self.m63.val();
-                if self.l_pf_idle.val() & self.rd_req_ready.val() {
-                    self.state.d.next = RespState::AtResp;
+                // once no prefetch is on its way (its request holds the port's address until taken)
+                if self.l_pf_idle.val() {
+                    self.rd_req_valid.next = true;
+                    self.rd_req_addr.next = self.kc_dma.q.val() & !self.m63.val();
+                    if self.rd_req_ready.val() {
+                        self.state.d.next = RespState::AtResp;
+                    }
                 }
             }
             RespState::AtResp => {
