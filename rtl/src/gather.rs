@@ -93,8 +93,13 @@ pub struct GatherPath {
     rq_len: DFF<Bits<13>>,
     rq_tag: DFF<Bits<8>>,
     segs: Fifo<GatherSeg, 5, 6>,
-    /// the segment's end within its first beat's line (address mod 64 + length), at the request register
-    rq_end: DFF<Bits<14>>,
+    /// the segment's end within its first beat's line (address mod 64 + length), at the request register, in
+    /// two parts so that no wide add follows the Gather command's source mux (the whole top's worst path ran
+    /// from the TX arbiter's choice through a 14-bit add): `rq_lo` = address mod 64 + length mod 64 (0..126),
+    /// `rq_hi` = length / 64; the end is `64 * rq_hi + rq_lo`
+    rq_lo: DFF<Bits<7>>,
+    rq_hi: DFF<Bits<8>>,
+    l_beats_a: Signal<Local, Bits<8>>,
     /// the completion buffer has room for the largest read (registered)
     room: DFF<Bit>,
     fire: Signal<Local, Bit>,
@@ -175,7 +180,9 @@ impl Default for GatherPath {
             rq_len: Default::default(),
             rq_tag: Default::default(),
             segs: Default::default(),
-            rq_end: Default::default(),
+            rq_lo: Default::default(),
+            rq_hi: Default::default(),
+            l_beats_a: Default::default(),
             room: Default::default(),
             fire: Default::default(),
             l_beats: Default::default(),
@@ -229,7 +236,7 @@ impl Logic for GatherPath {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rq_valid, rq_addr, rq_len, rq_tag, rq_end, room, fired, issued, popped, inuse, mid, owe,
+            self, clock, rq_valid, rq_addr, rq_len, rq_tag, rq_lo, rq_hi, room, fired, issued, popped, inuse, mid, owe,
             shift, nk, flush, prev, o_valid, o_data, o_keep, o_last
         );
         clock!(self, clock, segs, cbuf);
@@ -253,7 +260,8 @@ impl Logic for GatherPath {
             self.rq_addr.d.next = self.g_addr.val();
             self.rq_len.d.next = self.g_len.val();
             self.rq_tag.d.next = self.g_tag.val();
-            self.rq_end.d.next = bit_cast::<14, 6>(self.new_shift.val()) + bit_cast::<14, 13>(self.g_len.val());
+            self.rq_lo.d.next = bit_cast::<7, 6>(self.new_shift.val()) + bit_cast::<7, 6>(self.g_len.val().get_bits::<6>(0));
+            self.rq_hi.d.next = bit_cast::<8, 7>(self.g_len.val().get_bits::<7>(6));
         }
         self.rd_req_valid.next = self.rq_valid.q.val() & self.room.q.val();
         self.rd_req_addr.next = self.rq_addr.q.val();
@@ -261,9 +269,10 @@ impl Logic for GatherPath {
         self.rd_req_tag.next = self.rq_tag.q.val();
         // the reservation count: beats issued (one cycle late) - beats popped, registered; the room flag from it
         // beats of the read = ceil(end / 64)
-        self.l_beats.next = self.rq_end.q.val().get_bits::<8>(6);
-        if self.rq_end.q.val().get_bits::<6>(0) != self.k0_6.val() {
-            self.l_beats.next = self.rq_end.q.val().get_bits::<8>(6) + self.k1_8.val();
+        self.l_beats_a.next = self.rq_hi.q.val() + bit_cast::<8, 1>(self.rq_lo.q.val().get_bits::<1>(6));
+        self.l_beats.next = self.l_beats_a.val();
+        if self.rq_lo.q.val().get_bits::<6>(0) != self.k0_6.val() {
+            self.l_beats.next = self.l_beats_a.val() + self.k1_8.val();
         }
         self.fired.d.next = self.k0_7.val();
         if self.fire.val() {
