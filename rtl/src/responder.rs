@@ -3,9 +3,10 @@
 //! / RDMA READ RESPONSE headers out (`hdr_*` TxHeader stream, with gather commands `g_*` for read-response
 //! payload, issued together with their header and in order, as the Requester does), SEND/WRITE payload to
 //! the Scatter Path (`s_*` + `s_pay`), receive completions to CQE Generation (`cq_*`), receive WQEs read
-//! through a DMA read port (`rd_req_*`/`rd_resp_*`, one 64-byte `RecvWqe` slot per request): one WQE ahead
-//! per QP (when a SEND takes its QP's receive WQE, the ring's next posted one is read into that QP's entry of
-//! `pf_ram`, tagged with its ring index), else on demand.
+//! through a DMA read port (`rd_req_*`/`rd_resp_*`, one 64-byte `RecvWqe` slot per request) into the QP's
+//! entry of `pf_ram`, tagged with its ring index: one WQE ahead per QP (when a SEND takes its QP's receive
+//! WQE, the ring's next posted one is read), else when the SEND needs it (queued behind the reads on their
+//! way, never waiting for them to land first).
 //!
 //! **Tables it owns** (written by the top's command dispatcher, 256 QPs, index = QPN[7:0]):
 //! * `attr_*`: the QP attributes ([`QpStatic`], CMD_WRITE_QP) into its own [`QpContext`] (lookup with the
@@ -242,6 +243,8 @@ pub struct ReadRes {
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct PfEnt {
     pub valid: Bit,
+    /// the read of slot `ci` is on its way (not valid yet)
+    pub pending: Bit,
     /// the ring index (consumer index, not masked) the WQE was read for
     pub ci: Bits<16>,
     pub wr_id: Bits<64>,
@@ -278,7 +281,6 @@ enum RespState {
     KcWait,
     RkeyRes,
     Fetch,
-    FetchResp,
     SendChk,
     SendChk2,
     SendChk3,
@@ -441,8 +443,12 @@ pub struct Responder {
     pq_qpn: DFF<Bits<8>>,
     pq_ci: DFF<Bits<16>>,
     pq_cnt: DFF<Bits<3>>,
-    /// no prefetch pending last cycle either (so `pf_ram`'s read data has seen the last one land)
-    pf_idle_q: DFF<Bit>,
+    /// Fetch has queued the read of its WQE (the entry's read data shows it two cycles later)
+    f_req: DFF<Bit>,
+    /// the entry at the header's QP holds a read on its way for the consumer index
+    l_pf_pend: Signal<Local, Bit>,
+    /// a WQE taken now may queue the prefetch of the next slot
+    l_pf_go: Signal<Local, Bit>,
     l_pf_idle: Signal<Local, Bit>,
     l_pf_hit: Signal<Local, Bit>,
     l_pf_slot: Signal<Local, Bits<16>>,
@@ -833,7 +839,9 @@ impl Default for Responder {
             pq_qpn: Default::default(),
             pq_ci: Default::default(),
             pq_cnt: Default::default(),
-            pf_idle_q: Default::default(),
+            f_req: Default::default(),
+            l_pf_pend: Default::default(),
+            l_pf_go: Default::default(),
             l_pf_idle: Default::default(),
             l_pf_hit: Default::default(),
             l_pf_slot: Default::default(),
@@ -1117,7 +1125,7 @@ impl Logic for Responder {
             n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, g_ptr, resid, cur_psn, rfirst, rlast,
             rchunk, rmsn, replay, o_hdr, o_hv, o_gv, o_gaddr, o_glen, o_sv, o_saddr, o_cv, o_cwr, o_clen, o_cimm,
             o_cstatus, o_cop, o_cflags, o_reason, h_swap, h_cmp, h_sm, h_cm, at_orig, at_new, ag_a, ag_b, pq_v, pq_qpn,
-            pq_ci, pq_cnt, pf_idle_q
+            pq_ci, pq_cnt, f_req
         );
         clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d, add_e, add_f, alu, pf_ram, pfo, add_g);
         for i in 0..12 {
@@ -1373,13 +1381,16 @@ impl Logic for Responder {
         self.ci_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
         self.ci_ram.wdata.next = self.ci.q.val();
 
-        // Receive-WQE prefetch. The request waits in pq_* while add_g sums the slot's address (4 cycles), is
-        // issued on the DMA read port (the Responder's own reads wait for l_pf_idle, so the port's in-order
-        // responses are the prefetches' while pfo holds any), and each response lands in pf_ram at its QP
-        // unless a state below needs pf_ram's write port this cycle (it then waits a cycle).
+        // Receive-WQE reads, all through pf_ram: a prefetch (queued when a WQE is taken) or Fetch's read of
+        // the WQE it needs (queued when it is neither there nor on its way) waits in pq_* while add_g sums the
+        // slot's address (4 cycles), is issued on the DMA read port (an atomic's read waits for l_pf_idle, so
+        // the port's in-order responses are these reads' while pfo holds any), and each response lands in
+        // pf_ram at its QP unless a state below needs pf_ram's write port this cycle (it then waits a cycle).
         self.pf_ram.raddr.next = self.h_qpn.q.val().get_bits::<8>(0);
         self.l_pf_idle.next = !self.pq_v.q.val() & self.pfo.empty.val();
-        self.pf_idle_q.d.next = self.l_pf_idle.val();
+        self.l_pf_pend.next = self.pf_ram.rdata.val().pending & (self.pf_ram.rdata.val().ci == self.ci.q.val());
+        self.l_pf_go.next = (self.fret.q.val() != RespState::FlushCq) & (self.ci1.q.val() != self.pi.q.val())
+            & !self.pq_v.q.val();
         self.l_pf_hit.next = self.pf_ram.rdata.val().valid & (self.pf_ram.rdata.val().ci == self.ci.q.val());
         self.l_pf_slot.next = self.ci1.q.val() & self.cfg.q.val().mask;
         self.l_pf_take.next = false;
@@ -1401,6 +1412,7 @@ impl Logic for Responder {
         self.pf_ram.we.next = false;
         self.pf_ram.waddr.next = self.pfo.dout.val().qpn;
         self.pf_ram.wdata.next.valid = true;
+        self.pf_ram.wdata.next.pending = false;
         self.pf_ram.wdata.next.ci = self.pfo.dout.val().ci;
         self.pf_ram.wdata.next.wr_id = self.l_wqe.val().get_bits::<64>(0);
         self.pf_ram.wdata.next.addr = self.l_wqe.val().get_bits::<64>(64);
@@ -1438,6 +1450,7 @@ impl Logic for Responder {
                     self.pf_ram.we.next = true;
                     self.pf_ram.waddr.next = self.rqs_qpn.val().get_bits::<8>(0);
                     self.pf_ram.wdata.next.valid = false;
+                    self.pf_ram.wdata.next.pending = false;
                     self.hot.d.next = false;
                     self.cfg_ram.we.next = true;
                     self.pi_ram.we.next = true;
@@ -1823,7 +1836,8 @@ impl Logic for Responder {
             }
             RespState::Fetch => {
                 if self.l_pf_hit.val() {
-                    // prefetched: taken, and dropped from pf_ram (its tag would match again 65,536 WQEs on)
+                    // the WQE at the consumer index is in pf_ram: taken; the entry is dropped, or marks the
+                    // prefetch of the next slot queued in this cycle (after this match)
                     self.x.d.next.wr_id = self.pf_ram.rdata.val().wr_id;
                     self.x.d.next.r_addr = self.pf_ram.rdata.val().addr;
                     self.x.d.next.r_len = self.pf_ram.rdata.val().len;
@@ -1835,34 +1849,28 @@ impl Logic for Responder {
                     self.pf_ram.we.next = true;
                     self.pf_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
                     self.pf_ram.wdata.next.valid = false;
+                    self.pf_ram.wdata.next.pending = self.l_pf_go.val();
+                    self.pf_ram.wdata.next.ci = self.ci1.q.val();
                     self.l_pf_take.next = true;
+                    self.f_req.d.next = false;
                     self.state.d.next = self.fret.q.val();
-                } else if self.l_pf_idle.val() & self.pf_idle_q.q.val() {
-                    // on demand, once no prefetch is on its way (the port's responses come in order) and
-                    // the last one to land has been looked at
-                    self.rd_req_valid.next = true;
-                    if self.rd_req_ready.val() {
-                        self.state.d.next = RespState::FetchResp;
-                    }
-                }
-            }
-            RespState::FetchResp => {
-                self.rd_resp_ready.next = true;
-                // a prefetch of this slot may have landed while Fetch waited: dropped with it
-                self.pf_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
-                self.pf_ram.wdata.next.valid = false;
-                if self.rd_resp_valid.val() {
+                } else if !self.l_pf_pend.val() & !self.f_req.q.val() & !self.pq_v.q.val() {
+                    // not read yet, nor on its way: its read is queued like a prefetch (behind those on
+                    // their way, not after them) and marked pending in the entry
+                    self.pq_v.d.next = true;
+                    self.pq_qpn.d.next = self.h_qpn.q.val().get_bits::<8>(0);
+                    self.pq_ci.d.next = self.ci.q.val();
+                    self.pq_cnt.d.next = self.four3.val();
+                    self.ag_a.d.next = self.wqe_addr.q.val();
+                    self.ag_b.d.next = self.zero64.val();
+                    self.f_req.d.next = true;
+                    self.rd_resp_ready.next = false;
+                    self.pfo.pop.next = false;
                     self.pf_ram.we.next = true;
-                    self.l_pf_take.next = true;
-                    self.x.d.next.wr_id = self.l_wqe.val().get_bits::<64>(0);
-                    self.x.d.next.r_addr = self.l_wqe.val().get_bits::<64>(64);
-                    self.x.d.next.r_len = self.l_wqe.val().get_bits::<32>(128);
-                    self.x.d.next.r_lkey = self.l_wqe.val().get_bits::<32>(160);
-                    self.x.d.next.r_off = self.zero32.val();
-                    self.x.d.next.have_wqe = true;
-                    if self.rd_resp_last.val() {
-                        self.state.d.next = self.fret.q.val();
-                    }
+                    self.pf_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
+                    self.pf_ram.wdata.next.valid = false;
+                    self.pf_ram.wdata.next.pending = true;
+                    self.pf_ram.wdata.next.ci = self.ci.q.val();
                 }
             }
             RespState::SendChk => {
@@ -2454,9 +2462,7 @@ impl Logic for Responder {
         // a receive WQE taken for a SEND or a WRITE with immediate (not while flushing): the ring's next
         // one is prefetched when it is posted and no other request waits in pq_*, so it can arrive while
         // this message's packets come
-        if self.l_pf_take.val() & (self.fret.q.val() != RespState::FlushCq) & (self.ci1.q.val() != self.pi.q.val())
-            & !self.pq_v.q.val()
-        {
+        if self.l_pf_take.val() & self.l_pf_go.val() {
             self.pq_v.d.next = true;
             self.pq_qpn.d.next = self.h_qpn.q.val().get_bits::<8>(0);
             self.pq_ci.d.next = self.ci1.q.val();
