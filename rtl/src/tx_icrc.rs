@@ -42,6 +42,10 @@ pub struct TxIcrcAppend {
 
     engine: IcrcEngine,
     fifo: Fifo<Beat, 5, 6>,
+    /// finished ICRCs, one per frame, taken by the engine whenever it has one (so its pipeline never waits
+    /// for the output side, and the input's ready does not follow the output's); a frame's ICRC is done only
+    /// after all its beats entered `fifo`, so no more are waiting than frames in `fifo` (32)
+    crcq: Fifo<Bits<32>, 5, 6>,
     head_mask: KeepMask,
     nm1: Gf2Map<64, 6>,
     n: Signal<Local, Bits<7>>,
@@ -75,6 +79,7 @@ impl Default for TxIcrcAppend {
             m_axis: Default::default(),
             engine: Default::default(),
             fifo: Default::default(),
+            crcq: Default::default(),
             head_mask: Default::default(),
             nm1: keep_count_map(),
             n: Default::default(),
@@ -104,7 +109,7 @@ impl Logic for TxIcrcAppend {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, o_data, o_keep, o_last, o_valid, spill, spill_data, spill_keep, mid_frame);
-        clock!(self, clock, engine, fifo);
+        clock!(self, clock, engine, fifo, crcq);
 
         // In: a beat enters the engine and the FIFO together.
         self.s_axis.tready.next = self.engine.s_axis.tready.val() & !self.fifo.full.val();
@@ -128,13 +133,16 @@ impl Logic for TxIcrcAppend {
         self.m_axis.tlast.next = self.o_last.q.val();
         self.m_axis.tvalid.next = self.o_valid.q.val();
         self.adv.next = !self.o_valid.q.val() | self.m_axis.tready.val();
-        self.head_ok.next = !self.fifo.empty.val() & (!self.fifo.dout.val().last | self.engine.crc_valid.val());
+        self.engine.crc_ready.next = !self.crcq.full.val();
+        self.crcq.push.next = self.engine.crc_valid.val() & !self.crcq.full.val();
+        self.crcq.din.next = self.engine.crc.val();
+        self.crcq.pop.next = false;
+        self.head_ok.next = !self.fifo.empty.val() & (!self.fifo.dout.val().last | !self.crcq.empty.val());
         self.head_mask.keep.next = self.fifo.dout.val().keep;
         self.n.next = self.fifo.dout.val().n;
         self.with_crc.next = (self.fifo.dout.val().data & self.head_mask.mask.val())
-            | (bit_cast::<512, 32>(self.engine.crc.val()) << (bit_cast::<10, 7>(self.n.val()) << 3));
+            | (bit_cast::<512, 32>(self.crcq.dout.val()) << (bit_cast::<10, 7>(self.n.val()) << 3));
         self.fifo.pop.next = false;
-        self.engine.crc_ready.next = false;
         if self.adv.val() {
             self.o_valid.d.next = false;
             if self.spill.q.val() {
@@ -153,7 +161,7 @@ impl Logic for TxIcrcAppend {
                     self.o_last.d.next = false;
                     self.mid_frame.d.next = true;
                 } else {
-                    self.engine.crc_ready.next = true;
+                    self.crcq.pop.next = true;
                     self.o_data.d.next = self.with_crc.val();
                     if self.fifo.dout.val().fits {
                         self.o_last.d.next = true;
@@ -167,7 +175,7 @@ impl Logic for TxIcrcAppend {
                         self.o_keep.d.next = self.kfull.val();
                         self.spill.d.next = true;
                         self.spill_data.d.next =
-                            self.engine.crc.val() >> (bit_cast::<5, 7>(self.k64.val() - self.n.val()) << 3);
+                            self.crcq.dout.val() >> (bit_cast::<5, 7>(self.k64.val() - self.n.val()) << 3);
                         self.spill_keep.d.next = self.kfull.val() >> (self.k64.val() + self.k60.val() - self.n.val());
                     }
                 }
