@@ -433,7 +433,9 @@ pub struct Responder {
     /// Receive-WQE prefetch: when a SEND (or a WRITE with immediate) consumes its QP's receive WQE and the ring
     /// holds another, that one's slot is read ahead (`pq_*` the request while its address is summed in
     /// `add_g`, `pfo` the reads in flight, in order) into the QP's entry of `pf_ram`, tagged with its ring
-    /// index; a later SEND FIRST/ONLY whose consumer index matches takes it without a host round trip.
+    /// index; a later SEND FIRST/ONLY whose consumer index matches takes it without a host round trip. A
+    /// WQE that is neither there nor on its way is read through the same request (`pq_direct`: its address
+    /// is `wqe_addr`, in `ag_a`, issued without the adder's 4 cycles).
     pf_ram: SdpRam<PfEnt, 8>,
     pfo: Fifo<PfTag, 4, 5>,
     add_g: PipeAdd64,
@@ -443,6 +445,7 @@ pub struct Responder {
     pq_qpn: DFF<Bits<8>>,
     pq_ci: DFF<Bits<16>>,
     pq_cnt: DFF<Bits<3>>,
+    pq_direct: DFF<Bit>,
     /// Fetch has queued the read of its WQE (the entry's read data shows it two cycles later)
     f_req: DFF<Bit>,
     /// the entry at the header's QP holds a read on its way for the consumer index
@@ -452,8 +455,11 @@ pub struct Responder {
     l_pf_idle: Signal<Local, Bit>,
     l_pf_hit: Signal<Local, Bit>,
     l_pf_slot: Signal<Local, Bits<16>>,
-    /// a receive WQE is taken this cycle (from pf_ram or the on-demand read)
-    l_pf_take: Signal<Local, Bit>,
+    /// a request is queued in pq_* this cycle: the prefetch of slot ci1, or (`l_pq_miss`) the read of slot ci
+    l_pq_load: Signal<Local, Bit>,
+    l_pq_miss: Signal<Local, Bit>,
+    /// a state writes pf_ram this cycle (its address and data set there): a landing read waits a cycle
+    l_pf_own: Signal<Local, Bit>,
     one3: Constant<Bits<3>>,
     four3: Constant<Bits<3>>,
     /// The Atomic Unit's ALU; the atomic's operands (AtomicETH, big-endian on the wire), the original value read
@@ -839,13 +845,16 @@ impl Default for Responder {
             pq_qpn: Default::default(),
             pq_ci: Default::default(),
             pq_cnt: Default::default(),
+            pq_direct: Default::default(),
             f_req: Default::default(),
             l_pf_pend: Default::default(),
             l_pf_go: Default::default(),
             l_pf_idle: Default::default(),
             l_pf_hit: Default::default(),
             l_pf_slot: Default::default(),
-            l_pf_take: Default::default(),
+            l_pq_load: Default::default(),
+            l_pq_miss: Default::default(),
+            l_pf_own: Default::default(),
             one3: k(1),
             four3: k(4),
             alu: Default::default(),
@@ -1125,7 +1134,7 @@ impl Logic for Responder {
             n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, g_ptr, resid, cur_psn, rfirst, rlast,
             rchunk, rmsn, replay, o_hdr, o_hv, o_gv, o_gaddr, o_glen, o_sv, o_saddr, o_cv, o_cwr, o_clen, o_cimm,
             o_cstatus, o_cop, o_cflags, o_reason, h_swap, h_cmp, h_sm, h_cm, at_orig, at_new, ag_a, ag_b, pq_v, pq_qpn,
-            pq_ci, pq_cnt, f_req
+            pq_ci, pq_cnt, pq_direct, f_req
         );
         clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d, add_e, add_f, alu, pf_ram, pfo, add_g);
         for i in 0..12 {
@@ -1393,7 +1402,9 @@ impl Logic for Responder {
             & !self.pq_v.q.val();
         self.l_pf_hit.next = self.pf_ram.rdata.val().valid & (self.pf_ram.rdata.val().ci == self.ci.q.val());
         self.l_pf_slot.next = self.ci1.q.val() & self.cfg.q.val().mask;
-        self.l_pf_take.next = false;
+        self.l_pq_load.next = false;
+        self.l_pq_miss.next = false;
+        self.l_pf_own.next = false;
         if self.pq_cnt.q.val() != self.zero3.val() {
             self.pq_cnt.d.next = self.pq_cnt.q.val() - self.one3.val();
         }
@@ -1403,6 +1414,9 @@ impl Logic for Responder {
         if self.pq_v.q.val() & (self.pq_cnt.q.val() == self.zero3.val()) & !self.pfo.full.val() {
             self.rd_req_valid.next = true;
             self.rd_req_addr.next = self.add_g.sum.val();
+            if self.pq_direct.q.val() {
+                self.rd_req_addr.next = self.ag_a.q.val();
+            }
             if self.rd_req_ready.val() {
                 self.pfo.push.next = true;
                 self.pq_v.d.next = false;
@@ -1445,9 +1459,7 @@ impl Logic for Responder {
                     // CMD_WRITE_RQ: ring, CQ, indices reset; taken with no prefetch on its way (none can
                     // land in the new ring), the QP's prefetched WQE dropped
                     self.rqs_ready.next = true;
-                    self.rd_resp_ready.next = false;
-                    self.pfo.pop.next = false;
-                    self.pf_ram.we.next = true;
+                    self.l_pf_own.next = true;
                     self.pf_ram.waddr.next = self.rqs_qpn.val().get_bits::<8>(0);
                     self.pf_ram.wdata.next.valid = false;
                     self.pf_ram.wdata.next.pending = false;
@@ -1844,29 +1856,21 @@ impl Logic for Responder {
                     self.x.d.next.r_lkey = self.pf_ram.rdata.val().lkey;
                     self.x.d.next.r_off = self.zero32.val();
                     self.x.d.next.have_wqe = true;
-                    self.rd_resp_ready.next = false;
-                    self.pfo.pop.next = false;
-                    self.pf_ram.we.next = true;
+                    self.l_pf_own.next = true;
                     self.pf_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
                     self.pf_ram.wdata.next.valid = false;
                     self.pf_ram.wdata.next.pending = self.l_pf_go.val();
                     self.pf_ram.wdata.next.ci = self.ci1.q.val();
-                    self.l_pf_take.next = true;
+                    self.l_pq_load.next = self.l_pf_go.val();
                     self.f_req.d.next = false;
                     self.state.d.next = self.fret.q.val();
                 } else if !self.l_pf_pend.val() & !self.f_req.q.val() & !self.pq_v.q.val() {
                     // not read yet, nor on its way: its read is queued like a prefetch (behind those on
                     // their way, not after them) and marked pending in the entry
-                    self.pq_v.d.next = true;
-                    self.pq_qpn.d.next = self.h_qpn.q.val().get_bits::<8>(0);
-                    self.pq_ci.d.next = self.ci.q.val();
-                    self.pq_cnt.d.next = self.four3.val();
-                    self.ag_a.d.next = self.wqe_addr.q.val();
-                    self.ag_b.d.next = self.zero64.val();
+                    self.l_pq_load.next = true;
+                    self.l_pq_miss.next = true;
                     self.f_req.d.next = true;
-                    self.rd_resp_ready.next = false;
-                    self.pfo.pop.next = false;
-                    self.pf_ram.we.next = true;
+                    self.l_pf_own.next = true;
                     self.pf_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
                     self.pf_ram.wdata.next.valid = false;
                     self.pf_ram.wdata.next.pending = true;
@@ -2461,14 +2465,27 @@ impl Logic for Responder {
         }
         // a receive WQE taken for a SEND or a WRITE with immediate (not while flushing): the ring's next
         // one is prefetched when it is posted and no other request waits in pq_*, so it can arrive while
-        // this message's packets come
-        if self.l_pf_take.val() & self.l_pf_go.val() {
+        // this message's packets come; or Fetch's own read of the WQE it needs, from `wqe_addr` directly
+        if self.l_pq_load.val() {
             self.pq_v.d.next = true;
             self.pq_qpn.d.next = self.h_qpn.q.val().get_bits::<8>(0);
             self.pq_ci.d.next = self.ci1.q.val();
             self.pq_cnt.d.next = self.four3.val();
+            self.pq_direct.d.next = false;
             self.ag_a.d.next = self.cfg.q.val().base;
             self.ag_b.d.next = bit_cast::<64, 16>(self.l_pf_slot.val()) << 6;
+            if self.l_pq_miss.val() {
+                self.pq_ci.d.next = self.ci.q.val();
+                self.pq_cnt.d.next = self.zero3.val();
+                self.pq_direct.d.next = true;
+                self.ag_a.d.next = self.wqe_addr.q.val();
+            }
+        }
+        // pf_ram's write port taken by the state above: the read landing now (if any) stays a cycle
+        if self.l_pf_own.val() {
+            self.rd_resp_ready.next = false;
+            self.pfo.pop.next = false;
+            self.pf_ram.we.next = true;
         }
     }
 }
