@@ -188,6 +188,10 @@ impl<T: Synth, const AW: usize, const AW1: usize> Logic for Fifo<T, AW, AW1> {
 /// `rptr + 1` on a pop, from a register so that `pop` only drives a 2:1 mux into the address), so `dout` is
 /// that word one cycle later. A word pushed into the slot being read in the same cycle is not in the RAM yet
 /// (read-first), so it is taken from a bypass register instead.
+///
+/// `empty` and `full` come straight from registers (updated from `push`/`pop` and pointer compares made on
+/// registers), so a consumer's ready/valid logic does not start with a pointer compare: the FIFO sits on
+/// RX Parse's payload stream, whose consumer's handshake feeds `pop` back in the same cycle.
 #[derive(LogicBlock)]
 pub struct BramFifo<T: Synth, const AW: usize, const AW1: usize> {
     pub clock: Signal<In, Clock>,
@@ -209,6 +213,12 @@ pub struct BramFifo<T: Synth, const AW: usize, const AW1: usize> {
     wr: Signal<Local, Bit>,
     rd: Signal<Local, Bit>,
     rnext: Signal<Local, Bits<AW1>>,
+    wnext: Signal<Local, Bits<AW1>>,
+    /// `wptr == rptr + 1`: one entry held
+    eq_n: Signal<Local, Bit>,
+    /// registered flags: not empty (0 after reset), full
+    nempty: DFF<Bit>,
+    full_r: DFF<Bit>,
     one: Constant<Bits<AW1>>,
     wrap: Constant<Bits<AW1>>,
 }
@@ -234,6 +244,10 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for BramFifo<T, AW, AW
             wr: Default::default(),
             rd: Default::default(),
             rnext: Default::default(),
+            wnext: Default::default(),
+            eq_n: Default::default(),
+            nempty: Default::default(),
+            full_r: Default::default(),
             one: Constant::new(bits::<AW1>(1)),
             wrap: Constant::new(bits::<AW1>(1 << AW)),
         }
@@ -243,28 +257,45 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for BramFifo<T, AW, AW
 impl<T: Synth, const AW: usize, const AW1: usize> Logic for BramFifo<T, AW, AW1> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, wptr, rptr, byp, byp_v);
+        dff_setup!(self, clock, wptr, rptr, byp, byp_v, nempty, full_r);
         clock!(self, clock, ram);
-        self.empty.next = self.wptr.q.val() == self.rptr.q.val();
+        self.empty.next = !self.nempty.q.val();
+        self.full.next = self.full_r.q.val();
         self.count.next = self.wptr.q.val() - self.rptr.q.val();
-        self.full.next = (self.wptr.q.val() ^ self.rptr.q.val()) == self.wrap.val();
-        self.wr.next = self.push.val() & !self.full.val();
-        self.rd.next = self.pop.val() & !self.empty.val();
+        self.wr.next = self.push.val() & !self.full_r.q.val();
+        self.rd.next = self.pop.val() & self.nempty.q.val();
         self.rnext.next = self.rptr.q.val() + self.one.val();
+        self.wnext.next = self.wptr.q.val() + self.one.val();
+        self.eq_n.next = self.wptr.q.val() == self.rnext.val();
         self.raddr.next = self.rptr.q.val();
         if self.rd.val() {
             self.raddr.next = self.rnext.val();
             self.rptr.d.next = self.rnext.val();
         }
         if self.wr.val() {
-            self.wptr.d.next = self.wptr.q.val() + self.one.val();
+            self.wptr.d.next = self.wnext.val();
+        }
+        // the flags after this cycle: a push alone may fill, a pop alone may empty, both keep the count
+        if self.wr.val() {
+            self.nempty.d.next = true;
+            if !self.rd.val() {
+                self.full_r.d.next = (self.wnext.val() ^ self.rptr.q.val()) == self.wrap.val();
+            }
+        } else if self.rd.val() {
+            self.nempty.d.next = !self.eq_n.val();
+            self.full_r.d.next = false;
         }
         self.ram.waddr.next = self.wptr.q.val().get_bits::<AW>(0);
         self.ram.wdata.next = self.din.val();
         self.ram.we.next = self.wr.val();
         self.ram.raddr.next = self.raddr.val().get_bits::<AW>(0);
         self.byp.d.next = self.din.val();
-        self.byp_v.d.next = self.wr.val() & (self.wptr.q.val() == self.raddr.val());
+        // the slot the RAM reads this cycle is `wptr`'s: `rptr + 1` on a pop (one entry held), else `rptr`
+        // (empty)
+        self.byp_v.d.next = self.wr.val() & self.rd.val() & self.eq_n.val();
+        if !self.rd.val() {
+            self.byp_v.d.next = self.wr.val() & !self.nempty.q.val();
+        }
         self.dout.next = self.ram.rdata.val();
         if self.byp_v.q.val() {
             self.dout.next = self.byp.q.val();
