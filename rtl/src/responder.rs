@@ -5,8 +5,9 @@
 //! the Scatter Path (`s_*` + `s_pay`), receive completions to CQE Generation (`cq_*`), receive WQEs read
 //! through a DMA read port (`rd_req_*`/`rd_resp_*`, one 64-byte `RecvWqe` slot per request) into the QP's
 //! entry of `pf_ram`, tagged with its ring index: one WQE ahead per QP (when a SEND takes its QP's receive
-//! WQE, the ring's next posted one is read), else when the SEND needs it (queued behind the reads on their
-//! way, never waiting for them to land first).
+//! WQE, the ring's next posted one is read; when an RQ doorbell posts the WQE the QP will take next and no
+//! read of it is there or on its way, that one is read), else when the SEND needs it (queued behind the
+//! reads on their way, never waiting for them to land first).
 //!
 //! **Tables it owns** (written by the top's command dispatcher, 256 QPs, index = QPN[7:0]):
 //! * `attr_*`: the QP attributes ([`QpStatic`], CMD_WRITE_QP) into its own [`QpContext`] (lookup with the
@@ -318,6 +319,8 @@ enum RespState {
     AtEnd,
     AtAck,
     FastEnd,
+    DbPf,
+    DbPf2,
 }
 
 /// The Responder (see the module documentation).
@@ -446,6 +449,14 @@ pub struct Responder {
     pq_ci: DFF<Bits<16>>,
     pq_cnt: DFF<Bits<3>>,
     pq_direct: DFF<Bit>,
+    /// an RQ doorbell's QP and new producer index, and the ring index its QP takes next (DbPf, DbPf2)
+    db_qpn: DFF<Bits<8>>,
+    db_pi: DFF<Bits<16>>,
+    db_tgt: DFF<Bits<16>>,
+    /// what a request queued this cycle reads (when not `l_pq_miss`): QP, ring index, ring base and slot
+    l_pq_qpn: Signal<Local, Bits<8>>,
+    l_pq_ci: Signal<Local, Bits<16>>,
+    l_pq_base: Signal<Local, Bits<64>>,
     /// Fetch has queued the read of its WQE (the entry's read data shows it two cycles later)
     f_req: DFF<Bit>,
     /// the entry at the header's QP holds a read on its way for the consumer index
@@ -846,6 +857,12 @@ impl Default for Responder {
             pq_ci: Default::default(),
             pq_cnt: Default::default(),
             pq_direct: Default::default(),
+            db_qpn: Default::default(),
+            db_pi: Default::default(),
+            db_tgt: Default::default(),
+            l_pq_qpn: Default::default(),
+            l_pq_ci: Default::default(),
+            l_pq_base: Default::default(),
             f_req: Default::default(),
             l_pf_pend: Default::default(),
             l_pf_go: Default::default(),
@@ -1134,7 +1151,7 @@ impl Logic for Responder {
             n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, g_ptr, resid, cur_psn, rfirst, rlast,
             rchunk, rmsn, replay, o_hdr, o_hv, o_gv, o_gaddr, o_glen, o_sv, o_saddr, o_cv, o_cwr, o_clen, o_cimm,
             o_cstatus, o_cop, o_cflags, o_reason, h_swap, h_cmp, h_sm, h_cm, at_orig, at_new, ag_a, ag_b, pq_v, pq_qpn,
-            pq_ci, pq_cnt, pq_direct, f_req
+            pq_ci, pq_cnt, pq_direct, db_qpn, db_pi, db_tgt, f_req
         );
         clock!(self, clock, qpc, kc, psnc, x_ram, res_ram, pc_lo, pc_hi, cfg_ram, pi_ram, ci_ram, add_a, add_b, add_c, add_d, add_e, add_f, alu, pf_ram, pfo, add_g);
         for i in 0..12 {
@@ -1402,6 +1419,9 @@ impl Logic for Responder {
             & !self.pq_v.q.val();
         self.l_pf_hit.next = self.pf_ram.rdata.val().valid & (self.pf_ram.rdata.val().ci == self.ci.q.val());
         self.l_pf_slot.next = self.ci1.q.val() & self.cfg.q.val().mask;
+        self.l_pq_qpn.next = self.h_qpn.q.val().get_bits::<8>(0);
+        self.l_pq_ci.next = self.ci1.q.val();
+        self.l_pq_base.next = self.cfg.q.val().base;
         self.l_pq_load.next = false;
         self.l_pq_miss.next = false;
         self.l_pf_own.next = false;
@@ -1491,8 +1511,16 @@ impl Logic for Responder {
                     self.x_ram.wdata.next.res_valid = self.zero16.val();
                     self.x_ram.wdata.next.res_head = self.zero4.val();
                 } else if self.rqdb_valid.val() {
+                    // RQ doorbell: the producer index written; the QP's ring state read for DbPf
                     self.rqdb_ready.next = true;
                     self.pi_ram.we.next = true;
+                    self.x_ram.raddr.next = self.rqdb_qpn.val().get_bits::<8>(0);
+                    self.cfg_ram.raddr.next = self.rqdb_qpn.val().get_bits::<8>(0);
+                    self.ci_ram.raddr.next = self.rqdb_qpn.val().get_bits::<8>(0);
+                    self.pf_ram.raddr.next = self.rqdb_qpn.val().get_bits::<8>(0);
+                    self.db_qpn.d.next = self.rqdb_qpn.val().get_bits::<8>(0);
+                    self.db_pi.d.next = self.rqdb_pi.val();
+                    self.state.d.next = RespState::DbPf;
                 } else {
                     self.hdr_ready.next = true;
                     if self.hdr_valid.val() {
@@ -2417,6 +2445,38 @@ impl Logic for Responder {
                     self.state.d.next = RespState::Drain;
                 }
             }
+            RespState::DbPf => {
+                // the ring index the QP takes next: the consumer index, or the one after it while a SEND
+                // holds the WQE at the consumer index (the index moves on at the message's end)
+                self.cfg_ram.raddr.next = self.db_qpn.q.val();
+                self.pf_ram.raddr.next = self.db_qpn.q.val();
+                self.db_tgt.d.next = self.ci_ram.rdata.val();
+                if self.x_ram.rdata.val().have_wqe {
+                    self.db_tgt.d.next = self.ci_ram.rdata.val() + self.one16.val();
+                }
+                self.state.d.next = RespState::DbPf2;
+            }
+            RespState::DbPf2 => {
+                // that WQE is posted now, not in pf_ram, no read of this QP's on its way: its read is queued
+                // (else the SEND's take or Fetch reads it as before)
+                self.l_pq_qpn.next = self.db_qpn.q.val();
+                self.l_pq_ci.next = self.db_tgt.q.val();
+                self.l_pq_base.next = self.cfg_ram.rdata.val().base;
+                self.l_pf_slot.next = self.db_tgt.q.val() & self.cfg_ram.rdata.val().mask;
+                if !self.pf_ram.rdata.val().pending
+                    & !(self.pf_ram.rdata.val().valid & (self.pf_ram.rdata.val().ci == self.db_tgt.q.val()))
+                    & (self.db_tgt.q.val() != self.db_pi.q.val())
+                    & !self.pq_v.q.val()
+                {
+                    self.l_pq_load.next = true;
+                    self.l_pf_own.next = true;
+                    self.pf_ram.waddr.next = self.db_qpn.q.val();
+                    self.pf_ram.wdata.next.valid = false;
+                    self.pf_ram.wdata.next.pending = true;
+                    self.pf_ram.wdata.next.ci = self.db_tgt.q.val();
+                }
+                self.state.d.next = RespState::Idle;
+            }
             RespState::FastEnd => {
                 // (a payload of one beat gets here before the sums: wait for them)
                 if self.f_wait.q.val() == self.zero2.val() {
@@ -2468,11 +2528,11 @@ impl Logic for Responder {
         // this message's packets come; or Fetch's own read of the WQE it needs, from `wqe_addr` directly
         if self.l_pq_load.val() {
             self.pq_v.d.next = true;
-            self.pq_qpn.d.next = self.h_qpn.q.val().get_bits::<8>(0);
-            self.pq_ci.d.next = self.ci1.q.val();
+            self.pq_qpn.d.next = self.l_pq_qpn.val();
+            self.pq_ci.d.next = self.l_pq_ci.val();
             self.pq_cnt.d.next = self.four3.val();
             self.pq_direct.d.next = false;
-            self.ag_a.d.next = self.cfg.q.val().base;
+            self.ag_a.d.next = self.l_pq_base.val();
             self.ag_b.d.next = bit_cast::<64, 16>(self.l_pf_slot.val()) << 6;
             if self.l_pq_miss.val() {
                 self.pq_ci.d.next = self.ci.q.val();
@@ -3339,6 +3399,32 @@ mod tests {
         assert!(w.checked >= 8);
     }
 
+    /// A receive posted to an idle QP is read at its RQ doorbell: the first SEND's WQE is on its way before
+    /// the SEND's header is taken (read on demand, it would be asked for only in Fetch, after the QP lookup
+    /// and PSN check), and a second doorbell for the same QP reads nothing more.
+    #[test]
+    fn a_receive_is_read_at_its_doorbell() {
+        let mut w = World::new(35, 1024, AccessFlags::ALL);
+        w.rig.free = true;
+        w.rig.lat = 160;
+        w.post_recv(4096);
+        w.post_recv(4096);
+        w.post_send(WrOpcode::Send, 2048, None);
+        w.pump(|_, f| vec![f]);
+        let (t, r) = (w.rig.taken.clone(), w.rig.reads.clone());
+        assert_eq!(t.len(), 2);
+        // (the rig answers reads only while it runs packets: the doorbell's read waits for the run's first
+        // cycles; 1 cycle after the header was taken measured, 12 with the read on demand from Fetch)
+        assert!(r[0].0 <= t[0] + 3, "slot 0 read at cycle {}, the SEND FIRST taken at {}", r[0].0, t[0]);
+        // slot 1 is read when the SEND takes slot 0 (the second doorbell found slot 0's read on its way)
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert!(r[1].0 > t[0]);
+        w.post_send(WrOpcode::Send, 100, None);
+        w.pump(|_, f| vec![f]);
+        assert_eq!(w.rig.reads.len(), 2, "the second SEND took the prefetched slot 1");
+        assert!(w.checked >= 2);
+    }
+
     /// A receive ring set up again (CMD_WRITE_RQ) after a WQE of the old ring was prefetched: the new ring's
     /// WQEs are used, never the old prefetch, whose ring index the new ring reaches again. The model keeps its
     /// receive queue; the RTL's new ring gets the same WQEs (the one already prefetched first).
@@ -3350,7 +3436,7 @@ mod tests {
         w.post_send(WrOpcode::Send, 300, None);
         // the SEND took slot 0 and prefetched slot 1 (ring index 1)
         w.pump(|_, f| vec![f]);
-        assert_eq!(w.rig.reads.len(), 2, "slot 0 on demand, slot 1 prefetched");
+        assert_eq!(w.rig.reads.len(), 2, "slot 0 at its doorbell, slot 1 when slot 0 was taken");
         w.reset_rtl_ring();
         w.rig.post_recv(second);
         w.post_send(WrOpcode::Send, 200, None);
