@@ -5,7 +5,8 @@
 //! falls in the next cycle (`tready = !skid_valid`).
 //!
 //! Used in the top between RX Parse's payload output and the Completer/Responder payload dispatch: the
-//! Scatter Path's DMA-write handshake no longer reaches RX Parse's ICRC queue in one cycle.
+//! Scatter Path's DMA-write handshake no longer reaches RX Parse's ICRC queue in one cycle. [`HoldReg`] does
+//! the same for RX Parse's header stream.
 
 use rust_hdl::prelude::*;
 
@@ -55,6 +56,41 @@ impl Logic for AxisSlice {
             self.k_d.d.next = self.s.tdata.val();
             self.k_k.d.next = self.s.tkeep.val();
             self.k_l.d.next = self.s.tlast.val();
+        }
+    }
+}
+
+/// A one-entry register stage for a valid/ready stream of any word `T`: `m_valid`, `m_data` and `s_ready`
+/// all come from flip-flops (`s_ready = !valid`), and `m_ready` reaches only the valid flag, so neither
+/// side's handshake logic reaches the other's in a cycle. It takes a word every other cycle at most (a word
+/// taken in cycle t frees the register at t + 1, the next word is loaded then): half the flip-flops of a
+/// skid buffer, for streams that cannot go faster anyway. Used in the top for RX Parse's header stream (one
+/// header per frame; the shortest frame takes more than 2 core cycles on the wire).
+#[derive(LogicBlock, Default)]
+pub struct HoldReg<T: Synth> {
+    pub clock: Signal<In, Clock>,
+    pub s_valid: Signal<In, Bit>,
+    pub s_ready: Signal<Out, Bit>,
+    pub s_data: Signal<In, T>,
+    pub m_valid: Signal<Out, Bit>,
+    pub m_ready: Signal<In, Bit>,
+    pub m_data: Signal<Out, T>,
+    v: DFF<Bit>,
+    w: DFF<T>,
+}
+
+impl<T: Synth> Logic for HoldReg<T> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, v, w);
+        self.s_ready.next = !self.v.q.val();
+        self.m_valid.next = self.v.q.val();
+        self.m_data.next = self.w.q.val();
+        if !self.v.q.val() {
+            self.v.d.next = self.s_valid.val();
+            self.w.d.next = self.s_data.val();
+        } else if self.m_ready.val() {
+            self.v.d.next = false;
         }
     }
 }
@@ -116,6 +152,48 @@ mod tests {
             let (out, _) = run(400, pv, pr, seed);
             let want: Vec<_> = (0..400).map(beat).collect();
             assert_eq!(out, want, "seed {seed}");
+        }
+    }
+
+    /// The hold register against a queue: every word once, in order, under random valid and ready; no word
+    /// taken while one is held; `s_ready` never follows `m_ready` within a cycle; back to back it passes a
+    /// word every other cycle.
+    #[test]
+    fn hold_register_passes_every_word_in_order() {
+        for (seed, pv, pr) in [(1u64, 50u32, 50u32), (2, 100, 100), (3, 90, 30), (4, 30, 90)] {
+            let mut u = HoldReg::<Bits<40>>::default();
+            u.connect_all();
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let (mut sent, mut got, mut cycles) = (0u64, Vec::new(), 0u64);
+            while got.len() < 300 {
+                assert!(cycles < 100_000, "hold register hung");
+                let v = sent < 300 && rng.gen_range(0..100) < pv;
+                let r = rng.gen_range(0..100) < pr;
+                u.s_valid.next = v;
+                u.s_data.next = bits::<40>(sent * 0x1_0001 + 7);
+                u.clock.next = false.into();
+                u.m_ready.next = !r;
+                assert!(simulate(&mut u, 100));
+                let ready_other = u.s_ready.val();
+                u.m_ready.next = r;
+                assert!(simulate(&mut u, 100));
+                assert_eq!(u.s_ready.val(), ready_other, "s_ready follows m_ready combinationally");
+                assert!(!(u.s_ready.val() && u.m_valid.val()), "a word taken while one is held");
+                if u.m_valid.val() && r {
+                    got.push(u.m_data.val().to_u64());
+                }
+                if v && u.s_ready.val() {
+                    sent += 1;
+                }
+                u.clock.next = true.into();
+                assert!(simulate(&mut u, 100));
+                cycles += 1;
+            }
+            let want: Vec<u64> = (0..300).map(|i| i * 0x1_0001 + 7).collect();
+            assert_eq!(got, want, "seed {seed}");
+            if pv == 100 && pr == 100 {
+                assert_eq!(cycles, 600, "one word per two cycles back to back");
+            }
         }
     }
 

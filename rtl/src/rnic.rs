@@ -29,7 +29,7 @@ use crate::arp::ArpResponder;
 use crate::axis::{AxisSink, AxisSource};
 use crate::completer::Completer;
 use crate::consts::k;
-use crate::axis_slice::AxisSlice;
+use crate::axis_slice::{AxisSlice, HoldReg};
 use crate::cqe_gen::CqeGen;
 use crate::csr::Csr;
 use crate::dma_arb::DmaReadArb;
@@ -38,7 +38,7 @@ use crate::gather::GatherPath;
 use crate::req_front::ReqFront;
 use crate::requester::Requester;
 use crate::responder::Responder;
-use crate::rx_parse::RxParse;
+use crate::rx_parse::{RxHeader, RxParse};
 use crate::scatter::ScatterPath;
 use crate::sq_ring::SqRing;
 use crate::tx_build::TxPacketBuild;
@@ -58,6 +58,17 @@ enum CmdState {
     Idle,
     Exec,
     Finish,
+}
+
+/// A received header on its way from RX Parse to the Completer or the Responder (see `rx_hold`), with its
+/// route: `resp` a response opcode (to the Completer), `has_pay` a payload follows.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct RxHdrWord {
+    pub hdr: RxHeader,
+    pub ext_words: Bits<4>,
+    pub pay_len: Bits<13>,
+    pub resp: Bit,
+    pub has_pay: Bit,
 }
 
 #[derive(LogicBlock)]
@@ -113,6 +124,9 @@ pub struct Rnic {
     rx: RxParse,
     /// RX Parse's payload output through a register slice: the payload's ready from the Scatter Paths ends here.
     rx_slice: AxisSlice,
+    /// RX Parse's header stream through a hold register, routed on its way in: the Completer's and the
+    /// Responder's header handshakes end here instead of reaching RX Parse's verdict queues.
+    rx_hold: HoldReg<RxHdrWord>,
     txfb: TxFrameBuffer,
     mux: TxFrameMux,
     arp: ArpResponder,
@@ -218,6 +232,7 @@ impl Default for Rnic {
             arb: Default::default(),
             rx: Default::default(),
             rx_slice: Default::default(),
+            rx_hold: Default::default(),
             txfb: Default::default(),
             mux: Default::default(),
             arp: Default::default(),
@@ -295,6 +310,7 @@ impl Logic for Rnic {
         self.arb.clock.next = self.clock.val();
         self.rx.clock.next = self.clock.val();
         self.rx_slice.clock.next = self.clock.val();
+        self.rx_hold.clock.next = self.clock.val();
         self.mux.clock.next = self.clock.val();
         self.txfb.clock.next = self.clock.val();
         self.arp.clock.next = self.clock.val();
@@ -829,21 +845,31 @@ impl Logic for Rnic {
         // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests wait for the
         // responder: taken and their payload drained. A header is handed on only when the previous header's
         // payload has gone, so the payload stream always belongs to the last header taken.
-        self.l_resp.next = (self.rx.hdr.val().opcode >= self.op_resp_lo.val()) & (self.rx.hdr.val().opcode <= self.op_resp_hi.val());
-        self.l_has_pay.next = self.rx.hdr_pay_len.val() != self.zero13.val();
-        self.comp.hdr.next = self.rx.hdr.val();
-        self.comp.hdr_ext_words.next = self.rx.hdr_ext_words.val();
-        self.comp.hdr_pay_len.next = self.rx.hdr_pay_len.val();
-        self.comp.hdr_valid.next = self.rx.hdr_valid.val() & self.l_resp.val() & !self.pay_busy.q.val();
-        self.resp.hdr.next = self.rx.hdr.val();
-        self.resp.hdr_ext_words.next = self.rx.hdr_ext_words.val();
-        self.resp.hdr_pay_len.next = self.rx.hdr_pay_len.val();
-        self.resp.hdr_valid.next = self.rx.hdr_valid.val() & !self.l_resp.val() & !self.pay_busy.q.val();
-        self.rx.hdr_ready.next = !self.pay_busy.q.val() & self.comp.hdr_ready.val();
+        // a header is routed on its way into the hold register: responses (ACK, READ response, atomic ACK)
+        // to the Completer, requests to the Responder
+        self.rx_hold.s_data.next.hdr = self.rx.hdr.val();
+        self.rx_hold.s_data.next.ext_words = self.rx.hdr_ext_words.val();
+        self.rx_hold.s_data.next.pay_len = self.rx.hdr_pay_len.val();
+        self.rx_hold.s_data.next.resp =
+            (self.rx.hdr.val().opcode >= self.op_resp_lo.val()) & (self.rx.hdr.val().opcode <= self.op_resp_hi.val());
+        self.rx_hold.s_data.next.has_pay = self.rx.hdr_pay_len.val() != self.zero13.val();
+        self.rx_hold.s_valid.next = self.rx.hdr_valid.val();
+        self.rx.hdr_ready.next = self.rx_hold.s_ready.val();
+        self.l_resp.next = self.rx_hold.m_data.val().resp;
+        self.l_has_pay.next = self.rx_hold.m_data.val().has_pay;
+        self.comp.hdr.next = self.rx_hold.m_data.val().hdr;
+        self.comp.hdr_ext_words.next = self.rx_hold.m_data.val().ext_words;
+        self.comp.hdr_pay_len.next = self.rx_hold.m_data.val().pay_len;
+        self.comp.hdr_valid.next = self.rx_hold.m_valid.val() & self.l_resp.val() & !self.pay_busy.q.val();
+        self.resp.hdr.next = self.rx_hold.m_data.val().hdr;
+        self.resp.hdr_ext_words.next = self.rx_hold.m_data.val().ext_words;
+        self.resp.hdr_pay_len.next = self.rx_hold.m_data.val().pay_len;
+        self.resp.hdr_valid.next = self.rx_hold.m_valid.val() & !self.l_resp.val() & !self.pay_busy.q.val();
+        self.rx_hold.m_ready.next = !self.pay_busy.q.val() & self.comp.hdr_ready.val();
         if !self.l_resp.val() {
-            self.rx.hdr_ready.next = !self.pay_busy.q.val() & self.resp.hdr_ready.val();
+            self.rx_hold.m_ready.next = !self.pay_busy.q.val() & self.resp.hdr_ready.val();
         }
-        if self.rx.hdr_valid.val() & self.rx.hdr_ready.val() & self.l_has_pay.val() {
+        if self.rx_hold.m_valid.val() & self.rx_hold.m_ready.val() & self.l_has_pay.val() {
             self.pay_busy.d.next = true;
             self.pay_comp.d.next = self.l_resp.val();
         }
