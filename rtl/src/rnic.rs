@@ -161,7 +161,9 @@ pub struct Rnic {
     c_err: DFF<Bits<8>>,
     l_data: Signal<Local, Bits<512>>,
     l_w0: Signal<Local, Bits<32>>,
-    l_ctr: Signal<Local, Bits<32>>,
+    ctr_g: [DFF<Bits<32>>; 4],
+    ctr_hi: DFF<Bits<2>>,
+    ctr_v: DFF<Bits<32>>,
 
     op_mr: Constant<Bits<8>>,
     op_inv: Constant<Bits<8>>,
@@ -181,7 +183,7 @@ pub struct Rnic {
     zero8: Constant<Bits<8>>,
     zero64: Constant<Bits<64>>,
     zero512: Constant<Bits<512>>,
-    ctr_k: [Constant<Bits<6>>; 31],
+    zero32: Constant<Bits<32>>,
 }
 
 impl Default for Rnic {
@@ -263,7 +265,9 @@ impl Default for Rnic {
             c_err: Default::default(),
             l_data: Default::default(),
             l_w0: Default::default(),
-            l_ctr: Default::default(),
+            ctr_g: Default::default(),
+            ctr_hi: Default::default(),
+            ctr_v: Default::default(),
             op_mr: k(u64::from(CMD_WRITE_MR)),
             op_inv: k(u64::from(CMD_INVALIDATE_MR)),
             op_qp: k(u64::from(CMD_WRITE_QP)),
@@ -283,7 +287,7 @@ impl Default for Rnic {
             zero8: k(0),
             zero64: k(0),
             zero512: Constant::new(Bits::<512>::default()),
-            ctr_k: core::array::from_fn(|i| k(i as u64)),
+            zero32: k(0),
         }
     }
 }
@@ -291,7 +295,11 @@ impl Default for Rnic {
 impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp, cq_last_b);
+        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp, cq_last_b, ctr_hi, ctr_v);
+        for i in 0..4 {
+            self.ctr_g[i].clock.next = self.clock.val();
+            self.ctr_g[i].d.next = self.ctr_g[i].q.val();
+        }
         self.resp.clock.next = self.clock.val();
         self.txarb.clock.next = self.clock.val();
         self.arb2.clock.next = self.clock.val();
@@ -333,99 +341,57 @@ impl Logic for Rnic {
         self.csr.rready.next = self.rready.val();
         self.rdata.next = self.csr.rdata.val();
         self.rresp.next = self.csr.rresp.val();
-        // counter window: RX Parse's counters, then ARP's
-        self.l_ctr.next = self.rx.counters[0].val();
-        if self.csr.ctr_index.val() == self.ctr_k[1].val() {
-            self.l_ctr.next = self.rx.counters[1].val();
+        // counter window (RX Parse's counters, ARP's, the Responder's, the Completer's): the CSR samples
+        // `ctr_value` two cycles after `ctr_index` changes, so the 32-way mux is two registered stages:
+        // eight-way muxes into ctr_g[0..4] (and the group number into ctr_hi), then the group
+        self.ctr_hi.d.next = self.csr.ctr_index.val().get_bits::<2>(3);
+        match self.csr.ctr_index.val().get_bits::<3>(0).index() {
+            0 => self.ctr_g[0].d.next = self.rx.counters[0].val(),
+            1 => self.ctr_g[0].d.next = self.rx.counters[1].val(),
+            2 => self.ctr_g[0].d.next = self.rx.counters[2].val(),
+            3 => self.ctr_g[0].d.next = self.rx.counters[3].val(),
+            4 => self.ctr_g[0].d.next = self.rx.counters[4].val(),
+            5 => self.ctr_g[0].d.next = self.rx.counters[5].val(),
+            6 => self.ctr_g[0].d.next = self.rx.counters[6].val(),
+            _ => self.ctr_g[0].d.next = self.rx.counters[7].val(),
         }
-        if self.csr.ctr_index.val() == self.ctr_k[2].val() {
-            self.l_ctr.next = self.rx.counters[2].val();
+        match self.csr.ctr_index.val().get_bits::<3>(0).index() {
+            0 => self.ctr_g[1].d.next = self.rx.counters[8].val(),
+            1 => self.ctr_g[1].d.next = self.arp.answered.val(),
+            2 => self.ctr_g[1].d.next = self.resp.counters[0].val(),
+            3 => self.ctr_g[1].d.next = self.resp.counters[1].val(),
+            4 => self.ctr_g[1].d.next = self.resp.counters[2].val(),
+            5 => self.ctr_g[1].d.next = self.resp.counters[3].val(),
+            6 => self.ctr_g[1].d.next = self.resp.counters[4].val(),
+            _ => self.ctr_g[1].d.next = self.resp.counters[5].val(),
         }
-        if self.csr.ctr_index.val() == self.ctr_k[3].val() {
-            self.l_ctr.next = self.rx.counters[3].val();
+        match self.csr.ctr_index.val().get_bits::<3>(0).index() {
+            0 => self.ctr_g[2].d.next = self.resp.counters[6].val(),
+            1 => self.ctr_g[2].d.next = self.resp.counters[7].val(),
+            2 => self.ctr_g[2].d.next = self.resp.counters[8].val(),
+            3 => self.ctr_g[2].d.next = self.resp.counters[9].val(),
+            4 => self.ctr_g[2].d.next = self.resp.counters[10].val(),
+            5 => self.ctr_g[2].d.next = self.resp.counters[11].val(),
+            6 => self.ctr_g[2].d.next = self.comp.counters[0].val(),
+            _ => self.ctr_g[2].d.next = self.comp.counters[1].val(),
         }
-        if self.csr.ctr_index.val() == self.ctr_k[4].val() {
-            self.l_ctr.next = self.rx.counters[4].val();
+        match self.csr.ctr_index.val().get_bits::<3>(0).index() {
+            0 => self.ctr_g[3].d.next = self.comp.counters[2].val(),
+            1 => self.ctr_g[3].d.next = self.comp.counters[3].val(),
+            2 => self.ctr_g[3].d.next = self.comp.counters[4].val(),
+            3 => self.ctr_g[3].d.next = self.comp.counters[5].val(),
+            4 => self.ctr_g[3].d.next = self.comp.counters[6].val(),
+            5 => self.ctr_g[3].d.next = self.comp.counters[7].val(),
+            6 => self.ctr_g[3].d.next = self.comp.counters[8].val(),
+            _ => self.ctr_g[3].d.next = self.zero32.val(),
         }
-        if self.csr.ctr_index.val() == self.ctr_k[5].val() {
-            self.l_ctr.next = self.rx.counters[5].val();
+        match self.ctr_hi.q.val().index() {
+            0 => self.ctr_v.d.next = self.ctr_g[0].q.val(),
+            1 => self.ctr_v.d.next = self.ctr_g[1].q.val(),
+            2 => self.ctr_v.d.next = self.ctr_g[2].q.val(),
+            _ => self.ctr_v.d.next = self.ctr_g[3].q.val(),
         }
-        if self.csr.ctr_index.val() == self.ctr_k[6].val() {
-            self.l_ctr.next = self.rx.counters[6].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[7].val() {
-            self.l_ctr.next = self.rx.counters[7].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[8].val() {
-            self.l_ctr.next = self.rx.counters[8].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[9].val() {
-            self.l_ctr.next = self.arp.answered.val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[10].val() {
-            self.l_ctr.next = self.resp.counters[0].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[11].val() {
-            self.l_ctr.next = self.resp.counters[1].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[12].val() {
-            self.l_ctr.next = self.resp.counters[2].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[13].val() {
-            self.l_ctr.next = self.resp.counters[3].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[14].val() {
-            self.l_ctr.next = self.resp.counters[4].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[15].val() {
-            self.l_ctr.next = self.resp.counters[5].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[16].val() {
-            self.l_ctr.next = self.resp.counters[6].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[17].val() {
-            self.l_ctr.next = self.resp.counters[7].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[18].val() {
-            self.l_ctr.next = self.resp.counters[8].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[19].val() {
-            self.l_ctr.next = self.resp.counters[9].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[20].val() {
-            self.l_ctr.next = self.resp.counters[10].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[21].val() {
-            self.l_ctr.next = self.resp.counters[11].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[22].val() {
-            self.l_ctr.next = self.comp.counters[0].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[23].val() {
-            self.l_ctr.next = self.comp.counters[1].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[24].val() {
-            self.l_ctr.next = self.comp.counters[2].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[25].val() {
-            self.l_ctr.next = self.comp.counters[3].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[26].val() {
-            self.l_ctr.next = self.comp.counters[4].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[27].val() {
-            self.l_ctr.next = self.comp.counters[5].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[28].val() {
-            self.l_ctr.next = self.comp.counters[6].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[29].val() {
-            self.l_ctr.next = self.comp.counters[7].val();
-        }
-        if self.csr.ctr_index.val() == self.ctr_k[30].val() {
-            self.l_ctr.next = self.comp.counters[8].val();
-        }
-        self.csr.ctr_value.next = self.l_ctr.val();
+        self.csr.ctr_value.next = self.ctr_v.q.val();
 
         // ---- command dispatcher
         self.l_data.next = self.c_data.q.val();
