@@ -454,7 +454,7 @@ pub struct Responder {
     pq_ci: DFF<Bits<16>>,
     pq_cnt: DFF<Bits<3>>,
     pq_direct: DFF<Bit>,
-    /// an RQ doorbell's QP and new producer index, and the ring index its QP takes next (DbPf, DbPf2)
+    /// an RQ doorbell's QP and new producer index, and the ring index its QP takes next (DbPf..DbPf3; db_tgt moves on to the second in DbPf2)
     db_qpn: DFF<Bits<8>>,
     db_pi: DFF<Bits<16>>,
     db_tgt: DFF<Bits<16>>,
@@ -482,7 +482,8 @@ pub struct Responder {
     l_pf_idle: Signal<Local, Bit>,
     l_pf_hit: Signal<Local, Bit>,
     l_pf_slot: Signal<Local, Bits<16>>,
-    /// a request is queued in pq_* this cycle: the prefetch of slot ci1, or (`l_pq_miss`) the read of slot ci
+    /// a request is queued in pq_* this cycle: the prefetch of index ci2 or of a doorbell's db_tgt, or
+    /// (`l_pq_miss`) the read of index ci
     l_pq_load: Signal<Local, Bit>,
     l_pq_miss: Signal<Local, Bit>,
     /// a state writes pf_ram this cycle (its address and data set there): a landing read waits a cycle
@@ -2561,9 +2562,6 @@ impl Logic for Responder {
         if self.attr_we.val() {
             self.hot.d.next = false;
         }
-        // a receive WQE taken for a SEND or a WRITE with immediate (not while flushing): the ring's next
-        // one is prefetched when it is posted and no other request waits in pq_*, so it can arrive while
-        // this message's packets come; or Fetch's own read of the WQE it needs, from `wqe_addr` directly
         // DbPf2/DbPf3's read: into the doorbell QP's entry for db_tgt
         if self.l_db_go.val() {
             self.l_pq_load.next = true;
@@ -2578,6 +2576,10 @@ impl Logic for Responder {
             self.pf_ram.wdata.next.pending = true;
             self.pf_ram.wdata.next.ci = self.db_tgt.q.val();
         }
+        // a receive WQE taken for a SEND or a WRITE with immediate (not while flushing): the one two on is
+        // prefetched when it is posted and no other request waits in pq_*, so it arrives while the next
+        // message's packets come; a doorbell's read (above); or Fetch's own read of the WQE it needs, from
+        // `wqe_addr` directly
         if self.l_pq_load.val() {
             self.pq_v.d.next = true;
             self.pq_ent.d.next = self.l_pq_ent.val();
