@@ -28,6 +28,10 @@
 //!   so the flag lags by up to three reads of up to 65 beats: a read may go while at most 252 beats are
 //!   reserved (512 - 4 x 65), half again a 500 ns host round trip at one beat per cycle, so reads of
 //!   every size still stream one per cycle.
+//! - **Inline segments** (`g_inl`): no DMA read and no reservation; the segment's beats are the next ones of
+//!   the inline data stream (`i_*`, WQE Check's inline buffer: an inline WQE's data slots, byte 0 of the payload
+//!   at byte 0 of the first, `i_last` on its last), taken in segment order in place of the completion buffer's
+//!   (the segment plan says which source is in turn), shift 0; bytes past the length zeroed as for any segment.
 //! - `rd_resp_tag` is not used: responses come back in request order.
 
 use crate::axis::{AxisSource, KeepMask};
@@ -59,6 +63,8 @@ pub struct GatherSeg {
     pub nk: Bits<6>,
     /// The DMA returns as many beats as go out (shift <= nk): the last output beat is a flush.
     pub flush: Bit,
+    /// Inline: the beats come from the inline data stream, not from the completion buffer.
+    pub inl: Bit,
 }
 
 /// Gather Path (see the module documentation).
@@ -71,6 +77,14 @@ pub struct GatherPath {
     pub g_addr: Signal<In, Bits<64>>,
     pub g_len: Signal<In, Bits<13>>,
     pub g_tag: Signal<In, Bits<8>>,
+    /// The segment is inline: its `g_len` bytes are the next beats of the inline data stream (`i_*`), from
+    /// byte 0 of the first, `i_last` on its last; no DMA read. `g_addr` is not used.
+    pub g_inl: Signal<In, Bit>,
+    /// The inline data stream (WQE Check's data slots, in the order of the inline segments).
+    pub i_valid: Signal<In, Bit>,
+    pub i_ready: Signal<Out, Bit>,
+    pub i_data: Signal<In, Bits<512>>,
+    pub i_last: Signal<In, Bit>,
     /// DMA read requests: byte address and byte length of the segment.
     pub rd_req_valid: Signal<Out, Bit>,
     pub rd_req_ready: Signal<In, Bit>,
@@ -115,6 +129,8 @@ pub struct GatherPath {
     c_data: Signal<Local, Bits<512>>,
     c_last: Signal<Local, Bit>,
     c_ready: Signal<Local, Bit>,
+    /// The beats of the segment being sent (or starting) come from the inline stream.
+    c_inl: Signal<Local, Bit>,
     req_free: Signal<Local, Bit>,
     accept: Signal<Local, Bit>,
     nonzero: Signal<Local, Bit>,
@@ -128,6 +144,8 @@ pub struct GatherPath {
     shift: DFF<Bits<6>>,
     nk: DFF<Bits<6>>,
     flush: DFF<Bit>,
+    /// The segment inside which `mid` is is inline.
+    cinl: DFF<Bit>,
     prev: DFF<Bits<512>>,
     sbits: Signal<Local, Bits<10>>,
     win: Signal<Local, Bits<1024>>,
@@ -164,6 +182,11 @@ impl Default for GatherPath {
             g_addr: Default::default(),
             g_len: Default::default(),
             g_tag: Default::default(),
+            g_inl: Default::default(),
+            i_valid: Default::default(),
+            i_ready: Default::default(),
+            i_data: Default::default(),
+            i_last: Default::default(),
             rd_req_valid: Default::default(),
             rd_req_ready: Default::default(),
             rd_req_addr: Default::default(),
@@ -195,6 +218,7 @@ impl Default for GatherPath {
             c_data: Default::default(),
             c_last: Default::default(),
             c_ready: Default::default(),
+            c_inl: Default::default(),
             req_free: Default::default(),
             accept: Default::default(),
             nonzero: Default::default(),
@@ -205,6 +229,7 @@ impl Default for GatherPath {
             shift: Default::default(),
             nk: Default::default(),
             flush: Default::default(),
+            cinl: Default::default(),
             prev: Default::default(),
             sbits: Default::default(),
             win: Default::default(),
@@ -237,7 +262,7 @@ impl Logic for GatherPath {
     fn update(&mut self) {
         dff_setup!(
             self, clock, rq_valid, rq_addr, rq_len, rq_tag, rq_lo, rq_hi, room, fired, issued, popped, inuse, mid, owe,
-            shift, nk, flush, prev, o_valid, o_data, o_keep, o_last
+            shift, nk, flush, cinl, prev, o_valid, o_data, o_keep, o_last
         );
         clock!(self, clock, segs, cbuf);
 
@@ -254,9 +279,15 @@ impl Logic for GatherPath {
         self.segs.din.next.nk = self.new_nk.val();
         // shift + (64 - nk) <= 64: the beats the DMA returns are exactly the beats that go out
         self.segs.din.next.flush = self.new_shift.val() <= self.new_nk.val();
+        self.segs.din.next.inl = self.g_inl.val();
+        if self.g_inl.val() {
+            // inline data starts at byte 0 of its first beat
+            self.segs.din.next.shift = self.k0_6.val();
+            self.segs.din.next.flush = true;
+        }
         self.segs.push.next = self.accept.val() & self.nonzero.val();
         if self.req_free.val() {
-            self.rq_valid.d.next = self.accept.val() & self.nonzero.val();
+            self.rq_valid.d.next = self.accept.val() & self.nonzero.val() & !self.g_inl.val();
             self.rq_addr.d.next = self.g_addr.val();
             self.rq_len.d.next = self.g_len.val();
             self.rq_tag.d.next = self.g_tag.val();
@@ -287,9 +318,20 @@ impl Logic for GatherPath {
         self.cbuf.push.next = self.rd_resp_valid.val();
         self.cbuf.din.next.data = self.rd_resp_data.val();
         self.cbuf.din.next.last = self.rd_resp_last.val();
+        // the beats of the segment in turn: the completion buffer's or, for an inline segment, the inline
+        // stream's (both in segment order)
+        self.c_inl.next = self.segs.dout.val().inl;
+        if self.mid.q.val() {
+            self.c_inl.next = self.cinl.q.val();
+        }
         self.c_valid.next = !self.cbuf.empty.val();
         self.c_data.next = self.cbuf.dout.val().data;
         self.c_last.next = self.cbuf.dout.val().last;
+        if self.c_inl.val() {
+            self.c_valid.next = self.i_valid.val();
+            self.c_data.next = self.i_data.val();
+            self.c_last.next = self.i_last.val();
+        }
 
         // ---- realignment: output beat = {current DMA beat, previous one} >> 8*shift ----
         self.can_out.next = !self.o_valid.q.val() | self.m_axis.tready.val();
@@ -298,8 +340,9 @@ impl Logic for GatherPath {
         self.c_ready.next =
             (!self.need_out.val() | self.can_out.val()) & (self.mid.q.val() | !self.segs.empty.val());
         self.take.next = self.c_valid.val() & self.c_ready.val();
-        self.cbuf.pop.next = self.c_ready.val();
-        if self.take.val() {
+        self.cbuf.pop.next = self.c_ready.val() & !self.c_inl.val();
+        self.i_ready.next = self.c_ready.val() & self.c_inl.val();
+        if self.take.val() & !self.c_inl.val() {
             self.popped.d.next = self.popped.q.val() + self.k1_10.val();
         }
         self.out_fire.next =
@@ -339,6 +382,7 @@ impl Logic for GatherPath {
                 self.shift.d.next = self.segs.dout.val().shift;
                 self.nk.d.next = self.segs.dout.val().nk;
                 self.flush.d.next = self.segs.dout.val().flush;
+                self.cinl.d.next = self.segs.dout.val().inl;
                 if self.c_last.val() {
                     self.owe.d.next = self.segs.dout.val().flush;
                 }
@@ -493,13 +537,27 @@ pub(crate) mod tests {
 
     /// Gather `segs` from `mem` under `pace`; runs until every expected beat is out, then a few cycles more.
     pub(crate) fn run_gather(mem: &[u8], segs: &[Seg], pace: Pace, seed: u64) -> Run {
+        run_gather_inl(mem, segs, &vec![false; segs.len()], pace, seed)
+    }
+
+    /// As [`run_gather`], segment i inline when `inl[i]`: its beats (the 64-byte lines of `mem` from its
+    /// address, bytes past its length left as they are) come on the inline stream under the DMA's pace.
+    pub(crate) fn run_gather_inl(mem: &[u8], segs: &[Seg], inl: &[bool], pace: Pace, seed: u64) -> Run {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut u = GatherPath::default();
         u.connect_all();
         let want_beats: usize = segs.iter().map(|s| s.len.div_ceil(64)).sum();
         let mut dma = DmaReader::new();
-        let mut reqs = segs.iter().copied().filter(|s| s.len > 0);
+        let mut reqs = segs.iter().zip(inl).filter(|(s, &i)| s.len > 0 && !i).map(|(s, _)| *s).collect::<Vec<_>>().into_iter();
         let mut next_req = move || reqs.next();
+        let mut ibeats: VecDeque<(Bits<512>, bool)> = VecDeque::new();
+        for (s, _) in segs.iter().zip(inl).filter(|(_, &i)| i) {
+            let nb = s.len.div_ceil(64);
+            for j in 0..nb {
+                let at = s.addr as usize + 64 * j;
+                ibeats.push_back((beat_of(&mem[at..at + 64]).0, j + 1 == nb));
+            }
+        }
         let mut si = 0;
         let mut beats = Vec::new();
         let mut stalled: Option<([u8; 64], u64, bool)> = None;
@@ -513,7 +571,18 @@ pub(crate) mod tests {
             u.g_addr.next = bits::<64>(HOST.wrapping_add(s.addr));
             u.g_len.next = bits::<13>(s.len as u64);
             u.g_tag.next = bits::<8>(s.tag as u64);
+            u.g_inl.next = inl[si.min(segs.len() - 1)];
             dma.drive(&mut u, mem, cycle, &pace, &mut rng);
+            let iv = !ibeats.is_empty() && rng.gen_ratio(pace.resp_valid, 1000);
+            u.i_valid.next = iv;
+            if iv {
+                u.i_data.next = ibeats[0].0;
+                u.i_last.next = ibeats[0].1;
+            } else {
+                // garbage on an idle stream: it must not be taken
+                u.i_data.next = beat_of(&[0xDD; 64]).0;
+                u.i_last.next = rng.gen();
+            }
             u.m_axis.tready.next = rng.gen_ratio(pace.out_ready, 1000);
             u.clock.next = false.into();
             assert!(simulate(&mut u, 50));
@@ -521,6 +590,9 @@ pub(crate) mod tests {
                 si += 1;
             }
             dma.sample(&u, cycle, &pace, &mut next_req);
+            if iv && u.i_ready.val() {
+                ibeats.pop_front();
+            }
             if u.m_axis.tvalid.val() {
                 let b = (bytes_of(&u.m_axis.tdata.val()), keep_u64(&u.m_axis.tkeep.val()), u.m_axis.tlast.val());
                 if let Some(s) = stalled {
@@ -543,7 +615,7 @@ pub(crate) mod tests {
                 progress = cycle;
             }
             assert!(cycle - progress < 2_000, "gather stopped: {} of {want_beats} beats", beats.len());
-            if beats.len() >= want_beats && si == segs.len() && dma.idle() {
+            if beats.len() >= want_beats && si == segs.len() && dma.idle() && ibeats.is_empty() {
                 after += 1;
                 if after == 20 {
                     break;
@@ -551,6 +623,7 @@ pub(crate) mod tests {
             }
         }
         assert!(next_req().is_none(), "a segment's DMA read was never issued");
+        assert!(ibeats.is_empty(), "{} inline beats were never taken", ibeats.len());
         Run {
             beats,
             cycles: cycle,
@@ -663,5 +736,31 @@ pub(crate) mod tests {
         assert_eq!(r.refused, 0, "the DMA port waited on a response beat");
         assert!(r.max_beats_out as u64 <= GATHER_BUF_BEATS, "{} beats in flight", r.max_beats_out);
         assert!(r.max_beats_out as u64 > GATHER_RESERVE_LIMIT / 2, "the reads did not run ahead: {}", r.max_beats_out);
+    }
+
+    /// Inline segments (beats from the inline stream, no DMA read: a read for one fails `DmaReader::sample`)
+    /// between DMA segments of every alignment: every segment's bytes in order, bytes past an inline
+    /// segment's length zeroed, under random backpressure and flat out.
+    #[test]
+    fn gather_takes_inline_segments_from_the_inline_stream_in_order() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mem = random_mem(&mut rng, 1 << 15);
+        let mut segs = edge_segs(&mut rng, mem.len(), 300, 1500);
+        segs[3].len = 256;
+        let mut inl: Vec<bool> = segs.iter().map(|s| s.len <= 256 && rng.gen_bool(0.5)).collect();
+        inl[3] = true;
+        inl[segs.iter().position(|s| s.len == 0).unwrap()] = true;
+        assert!(inl.iter().filter(|&&i| i).count() > 40);
+        assert!(segs.iter().zip(&inl).any(|(s, &i)| i && s.len == 0) && segs.iter().zip(&inl).any(|(s, &i)| i && s.len == 256));
+        for (pace, seed) in [(RANDOM, 12), (FLAT_OUT, 13)] {
+            let r = run_gather_inl(&mem, &segs, &inl, pace, seed);
+            check_stream(&mem, &segs, &r.beats);
+        }
+        // all inline, flat out: one beat per cycle
+        let small: Vec<Seg> = segs.iter().copied().filter(|s| s.len > 0 && s.len <= 256).collect();
+        let r = run_gather_inl(&mem, &small, &vec![true; small.len()], FLAT_OUT, 14);
+        check_stream(&mem, &small, &r.beats);
+        let (first, last) = (r.beats.first().unwrap().3, r.beats.last().unwrap().3);
+        assert_eq!(last - first + 1, r.beats.len() as u64, "inline segments stream without a bubble");
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! Errors complete the WQE without sending anything (status in the record, `ibv_wc_status` codes): QP not in
 //! RTS/SQD (ERROR: WR_FLUSH_ERR, else LOC_QP_OP_ERR), lkey/PD/access/bounds failure (LOC_PROT_ERR, as rxe's
-//! `copy_data` failing in `rxe_req.c`), an opcode or flag this build does not implement (inline, SEND_WITH_INV:
-//! LOC_QP_OP_ERR; the driver does not post them when `CAPS` lacks them). Such a local error puts the QP in
+//! `copy_data` failing in `rxe_req.c`), an opcode this build does not implement (SEND_WITH_INV: LOC_QP_OP_ERR;
+//! the driver does not post it), a malformed inline WQE (below: LOC_QP_OP_ERR). Such a local error puts the QP in
 //! error here, as rxe's requester does: the WQEs behind it complete with WR_FLUSH_ERR without being sent,
 //! until the next CMD_WRITE_QP_REQ (modify_qp to RTS); the WQEs before it complete as their responses say.
 //!
@@ -17,6 +17,19 @@
 //! entry if it holds the slot just before its own (`idx - 1`), else it completes with LOC_QP_OP_ERR (a WQE
 //! with `ext` and no mask slot, or `ext` on another opcode). Its record carries the mask slot's index, so a
 //! go-back-N rewind to it reads the mask slot again before the WQE.
+//!
+//! Inline WQEs (flag `inline`, SEND/WRITE with or without immediate, up to `MAX_INLINE` = 256 bytes): the
+//! payload is in the ceil(length / 64) slots after the WQE (`docs/host-interface.md`). The SQ Ring never splits
+//! a read group and the driver keeps an inline WQE inside one, so its data slots come right behind it. After the
+//! checks (no lkey check and no Key Cache lookup: there is no local buffer) the WQE's slot is taken, then each
+//! data slot (`Inl`, one per cycle), checked to be the QP's next ring index and generation, into the inline buffer (8 slots of LUTRAM,
+//! read by the Gather Path in WQE order, `inl_*`). The buffer's reader sees a WQE's slots only once all are in
+//! (a committed write pointer), then the descriptor (`inl`, one packet: inline data fits the smallest MTU) goes
+//! to the Requester, whose gather command says `g_inl`. A WQE that completes unsent has its data slots taken
+//! and dropped; one whose next slot is not its data (another QP's slot: the driver broke the group rule)
+//! completes with LOC_QP_OP_ERR, its written slots are dropped (write pointer back to the committed one) and
+//! that slot is left for the next WQE. `inline` on another opcode or with more than 256 bytes: LOC_QP_OP_ERR.
+//! Padding slots (opcode byte `WR_NOP_SLOT`) are taken and dropped without a record.
 //!
 //! Local access needed: READ and the atomics write the local buffer (LOCAL_WRITE); SEND and WRITE only read it
 //! (no flag, as rxe: a gather needs none). A zero-length buffer is not checked (C9-88, as the Key Cache).
@@ -32,12 +45,13 @@ use rust_hdl::prelude::*;
 
 use crate::bytemap::{ByteMap, ByteSrc};
 use crate::consts::k;
-use crate::fifo::SdpRam;
+use crate::fifo::{DistRam, SdpRam};
 use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
 use crate::requester::{ReqDesc, ReqDone};
 use testbench::host::{
-    WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MASK_SLOT,
-    WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ,
+    MAX_INLINE, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD,
+    WR_MASK_SLOT, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_NOP_SLOT, WR_RDMA_READ,
+    WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM,
 };
 use testbench::model::{QpState, WcStatus};
 
@@ -97,6 +111,14 @@ pub struct ReqIssued {
     pub rewind: Bit,
 }
 
+/// One data slot of an inline WQE in the inline buffer.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct InlBeat {
+    pub data: Bits<512>,
+    /// The WQE's last data slot.
+    pub last: Bit,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 enum FrontState {
     Idle,
@@ -109,6 +131,7 @@ enum FrontState {
     RwRead,
     RwSq,
     RwMark,
+    Inl,
 }
 
 #[derive(LogicBlock)]
@@ -173,6 +196,12 @@ pub struct ReqFront {
     pub sq_rw_ready: Signal<In, Bit>,
     pub sq_rw_qpn: Signal<Out, Bits<24>>,
     pub sq_rw_idx: Signal<Out, Bits<16>>,
+    /// Inline data for the Gather Path: the data slots of the inline WQEs handed to the Requester, in the
+    /// order of the WQEs, `inl_last` on each WQE's last slot.
+    pub inl_valid: Signal<Out, Bit>,
+    pub inl_ready: Signal<In, Bit>,
+    pub inl_data: Signal<Out, Bits<512>>,
+    pub inl_last: Signal<Out, Bit>,
 
     kc: KeyCache<1024, 10>,
     ctx_ram: SdpRam<SqCtx, 8>,
@@ -215,6 +244,19 @@ pub struct ReqFront {
     o_dv: DFF<Bit>,
     o_iss: DFF<ReqIssued>,
     o_iv: DFF<Bit>,
+    /// The inline buffer (8 slots, LUTRAM): written at `ib_w`, visible to the reader up to `ib_c` (a WQE's
+    /// slots are committed together, once all have come in order, so a WQE that fails half way leaves nothing),
+    /// read at `ib_r`.
+    ib_ram: DistRam<InlBeat, 3>,
+    ib_w: DFF<Bits<4>>,
+    ib_c: DFF<Bits<4>>,
+    ib_r: DFF<Bits<4>>,
+    /// Inline WQE: data slots still to take, the ring index of the next, whether they go into the buffer (the
+    /// WQE goes to the Requester) or are dropped, and whether the WQE's own slot has been taken already.
+    ndat: DFF<Bits<3>>,
+    nidx: DFF<Bits<16>>,
+    isent: DFF<Bit>,
+    popped: DFF<Bit>,
 
     l_op: Signal<Local, Bits<8>>,
     l_flags: Signal<Local, Bits<8>>,
@@ -228,6 +270,12 @@ pub struct ReqFront {
     l_mok: Signal<Local, Bit>,
     l_bad_ext: Signal<Local, Bit>,
     l_unsup: Signal<Local, Bit>,
+    /// Inline flag; an inline WQE this build sends (SEND or WRITE, with or without immediate, at most
+    /// MAX_INLINE bytes); its data slots (ceil(length / 64), 0 when too long).
+    l_inl: Signal<Local, Bit>,
+    l_inl_ok: Signal<Local, Bit>,
+    l_ndat: Signal<Local, Bits<3>>,
+    l_ib_full: Signal<Local, Bit>,
     /// The WQE failed a local check (its status is set and is not WR_FLUSH_ERR).
     l_lerr: Signal<Local, Bit>,
 
@@ -238,6 +286,18 @@ pub struct ReqFront {
     three2: Constant<Bits<2>>,
     one4: Constant<Bits<4>>,
     one16: Constant<Bits<16>>,
+    one3: Constant<Bits<3>>,
+    one4b: Constant<Bits<4>>,
+    zero3: Constant<Bits<3>>,
+    zero6: Constant<Bits<6>>,
+    zero23: Constant<Bits<23>>,
+    zero64: Constant<Bits<64>>,
+    max_inl: Constant<Bits<32>>,
+    op_nop: Constant<Bits<8>>,
+    op_send: Constant<Bits<8>>,
+    op_send_imm: Constant<Bits<8>>,
+    op_write: Constant<Bits<8>>,
+    op_write_imm: Constant<Bits<8>>,
     zero8: Constant<Bits<8>>,
     st_rts: Constant<Bits<3>>,
     st_sqd: Constant<Bits<3>>,
@@ -253,7 +313,7 @@ pub struct ReqFront {
     acc_none: Constant<Bits<4>>,
     f_sig: Constant<Bits<8>>,
     f_sol: Constant<Bits<8>>,
-    f_unsup: Constant<Bits<8>>,
+    f_inl: Constant<Bits<8>>,
     s_flush: Constant<Bits<8>>,
     s_qp_op: Constant<Bits<8>>,
     s_prot: Constant<Bits<8>>,
@@ -311,6 +371,10 @@ impl Default for ReqFront {
             sq_rw_ready: Default::default(),
             sq_rw_qpn: Default::default(),
             sq_rw_idx: Default::default(),
+            inl_valid: Default::default(),
+            inl_ready: Default::default(),
+            inl_data: Default::default(),
+            inl_last: Default::default(),
             kc: Default::default(),
             ctx_ram: Default::default(),
             psn_ram: Default::default(),
@@ -346,6 +410,14 @@ impl Default for ReqFront {
             o_dv: Default::default(),
             o_iss: Default::default(),
             o_iv: Default::default(),
+            ib_ram: Default::default(),
+            ib_w: Default::default(),
+            ib_c: Default::default(),
+            ib_r: Default::default(),
+            ndat: Default::default(),
+            nidx: Default::default(),
+            isent: Default::default(),
+            popped: Default::default(),
             l_op: Default::default(),
             l_flags: Default::default(),
             l_len: Default::default(),
@@ -356,6 +428,10 @@ impl Default for ReqFront {
             l_mok: Default::default(),
             l_bad_ext: Default::default(),
             l_unsup: Default::default(),
+            l_inl: Default::default(),
+            l_inl_ok: Default::default(),
+            l_ndat: Default::default(),
+            l_ib_full: Default::default(),
             l_lerr: Default::default(),
             zero7: k(0),
             zero24: k(0),
@@ -364,6 +440,18 @@ impl Default for ReqFront {
             three2: k(3),
             one4: k(1),
             one16: k(1),
+            one3: k(1),
+            one4b: k(1),
+            zero3: k(0),
+            zero6: k(0),
+            zero23: k(0),
+            zero64: k(0),
+            max_inl: k(MAX_INLINE as u64),
+            op_nop: k(u64::from(WR_NOP_SLOT)),
+            op_send: k(u64::from(WR_SEND)),
+            op_send_imm: k(u64::from(WR_SEND_WITH_IMM)),
+            op_write: k(u64::from(WR_RDMA_WRITE)),
+            op_write_imm: k(u64::from(WR_RDMA_WRITE_WITH_IMM)),
             zero8: k(0),
             st_rts: k(QpState::Rts as u64),
             st_sqd: k(QpState::Sqd as u64),
@@ -379,7 +467,7 @@ impl Default for ReqFront {
             acc_none: k(0),
             f_sig: k(u64::from(WQE_SIGNALED)),
             f_sol: k(u64::from(WQE_SOLICITED)),
-            f_unsup: k(u64::from(WQE_INLINE)),
+            f_inl: k(u64::from(WQE_INLINE)),
             s_flush: k(WcStatus::WrFlushErr as u64),
             s_qp_op: k(WcStatus::LocQpOpErr as u64),
             s_prot: k(WcStatus::LocProtErr as u64),
@@ -392,9 +480,10 @@ impl Logic for ReqFront {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
-            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk, mok, qe_v, qe_q
+            swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk, mok, qe_v, qe_q, ib_w, ib_c, ib_r, ndat,
+            nidx, isent, popped
         );
-        clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln);
+        clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln, ib_ram);
         self.kc.clock.next = self.clock.val();
         self.ctx_ram.clock.next = self.clock.val();
         self.psn_ram.clock.next = self.clock.val();
@@ -477,7 +566,34 @@ impl Logic for ReqFront {
         self.qe_q.d.next = self.qerr_qpn.val();
         self.l_bad_ext.next = (((self.l_flags.val() & self.f_ext.val()) != self.zero8.val()) != self.l_masked.val())
             | (self.l_masked.val() & !self.l_mok.val());
-        self.l_unsup.next = ((self.l_flags.val() & self.f_unsup.val()) != self.zero8.val()) | self.l_bad_ext.val();
+        self.l_inl.next = (self.l_flags.val() & self.f_inl.val()) != self.zero8.val();
+        self.l_inl_ok.next = ((self.l_op.val() == self.op_send.val())
+            | (self.l_op.val() == self.op_send_imm.val())
+            | (self.l_op.val() == self.op_write.val())
+            | (self.l_op.val() == self.op_write_imm.val()))
+            & (self.l_len.val() <= self.max_inl.val());
+        self.l_ndat.next = self.zero3.val();
+        if self.l_inl.val() & (self.l_len.val() <= self.max_inl.val()) {
+            self.l_ndat.next = self.l_len.val().get_bits::<3>(6);
+            if self.l_len.val().get_bits::<6>(0) != self.zero6.val() {
+                self.l_ndat.next = self.l_len.val().get_bits::<3>(6) + self.one3.val();
+            }
+        }
+        self.l_unsup.next = (self.l_inl.val() & !self.l_inl_ok.val()) | self.l_bad_ext.val();
+        // the inline buffer: 8 slots; the reader sees the committed ones
+        self.l_ib_full.next = (self.ib_w.q.val().get_bits::<3>(0) == self.ib_r.q.val().get_bits::<3>(0))
+            & (self.ib_w.q.val().get_bit(3) != self.ib_r.q.val().get_bit(3));
+        self.ib_ram.we.next = false;
+        self.ib_ram.waddr.next = self.ib_w.q.val().get_bits::<3>(0);
+        self.ib_ram.wdata.next.data = self.wqe_data.val();
+        self.ib_ram.wdata.next.last = self.ndat.q.val() == self.one3.val();
+        self.ib_ram.raddr.next = self.ib_r.q.val().get_bits::<3>(0);
+        self.inl_valid.next = self.ib_r.q.val() != self.ib_c.q.val();
+        self.inl_data.next = self.ib_ram.rdata.val().data;
+        self.inl_last.next = self.ib_ram.rdata.val().last;
+        if self.inl_ready.val() & (self.ib_r.q.val() != self.ib_c.q.val()) {
+            self.ib_r.d.next = self.ib_r.q.val() + self.one4b.val();
+        }
         self.l_lerr.next = (self.status.q.val() != self.zero8.val()) & (self.status.q.val() != self.s_flush.val());
 
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
@@ -523,6 +639,7 @@ impl Logic for ReqFront {
                     self.gen_ram.raddr.next = self.rw_qpn.val().get_bits::<8>(0);
                     self.state.d.next = FrontState::RwRead;
                 } else if self.wqe_valid.val() & !self.o_iv.q.val() {
+                    self.popped.d.next = false;
                     self.slot.d.next = self.wqe_data.val();
                     self.qpn.d.next = self.wqe_qpn.val();
                     self.idx.d.next = self.wqe_idx.val();
@@ -552,6 +669,14 @@ impl Logic for ReqFront {
                     self.mask_ram.we.next = true;
                     self.wqe_ready.next = true;
                     self.state.d.next = FrontState::Idle;
+                } else if self.l_op.val() == self.op_nop.val() {
+                    // a padding slot: dropped, no record
+                    self.wqe_ready.next = true;
+                    self.state.d.next = FrontState::Idle;
+                } else if self.l_inl.val() {
+                    // inline: no local buffer, no Key Cache lookup (none is in flight, so no result can come
+                    // in Check)
+                    self.state.d.next = FrontState::Check;
                 }
             }
             FrontState::Key => {
@@ -602,11 +727,12 @@ impl Logic for ReqFront {
                 }
             }
             FrontState::Check => {
-                if self.kc.res_valid.val() {
+                if self.kc.res_valid.val() | self.l_inl.val() {
                     self.key_ok.d.next = self.kc.res_ok.val();
                     self.dma.d.next = self.kc.res_dma.val();
                     self.status.d.next = self.zero8.val();
-                    if !self.kc.res_ok.val() {
+                    // an inline WQE has no local buffer (its lkey is not looked at)
+                    if !self.kc.res_ok.val() & !self.l_inl.val() {
                         self.status.d.next = self.s_prot.val();
                     }
                     if self.l_unsup.val() {
@@ -626,8 +752,16 @@ impl Logic for ReqFront {
                     self.next_noack.d.next = self.sp.q.val().noack;
                     self.soff.d.next = bit_cast::<32, 24>(self.sp.q.val().skip) << self.ctx.q.val().mtu_log2;
                     self.swait.d.next = self.zero2.val();
+                    self.ndat.d.next = self.l_ndat.val();
+                    self.isent.d.next = false;
+                    if self.l_inl.val() {
+                        // an inline WQE's own slot leaves the SQ Ring's output now, its data slots are next
+                        self.wqe_ready.next = true;
+                        self.popped.d.next = true;
+                        self.nidx.d.next = self.idx.q.val() + self.one16.val();
+                    }
                     // hand the WQE to the Requester unless it failed its checks
-                    if self.kc.res_ok.val()
+                    if (self.kc.res_ok.val() | self.l_inl.val())
                         & !self.q_err.q.val()
                         & !self.l_unsup.val()
                         & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()))
@@ -656,11 +790,21 @@ impl Logic for ReqFront {
                         self.o_desc.d.next.dst_ip = self.ctx.q.val().dst_ip;
                         self.o_desc.d.next.sport = self.ctx.q.val().sport;
                         self.o_desc.d.next.cont = false;
-                        if self.sp.q.val().skip != self.zero24.val() {
+                        self.o_desc.d.next.inl = self.l_inl.val();
+                        if self.l_inl.val() {
+                            // its data slots into the inline buffer first (one packet: never resumed mid-way)
+                            self.o_desc.d.next.laddr = self.zero64.val();
+                            self.o_dv.d.next = false;
+                            self.isent.d.next = true;
+                            self.state.d.next = FrontState::Inl;
+                        } else if self.sp.q.val().skip != self.zero24.val() {
                             // go-back-N resumes this WQE after `skip` packets: addresses and length first
                             self.o_dv.d.next = false;
                             self.state.d.next = FrontState::Skip;
                         }
+                    } else if self.l_inl.val() {
+                        // not sent: its data slots are taken and dropped
+                        self.state.d.next = FrontState::Inl;
                     } else {
                         self.state.d.next = FrontState::Emit;
                     }
@@ -712,9 +856,55 @@ impl Logic for ReqFront {
                     self.o_iss.d.next.laddr = self.dma.q.val();
                     self.o_iss.d.next.len = self.l_len.val();
                     self.o_iss.d.next.imm = self.imm_map.y.val();
-                    // the slot is consumed
-                    self.wqe_ready.next = true;
+                    // the slot is consumed (an inline WQE's was taken before its data slots)
+                    self.wqe_ready.next = !self.popped.q.val();
                     self.state.d.next = FrontState::Idle;
+                }
+            }
+            FrontState::Inl => {
+                if self.ndat.q.val() == self.zero3.val() {
+                    // all in: commit them and hand the WQE to the Requester (or complete it unsent)
+                    self.ib_c.d.next = self.ib_w.q.val();
+                    if self.isent.q.val() {
+                        self.o_dv.d.next = true;
+                        self.state.d.next = FrontState::Run;
+                    } else {
+                        self.state.d.next = FrontState::Emit;
+                    }
+                } else if self.wqe_valid.val() {
+                    // (the QP's slots come in ring order, so its next slot of this generation is idx + k: the
+                    // low bits of the index are checked, with the QPN's eight, to keep this compare short)
+                    if (self.wqe_qpn.val().get_bits::<8>(0) == self.qpn.q.val().get_bits::<8>(0))
+                        & (self.wqe_idx.val().get_bits::<3>(0) == self.nidx.q.val().get_bits::<3>(0))
+                        & (self.wqe_gen.val() == self.gen.q.val())
+                    {
+                        if !self.isent.q.val() | !self.l_ib_full.val() {
+                            self.wqe_ready.next = true;
+                            self.nidx.d.next = self.nidx.q.val() + self.one16.val();
+                            self.ndat.d.next = self.ndat.q.val() - self.one3.val();
+                            if self.isent.q.val() {
+                                self.ib_ram.we.next = true;
+                                self.ib_w.d.next = self.ib_w.q.val() + self.one4b.val();
+                            }
+                            if self.ndat.q.val() == self.one3.val() {
+                                // the last one: committed with it, the WQE goes on in the same cycle
+                                self.ib_c.d.next = self.ib_w.q.val();
+                                self.state.d.next = FrontState::Emit;
+                                if self.isent.q.val() {
+                                    self.ib_c.d.next = self.ib_w.q.val() + self.one4b.val();
+                                    self.o_dv.d.next = true;
+                                    self.state.d.next = FrontState::Run;
+                                }
+                            }
+                        }
+                    } else {
+                        // not its next data slot (the WQE crossed a read group: the driver broke the ring
+                        // rule): the WQE completes with LOC_QP_OP_ERR, unsent, what it wrote is dropped
+                        self.status.d.next = self.s_qp_op.val();
+                        self.ib_w.d.next = self.ib_c.q.val();
+                        self.isent.d.next = false;
+                        self.state.d.next = FrontState::Emit;
+                    }
                 }
             }
             _ => {
@@ -843,6 +1033,163 @@ mod tests {
             }
             panic!("the mask slot was not taken");
         }
+    }
+
+    /// What a slot stream made: descriptors, records, and the inline stream's beats (data, last).
+    struct Out {
+        descs: Vec<ReqDesc>,
+        recs: Vec<ReqIssued>,
+        inl: Vec<([u8; 64], bool)>,
+    }
+
+    fn bytes64(b: &Bits<512>) -> [u8; 64] {
+        let mut o = [0u8; 64];
+        for (i, x) in o.iter_mut().enumerate() {
+            *x = b.get_bits::<8>(8 * i).to_u64() as u8;
+        }
+        o
+    }
+
+    impl Rig {
+        /// Present `slots` (QPN, ring index, bytes) in order as the SQ Ring's output does (a slot stays until
+        /// taken, the next one right behind it), with random gaps; every descriptor answered with PSN + 1; the
+        /// inline stream taken when `inl_ready` says. Runs until all is taken and quiet.
+        fn stream(&mut self, slots: &[(u64, u64, [u8; 64])], seed: u64, inl_ready: f64) -> Out {
+            use rand::{rngs::SmallRng, Rng, SeedableRng};
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let mut out = Out { descs: vec![], recs: vec![], inl: vec![] };
+            let (mut next, mut quiet) = (0, 0);
+            let mut pend: Option<u64> = None;
+            let mut v = false;
+            for _ in 0..20_000 {
+                // a presented slot stays until taken (the SQ Ring's output is a FIFO)
+                v = next < slots.len() && (v || rng.gen_bool(0.5));
+                self.u.wqe_valid.next = v;
+                if let Some((q, i, d)) = slots.get(next) {
+                    self.u.wqe_qpn.next = bits(*q);
+                    self.u.wqe_idx.next = bits(*i);
+                    self.u.wqe_data.next = b512(d);
+                }
+                self.u.desc_ready.next = true;
+                self.u.issued_ready.next = true;
+                let ir = rng.gen_bool(inl_ready);
+                self.u.inl_ready.next = ir;
+                self.u.done_valid.next = pend.is_some();
+                self.u.done.next = ReqDone { next_psn: bits(pend.unwrap_or(0)), ..Default::default() };
+                simulate(&mut self.u, 200);
+                let mut busy = v;
+                if self.u.desc_valid.val() {
+                    let d = self.u.desc.val();
+                    assert!(pend.is_none(), "one WQE at a time");
+                    pend = Some(d.psn.to_u64() + 1);
+                    out.descs.push(d);
+                }
+                if pend.is_some() && self.u.done_ready.val() && self.u.done_valid.val() {
+                    pend = None;
+                }
+                if v && self.u.wqe_ready.val() {
+                    next += 1;
+                    v = false;
+                }
+                if self.u.issued_valid.val() {
+                    out.recs.push(self.u.issued.val());
+                    busy = true;
+                }
+                if self.u.inl_valid.val() && ir {
+                    out.inl.push((bytes64(&self.u.inl_data.val()), self.u.inl_last.val()));
+                    busy = true;
+                }
+                self.clock();
+                quiet = if busy || pend.is_some() || next < slots.len() || self.u.inl_valid.val() { 0 } else { quiet + 1 };
+                if quiet == 40 {
+                    return out;
+                }
+            }
+            panic!("WQE Check hung: {next} of {} slots taken", slots.len());
+        }
+    }
+
+    /// The slots of an inline WQE: the WQE at `idx`, its data slots after it (bytes from `seed`).
+    fn inline_slots(qpn: u64, idx: u64, op: u8, len: usize, seed: u8) -> Vec<(u64, u64, [u8; 64])> {
+        let w = SendWqe { wr_id: 1000 + idx, opcode: op, flags: WQE_SIGNALED | WQE_INLINE, length: len as u32, lkey: 0xDEAD, ..Default::default() };
+        let mut v = vec![(qpn, idx, w.encode())];
+        for j in 0..len.div_ceil(64) {
+            let mut b = [0u8; 64];
+            for (k, x) in b.iter_mut().enumerate() {
+                *x = seed.wrapping_mul(31).wrapping_add((64 * j + k) as u8);
+            }
+            v.push((qpn, idx + 1 + j as u64, b));
+        }
+        v
+    }
+
+    /// Inline WQEs: the WQE and its data slots are taken, the data slots come out on the inline stream in WQE
+    /// order (`last` on each WQE's last), committed before the descriptor (flagged `inl`, no local address,
+    /// its lkey never looked at) goes to the Requester; a padding slot is dropped without a record; the
+    /// stream's back-pressure (8-slot buffer) holds WQE Check, nothing is lost. An inline READ completes with
+    /// LOC_QP_OP_ERR and its data slots are dropped; an inline WQE whose data slots do not follow it (another
+    /// QP's slot between: the driver broke the group rule) completes with LOC_QP_OP_ERR, and nothing of its
+    /// data reaches the stream.
+    #[test]
+    fn inline_wqes_bring_their_data_slots_to_the_inline_stream() {
+        use testbench::host::nop_slot;
+        let mut r = Rig::new();
+        for q in [1, 2] {
+            r.ctx(q, ctx(QpState::Rts));
+            r.psn(q, 100 * q);
+        }
+        let mut slots = Vec::new();
+        slots.extend(inline_slots(1, 0, WR_SEND, 200, 1));
+        slots.extend(inline_slots(2, 0, WR_RDMA_WRITE, 64, 2));
+        slots.push((1, 5, nop_slot()));
+        slots.extend(inline_slots(1, 6, WR_SEND_WITH_IMM, 256, 3));
+        slots.extend(inline_slots(1, 11, WR_SEND, 0, 4));
+        slots.extend(inline_slots(2, 2, WR_RDMA_WRITE_WITH_IMM, 1, 5));
+        slots.extend(inline_slots(2, 4, WR_SEND, 130, 6));
+        for (seed, ready) in [(1, 1.0), (2, 0.1)] {
+            let mut r = Rig::new();
+            for q in [1, 2] {
+                r.ctx(q, ctx(QpState::Rts));
+                r.psn(q, 100 * q);
+            }
+            let o = r.stream(&slots, seed, ready);
+            let want: Vec<(u64, u64, u64)> = vec![(1, 0, 200), (2, 0, 64), (1, 6, 256), (1, 11, 0), (2, 2, 1), (2, 4, 130)];
+            let got: Vec<(u64, u64, u64)> = o.descs.iter().map(|d| (d.qpn.to_u64(), d.slot.to_u64(), d.len.to_u64())).collect();
+            assert_eq!(got, want, "descriptors");
+            assert!(o.descs.iter().all(|d| d.inl && d.laddr.to_u64() == 0));
+            let recs: Vec<(u64, u64, u64)> = o.recs.iter().map(|i| (i.qpn.to_u64(), i.idx.to_u64(), i.status.to_u64())).collect();
+            assert_eq!(recs, want.iter().map(|&(q, i, _)| (q, i, 0)).collect::<Vec<_>>(), "records (none for the padding slot)");
+            // the data slots, in order, each WQE's last flagged
+            let mut data = Vec::new();
+            for (q, i, len) in &want {
+                let s = slots.iter().position(|(a, b, _)| a == q && b == i).unwrap();
+                let n = (*len as usize).div_ceil(64);
+                for j in 0..n {
+                    data.push((slots[s + 1 + j].2, j + 1 == n));
+                }
+            }
+            assert_eq!(o.inl.len(), data.len(), "inline beats (ready {ready})");
+            assert!(o.inl == data, "inline beats differ (ready {ready})");
+        }
+        // an inline READ: LOC_QP_OP_ERR, its data slot dropped; QP 2's inline SEND behind it goes
+        let mut slots = inline_slots(1, 20, WR_RDMA_READ, 64, 7);
+        slots.extend(inline_slots(2, 10, WR_SEND, 64, 8));
+        let o = r.stream(&slots, 3, 0.5);
+        let recs: Vec<(u64, u64)> = o.recs.iter().map(|i| (i.qpn.to_u64(), i.status.to_u64())).collect();
+        assert_eq!(recs, vec![(1, WcStatus::LocQpOpErr as u64), (2, 0)]);
+        assert_eq!(o.inl, vec![(slots[3].2, true)], "only QP 2's data");
+        r.psn(1, 100);
+        // QP 1's data slots behind QP 2's WQE: QP 1's WQE fails, none of its data goes out, QP 2's does;
+        // QP 1's data slots then come as slots of a QP in error (flushed)
+        let a = inline_slots(1, 30, WR_SEND, 128, 9);
+        let b = inline_slots(2, 12, WR_SEND, 64, 10);
+        let slots = vec![a[0], a[1], b[0], b[1], a[2]];
+        let o = r.stream(&slots, 4, 0.5);
+        let recs: Vec<(u64, u64, u64)> = o.recs.iter().map(|i| (i.qpn.to_u64(), i.idx.to_u64(), i.status.to_u64())).collect();
+        let flush = WcStatus::WrFlushErr as u64;
+        assert_eq!(recs, vec![(1, 30, WcStatus::LocQpOpErr as u64), (2, 12, 0), (1, 32, flush)]);
+        assert_eq!(o.inl, vec![(b[1].2, true)], "only QP 2's data");
+        assert_eq!(o.descs.len(), 1);
     }
 
     /// Masked atomics: the mask slot before the WQE gives the descriptor its masks (another QP's slots may
@@ -1083,7 +1430,7 @@ mod tests {
             (1, SendWqe { lkey: 0x0401, ..w }, WcStatus::LocProtErr),      // no such MR
             (1, SendWqe { length: 0x1001, ..w }, WcStatus::LocProtErr),    // beyond the MR
             (1, SendWqe { opcode: WR_RDMA_READ, ..w }, WcStatus::LocProtErr), // READ needs LOCAL_WRITE... which it has
-            (1, SendWqe { flags: WQE_INLINE, ..w }, WcStatus::LocQpOpErr),
+            (1, SendWqe { flags: WQE_INLINE, length: 257, ..w }, WcStatus::LocQpOpErr), // inline, longer than MAX_INLINE
             (2, w, WcStatus::WrFlushErr),
             (3, w, WcStatus::LocQpOpErr),
         ];

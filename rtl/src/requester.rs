@@ -76,6 +76,9 @@ pub struct ReqDesc {
     /// Go-back-N resumed this SEND/WRITE mid-message (`laddr`, `len` already advanced past the acknowledged
     /// packets): its first packet is a MIDDLE or LAST, without the RETH (rxe `retry_first_write_send`).
     pub cont: Bit,
+    /// Inline WQE: the payload is in WQE Check's inline data stream, not at `laddr` (one packet, as inline
+    /// data fits the smallest path MTU); its gather command says so (`g_inl`).
+    pub inl: Bit,
 }
 
 /// What a WQE left behind.
@@ -236,6 +239,8 @@ pub struct Requester {
     /// Gather Path command: `g_len` payload bytes at DMA address `g_addr`.
     pub g_addr: Signal<Out, Bits<64>>,
     pub g_len: Signal<Out, Bits<13>>,
+    /// The payload comes from the inline data stream (the WQE's data slots), not from host memory.
+    pub g_inl: Signal<Out, Bit>,
     pub g_valid: Signal<Out, Bit>,
     pub g_ready: Signal<In, Bit>,
     pub done: Signal<Out, ReqDone>,
@@ -265,6 +270,7 @@ pub struct Requester {
     o_hv: DFF<Bit>,
     o_gaddr: DFF<Bits<64>>,
     o_glen: DFF<Bits<13>>,
+    o_ginl: DFF<Bit>,
     o_gv: DFF<Bit>,
     o_done: DFF<ReqDone>,
     o_dv: DFF<Bit>,
@@ -306,6 +312,7 @@ pub struct Requester {
     one2: Constant<Bits<2>>,
     zero13: Constant<Bits<13>>,
     zero24: Constant<Bits<24>>,
+    one24: Constant<Bits<24>>,
     zero32: Constant<Bits<32>>,
     zero64: Constant<Bits<64>>,
     ones64: Constant<Bits<64>>,
@@ -337,6 +344,7 @@ impl Default for Requester {
             hdr_ready: Default::default(),
             g_addr: Default::default(),
             g_len: Default::default(),
+            g_inl: Default::default(),
             g_valid: Default::default(),
             g_ready: Default::default(),
             done: Default::default(),
@@ -363,6 +371,7 @@ impl Default for Requester {
             o_hv: Default::default(),
             o_gaddr: Default::default(),
             o_glen: Default::default(),
+            o_ginl: Default::default(),
             o_gv: Default::default(),
             o_done: Default::default(),
             o_dv: Default::default(),
@@ -409,6 +418,7 @@ impl Default for Requester {
             one2: k(1),
             zero13: k(0),
             zero24: k(0),
+            one24: k(1),
             zero32: k(0),
             zero64: k(0),
             ones64: k(u64::MAX),
@@ -435,7 +445,7 @@ impl Logic for Requester {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, wait_to_done, wait_n, wqe, cls, addr, psn, left, first, sent, noack, mtu, last_len, nq,
-            low_nz, len_zero, first_psn, o_hdr, o_hv, o_gaddr, o_glen, o_gv, o_done, o_dv
+            low_nz, len_zero, first_psn, o_hdr, o_hv, o_gaddr, o_glen, o_ginl, o_gv, o_done, o_dv
         );
         self.add_addr.clock.next = self.clock.val();
         self.add_psn.clock.next = self.clock.val();
@@ -446,6 +456,7 @@ impl Logic for Requester {
         self.hdr_valid.next = self.o_hv.q.val();
         self.g_addr.next = self.o_gaddr.q.val();
         self.g_len.next = self.o_glen.q.val();
+        self.g_inl.next = self.o_ginl.q.val();
         self.g_valid.next = self.o_gv.q.val();
         self.done.next = self.o_done.q.val();
         self.done_valid.next = self.o_dv.q.val();
@@ -558,6 +569,13 @@ impl Logic for Requester {
                 self.wait_n.d.next = self.two2.val();
                 self.wait_to_done.d.next = false;
                 self.state.d.next = ReqState::Wait;
+                if (self.nq.q.val() == self.zero24.val())
+                    | ((self.nq.q.val() == self.one24.val()) & !self.low_nz.q.val())
+                {
+                    // one packet: none left after it, so the first packet need not wait for the sum
+                    self.left.d.next = self.zero24.val();
+                    self.state.d.next = ReqState::Packet;
+                }
                 if self.cls.q.val() == self.c_invalid.val() {
                     self.state.d.next = ReqState::Finish;
                 }
@@ -630,6 +648,7 @@ impl Logic for Requester {
                         self.o_gv.d.next = true;
                         self.o_gaddr.d.next = self.addr.q.val();
                         self.o_glen.d.next = self.l_pay.val();
+                        self.o_ginl.d.next = self.wqe.q.val().inl;
                     }
                     self.noack.d.next = self.noack.q.val() + self.one7.val();
                     if self.l_ack.val() {
@@ -715,6 +734,7 @@ mod tests {
                     hdrs.push(self.u.hdr.val());
                 }
                 if self.u.g_valid.val() && gr {
+                    assert_eq!(self.u.g_inl.val(), d.inl, "the gather command's inline flag is the WQE's");
                     pending_g.push((self.u.g_addr.val().to_u64(), self.u.g_len.val().to_u64()));
                 }
                 if self.u.done_valid.val() && dr {
@@ -858,6 +878,8 @@ mod tests {
                     dst_ip: bits(0x0A00_0002),
                     sport: bits(sport as u64),
                     cont: false,
+                    // an inline WQE (payload from the inline stream): same packets, gather commands flagged
+                    inl: !op.is_read_or_atomic() && len <= 256 && rng.gen_bool(0.5),
                 };
                 let (pkts, done) = rig.run(d, &mut rng);
                 assert_eq!(pkts.len(), frames.len(), "{op:?} len {len} mtu {mtu}: packet count");

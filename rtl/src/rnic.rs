@@ -21,7 +21,7 @@
 //! through a second Scatter Path, and whose receive completions share CQE Generation with the Completer.
 //! RX Parse's payload reaches the two through a register slice ([`AxisSlice`]), so the Scatter Paths' ready
 //! (from the DMA write arbiters' grants) ends there instead of running on into RX Parse.
-//! `CAPS` says RC only (atomics: issue 6). The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
+//! `CAPS`: RC, atomics, masked atomics, inline WQEs. The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
 
 use rust_hdl::prelude::*;
 
@@ -225,7 +225,7 @@ impl Default for Rnic {
             wr_last: Default::default(),
             m_axis: Default::default(),
             s_axis: Default::default(),
-            csr: Csr::new(CAP_RC | CAP_ATOMIC | CAP_MASKED_ATOMIC, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
+            csr: Csr::new(CAP_RC | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
             sq: Default::default(),
             front: Default::default(),
             req: Default::default(),
@@ -737,6 +737,7 @@ impl Logic for Rnic {
         self.req.hdr_ready.next = self.txarb.a_hdr_ready.val();
         self.txarb.a_g_addr.next = self.req.g_addr.val();
         self.txarb.a_g_len.next = self.req.g_len.val();
+        self.txarb.a_g_inl.next = self.req.g_inl.val();
         self.txarb.a_g_valid.next = self.req.g_valid.val();
         self.req.g_ready.next = self.txarb.a_g_ready.val();
         self.txarb.b_hdr.next = self.resp.tx_hdr.val();
@@ -744,6 +745,7 @@ impl Logic for Rnic {
         self.resp.tx_hdr_ready.next = self.txarb.b_hdr_ready.val();
         self.txarb.b_g_addr.next = self.resp.g_addr.val();
         self.txarb.b_g_len.next = self.resp.g_len.val();
+        self.txarb.b_g_inl.next = false;
         self.txarb.b_g_valid.next = self.resp.g_valid.val();
         self.resp.g_ready.next = self.txarb.b_g_ready.val();
         self.gather.g_valid.next = self.txarb.g_valid.val();
@@ -751,6 +753,12 @@ impl Logic for Rnic {
         self.gather.g_addr.next = self.txarb.g_addr.val();
         self.gather.g_len.next = self.txarb.g_len.val();
         self.gather.g_tag.next = self.zero8.val();
+        self.gather.g_inl.next = self.txarb.g_inl.val();
+        // inline WQEs' data slots, from WQE Check to the Gather Path
+        self.gather.i_valid.next = self.front.inl_valid.val();
+        self.front.inl_ready.next = self.gather.i_ready.val();
+        self.gather.i_data.next = self.front.inl_data.val();
+        self.gather.i_last.next = self.front.inl_last.val();
         self.txb.hdr.next = self.txarb.hdr.val();
         self.txb.hdr_valid.next = self.txarb.hdr_valid.val();
         self.txarb.hdr_ready.next = self.txb.hdr_ready.val();

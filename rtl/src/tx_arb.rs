@@ -17,6 +17,7 @@ pub struct TxReqArb {
     pub a_hdr_ready: Signal<Out, Bit>,
     pub a_g_addr: Signal<In, Bits<64>>,
     pub a_g_len: Signal<In, Bits<13>>,
+    pub a_g_inl: Signal<In, Bit>,
     pub a_g_valid: Signal<In, Bit>,
     pub a_g_ready: Signal<Out, Bit>,
     pub b_hdr: Signal<In, TxHeader>,
@@ -24,6 +25,7 @@ pub struct TxReqArb {
     pub b_hdr_ready: Signal<Out, Bit>,
     pub b_g_addr: Signal<In, Bits<64>>,
     pub b_g_len: Signal<In, Bits<13>>,
+    pub b_g_inl: Signal<In, Bit>,
     pub b_g_valid: Signal<In, Bit>,
     pub b_g_ready: Signal<Out, Bit>,
     pub hdr: Signal<Out, TxHeader>,
@@ -31,6 +33,7 @@ pub struct TxReqArb {
     pub hdr_ready: Signal<In, Bit>,
     pub g_addr: Signal<Out, Bits<64>>,
     pub g_len: Signal<Out, Bits<13>>,
+    pub g_inl: Signal<Out, Bit>,
     pub g_valid: Signal<Out, Bit>,
     pub g_ready: Signal<In, Bit>,
     /// Waiting for the gather command of the header granted last (from b when `sel_b`).
@@ -51,6 +54,7 @@ impl Default for TxReqArb {
             a_hdr_ready: Default::default(),
             a_g_addr: Default::default(),
             a_g_len: Default::default(),
+            a_g_inl: Default::default(),
             a_g_valid: Default::default(),
             a_g_ready: Default::default(),
             b_hdr: Default::default(),
@@ -58,6 +62,7 @@ impl Default for TxReqArb {
             b_hdr_ready: Default::default(),
             b_g_addr: Default::default(),
             b_g_len: Default::default(),
+            b_g_inl: Default::default(),
             b_g_valid: Default::default(),
             b_g_ready: Default::default(),
             hdr: Default::default(),
@@ -65,6 +70,7 @@ impl Default for TxReqArb {
             hdr_ready: Default::default(),
             g_addr: Default::default(),
             g_len: Default::default(),
+            g_inl: Default::default(),
             g_valid: Default::default(),
             g_ready: Default::default(),
             locked: Default::default(),
@@ -100,10 +106,12 @@ impl Logic for TxReqArb {
         // gather commands: only the locked source's
         self.g_addr.next = self.a_g_addr.val();
         self.g_len.next = self.a_g_len.val();
+        self.g_inl.next = self.a_g_inl.val();
         self.g_valid.next = self.a_g_valid.val() & self.locked.q.val() & !self.sel_b.q.val();
         if self.sel_b.q.val() {
             self.g_addr.next = self.b_g_addr.val();
             self.g_len.next = self.b_g_len.val();
+            self.g_inl.next = self.b_g_inl.val();
             self.g_valid.next = self.b_g_valid.val() & self.locked.q.val();
         }
         self.a_g_ready.next = self.g_ready.val() & self.locked.q.val() & !self.sel_b.q.val();

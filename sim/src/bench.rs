@@ -10,7 +10,8 @@
 //!   counts; one that makes no progress for [`STALL_CYCLES`] or two timeouts, whichever is longer, is
 //!   reported as stalled.
 //! * Latency of one 64-byte WRITE on an idle pair: doorbell (end of the CSR write) to A's first beat on the
-//!   wire; last beat into B's MAC to B's first payload DMA write; last beat into B's MAC to B's first ACK beat.
+//!   wire, for a WQE with its payload in a buffer (lkey) and for an inline WQE; last beat into B's MAC to B's
+//!   first payload DMA write; last beat into B's MAC to B's first ACK beat.
 //! * The wire limit: payload over wire bytes (Ethernet/IPv4/UDP/BTH/ICRC/FCS headers, RETH on a WRITE's first
 //!   packet, 60-byte minimum frame, preamble and inter-packet gap).
 //!
@@ -54,7 +55,8 @@ pub struct BenchOpts {
     pub verbs: Vec<WrOpcode>,
     /// Payload per point (at least 16 messages per QP, at most 4,096 messages).
     pub bytes_per_point: u64,
-    /// VCDs of both RNICs for the first [`VCD_CYCLES`] of every point, into this directory
+    /// VCDs of both RNICs for the first [`VCD_CYCLES`] of every point and for the latency runs, into this
+    /// directory
     /// (`VERB-MTU-QPS-SIZE.a.vcd`, `.b.vcd`).
     pub vcd: Option<std::path::PathBuf>,
 }
@@ -114,6 +116,10 @@ pub struct Latency {
     pub doorbell_to_wire: u64,
     pub rx_to_dma_write: u64,
     pub request_to_ack: u64,
+    /// The same WRITE as an inline WQE (its data in the send ring: one host round trip fewer).
+    pub inline_doorbell_to_wire: u64,
+    /// The host-memory round trip in cycles (the bench's `--host-latency-ns`).
+    pub host_round_trip: u64,
 }
 
 /// Payload Gb/s the 100G wire carries for messages of `size` at path MTU `mtu` (WRITE: RETH on the first
@@ -244,24 +250,58 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     })
 }
 
-/// Latencies of one 64-byte WRITE at MTU 4096 on an idle pair.
+/// Latencies of one 64-byte WRITE at MTU 4096 on an idle pair, from a buffer (lkey) and inline.
 pub fn latency(o: &BenchOpts, dir: &Path) -> Result<Latency> {
+    let (doorbell_to_wire, rx_to_dma_write, request_to_ack) = one_write(o, &dir.join("lkey"), false)?;
+    let (inline_doorbell_to_wire, _, _) = one_write(o, &dir.join("inline"), true)?;
+    Ok(Latency {
+        doorbell_to_wire,
+        rx_to_dma_write,
+        request_to_ack,
+        inline_doorbell_to_wire,
+        host_round_trip: host_latency_cycles(o),
+    })
+}
+
+fn host_latency_cycles(o: &BenchOpts) -> u64 {
+    (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64
+}
+
+/// One 64-byte WRITE on a fresh idle pair: (doorbell to A's first beat, B's last beat in to its payload DMA
+/// write, B's last beat in to its ACK's first beat out).
+fn one_write(o: &BenchOpts, dir: &Path, inline: bool) -> Result<(u64, u64, u64)> {
     let mut r = PairRig::new(4096, 1 << 20, dir)?;
-    let lat = (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64;
+    let lat = host_latency_cycles(o);
     for s in [&r.a.sys, &r.b.sys] {
         let mut s = s.borrow_mut();
         s.dma.latency_cycles = lat;
         s.timing = true;
     }
     r.run(100);
+    if let Some(d) = &o.vcd {
+        // the whole exchange is a few thousand cycles: traced to the end
+        std::fs::create_dir_all(d)?;
+        let name = if inline { "latency-inline" } else { "latency" };
+        r.a.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.a.vcd")).to_str().unwrap());
+        r.b.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.b.vcd")).to_str().unwrap());
+    }
     let mut wr = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.a.buf, length: 64, lkey: r.a.key }]);
+    if inline {
+        wr.sg_list.clear();
+        wr.flags.inline = true;
+        wr.inline_data = (0..64u8).collect();
+    }
     wr.remote_addr = r.b.buf + (512 << 10);
     wr.rkey = r.b.key;
     r.a.drv.post_send(r.a.qpn, &wr).map_err(|e| anyhow!("{e}"))?;
     let db = r.cycle();
     let wcs = r.a.wait(1, 100_000);
-    if wcs.len() != 1 {
-        return Err(anyhow!("the 64-byte WRITE did not complete"));
+    if wcs.len() != 1 || wcs[0].status != WcStatus::Success {
+        return Err(anyhow!("the 64-byte WRITE (inline {inline}) did not complete: {wcs:?}"));
+    }
+    if o.vcd.is_some() {
+        r.a.sys.borrow_mut().rnic.stop_trace();
+        r.b.sys.borrow_mut().rnic.stop_trace();
     }
     let (a, b) = (r.a.sys.borrow(), r.b.sys.borrow());
     let first = |v: &[u64], after: u64| v.iter().copied().find(|&c| c >= after);
@@ -269,7 +309,13 @@ pub fn latency(o: &BenchOpts, dir: &Path) -> Result<Latency> {
     let rx = first(&b.rx_last_beats, wire).ok_or_else(|| anyhow!("no frame reached B"))?;
     let dma = first(&b.dma_write_starts, rx).ok_or_else(|| anyhow!("B wrote nothing"))?;
     let ack = first(&b.tx_first_beats, rx).ok_or_else(|| anyhow!("B sent no ACK"))?;
-    Ok(Latency { doorbell_to_wire: wire - db, rx_to_dma_write: dma - rx, request_to_ack: ack - rx })
+    if inline {
+        let got = r.b.mem.lock().unwrap().read(wr.remote_addr, 64).map_err(|e| anyhow!("{e}"))?;
+        if got != wr.inline_data {
+            return Err(anyhow!("the inline WRITE's payload differs at B"));
+        }
+    }
+    Ok((wire - db, dma - rx, ack - rx))
 }
 
 pub fn csv(points: &[Point]) -> String {

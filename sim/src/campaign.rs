@@ -278,6 +278,7 @@ pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
             w.remote_addr = r.peer_buf + m.peer_off;
             w.rkey = r.peer_rkey;
             w.imm_data = m.imm;
+            inline_every_other(&mut w, &r.mem);
             r.drv.post_send(qps[m.qp].0, &w).unwrap();
         }
         let mut ours: Vec<WorkCompletion> = Vec::new();
@@ -437,6 +438,7 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, v
                 w.remote_addr = other.buf + m.peer_off;
                 w.rkey = other.key;
                 w.imm_data = m.imm;
+                inline_every_other(&mut w, &poster.mem);
                 poster.drv.post_send(poster.qps[m.qp], &w).unwrap();
             }
         }
@@ -729,4 +731,17 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
         counter(&wa, "comp_retries"), counter(&wa, "comp_timeouts"), counter(&wa, "comp_atomic_acks"), counter(&wb, "resp_requests"), counter(&wb, "resp_duplicates")
     );
     summary
+}
+
+/// Every other SEND / WRITE (by wr_id) of at most `MAX_INLINE` bytes goes as an inline WQE: its bytes copied
+/// from the buffer its SGE names (so every check of the payload stands), no SGE; under the campaign's faults
+/// its retransmissions read the data slots from the ring again.
+fn inline_every_other(w: &mut SendWr, mem: &std::sync::Arc<std::sync::Mutex<HostMemory>>) {
+    let Some(sge) = w.sg_list.first().copied() else { return };
+    let payload = matches!(w.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm);
+    if payload && sge.length as usize <= testbench::host::MAX_INLINE && w.wr_id % 2 == 1 {
+        w.inline_data = mem.lock().unwrap().read(sge.addr, sge.length as usize).unwrap();
+        w.flags.inline = true;
+        w.sg_list.clear();
+    }
 }

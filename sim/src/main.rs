@@ -286,9 +286,13 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
     println!("rnic bench: two RTL RNICs (Verilator models of the emitted top) on one 100G link, core clock {clock_mhz} MHz, host memory {host_latency_ns} ns away");
     let lat = bench::latency(&o, &pcaps.join("latency"))?;
     println!(
-        "latency (64-byte WRITE, idle): doorbell -> first beat on the wire {} cycles ({:.0} ns); last request beat in -> payload DMA write {} cycles; request in -> ACK out {} cycles",
+        "latency (64-byte WRITE, idle): doorbell -> first beat on the wire {} cycles ({:.0} ns), inline WQE {} cycles ({:.0} ns, {} + one host round trip of {}); last request beat in -> payload DMA write {} cycles; request in -> ACK out {} cycles",
         lat.doorbell_to_wire,
         lat.doorbell_to_wire as f64 * 1e3 / clock_mhz,
+        lat.inline_doorbell_to_wire,
+        lat.inline_doorbell_to_wire as f64 * 1e3 / clock_mhz,
+        lat.inline_doorbell_to_wire as i64 - lat.host_round_trip as i64,
+        lat.host_round_trip,
         lat.rx_to_dma_write,
         lat.request_to_ack
     );

@@ -633,3 +633,96 @@ fn a_completion_is_written_after_its_payload_with_both_scatter_paths_busy() {
         assert!(r.src_bytes(0x10_0000 + i * len, len as usize) == s.peer.mem().read(r.peer_buf + 0x10_0000 + i * len, len as usize).unwrap(), "SEND {i}");
     }
 }
+
+/// Inline WQEs (`CAPS` bit 5): SEND, SEND_WITH_IMM, WRITE and WRITE_WITH_IMM of 0..=256 bytes whose data the
+/// driver copies into the send ring (no lkey, no buffer), at path MTU 256 (one packet each, the largest
+/// inline payload filling it). Six batches of six, so the ring (64 slots) wraps and the driver pads WQEs to
+/// the ring's read groups; one request frame is lost once, so its WQE and the ones after it are sent again
+/// from the ring's slots (go-back-N re-reads them). Every payload lands byte for byte at the golden peer,
+/// every receive completes with its length and immediate, every WQE completes at our CQ with success.
+#[test]
+fn rtl_inline_sends_and_writes_land_at_the_golden_peer() {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let dir = std::env::temp_dir().join(format!("rnic-system-inline-{}", std::process::id()));
+    let mut r = rig(256, &dir);
+    assert_ne!(r.drv.info.caps & testbench::host::CAP_INLINE, 0, "the RNIC advertises inline WQEs");
+    let (requests, lost) = (Rc::new(Cell::new(0usize)), Rc::new(Cell::new(0usize)));
+    {
+        let (requests, lost) = (requests.clone(), lost.clone());
+        r.sys.borrow_mut().to_peer_filter = Some(Box::new(move |b: &[u8]| {
+            let Ok(f) = testbench::wire::RoceFrame::parse(b) else { return true };
+            if f.packet.bth.opcode == testbench::wire::opcode::RC_ACKNOWLEDGE {
+                return true;
+            }
+            requests.set(requests.get() + 1);
+            // the 10th request frame (batch 2), once
+            if requests.get() == 10 && lost.get() == 0 {
+                lost.set(1);
+                return false;
+            }
+            true
+        }));
+    }
+    let mut rng = SmallRng::seed_from_u64(0x1111);
+    let edge = [0usize, 1, 63, 64, 65, 128, 255, 256];
+    // the ring index the driver is at, and the padding slots it wrote (`group_pad`, as `post_send` does)
+    let (mut slot_total, mut pads) = (0usize, 0usize);
+    for batch in 0..6u64 {
+        let mut want = Vec::new();
+        for k in 0..6u64 {
+            let i = batch * 6 + k;
+            let len = if (i as usize) < edge.len() { edge[i as usize] } else { rng.gen_range(0..=256) };
+            let op = [WrOpcode::Send, WrOpcode::RdmaWrite, WrOpcode::SendWithImm, WrOpcode::RdmaWriteWithImm][(i % 4) as usize];
+            let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            let dst = r.peer_buf + i * 512;
+            if op != WrOpcode::RdmaWrite {
+                let rw = RecvWr { wr_id: 7000 + i, sg_list: vec![Sge { addr: dst, length: 512, lkey: r.peer_rkey }] };
+                r.sys.borrow_mut().peer.post_recv(r.peer_qpn, rw).unwrap();
+            }
+            let mut wr = SendWr::new(i, op, vec![]);
+            wr.flags.inline = true;
+            wr.flags.signaled = true;
+            wr.inline_data = data.clone();
+            wr.remote_addr = dst;
+            wr.rkey = r.peer_rkey;
+            wr.imm_data = 0x1E00_0000 + i as u32;
+            let n = 1 + len.div_ceil(64);
+            let p = testbench::host::group_pad(slot_total as u16, n, 64).unwrap();
+            pads += p;
+            slot_total += p + n;
+            r.drv.post_send(r.qpn, &wr).unwrap();
+            want.push((i, op, data));
+        }
+        let wcs = our_completions(&mut r, want.len(), 3_000_000);
+        assert_eq!(wcs.len(), want.len(), "batch {batch}: {wcs:?}");
+        for (wc, (i, op, _)) in wcs.iter().zip(&want) {
+            assert_eq!((wc.status, wc.wr_id, wc.opcode), (WcStatus::Success, *i, WcOpcode::from_wr(*op)), "{wc:?}");
+        }
+        let n_recv = want.iter().filter(|w| w.1 != WrOpcode::RdmaWrite).count();
+        let pw = r.wait_peer_completions(n_recv, 1_000_000);
+        assert_eq!(pw.len(), n_recv, "batch {batch}: {pw:?}");
+        let mut pw = pw.into_iter();
+        for (i, op, data) in &want {
+            let dst = r.peer_buf + i * 512;
+            if *op != WrOpcode::RdmaWrite {
+                let wc = pw.next().unwrap();
+                assert_eq!((wc.status, wc.wr_id, wc.byte_len as usize), (WcStatus::Success, 7000 + i, data.len()), "{wc:?}");
+                assert_eq!(wc.wc_flags.has(WcFlags::WITH_IMM), op.has_imm());
+                if op.has_imm() {
+                    assert_eq!(wc.imm_data, 0x1E00_0000 + *i as u32);
+                }
+            }
+            let got = r.sys.borrow().peer.mem().read(dst, data.len()).unwrap();
+            assert!(got == *data, "WQE {i} ({op:?}, {} bytes): payload differs", data.len());
+        }
+    }
+    eprintln!("{} cycles, {} request frames, {slot_total} slots ({pads} padding)", r.sys.borrow().cycle, requests.get());
+    assert_eq!(lost.get(), 1, "a request frame was lost");
+    assert!(slot_total > 2 * 64 && pads > 10, "the ring wrapped twice ({slot_total} slots, {pads} of them padding)");
+    // the frames after the lost one were sent again: more request frames than WQEs
+    assert!(requests.get() > 36, "{} request frames for 36 WQEs", requests.get());
+    let d = testbench::decode::decode_pcap(&r.dir.join("rnic-tx.pcap")).unwrap();
+    assert!(d.ok(), "{:?}", d.problems);
+}

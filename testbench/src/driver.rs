@@ -409,7 +409,20 @@ impl<B: CsrBus> Driver<B> {
             compare_add: wr.compare_add,
             swap: wr.swap,
         };
+        if inline && wr.inline_data.len() > MAX_INLINE {
+            return Err(VerbsError::InvalidArgument("inline data longer than MAX_INLINE").into());
+        }
+        if inline && !matches!(wr.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) {
+            return Err(VerbsError::InvalidArgument("inline on an opcode without payload to send").into());
+        }
         let mut slots: Vec<[u8; WQE_BYTES]> = Vec::new();
+        if inline {
+            // the WQE and its data slots inside one aligned group of the ring: the RNIC reads them together
+            let n = w.slots();
+            let pad = group_pad(qp.sq.idx, n, qp.sq.entries())
+                .ok_or(VerbsError::InvalidArgument("inline WQE larger than the send ring's read group"))?;
+            slots.extend(std::iter::repeat(nop_slot()).take(pad));
+        }
         if masked {
             slots.push(mask_slot(wr.compare_add_mask, wr.swap_mask));
         }

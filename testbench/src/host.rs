@@ -321,6 +321,13 @@ pub const WQE_FENCE: u8 = 1 << 3;
 pub const WQE_EXT: u8 = 1 << 4;
 /// The opcode byte of a mask slot: no `ibv_wr_opcode` has it.
 pub const WR_MASK_SLOT: u8 = 0xFF;
+/// The opcode byte of a padding slot ([`nop_slot`]): taken and dropped, nothing sent, no completion.
+pub const WR_NOP_SLOT: u8 = 0xFE;
+/// The most inline bytes one WQE carries (4 data slots).
+pub const MAX_INLINE: usize = 256;
+/// The RNIC reads a send ring in aligned groups of this many slots at most; an inline WQE and its data slots
+/// must lie inside one group (the driver pads with [`nop_slot`]s to the next group when they would not).
+pub const SQ_GROUP_SLOTS: usize = 8;
 
 /// Send WQE, 64 bytes:
 ///
@@ -407,6 +414,26 @@ impl SendWqe {
         };
         1 + ext + inl
     }
+}
+
+/// A padding slot: the driver puts these before an inline WQE that would otherwise cross a group of
+/// [`SQ_GROUP_SLOTS`] slots; the RNIC drops them. They count as the next WQE's slots when it completes.
+pub fn nop_slot() -> [u8; WQE_BYTES] {
+    let mut b = [0u8; WQE_BYTES];
+    b[8] = WR_NOP_SLOT;
+    b
+}
+
+/// How many padding slots go before a WQE of `n` slots that would start at ring index `idx` in a ring of
+/// `entries` slots, so that it lies inside one aligned group of min([`SQ_GROUP_SLOTS`], `entries`) slots;
+/// `None` when it is larger than a group.
+pub fn group_pad(idx: u16, n: usize, entries: u32) -> Option<usize> {
+    let g = SQ_GROUP_SLOTS.min(entries as usize);
+    if n > g {
+        return None;
+    }
+    let off = usize::from(idx) % g;
+    Some(if off + n > g { g - off } else { 0 })
 }
 
 /// The mask slot a masked-atomic WQE comes after: opcode byte (8) [`WR_MASK_SLOT`], compare_add_mask in bytes
@@ -588,6 +615,30 @@ pub fn dma_beats(addr: u64, len: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Padding keeps a WQE of n slots inside one aligned group: none when it fits, the rest of the group when
+    /// it would cross, refused when larger than the group (8 slots, or the ring when smaller).
+    #[test]
+    fn group_pad_keeps_an_inline_wqe_inside_one_read_group() {
+        assert_eq!(group_pad(0, 5, 64), Some(0));
+        assert_eq!(group_pad(3, 5, 64), Some(0));
+        assert_eq!(group_pad(4, 5, 64), Some(4));
+        assert_eq!(group_pad(7, 2, 64), Some(1));
+        assert_eq!(group_pad(7, 1, 64), Some(0));
+        assert_eq!(group_pad(0xFFFF, 2, 64), Some(1), "a free-running index past 2^16");
+        assert_eq!(group_pad(2, 3, 4), Some(2), "a 4-slot ring: the group is the ring");
+        assert_eq!(group_pad(0, 5, 4), None);
+        assert_eq!(group_pad(0, 9, 64), None);
+        for idx in 0..64u16 {
+            for n in 1..=SQ_GROUP_SLOTS {
+                let p = group_pad(idx, n, 64).unwrap();
+                let start = usize::from(idx) + p;
+                assert_eq!(start / SQ_GROUP_SLOTS, (start + n - 1) / SQ_GROUP_SLOTS, "idx {idx} n {n}");
+                assert!(p < SQ_GROUP_SLOTS);
+            }
+        }
+        assert_eq!(nop_slot()[8], WR_NOP_SLOT);
+    }
 
     #[test]
     fn wqe_cqe_layouts_round_trip() {

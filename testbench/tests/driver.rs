@@ -251,14 +251,32 @@ fn wqes_land_in_their_slots_and_doorbells_count_slots() {
     let mut big = i.clone();
     big.inline_data = vec![0; 130];
     assert_eq!(drv.post_send(qpn, &big).err(), Some(DriverError::Verbs(VerbsError::QueueFull)));
-    // completing the first two frees their 3 slots
+    // completing the first two frees their 3 slots; the 4-slot inline WQE at index 6 would cross the 8-slot
+    // read group, so it needs 2 padding slots first: 6 > 5 free
     for wr_id in [7, 8] {
         let c = Cqe { wr_id, qp_num: qpn, status: 0, opcode: WC_RDMA_WRITE, ..Default::default() };
         dev.lock().unwrap().complete(&mem, scq.0, c);
     }
     assert_eq!(drv.poll_cq(scq, 16).unwrap().len(), 2);
+    assert_eq!(drv.post_send(qpn, &big).err(), Some(DriverError::Verbs(VerbsError::QueueFull)));
+    let c = Cqe { wr_id: 9, qp_num: qpn, status: 0, opcode: WC_SEND, ..Default::default() };
+    dev.lock().unwrap().complete(&mem, scq.0, c);
+    assert_eq!(drv.poll_cq(scq, 16).unwrap().len(), 1);
     drv.post_send(qpn, &big).unwrap();
-    assert_eq!(dev.lock().unwrap().sq_db.last(), Some(&(qpn, 10)), "the ring wrapped: index 6 + 4 slots");
+    assert_eq!(dev.lock().unwrap().sq_db.last(), Some(&(qpn, 12)), "index 6 + 2 padding + 4 slots");
+    let mem_ = mem.lock().unwrap();
+    let slot = |k: u64| -> [u8; 64] { mem_.read(sq.base + 64 * k, 64).unwrap().try_into().unwrap() };
+    assert_eq!((slot(6)[8], slot(7)[8]), (WR_NOP_SLOT, WR_NOP_SLOT), "padding to the group end");
+    let w = SendWqe::decode(&slot(0));
+    assert_eq!((w.flags & WQE_INLINE, w.length), (WQE_INLINE, 130), "the ring wrapped: the WQE at index 8");
+    drop(mem_);
+    // too long for inline, and inline on a READ: refused by the driver
+    let mut long = i.clone();
+    long.inline_data = vec![0; MAX_INLINE + 1];
+    assert!(matches!(drv.post_send(qpn, &long), Err(DriverError::Verbs(VerbsError::InvalidArgument(_)))));
+    let mut rd = i.clone();
+    rd.opcode = WrOpcode::RdmaRead;
+    assert!(matches!(drv.post_send(qpn, &rd), Err(DriverError::Verbs(VerbsError::InvalidArgument(_)))));
 }
 
 #[test]
