@@ -620,7 +620,8 @@ fn rnr_nak_wait_then_success() {
     assert_eq!((rnr[0].1, rnr[0].2), (Some(0x22), 0xFF_FFF0), "RNR NAK, timer 2, the SEND's first PSN");
     // the retry waited the encoded 20 us (rounded up to 5 timer units; one unit of phase either way)
     let want = 20_000 * 322_265_625 / 1_000_000_000;
-    let retry = log.out().filter(|x| is_request(&x.1) && x.0 > rnr[0].0).map(|x| x.0).next().unwrap();
+    // (the retry: the NAKed PSN sent again; the SEND's LAST may leave just after the NAK came in)
+    let retry = log.out().filter(|x| is_request(&x.1) && psn(&x.1) == rnr[0].2 && x.0 > rnr[0].0).map(|x| x.0).next().unwrap();
     assert!(retry - rnr[0].0 >= want - TICK && retry - rnr[0].0 <= want + 2 * TICK, "retry after {} cycles, want ~{want}", retry - rnr[0].0);
     {
         let q = r.peer_qpn;
