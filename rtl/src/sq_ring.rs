@@ -1577,6 +1577,40 @@ mod tests {
 
     /// Go-back-N: a rewind sets the QP's fetch index back, and the slots from there on are read again and
     /// delivered again, in order, after everything read before the rewind; other QPs are untouched.
+    /// One cycle of a command-driven rig: command `c` (0 set-up with base `v`, 1 doorbell with pi `v`, 2 rewind
+    /// to index `v`, for QP `q`, rings of 16 slots) offered, the DMA read port always ready, the head of `resp`
+    /// offered as a response beat, every slot taken; settles and says whether the command was taken.
+    fn drive_cycle(u: &mut Dut, c: Option<(u8, u32, u64)>, resp: &VecDeque<(Slot, u8, bool)>) -> bool {
+        u.setup_valid.next = matches!(c, Some((0, ..)));
+        u.db_valid.next = matches!(c, Some((1, ..)));
+        u.rw_valid.next = matches!(c, Some((2, ..)));
+        if let Some((_, q, v)) = c {
+            u.setup_qpn.next = bits(q as u64);
+            u.setup_base.next = bits(v);
+            u.setup_log2.next = bits(4);
+            u.db_qpn.next = bits(q as u64);
+            u.db_pi.next = bits(v & 0xFFFF);
+            u.rw_qpn.next = bits(q as u64);
+            u.rw_idx.next = bits(v & 0xFFFF);
+        }
+        u.rd_req_ready.next = true;
+        u.rd_resp_valid.next = !resp.is_empty();
+        if let Some((d, tag, last)) = resp.front() {
+            u.rd_resp_data.next = to_bits(d);
+            u.rd_resp_tag.next = bits(*tag as u64);
+            u.rd_resp_last.next = *last;
+        }
+        u.wqe_ready.next = true;
+        u.clock.next = false.into();
+        assert!(simulate(u, 100));
+        match c {
+            Some((0, ..)) => u.setup_ready.val(),
+            Some((1, ..)) => u.db_ready.val(),
+            Some((2, ..)) => u.rw_ready.val(),
+            _ => false,
+        }
+    }
+
     #[test]
     fn a_rewind_reads_the_slots_again_from_the_given_index() {
         let mut u = Dut::default();
@@ -1600,35 +1634,7 @@ mod tests {
         let mut gens: Vec<(u32, u64)> = Vec::new();
         for _cycle in 0..3000 {
             let c = cmds.front().copied();
-            u.setup_valid.next = matches!(c, Some((0, _, _)));
-            u.db_valid.next = matches!(c, Some((1, _, _)));
-            u.rw_valid.next = matches!(c, Some((2, _, _)));
-            if let Some((_, q, v)) = c {
-                u.setup_qpn.next = bits(q as u64);
-                u.setup_base.next = bits(v);
-                u.setup_log2.next = bits(4);
-                u.db_qpn.next = bits(q as u64);
-                u.db_pi.next = bits(v & 0xFFFF);
-                u.rw_qpn.next = bits(q as u64);
-                u.rw_idx.next = bits(v & 0xFFFF);
-            }
-            u.rd_req_ready.next = true;
-            u.rd_resp_valid.next = !resp.is_empty();
-            if let Some((d, tag, last)) = resp.front() {
-                u.rd_resp_data.next = to_bits(d);
-                u.rd_resp_tag.next = bits(*tag as u64);
-                u.rd_resp_last.next = *last;
-            }
-            u.wqe_ready.next = true;
-            u.clock.next = false.into();
-            assert!(simulate(&mut u, 100));
-            let taken = match c {
-                Some((0, ..)) => u.setup_ready.val(),
-                Some((1, ..)) => u.db_ready.val(),
-                Some((2, ..)) => u.rw_ready.val(),
-                _ => false,
-            };
-            if taken {
+            if drive_cycle(&mut u, c, &resp) {
                 cmds.pop_front();
             }
             if u.rd_req_valid.val() {
@@ -1674,40 +1680,13 @@ mod tests {
         let base = 0x10_000u64;
         // commands: 0 set-up, 1 doorbell (pi), 2 rewind (idx); each starts once the previous one's slots are out
         let mut cmds: VecDeque<(u8, u64, usize)> = vec![(0, base, 0), (1, 2, 0), (2, 0, 2), (1, 5, 4)].into_iter().collect();
+        let qp3 = |c: (u8, u64, usize)| (c.0, 3u32, c.1);
         let mut resp: VecDeque<(Slot, u8, bool)> = VecDeque::new();
         let mut out: Vec<(u16, u64)> = Vec::new();
         let (mut db_at, mut lat) = (None, Vec::new());
         for cycle in 0..2000u64 {
             let c = cmds.front().copied().filter(|c| out.len() >= c.2);
-            u.setup_valid.next = matches!(c, Some((0, ..)));
-            u.db_valid.next = matches!(c, Some((1, ..)));
-            u.rw_valid.next = matches!(c, Some((2, ..)));
-            if let Some((_, v, _)) = c {
-                u.setup_qpn.next = bits(3);
-                u.setup_base.next = bits(v);
-                u.setup_log2.next = bits(4);
-                u.db_qpn.next = bits(3);
-                u.db_pi.next = bits(v & 0xFFFF);
-                u.rw_qpn.next = bits(3);
-                u.rw_idx.next = bits(v & 0xFFFF);
-            }
-            u.rd_req_ready.next = true;
-            u.rd_resp_valid.next = !resp.is_empty();
-            if let Some((d, tag, last)) = resp.front() {
-                u.rd_resp_data.next = to_bits(d);
-                u.rd_resp_tag.next = bits(*tag as u64);
-                u.rd_resp_last.next = *last;
-            }
-            u.wqe_ready.next = true;
-            u.clock.next = false.into();
-            assert!(simulate(&mut u, 100));
-            let taken = match c {
-                Some((0, ..)) => u.setup_ready.val(),
-                Some((1, ..)) => u.db_ready.val(),
-                Some((2, ..)) => u.rw_ready.val(),
-                _ => false,
-            };
-            if taken {
+            if drive_cycle(&mut u, c.map(qp3), &resp) {
                 if matches!(c, Some((1, ..))) {
                     db_at = Some(cycle);
                 }
