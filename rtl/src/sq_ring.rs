@@ -193,6 +193,8 @@ pub struct SqRing<const N: usize, const AW: usize> {
     last_db: DFF<Bit>,
     /// This doorbell also services its QP (direct service, below).
     dsv: DFF<Bit>,
+    /// A read is issued this cycle (Issue of a service or a direct service).
+    l_fire: Signal<Local, Bit>,
     op_db: DFF<Bit>,
     /// The doorbell-shaped operation is a rewind.
     op_rw: DFF<Bit>,
@@ -377,6 +379,7 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             state: Default::default(),
             last_db: Default::default(),
             dsv: Default::default(),
+            l_fire: Default::default(),
             op_db: Default::default(),
             op_rw: Default::default(),
             op_qpn: Default::default(),
@@ -513,6 +516,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.ev_ign.d.next = false;
         self.ev_err.d.next = false;
         self.rd_req_valid.next = false;
+        self.l_fire.next = false;
         self.sch_push.next = false;
         self.sch_pop.next = false;
         self.infl.push.next = false;
@@ -780,19 +784,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
                         self.ram_pi.we.next = true;
                         self.rd_req_valid.next = true;
                         self.state.d.next = SqState::Issue;
-                        if self.rd_req_ready.val() {
-                            self.state.d.next = SqState::Idle;
-                            self.ram_fetch.we.next = true;
-                            self.infl.push.next = true;
-                            self.tag.d.next = self.tag.q.val() + self.one8.val();
-                            self.inc6.next = self.n6.val();
-                            if self.c_more.q.val() {
-                                // work remains: to the tail of the scheduled-QP FIFO
-                                self.sch_push.next = true;
-                                self.ram_queued.we.next = true;
-                                self.ram_queued.wdata.next = true;
-                            }
-                        }
+                        self.l_fire.next = self.rd_req_ready.val();
                     } else {
                         self.ram_pi.we.next = true;
                         if !self.r_queued.q.val() {
@@ -803,24 +795,26 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
                     }
                 } else if self.c_work.q.val() {
                     self.rd_req_valid.next = true;
-                    if self.rd_req_ready.val() {
-                        self.state.d.next = SqState::Idle;
-                        self.ram_fetch.we.next = true;
-                        self.infl.push.next = true;
-                        self.tag.d.next = self.tag.q.val() + self.one8.val();
-                        self.inc6.next = self.n6.val();
-                        if self.c_more.q.val() {
-                            // work remains: back to the tail (queued stays set)
-                            self.sch_push.next = true;
-                        } else {
-                            self.ram_queued.we.next = true;
-                        }
-                    }
+                    self.l_fire.next = self.rd_req_ready.val();
                 } else {
                     // nothing to fetch (the ring was set up again, or disabled, while the QP was queued)
                     self.state.d.next = SqState::Idle;
                     self.ram_queued.we.next = true;
                 }
+            }
+        }
+        // a read issued (a service's or a direct service's): fetch advances; the QP goes (back) to the tail of
+        // the scheduled-QP FIFO if work remains (queued set), else queued is cleared
+        if self.l_fire.val() {
+            self.state.d.next = SqState::Idle;
+            self.ram_fetch.we.next = true;
+            self.infl.push.next = true;
+            self.tag.d.next = self.tag.q.val() + self.one8.val();
+            self.inc6.next = self.n6.val();
+            self.ram_queued.we.next = true;
+            if self.c_more.q.val() {
+                self.sch_push.next = true;
+                self.ram_queued.wdata.next = true;
             }
         }
 
