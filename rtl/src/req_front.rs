@@ -22,14 +22,16 @@
 //! payload is in the ceil(length / 64) slots after the WQE (`docs/host-interface.md`). The SQ Ring never splits
 //! a read group and the driver keeps an inline WQE inside one, so its data slots come right behind it. After the
 //! checks (no lkey check and no Key Cache lookup: there is no local buffer) the WQE's slot is taken, then each
-//! data slot (`Inl`, one per cycle), checked to be the QP's next ring index and generation, into the inline buffer (8 slots of LUTRAM,
-//! read by the Gather Path in WQE order, `inl_*`). The buffer's reader sees a WQE's slots only once all are in
+//! data slot (`Inl`, one per cycle), checked to be the same QP's next slot of its generation, into the inline
+//! buffer (8 slots of LUTRAM, read by the Gather Path in WQE order, `inl_*`). The buffer's reader sees a WQE's slots only once all are in
 //! (a committed write pointer), then the descriptor (`inl`, one packet: inline data fits the smallest MTU) goes
 //! to the Requester, whose gather command says `g_inl`. A WQE that completes unsent has its data slots taken
 //! and dropped; one whose next slot is not its data (another QP's slot: the driver broke the group rule)
 //! completes with LOC_QP_OP_ERR, its written slots are dropped (write pointer back to the committed one) and
 //! that slot is left for the next WQE. `inline` on another opcode or with more than 256 bytes: LOC_QP_OP_ERR.
-//! Padding slots (opcode byte `WR_NOP_SLOT`) are taken and dropped without a record.
+//! Padding slots (opcode byte `WR_NOP_SLOT`) are taken and dropped without a record. While it waits for a
+//! data slot WQE Check takes nothing else (rewinds included), so a producer index that stops inside an inline
+//! WQE's slots (a driver bug) holds it until more slots come.
 //!
 //! Local access needed: READ and the atomics write the local buffer (LOCAL_WRITE); SEND and WRITE only read it
 //! (no flag, as rxe: a gather needs none). A zero-length buffer is not checked (C9-88, as the Key Cache).
@@ -290,7 +292,6 @@ pub struct ReqFront {
     one4b: Constant<Bits<4>>,
     zero3: Constant<Bits<3>>,
     zero6: Constant<Bits<6>>,
-    zero23: Constant<Bits<23>>,
     zero64: Constant<Bits<64>>,
     max_inl: Constant<Bits<32>>,
     op_nop: Constant<Bits<8>>,
@@ -444,7 +445,6 @@ impl Default for ReqFront {
             one4b: k(1),
             zero3: k(0),
             zero6: k(0),
-            zero23: k(0),
             zero64: k(0),
             max_inl: k(MAX_INLINE as u64),
             op_nop: k(u64::from(WR_NOP_SLOT)),
