@@ -465,6 +465,8 @@ pub struct Responder {
     /// DbPf2/DbPf3: the entry read holds neither the target WQE nor a read on its way, the WQE is posted and
     /// pq_* is free (`l_db_go`: the state queues it); DbPf2's target was posted (so DbPf3's may be)
     l_db_need: Signal<Local, Bit>,
+    /// the doorbell QP's (or CMD_WRITE_RQ's, in RqClr) even entry of `pf_ram`, {db_qpn, 0}: its odd one is | 1
+    l_db_ent0: Signal<Local, Bits<9>>,
     l_db_go: Signal<Local, Bit>,
     db_more: DFF<Bit>,
     /// the ring index two past the consumer index (the prefetch a take queues)
@@ -880,6 +882,7 @@ impl Default for Responder {
             l_pq_ent: Default::default(),
             l_pf_ent: Default::default(),
             l_db_need: Default::default(),
+            l_db_ent0: Default::default(),
             l_db_go: Default::default(),
             db_more: Default::default(),
             ci2: Default::default(),
@@ -1440,6 +1443,7 @@ impl Logic for Responder {
         // so a QP's next WQE is read a message earlier than it is needed.
         self.l_pf_ent.next = (bit_cast::<9, 8>(self.h_qpn.q.val().get_bits::<8>(0)) << 1)
             | bit_cast::<9, 1>(self.ci.q.val().get_bits::<1>(0));
+        self.l_db_ent0.next = bit_cast::<9, 8>(self.db_qpn.q.val()) << 1;
         self.pf_ram.raddr.next = self.l_pf_ent.val();
         self.l_pf_idle.next = !self.pq_v.q.val() & self.pfo.empty.val();
         self.l_pf_pend.next = self.pf_ram.rdata.val().pending & (self.pf_ram.rdata.val().ci == self.ci.q.val());
@@ -2483,12 +2487,12 @@ impl Logic for Responder {
                 // the ring index the QP takes next: the consumer index, or the one after it while a SEND
                 // holds the WQE at the consumer index (the index moves on at the message's end)
                 self.cfg_ram.raddr.next = self.db_qpn.q.val();
-                self.pf_ram.raddr.next = (bit_cast::<9, 8>(self.db_qpn.q.val()) << 1)
+                self.pf_ram.raddr.next = self.l_db_ent0.val()
                     | bit_cast::<9, 1>(self.ci_ram.rdata.val().get_bits::<1>(0));
                 self.db_tgt.d.next = self.ci_ram.rdata.val();
                 if self.x_ram.rdata.val().have_wqe {
                     self.db_tgt.d.next = self.ci_ram.rdata.val() + self.one16.val();
-                    self.pf_ram.raddr.next = (bit_cast::<9, 8>(self.db_qpn.q.val()) << 1)
+                    self.pf_ram.raddr.next = self.l_db_ent0.val()
                         | (bit_cast::<9, 1>(self.ci_ram.rdata.val().get_bits::<1>(0)) ^ self.one9.val());
                 }
                 self.state.d.next = RespState::DbPf2;
@@ -2500,7 +2504,7 @@ impl Logic for Responder {
                 self.db_more.d.next = self.db_tgt.q.val() != self.db_pi.q.val();
                 self.db_tgt.d.next = self.db_tgt.q.val() + self.one16.val();
                 self.cfg_ram.raddr.next = self.db_qpn.q.val();
-                self.pf_ram.raddr.next = (bit_cast::<9, 8>(self.db_qpn.q.val()) << 1)
+                self.pf_ram.raddr.next = self.l_db_ent0.val()
                     | (bit_cast::<9, 1>(self.db_tgt.q.val().get_bits::<1>(0)) ^ self.one9.val());
                 self.state.d.next = RespState::DbPf3;
             }
@@ -2511,7 +2515,7 @@ impl Logic for Responder {
             RespState::RqClr => {
                 // CMD_WRITE_RQ's second cycle: the QP's odd entry dropped too
                 self.l_pf_own.next = true;
-                self.pf_ram.waddr.next = (bit_cast::<9, 8>(self.db_qpn.q.val()) << 1) | self.one9.val();
+                self.pf_ram.waddr.next = self.l_db_ent0.val() | self.one9.val();
                 self.pf_ram.wdata.next.valid = false;
                 self.pf_ram.wdata.next.pending = false;
                 self.state.d.next = RespState::Idle;
@@ -2565,7 +2569,7 @@ impl Logic for Responder {
         // DbPf2/DbPf3's read: into the doorbell QP's entry for db_tgt
         if self.l_db_go.val() {
             self.l_pq_load.next = true;
-            self.l_pq_ent.next = (bit_cast::<9, 8>(self.db_qpn.q.val()) << 1)
+            self.l_pq_ent.next = self.l_db_ent0.val()
                 | bit_cast::<9, 1>(self.db_tgt.q.val().get_bits::<1>(0));
             self.l_pq_ci.next = self.db_tgt.q.val();
             self.l_pq_base.next = self.cfg_ram.rdata.val().base;

@@ -163,7 +163,7 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     let mut r = PairRig::with_qps(mtu, 2 * half, qps, dir)?;
     let timeout = qp_timeout(qps, size);
     let stall = STALL_CYCLES.max(2 * (rtl::completer::TIMER_TICK << timeout));
-    let lat = (o.host_latency_ns * 1e-9 * o.clock_mhz * 1e6).round() as u64;
+    let lat = host_latency_cycles(o);
     r.a.sys.borrow_mut().dma.latency_cycles = lat;
     r.b.sys.borrow_mut().dma.latency_cycles = lat;
     for side in [&mut r.a, &mut r.b] {
