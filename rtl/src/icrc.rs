@@ -13,12 +13,15 @@
 //! - Fields the ICRC masks (IPv4 TOS/TTL/checksum, IPv6 class/flow/hop limit, UDP checksum, BTH byte 4) are
 //!   forced to ones. With a VLAN tag every offset moves by 4 bytes, exactly one 32-bit lane.
 //! - Bytes past `tkeep` on the last beat are zeroed; the register then holds the CRC of the frame followed
-//!   by k = 64 - n zero bytes, which is undone by `A^-k`, six conditional 32x32 matrix stages (k's bits).
+//!   by k = 64 - n zero bytes, which is undone by `A^-k` in two stages, one octal digit of k each: the stage
+//!   for digit g picks `A^-(d 8^g)`, one of seven 32x32 products (or none for d = 0). Six stages of one bit
+//!   each would be smaller (six matrices instead of fourteen) but four cycles longer, and every frame's
+//!   last beat leaves TX ICRC append only with its ICRC: the stages are on the doorbell-to-wire latency.
 //!
 //! Pipeline (global enable `adv`: everything moves unless the result is held by `crc_ready` low):
 //! S1 input register and frame-type detection, S2 byte masking and k, S3 per-lane partial parities
-//! (32-input XORs), S4 XOR of the 16 lane partials, S5 the CRC register (the only loop), T1..T6 un-advance,
-//! output. Latency 12 cycles; one beat per cycle; frames back to back with no idle cycle.
+//! (32-input XORs), S4 XOR of the 16 lane partials, S5 the CRC register (the only loop), T1 and T2
+//! un-advance, T2 the output. Latency 8 cycles; one beat per cycle; frames back to back with no idle cycle.
 
 use crate::axis::AxisSink;
 use crate::consts::{k, keep_count_map};
@@ -105,11 +108,13 @@ pub struct IcrcEngine {
     state: DFF<Bits<32>>,
     adv_state: Gf2Map<32, 32>,
     next_state: Signal<Local, Bits<32>>,
-    // T0..T6: un-advance over the k trailing zero bytes; t_val[6] is the output register
-    t_val: [DFF<Bits<32>>; 7],
-    t_k: [DFF<Bits<6>>; 7],
-    t_valid: [DFF<Bit>; 7],
-    t_prod: [Gf2Map<32, 32>; 6],
+    // T0..T2: un-advance over the k trailing zero bytes, one octal digit of k per stage; t_val[2] is the
+    // output register
+    t_val: [DFF<Bits<32>>; 3],
+    t_k: [DFF<Bits<6>>; 3],
+    t_valid: [DFF<Bit>; 3],
+    /// `t_prod[7 g + d - 1]` multiplies by `A^-(d 8^g)`, digit d = 1..7 of stage g
+    t_prod: [Gf2Map<32, 32>; 14],
 
     // constants, all from testbench::crc and the wire model
     eth_and: [Constant<Bits<32>>; LANES],
@@ -194,7 +199,7 @@ impl Default for IcrcEngine {
             t_val: Default::default(),
             t_k: Default::default(),
             t_valid: Default::default(),
-            t_prod: std::array::from_fn(|i| mat(&m.unadvance[i])),
+            t_prod: std::array::from_fn(|i| mat(&m.unadvance[i / 7][i % 7 + 1])),
             eth_and: lane_bytes(&|i| if i < ETH_HEADER_LEN { 0 } else { 0xFF }),
             vlan_and: lane_bytes(&|i| if (ETH_HEADER_LEN..ETH_HEADER_LEN + VLAN_TAG_LEN).contains(&i) { 0 } else { 0xFF }),
             or_v4: masks(false, false),
@@ -225,7 +230,7 @@ impl Logic for IcrcEngine {
             self.s3_part[s].clock.next = self.clock.val();
             self.s3_part[s].d.next = self.s3_part[s].q.val();
         }
-        for i in 0..7 {
+        for i in 0..3 {
             self.t_val[i].clock.next = self.clock.val();
             self.t_val[i].d.next = self.t_val[i].q.val();
             self.t_k[i].clock.next = self.clock.val();
@@ -235,10 +240,10 @@ impl Logic for IcrcEngine {
         }
 
         // The pipeline moves unless a finished CRC waits for crc_ready.
-        self.adv.next = !self.t_valid[6].q.val() | self.crc_ready.val();
+        self.adv.next = !self.t_valid[2].q.val() | self.crc_ready.val();
         self.s_axis.tready.next = self.adv.val();
-        self.crc.next = !self.t_val[6].q.val();
-        self.crc_valid.next = self.t_valid[6].q.val();
+        self.crc.next = !self.t_val[2].q.val();
+        self.crc_valid.next = self.t_valid[2].q.val();
 
         // Frame type of a first beat: 802.1Q tag at bytes 12..13, IPv6 ethertype after it.
         self.det_vlan.next = self.s_axis.tdata.val().get_bits::<16>(96) == self.vlan_tpid.val();
@@ -296,8 +301,9 @@ impl Logic for IcrcEngine {
                 self.next_state.next = self.base14.val() ^ self.s4_ld.q.val();
             }
         }
-        for i in 0..6 {
-            self.t_prod[i].x.next = self.t_val[i].q.val();
+        for i in 0..7 {
+            self.t_prod[i].x.next = self.t_val[0].q.val();
+            self.t_prod[i + 7].x.next = self.t_val[1].q.val();
         }
 
         if self.adv.val() {
@@ -377,14 +383,32 @@ impl Logic for IcrcEngine {
             self.t_val[0].d.next = self.next_state.val();
             self.t_k[0].d.next = self.s4_k.q.val();
 
-            // T1..T6: multiply by A^-(2^i) where bit i of k is set.
-            for i in 0..6 {
-                self.t_valid[i + 1].d.next = self.t_valid[i].q.val();
-                self.t_k[i + 1].d.next = self.t_k[i].q.val();
-                if self.t_k[i].q.val().get_bit(i) {
-                    self.t_val[i + 1].d.next = self.t_prod[i].y.val();
-                } else {
-                    self.t_val[i + 1].d.next = self.t_val[i].q.val();
+            // T1, T2: multiply by A^-(d 8^g), d = digit g of k (bits 3g..3g+2): one of seven products or the
+            // value itself, a 3-bit select behind 32-input parities.
+            for g in 0..2 {
+                self.t_valid[g + 1].d.next = self.t_valid[g].q.val();
+                self.t_k[g + 1].d.next = self.t_k[g].q.val();
+                self.t_val[g + 1].d.next = self.t_val[g].q.val();
+                if self.t_k[g].q.val().get_bit(3 * g + 2) {
+                    if self.t_k[g].q.val().get_bit(3 * g + 1) {
+                        if self.t_k[g].q.val().get_bit(3 * g) {
+                            self.t_val[g + 1].d.next = self.t_prod[7 * g + 6].y.val();
+                        } else {
+                            self.t_val[g + 1].d.next = self.t_prod[7 * g + 5].y.val();
+                        }
+                    } else if self.t_k[g].q.val().get_bit(3 * g) {
+                        self.t_val[g + 1].d.next = self.t_prod[7 * g + 4].y.val();
+                    } else {
+                        self.t_val[g + 1].d.next = self.t_prod[7 * g + 3].y.val();
+                    }
+                } else if self.t_k[g].q.val().get_bit(3 * g + 1) {
+                    if self.t_k[g].q.val().get_bit(3 * g) {
+                        self.t_val[g + 1].d.next = self.t_prod[7 * g + 2].y.val();
+                    } else {
+                        self.t_val[g + 1].d.next = self.t_prod[7 * g + 1].y.val();
+                    }
+                } else if self.t_k[g].q.val().get_bit(3 * g) {
+                    self.t_val[g + 1].d.next = self.t_prod[7 * g].y.val();
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! minimum-size padding out.
 //!
 //! The ICRC engine computes each frame's ICRC while its beats wait in a 32-beat FIFO (the engine's latency is
-//! 12 cycles, so back-to-back short frames do not stall). A last beat leaves only together with its ICRC,
+//! 8 cycles, so back-to-back short frames do not stall). A last beat leaves only together with its ICRC,
 //! which is written right behind the last byte (least significant byte first); when fewer than four bytes
 //! are free the ICRC spills into one more beat. A one-beat frame shorter than 60 bytes with its ICRC is padded
 //! with zeros to 60 bytes (outside the IP/UDP lengths and the ICRC, as a NIC pads).

@@ -156,6 +156,9 @@ pub fn data_rows(beat: usize) -> Vec<Vec<u8>> {
     rows
 }
 
+/// Bits of the trailing zero-byte count the ICRC engine undoes per pipeline stage (one of 2^3 matrices).
+pub const UNADVANCE_DIGIT_BITS: usize = 3;
+
 /// Every constant of the RTL ICRC engine for a beat of `beat` bytes.
 #[derive(Clone, Debug)]
 pub struct IcrcMatrices {
@@ -165,8 +168,10 @@ pub struct IcrcMatrices {
     pub advance_beat: Mat32,
     /// `rows[r][byte]`: data bits feeding output bit r (see [`data_rows`]).
     pub data_rows: Vec<Vec<u8>>,
-    /// `A^-(2^j)` for j = 0..log2(beat): un-advance over 2^j trailing zero bytes.
-    pub unadvance: Vec<Mat32>,
+    /// `unadvance[g][d] = A^-(d * 8^g)`: un-advance over the trailing zero bytes of digit g (base 8) of their
+    /// count, d = 0..8 (d = 0 is the identity). The RTL takes one digit, three bits of the count, per stage
+    /// by picking one of eight products.
+    pub unadvance: Vec<Vec<Mat32>>,
 }
 
 impl IcrcMatrices {
@@ -174,8 +179,14 @@ impl IcrcMatrices {
         assert!(beat.is_power_of_two() && beat >= 1);
         let a = zero_byte_matrix();
         let a_inv = a.inverse().expect("CRC zero-byte step is invertible");
-        let levels = beat.trailing_zeros() as usize;
-        let unadvance = (0..levels).map(|j| a_inv.pow(1 << j)).collect();
+        let digits = (beat.trailing_zeros() as usize).div_ceil(UNADVANCE_DIGIT_BITS);
+        let unadvance = (0..digits)
+            .map(|g| {
+                (0..1u32 << UNADVANCE_DIGIT_BITS)
+                    .map(|d| a_inv.pow(d << (UNADVANCE_DIGIT_BITS * g)))
+                    .collect()
+            })
+            .collect();
         IcrcMatrices {
             beat,
             advance_beat: a.pow(beat as u32),
@@ -228,10 +239,8 @@ impl IcrcMatrices {
             state = base ^ self.data_part(&d);
         }
         let k = self.beat - last_len;
-        for (j, m) in self.unadvance.iter().enumerate() {
-            if k >> j & 1 != 0 {
-                state = m.apply(state);
-            }
+        for (g, m) in self.unadvance.iter().enumerate() {
+            state = m[k >> (UNADVANCE_DIGIT_BITS * g) & ((1 << UNADVANCE_DIGIT_BITS) - 1)].apply(state);
         }
         !state
     }
