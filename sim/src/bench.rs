@@ -8,7 +8,9 @@
 //!   ahead of a QP's oldest request), so a frame dropped for lack of room (RX Parse overflow) costs a
 //!   go-back-N, not the run: such a point completes slower and its note gives the drops and go-back-N
 //!   counts; one that makes no progress for [`STALL_CYCLES`] or two timeouts, whichever is longer, is
-//!   reported as stalled.
+//!   reported as stalled. At the end every destination slot the point used must hold its source's bytes
+//!   (else the point has a problem and no figure). With `inline`, SENDs and WRITEs of at most
+//!   [`MAX_INLINE`] bytes go as inline WQEs (perftest's default for small messages).
 //! * Latency of one 64-byte WRITE on an idle pair: doorbell (end of the CSR write) to A's first beat on the
 //!   wire, for a WQE with its payload in a buffer (lkey) and for an inline WQE; last beat into B's MAC to B's
 //!   first payload DMA write; last beat into B's MAC to B's first ACK beat.
@@ -22,6 +24,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use testbench::driver::DriverError;
+use testbench::host::MAX_INLINE;
 use testbench::model::{QpAttr, RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
 
 use crate::pair::PairRig;
@@ -59,12 +62,20 @@ pub struct BenchOpts {
     /// directory
     /// (`VERB-MTU-QPS-SIZE.a.vcd`, `.b.vcd`).
     pub vcd: Option<std::path::PathBuf>,
+    /// SENDs and WRITEs of at most [`MAX_INLINE`] bytes go as inline WQEs (perftest's default for small
+    /// messages).
+    pub inline: bool,
 }
 
 /// Cycles of each point a `--vcd` bench traces (about 2.7 MB per 1,000 cycles per RNIC).
 pub const VCD_CYCLES: u64 = 20_000;
 
 impl BenchOpts {
+    /// A point of this verb and size posts inline WQEs.
+    pub fn inlines(&self, verb: WrOpcode, size: u64) -> bool {
+        self.inline && verb.may_be_inline() && size <= MAX_INLINE as u64
+    }
+
     /// The full sweep of issue 7: WRITE, READ, SEND; 64 B .. 1 MiB; MTU 1024 and 4096; 1 and 16 QPs.
     pub fn full(clock_mhz: f64) -> Self {
         BenchOpts {
@@ -76,6 +87,7 @@ impl BenchOpts {
             verbs: vec![WrOpcode::RdmaWrite, WrOpcode::RdmaRead, WrOpcode::Send],
             bytes_per_point: 2 << 20,
             vcd: None,
+            inline: false,
         }
     }
 
@@ -99,6 +111,8 @@ pub struct Point {
     pub mtu: u32,
     pub qps: usize,
     pub size: u64,
+    /// The WQEs were inline.
+    pub inline: bool,
     pub messages: u64,
     pub cycles: u64,
     pub gbps: f64,
@@ -180,14 +194,8 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
             r.b.drv.post_recv(q, &RecvWr { wr_id: i, sg_list: vec![sge] }).map_err(|e| anyhow!("post_recv: {e}"))?;
         }
     }
-    let mut tracing = false;
-    if let Some(d) = &o.vcd {
-        std::fs::create_dir_all(d)?;
-        let name = format!("{verb:?}-{mtu}-{qps}-{size}");
-        r.a.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.a.vcd")).to_str().unwrap());
-        r.b.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.b.vcd")).to_str().unwrap());
-        tracing = true;
-    }
+    let inline = o.inlines(verb, size);
+    let mut tracing = trace(&mut r, o, &point_name(o, verb, mtu, qps, size), true)?;
     let c0 = r.cycle();
     let (mut posted, mut done, mut last_progress) = (0u64, 0u64, c0);
     let mut problem = String::new();
@@ -199,6 +207,9 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
             let mut wr = SendWr::new(posted, verb, vec![Sge { addr: local, length: size as u32, lkey: r.a.key }]);
             wr.remote_addr = if read { r.b.buf + at(posted) } else { r.b.buf + half + at(posted) };
             wr.rkey = r.b.key;
+            if inline {
+                wr.set_inline(r.a.mem.lock().unwrap().read(local, size as usize).map_err(|e| anyhow!("{e}"))?);
+            }
             match r.a.drv.post_send(q, &wr) {
                 Ok(()) => posted += 1,
                 Err(DriverError::Verbs(VerbsError::QueueFull)) => break,
@@ -206,9 +217,7 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
             }
         }
         if tracing && r.cycle() - c0 > VCD_CYCLES {
-            r.a.sys.borrow_mut().rnic.stop_trace();
-            r.b.sys.borrow_mut().rnic.stop_trace();
-            tracing = false;
+            tracing = trace(&mut r, o, "", false)?;
         }
         let wcs = r.a.drv.poll_cq(r.a.cq, 256).map_err(|e| anyhow!("poll_cq: {e}"))?;
         if let Some(bad) = wcs.iter().find(|w| w.status != WcStatus::Success) {
@@ -230,6 +239,19 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     if problem.is_empty() && under != 0 {
         problem = format!("{under} MAC TX underrun cycles");
     }
+    // every slot the messages used holds its source's bytes (a READ's flow the other way)
+    if problem.is_empty() {
+        let read = verb == WrOpcode::RdmaRead;
+        let (src, dst) = if read { ((&r.b.mem, r.b.buf), (&r.a.mem, r.a.buf + half)) } else { ((&r.a.mem, r.a.buf), (&r.b.mem, r.b.buf + half)) };
+        for j in 0..messages.min(slots) {
+            let want = src.0.lock().unwrap().read(src.1 + at(j), size as usize).map_err(|e| anyhow!("{e}"))?;
+            let got = dst.0.lock().unwrap().read(dst.1 + at(j), size as usize).map_err(|e| anyhow!("{e}"))?;
+            if got != want {
+                problem = format!("the payload of message {j} differs at its destination");
+                break;
+            }
+        }
+    }
     let cycles = r.cycle() - c0;
     // (a stall's problem already names the counters)
     let note = if problem.starts_with("stalled") { String::new() } else { counters(&mut r) };
@@ -240,6 +262,7 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
         mtu,
         qps,
         size,
+        inline,
         messages,
         cycles,
         gbps: if ok { (messages * size) as f64 * 8.0 / secs / 1e9 } else { 0.0 },
@@ -248,6 +271,27 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
         problem,
         note,
     })
+}
+
+/// A point's name for its pcap directory and VCDs: `VERB-MTU-QPS-SIZE`, `-inline` when its WQEs are.
+pub fn point_name(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64) -> String {
+    let inline = o.inlines(verb, size);
+    format!("{verb:?}-{mtu}-{qps}-{size}{}", if inline { "-inline" } else { "" })
+}
+
+/// With `--vcd`: starts both RNICs' traces as `DIR/NAME.a.vcd` and `.b.vcd` (`on`) or stops them; returns
+/// whether they are running.
+fn trace(r: &mut PairRig, o: &BenchOpts, name: &str, on: bool) -> Result<bool> {
+    let Some(d) = &o.vcd else { return Ok(false) };
+    for (side, s) in [("a", &r.a.sys), ("b", &r.b.sys)] {
+        if on {
+            std::fs::create_dir_all(d)?;
+            s.borrow_mut().rnic.start_trace(d.join(format!("{name}.{side}.vcd")).to_str().unwrap());
+        } else {
+            s.borrow_mut().rnic.stop_trace();
+        }
+    }
+    Ok(on)
 }
 
 /// Latencies of one 64-byte WRITE at MTU 4096 on an idle pair, from a buffer (lkey) and inline.
@@ -278,18 +322,11 @@ fn one_write(o: &BenchOpts, dir: &Path, inline: bool) -> Result<(u64, u64, u64)>
         s.timing = true;
     }
     r.run(100);
-    if let Some(d) = &o.vcd {
-        // the whole exchange is a few thousand cycles: traced to the end
-        std::fs::create_dir_all(d)?;
-        let name = if inline { "latency-inline" } else { "latency" };
-        r.a.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.a.vcd")).to_str().unwrap());
-        r.b.sys.borrow_mut().rnic.start_trace(d.join(format!("{name}.b.vcd")).to_str().unwrap());
-    }
+    // the whole exchange is a few thousand cycles: traced to the end
+    trace(&mut r, o, if inline { "latency-inline" } else { "latency" }, true)?;
     let mut wr = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.a.buf, length: 64, lkey: r.a.key }]);
     if inline {
-        wr.sg_list.clear();
-        wr.flags.inline = true;
-        wr.inline_data = (0..64u8).collect();
+        wr.set_inline((0..64u8).collect());
     }
     wr.remote_addr = r.b.buf + (512 << 10);
     wr.rkey = r.b.key;
@@ -299,10 +336,7 @@ fn one_write(o: &BenchOpts, dir: &Path, inline: bool) -> Result<(u64, u64, u64)>
     if wcs.len() != 1 || wcs[0].status != WcStatus::Success {
         return Err(anyhow!("the 64-byte WRITE (inline {inline}) did not complete: {wcs:?}"));
     }
-    if o.vcd.is_some() {
-        r.a.sys.borrow_mut().rnic.stop_trace();
-        r.b.sys.borrow_mut().rnic.stop_trace();
-    }
+    trace(&mut r, o, "", false)?;
     let (a, b) = (r.a.sys.borrow(), r.b.sys.borrow());
     let first = |v: &[u64], after: u64| v.iter().copied().find(|&c| c >= after);
     let wire = first(&a.tx_first_beats, db).ok_or_else(|| anyhow!("no frame left A"))?;
@@ -319,12 +353,12 @@ fn one_write(o: &BenchOpts, dir: &Path, inline: bool) -> Result<(u64, u64, u64)>
 }
 
 pub fn csv(points: &[Point]) -> String {
-    let mut s = String::from("verb,mtu,qps,size,messages,cycles,gbps,mpps,wire_limit_gbps,problem,note\n");
+    let mut s = String::from("verb,mtu,qps,size,messages,cycles,gbps,mpps,wire_limit_gbps,problem,note,inline\n");
     for p in points {
         let _ = writeln!(
             s,
-            "{:?},{},{},{},{},{},{:.2},{:.3},{:.2},{},{}",
-            p.verb, p.mtu, p.qps, p.size, p.messages, p.cycles, p.gbps, p.mpps, p.wire_limit_gbps, p.problem.replace(',', ";"), p.note.replace(',', ";")
+            "{:?},{},{},{},{},{},{:.2},{:.3},{:.2},{},{},{}",
+            p.verb, p.mtu, p.qps, p.size, p.messages, p.cycles, p.gbps, p.mpps, p.wire_limit_gbps, p.problem.replace(',', ";"), p.note.replace(',', ";"), p.inline
         );
     }
     s

@@ -738,10 +738,7 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
 /// its retransmissions read the data slots from the ring again.
 fn inline_every_other(w: &mut SendWr, mem: &std::sync::Arc<std::sync::Mutex<HostMemory>>) {
     let Some(sge) = w.sg_list.first().copied() else { return };
-    let payload = matches!(w.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm);
-    if payload && sge.length as usize <= testbench::host::MAX_INLINE && w.wr_id % 2 == 1 {
-        w.inline_data = mem.lock().unwrap().read(sge.addr, sge.length as usize).unwrap();
-        w.flags.inline = true;
-        w.sg_list.clear();
+    if w.opcode.may_be_inline() && sge.length as usize <= testbench::host::MAX_INLINE && w.wr_id % 2 == 1 {
+        w.set_inline(mem.lock().unwrap().read(sge.addr, sge.length as usize).unwrap());
     }
 }

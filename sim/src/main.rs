@@ -112,6 +112,10 @@ enum Cmd {
         /// VCDs of both RNICs for the first 20,000 cycles of every point, into this directory.
         #[arg(long)]
         vcd: Option<PathBuf>,
+        /// Post SENDs and WRITEs of at most 256 bytes as inline WQEs (their data in the send ring), as
+        /// perftest does for small messages.
+        #[arg(long)]
+        inline: bool,
     },
     /// Fuzz the RX port of the Verilator RNIC: N seeded random, malformed and mutated frames (`sim::fuzz`);
     /// checks no hang, no write outside a registered MR and that every drop is counted; exit 0 only if all hold.
@@ -219,8 +223,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Synth { block } => synth(block.as_deref()),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
-        Cmd::Bench { clock_mhz, host_latency_ns, quick, out, verb, mtu, qps, size, vcd } => {
-            bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd })
+        Cmd::Bench { clock_mhz, host_latency_ns, quick, out, verb, mtu, qps, size, vcd, inline } => {
+            bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline })
         }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
@@ -239,6 +243,7 @@ struct Sweep {
     qps: Vec<usize>,
     size: Vec<u64>,
     vcd: Option<PathBuf>,
+    inline: bool,
 }
 
 fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Sweep) -> Result<ExitCode> {
@@ -281,6 +286,7 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
         true
     });
     o.vcd = sw.vcd;
+    o.inline = sw.inline;
     std::fs::create_dir_all(out)?;
     let pcaps = out.join("pcap");
     println!("rnic bench: two RTL RNICs (Verilator models of the emitted top) on one 100G link, core clock {clock_mhz} MHz, host memory {host_latency_ns} ns away");
@@ -312,7 +318,7 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
     let mut cycles = 0u64;
     for (verb, mtu, qps, size) in keys {
         pb.set_message(format!("{verb:?} MTU {mtu} {qps} QP {size} B"));
-        let p = bench::goodput(&o, verb, mtu, qps, size, &pcaps.join(format!("{verb:?}-{mtu}-{qps}-{size}")))?;
+        let p = bench::goodput(&o, verb, mtu, qps, size, &pcaps.join(bench::point_name(&o, verb, mtu, qps, size)))?;
         cycles += p.cycles;
         points.push(p);
         pb.inc(1);
@@ -322,7 +328,7 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
     for p in &points {
         println!(
             "{:<10} {:>5} {:>4} {:>8} {:>6} {:>9} {:>8.1} {:>7.2} {:>10.1}  {}",
-            format!("{:?}", p.verb).replace("Rdma", ""),
+            format!("{:?}{}", p.verb, if p.inline { " inl" } else { "" }).replace("Rdma", ""),
             p.mtu,
             p.qps,
             p.size,

@@ -103,6 +103,26 @@ fn bench_runs_the_points_asked_for_and_refuses_unknown_verbs() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `rnic bench --inline`: a 64-byte WRITE point posts inline WQEs (the CSV says so), a READ point cannot and
+/// does not; both complete with every destination slot holding its source's bytes (the bench checks them).
+#[test]
+fn bench_inline_posts_small_writes_inline() {
+    let d = tmp("bench-inline");
+    let (code, out, err) =
+        rnic(&["bench", "--verb", "write,read", "--mtu", "1024", "--qps", "2", "--size", "64", "--inline", "--out", d.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Write inl"), "{out}");
+    let csv = std::fs::read_to_string(d.join("bench.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|r| r.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    for r in &rows {
+        let inline = r[0] == "RdmaWrite";
+        assert_eq!(r[11], if inline { "true" } else { "false" }, "{csv}");
+        assert!(r[7].parse::<f64>().unwrap() > 0.0 && r[9].is_empty(), "{csv}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `rnic campaign`: one round of the RTL requester on a 5 %-drop link passes and writes its pcaps and, on
 /// request, a VCD; a bad
 /// role or an out-of-range fault rate is a one-line error with exit 2.

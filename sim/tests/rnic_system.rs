@@ -682,9 +682,8 @@ fn rtl_inline_sends_and_writes_land_at_the_golden_peer() {
                 r.sys.borrow_mut().peer.post_recv(r.peer_qpn, rw).unwrap();
             }
             let mut wr = SendWr::new(i, op, vec![]);
-            wr.flags.inline = true;
+            wr.set_inline(data.clone());
             wr.flags.signaled = true;
-            wr.inline_data = data.clone();
             wr.remote_addr = dst;
             wr.rkey = r.peer_rkey;
             wr.imm_data = 0x1E00_0000 + i as u32;

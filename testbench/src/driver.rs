@@ -412,7 +412,7 @@ impl<B: CsrBus> Driver<B> {
         if inline && wr.inline_data.len() > MAX_INLINE {
             return Err(VerbsError::InvalidArgument("inline data longer than MAX_INLINE").into());
         }
-        if inline && !matches!(wr.opcode, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) {
+        if inline && !wr.opcode.may_be_inline() {
             return Err(VerbsError::InvalidArgument("inline on an opcode without payload to send").into());
         }
         let mut slots: Vec<[u8; WQE_BYTES]> = Vec::new();

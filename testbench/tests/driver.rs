@@ -225,8 +225,7 @@ fn wqes_land_in_their_slots_and_doorbells_count_slots() {
     m.compare_add_mask = 0x8000_0000_8000_0000;
     drv.post_send(qpn, &m).unwrap();
     let mut i = SendWr::new(9, WrOpcode::Send, vec![]);
-    i.flags.inline = true;
-    i.inline_data = (0..100u8).collect();
+    i.set_inline((0..100u8).collect());
     drv.post_send(qpn, &i).unwrap();
     let d = dev.lock().unwrap();
     assert_eq!(d.sq_db, vec![(qpn, 1), (qpn, 3), (qpn, 6)], "the doorbell carries the producer index in slots");
@@ -337,8 +336,7 @@ fn the_driver_refuses_what_the_device_lacks() {
     let a = SendWr::new(1, WrOpcode::AtomicFetchAndAdd, vec![Sge { addr: 0x1000, length: 8, lkey: 1 }]);
     assert_eq!(drv.post_send(qpn, &a).err(), Some(DriverError::Unsupported(CAP_ATOMIC)));
     let mut i = SendWr::new(2, WrOpcode::Send, vec![]);
-    i.flags.inline = true;
-    i.inline_data = vec![1, 2, 3];
+    i.set_inline(vec![1, 2, 3]);
     assert_eq!(drv.post_send(qpn, &i).err(), Some(DriverError::Unsupported(CAP_INLINE)));
     assert!(dev.lock().unwrap().sq_db.is_empty(), "nothing reached the device");
 }

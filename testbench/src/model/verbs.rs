@@ -51,6 +51,11 @@ impl WrOpcode {
     pub fn is_read(self) -> bool {
         self == WrOpcode::RdmaRead
     }
+    /// May go as an inline WQE (its data in the send ring): SEND and RDMA WRITE, with or without immediate
+    /// (the RTL's WQE Check says the same in `l_inl_ok`).
+    pub fn may_be_inline(self) -> bool {
+        matches!(self, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm)
+    }
     pub fn is_atomic(self) -> bool {
         matches!(
             self,
@@ -154,6 +159,13 @@ pub struct SendWr {
 }
 
 impl SendWr {
+    /// The WR as an inline WQE carrying `data` instead of a scatter/gather list.
+    pub fn set_inline(&mut self, data: Vec<u8>) {
+        self.sg_list.clear();
+        self.flags.inline = true;
+        self.inline_data = data;
+    }
+
     /// A WR with everything zero but the id, opcode and sg list.
     pub fn new(wr_id: u64, opcode: WrOpcode, sg_list: Vec<Sge>) -> Self {
         SendWr {
