@@ -116,6 +116,10 @@ enum Cmd {
         /// perftest does for small messages.
         #[arg(long)]
         inline: bool,
+        /// Payload bytes per point (default 2 MiB, 256 KiB with --quick): the point's message count is this
+        /// over the size, at least 16 per QP and at most 4,096 (perftest's default is 5,000 iterations).
+        #[arg(long)]
+        bytes: Option<u64>,
     },
     /// Fuzz the RX port of the Verilator RNIC: N seeded random, malformed and mutated frames (`sim::fuzz`);
     /// checks no hang, no write outside a registered MR and that every drop is counted; exit 0 only if all hold.
@@ -223,8 +227,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Synth { block } => synth(block.as_deref()),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
-        Cmd::Bench { clock_mhz, host_latency_ns, quick, out, verb, mtu, qps, size, vcd, inline } => {
-            bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline })
+        Cmd::Bench { clock_mhz, host_latency_ns, quick, out, verb, mtu, qps, size, vcd, inline, bytes } => {
+            bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline, bytes })
         }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
@@ -244,6 +248,7 @@ struct Sweep {
     size: Vec<u64>,
     vcd: Option<PathBuf>,
     inline: bool,
+    bytes: Option<u64>,
 }
 
 fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Sweep) -> Result<ExitCode> {
@@ -287,6 +292,10 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
     });
     o.vcd = sw.vcd;
     o.inline = sw.inline;
+    if let Some(b) = sw.bytes {
+        anyhow::ensure!((1..=1 << 30).contains(&b), "--bytes must be 1 B .. 1 GiB");
+        o.bytes_per_point = b;
+    }
     std::fs::create_dir_all(out)?;
     let pcaps = out.join("pcap");
     println!("rnic bench: two RTL RNICs (Verilator models of the emitted top) on one 100G link, core clock {clock_mhz} MHz, host memory {host_latency_ns} ns away");
