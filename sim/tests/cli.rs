@@ -87,16 +87,19 @@ fn bench_quick_runs_every_point() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// `rnic bench` runs only the points asked for; a verb it does not bench is a one-line error.
+/// `rnic bench` runs only the points asked for, as many messages as `--bytes` asks; a verb it does not bench is
+/// a one-line error.
 #[test]
 fn bench_runs_the_points_asked_for_and_refuses_unknown_verbs() {
     let d = tmp("bench-one");
-    let (code, out, err) = rnic(&["bench", "--verb", "read", "--mtu", "1024", "--qps", "2", "--size", "3000", "--out", d.to_str().unwrap()]);
+    let (code, out, err) =
+        rnic(&["bench", "--verb", "read", "--mtu", "1024", "--qps", "2", "--size", "3000", "--bytes", "300000", "--out", d.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     let csv = std::fs::read_to_string(d.join("bench.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     assert_eq!(rows.len(), 1, "{csv}");
-    assert!(rows[0].starts_with("RdmaRead,1024,2,3000,"), "{csv}");
+    // --bytes 300000 over 3000-byte messages: 100 of them
+    assert!(rows[0].starts_with("RdmaRead,1024,2,3000,100,"), "{csv}");
     let (code, out, err) = rnic(&["bench", "--verb", "swap", "--out", d.to_str().unwrap()]);
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("--verb is write, read or send"), "{err}");
