@@ -19,6 +19,9 @@
 //! * `rqdb_*` (valid/ready): RQ doorbell: new producer index;
 //! * `kc_*`: the RX copy of the Key Cache (same fields as `req_front`'s `kc_*`).
 //! Commands are taken only between packets (the FSM is in `Idle`), so they never race a packet's write-back.
+//! A request header is taken in `Idle`, or already in the write-back's cycle (which is the ACK header's
+//! cycle when the packet is ACKed) when it is another QP's and no command waits, so back-to-back packets of
+//! different QPs skip `Idle`; a same-QP packet goes through `Idle`, after its QP's state is written.
 //!
 //! **Rules** (the golden model's order): QP lookup drops (counted), a QP in error (after a class-C error)
 //! drops everything until the next `rp_*` write; `check_psn` by a [`PsnCheck`] (in order; duplicate SEND/WRITE
