@@ -1522,10 +1522,7 @@ impl Logic for Responder {
         }
         match self.state.q.val() {
             RespState::Idle => {
-                self.x_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
-                self.cfg_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
-                self.pi_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
-                self.ci_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
+                // (a header taken here reads its QP's RAM rows below the state match: l_take)
                 if self.rqs_valid.val() & self.l_pf_idle.val() {
                     // CMD_WRITE_RQ: ring, CQ, indices reset; taken with no prefetch on its way (none can
                     // land in the new ring), the QP's prefetched WQE dropped

@@ -1569,8 +1569,6 @@ mod tests {
         }
     }
 
-    /// Go-back-N: a rewind sets the QP's fetch index back, and the slots from there on are read again and
-    /// delivered again, in order, after everything read before the rewind; other QPs are untouched.
     /// One cycle of a command-driven rig: command `c` (0 set-up with base `v`, 1 doorbell with pi `v`, 2 rewind
     /// to index `v`, for QP `q`, rings of 16 slots) offered, the DMA read port always ready, the head of `resp`
     /// offered as a response beat, every slot taken; settles and says whether the command was taken.
@@ -1605,6 +1603,8 @@ mod tests {
         }
     }
 
+    /// Go-back-N: a rewind sets the QP's fetch index back, and the slots from there on are read again and
+    /// delivered again, in order, after everything read before the rewind; other QPs are untouched.
     #[test]
     fn a_rewind_reads_the_slots_again_from_the_given_index() {
         let mut u = Dut::default();
