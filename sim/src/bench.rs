@@ -187,10 +187,14 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     }
     let slots = (half / size.max(64)).max(1);
     let at = |i: u64| (i % slots) * size.max(64);
+    // message i's buffers at A (local) and B (remote) are these + at(i); a READ's data flows from B's first
+    // half into A's second half, everything else from A's first half into B's second half
+    let read = verb == WrOpcode::RdmaRead;
+    let (local_base, remote_base) = if read { (r.a.buf + half, r.b.buf) } else { (r.a.buf, r.b.buf + half) };
     if verb == WrOpcode::Send {
         for i in 0..messages {
             let q = r.b.qps[i as usize % qps];
-            let sge = Sge { addr: r.b.buf + half + at(i), length: size as u32, lkey: r.b.key };
+            let sge = Sge { addr: remote_base + at(i), length: size as u32, lkey: r.b.key };
             r.b.drv.post_recv(q, &RecvWr { wr_id: i, sg_list: vec![sge] }).map_err(|e| anyhow!("post_recv: {e}"))?;
         }
     }
@@ -202,10 +206,9 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     while done < messages {
         while posted < messages {
             let q = r.a.qps[posted as usize % qps];
-            let read = verb == WrOpcode::RdmaRead;
-            let local = if read { r.a.buf + half + at(posted) } else { r.a.buf + at(posted) };
+            let local = local_base + at(posted);
             let mut wr = SendWr::new(posted, verb, vec![Sge { addr: local, length: size as u32, lkey: r.a.key }]);
-            wr.remote_addr = if read { r.b.buf + at(posted) } else { r.b.buf + half + at(posted) };
+            wr.remote_addr = remote_base + at(posted);
             wr.rkey = r.b.key;
             if inline {
                 wr.set_inline(r.a.mem.lock().unwrap().read(local, size as usize).map_err(|e| anyhow!("{e}"))?);
@@ -241,8 +244,8 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     }
     // every slot the messages used holds its source's bytes (a READ's flow the other way)
     if problem.is_empty() {
-        let read = verb == WrOpcode::RdmaRead;
-        let (src, dst) = if read { ((&r.b.mem, r.b.buf), (&r.a.mem, r.a.buf + half)) } else { ((&r.a.mem, r.a.buf), (&r.b.mem, r.b.buf + half)) };
+        let (local, remote) = ((&r.a.mem, local_base), (&r.b.mem, remote_base));
+        let (src, dst) = if read { (remote, local) } else { (local, remote) };
         for j in 0..messages.min(slots) {
             let want = src.0.lock().unwrap().read(src.1 + at(j), size as usize).map_err(|e| anyhow!("{e}"))?;
             let got = dst.0.lock().unwrap().read(dst.1 + at(j), size as usize).map_err(|e| anyhow!("{e}"))?;
