@@ -142,9 +142,14 @@ pub struct Rnic {
     cq_gen: CqeGen<256, 8>,
     scat: ScatterPath,
     warb: DmaWriteArb,
-    // RX dispatch: the payload of the header taken last belongs to the completer or is drained
+    // RX dispatch: the payload at the stream's head belongs to the completer or to the responder (see update)
     pay_busy: DFF<Bit>,
     pay_comp: DFF<Bit>,
+    /// a second request payload, of the header the responder took last, waits behind the one at the head
+    pay_next: DFF<Bit>,
+    /// a header may be handed on: no payload in the stream, or a request behind a request payload
+    l_hand: Signal<Local, Bit>,
+    l_pay_done: Signal<Local, Bit>,
     l_resp: Signal<Local, Bit>,
     l_has_pay: Signal<Local, Bit>,
     op_resp_lo: Constant<Bits<8>>,
@@ -251,6 +256,9 @@ impl Default for Rnic {
             warb: Default::default(),
             pay_busy: Default::default(),
             pay_comp: Default::default(),
+            pay_next: Default::default(),
+            l_hand: Default::default(),
+            l_pay_done: Default::default(),
             l_resp: Default::default(),
             l_has_pay: Default::default(),
             op_resp_lo: k(u64::from(RC_RDMA_READ_RESPONSE_FIRST)),
@@ -295,7 +303,7 @@ impl Default for Rnic {
 impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp, cq_last_b, ctr_hi, ctr_v);
+        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp, pay_next, cq_last_b, ctr_hi, ctr_v);
         for i in 0..4 {
             self.ctr_g[i].clock.next = self.clock.val();
             self.ctr_g[i].d.next = self.ctr_g[i].q.val();
@@ -765,6 +773,7 @@ impl Logic for Rnic {
         // the Responder's scatter commands and payload
         self.scat2.s_valid.next = self.resp.s_valid.val();
         self.resp.s_ready.next = self.scat2.s_ready.val();
+        self.resp.s_idle.next = self.scat2.idle.val();
         self.scat2.s_addr.next = self.resp.s_addr.val();
         self.scat2.s_len.next = self.resp.s_len.val();
         self.scat2.s_axis.tdata.next = self.resp.s_pay.tdata.val();
@@ -816,9 +825,11 @@ impl Logic for Rnic {
         self.arp.my_ip.next = self.csr.ipv4.val();
         self.s_axis.tready.next = true;
         self.rx.my_ip.next = self.csr.ipv4.val();
-        // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests wait for the
-        // responder: taken and their payload drained. A header is handed on only when the previous header's
-        // payload has gone, so the payload stream always belongs to the last header taken.
+        // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests to the
+        // responder. A header is handed on when the payloads of the headers before it have gone, except that a
+        // request may be handed to the responder while the payload of the request before it still flows (its
+        // payload mover: the responder checks the next header meanwhile); so the stream holds the payloads of
+        // at most the last two headers taken, in order, and both are the responder's when there are two.
         // a header is routed on its way into the hold register: responses (ACK, READ response, atomic ACK)
         // to the Completer, requests to the Responder
         self.rx_hold.s_data.next.hdr = self.rx.hdr.val();
@@ -834,18 +845,15 @@ impl Logic for Rnic {
         self.comp.hdr.next = self.rx_hold.m_data.val().hdr;
         self.comp.hdr_ext_words.next = self.rx_hold.m_data.val().ext_words;
         self.comp.hdr_pay_len.next = self.rx_hold.m_data.val().pay_len;
+        self.l_hand.next = !self.pay_busy.q.val() | (!self.pay_comp.q.val() & !self.pay_next.q.val() & !self.l_resp.val());
         self.comp.hdr_valid.next = self.rx_hold.m_valid.val() & self.l_resp.val() & !self.pay_busy.q.val();
         self.resp.hdr.next = self.rx_hold.m_data.val().hdr;
         self.resp.hdr_ext_words.next = self.rx_hold.m_data.val().ext_words;
         self.resp.hdr_pay_len.next = self.rx_hold.m_data.val().pay_len;
-        self.resp.hdr_valid.next = self.rx_hold.m_valid.val() & !self.l_resp.val() & !self.pay_busy.q.val();
+        self.resp.hdr_valid.next = self.rx_hold.m_valid.val() & !self.l_resp.val() & self.l_hand.val();
         self.rx_hold.m_ready.next = !self.pay_busy.q.val() & self.comp.hdr_ready.val();
         if !self.l_resp.val() {
-            self.rx_hold.m_ready.next = !self.pay_busy.q.val() & self.resp.hdr_ready.val();
-        }
-        if self.rx_hold.m_valid.val() & self.rx_hold.m_ready.val() & self.l_has_pay.val() {
-            self.pay_busy.d.next = true;
-            self.pay_comp.d.next = self.l_resp.val();
+            self.rx_hold.m_ready.next = self.l_hand.val() & self.resp.hdr_ready.val();
         }
         self.rx_slice.s.tdata.next = self.rx.pay.tdata.val();
         self.rx_slice.s.tkeep.next = self.rx.pay.tkeep.val();
@@ -864,8 +872,19 @@ impl Logic for Rnic {
         if self.pay_comp.q.val() {
             self.rx_slice.m.tready.next = self.pay_busy.q.val() & self.comp.pay.tready.val();
         }
-        if self.rx_slice.m.tvalid.val() & self.rx_slice.m.tready.val() & self.rx_slice.m.tlast.val() {
-            self.pay_busy.d.next = false;
+        // the head payload's last beat: the next one (if any) is at the head now
+        self.l_pay_done.next = self.rx_slice.m.tvalid.val() & self.rx_slice.m.tready.val() & self.rx_slice.m.tlast.val();
+        if self.l_pay_done.val() {
+            self.pay_busy.d.next = self.pay_next.q.val();
+            self.pay_next.d.next = false;
+        }
+        if self.rx_hold.m_valid.val() & self.rx_hold.m_ready.val() & self.l_has_pay.val() {
+            // (a request taken behind a request payload that is not ending now waits as the second)
+            self.pay_busy.d.next = true;
+            self.pay_comp.d.next = self.l_resp.val();
+            if self.pay_busy.q.val() & !self.l_pay_done.val() {
+                self.pay_next.d.next = true;
+            }
         }
     }
 }

@@ -47,6 +47,9 @@ pub struct ScatterPath {
     pub wr_last: Signal<Out, Bit>,
     /// One-cycle pulse: a payload beat's `tlast` disagreed with its command's length.
     pub pay_err: Signal<Out, Bit>,
+    /// No command in the plan pipeline or being written and no write beat waiting: every beat of every
+    /// command taken is out on the DMA write port.
+    pub idle: Signal<Out, Bit>,
 
     // plan pipeline
     adv: Signal<Local, Bit>,
@@ -132,6 +135,7 @@ impl Default for ScatterPath {
             clock: Default::default(),
             s_valid: Default::default(),
             s_ready: Default::default(),
+            idle: Default::default(),
             s_addr: Default::default(),
             s_len: Default::default(),
             s_axis: Default::default(),
@@ -284,6 +288,7 @@ impl Logic for ScatterPath {
         self.wr_strb.next = self.w_strb.q.val();
         self.wr_last.next = self.w_last.q.val();
         self.pay_err.next = self.err.q.val();
+        self.idle.next = !self.p1_v.q.val() & !self.p2_v.q.val() & !self.p3_v.q.val() & !self.act.q.val() & !self.w_valid.q.val();
 
         // ---- the plan pipeline: a stage takes the one before it when the pipeline advances ----
         // the next command is loaded when none is active or in the cycle the active one's last beat leaves
@@ -469,6 +474,12 @@ mod tests {
             u.wr_ready.next = rng.gen_ratio(pace.out_ready, 1000);
             u.clock.next = false.into();
             assert!(simulate(&mut u, 50));
+            // `idle` (the Responder issues its READ and atomic reads on it): every command taken so far is
+            // written out
+            if u.idle.val() {
+                let taken = segs[..ci].iter().filter(|s| s.len > 0).count();
+                assert_eq!(wr.next, taken, "cycle {cycle}: idle with a command taken and not written");
+            }
             if sv && u.s_ready.val() {
                 ci += 1;
             }
@@ -490,6 +501,7 @@ mod tests {
                 assert_eq!(pi, stream.len(), "payload beats left over");
                 after += 1;
                 if after == 20 {
+                    assert!(u.idle.val(), "not idle after every command is written");
                     break;
                 }
             }
