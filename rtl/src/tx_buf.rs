@@ -7,7 +7,9 @@
 //! is in, then releases the whole frame at one beat per cycle.
 //!
 //! 128 beats of data, keep and last in three LUTRAM FIFOs side by side; `frames` counts the complete frames inside (+1 when a
-//! last beat enters, −1 when one leaves); the output is valid while `frames` ≠ 0. A frame must fit: the
+//! last beat enters, −1 when one leaves); the output is valid while `frames` ≠ 0, which a register (`nz`)
+//! holds, so the output `tvalid` comes from a flip-flop (a complete frame inside means the FIFOs are not
+//! empty). A frame must fit: the
 //! largest RoCEv2 frame at path MTU 4096 is 67 beats, so 128 beats hold it and the tail of the one before.
 //! Input `tready` is "not full". One beat per cycle in and out; a frame's latency is its length in beats
 //! (plus one cycle).
@@ -30,10 +32,11 @@ pub struct TxFrameBuffer {
     lq: Fifo<Bit, 7, 8>,
     /// Complete frames inside.
     frames: DFF<Bits<8>>,
+    /// `frames` ≠ 0
+    nz: DFF<Bit>,
     push: Signal<Local, Bit>,
     pop: Signal<Local, Bit>,
     one: Constant<Bits<8>>,
-    zero: Constant<Bits<8>>,
 }
 
 impl Default for TxFrameBuffer {
@@ -46,10 +49,10 @@ impl Default for TxFrameBuffer {
             kq: Default::default(),
             lq: Default::default(),
             frames: Default::default(),
+            nz: Default::default(),
             push: Default::default(),
             pop: Default::default(),
             one: Constant::new(bits::<8>(1)),
-            zero: Constant::new(bits::<8>(0)),
         }
     }
 }
@@ -57,7 +60,7 @@ impl Default for TxFrameBuffer {
 impl Logic for TxFrameBuffer {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, frames);
+        dff_setup!(self, clock, frames, nz);
         clock!(self, clock, dq, kq, lq);
         self.s_axis.tready.next = !self.dq.full.val();
         self.push.next = self.s_axis.tvalid.val() & !self.dq.full.val();
@@ -70,17 +73,19 @@ impl Logic for TxFrameBuffer {
         self.m_axis.tdata.next = self.dq.dout.val();
         self.m_axis.tkeep.next = self.kq.dout.val();
         self.m_axis.tlast.next = self.lq.dout.val();
-        self.m_axis.tvalid.next = !self.dq.empty.val() & (self.frames.q.val() != self.zero.val());
-        self.pop.next = !self.dq.empty.val() & (self.frames.q.val() != self.zero.val()) & self.m_axis.tready.val();
+        self.m_axis.tvalid.next = self.nz.q.val();
+        self.pop.next = self.nz.q.val() & self.m_axis.tready.val();
         self.dq.pop.next = self.pop.val();
         self.kq.pop.next = self.pop.val();
         self.lq.pop.next = self.pop.val();
         // a last beat in, a last beat out, both, or neither
         if (self.push.val() & self.s_axis.tlast.val()) & !(self.pop.val() & self.lq.dout.val()) {
             self.frames.d.next = self.frames.q.val() + self.one.val();
+            self.nz.d.next = true;
         }
         if !(self.push.val() & self.s_axis.tlast.val()) & (self.pop.val() & self.lq.dout.val()) {
             self.frames.d.next = self.frames.q.val() - self.one.val();
+            self.nz.d.next = self.frames.q.val() != self.one.val();
         }
     }
 }
