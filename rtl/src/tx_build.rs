@@ -181,6 +181,11 @@ pub struct TxPacketBuild {
     last_keep: DFF<Bits<64>>,
     pbeats: DFF<Bits<7>>,
     pidx: DFF<Bits<7>>,
+    /// `pidx < pbeats`: payload beats are still to come (a register, so that the payload take, the shift and
+    /// the output beat do not start with a compare)
+    pmore: DFF<Bit>,
+    /// `pidx + 1 < pbeats`, from registers: `pmore` after the next payload beat
+    pmore1: Signal<Local, Bit>,
     prev: DFF<Bits<512>>,
     hq: DFF<Bit>,
     hmask0: DFF<Bits<512>>,
@@ -286,6 +291,8 @@ impl Default for TxPacketBuild {
             last_keep: Default::default(),
             pbeats: Default::default(),
             pidx: Default::default(),
+            pmore: Default::default(),
+            pmore1: Default::default(),
             prev: Default::default(),
             hq: Default::default(),
             hmask0: Default::default(),
@@ -341,7 +348,7 @@ impl Logic for TxPacketBuild {
     fn update(&mut self) {
         dff_setup!(
             self, clock, pad, padded, ew4, a1, a2, a3, b1, b2, b3, a12, b12, a3c, b3c, hi, lo, hi2, lo2, flen, pay63,
-            hi3, lo8, flen63, lo9, hi8, hi9, lo8b, ob_data, ob_keep, ob_last, ob_valid, cur, active, beat, nbeats, last_keep, pbeats, pidx,
+            hi3, lo8, flen63, lo9, hi8, hi9, lo8b, ob_data, ob_keep, ob_last, ob_valid, cur, active, beat, nbeats, last_keep, pbeats, pidx, pmore,
             prev, hq, hmask0, hmask1
         );
         for i in 0..9 {
@@ -435,7 +442,8 @@ impl Logic for TxPacketBuild {
         // output beat j takes payload beat j - q (q = 1 when the header fills beat 0)
         self.need_pay.next = self.active.q.val()
             & ((self.beat.q.val() != self.k0_7.val()) | !self.hq.q.val())
-            & (self.pidx.q.val() < self.pbeats.q.val());
+            & self.pmore.q.val();
+        self.pmore1.next = (self.pidx.q.val() + self.k1_7.val()) < self.pbeats.q.val();
         self.cur_pay.next = self.k0_512.val();
         if self.need_pay.val() {
             self.cur_pay.next = self.pay.tdata.val() & self.pay_mask.mask.val();
@@ -490,6 +498,7 @@ impl Logic for TxPacketBuild {
             if self.need_pay.val() {
                 self.prev.d.next = self.cur_pay.val();
                 self.pidx.d.next = self.pidx.q.val() + self.k1_7.val();
+                self.pmore.d.next = self.pmore1.val();
             }
             if self.f_last.val() {
                 self.active.d.next = false;
@@ -504,6 +513,7 @@ impl Logic for TxPacketBuild {
             self.cur.d.next = self.h[8].q.val();
             self.beat.d.next = self.k0_7.val();
             self.pidx.d.next = self.k0_7.val();
+            self.pmore.d.next = self.h[8].q.val().pbeats != self.k0_7.val();
             self.prev.d.next = self.k0_512.val();
             self.hq.d.next = self.h[8].q.val().ext_words >= self.k3_4.val();
             self.nbeats.d.next = self.h[8].q.val().nbeats;
