@@ -13,7 +13,7 @@
 //! | 3c RNR NAK `0x20 | min_rnr_timer` with the packet's PSN, nothing executed, success once a receive is posted | `rnr_nak_carries_min_rnr_timer_and_the_packet_psn` |
 //! | 3c opcode sequence: MIDDLE without FIRST: NAK 0x61, QP to error | `middle_without_first_is_naked_invalid_request_and_the_qp_errors` |
 //! | 3c length: FIRST shorter than the PMTU: NAK 0x61, nothing written | `first_packet_shorter_than_the_pmtu_is_naked_and_writes_nothing` |
-//! | 3c SEND larger than the receive buffer: NAK 0x61, receive completes REM_INV_REQ_ERR | `send_larger_than_the_receive_is_naked_invalid_request` |
+//! | 3c SEND larger than the receive buffer (rxe `copy_data` -EINVAL, a malformed WQE): NAK 0x63, receive completes LOC_QP_OP_ERR, nothing written | `send_larger_than_the_receive_is_naked_remote_operational` |
 //! | 3c malformed receive WQE (bad lkey): NAK 0x63, receive completes LOC_QP_OP_ERR | `receive_with_a_bad_lkey_is_naked_remote_operational` |
 //! | 3c R_Key / bounds / access rights: NAK 0x62 | `sim/tests/rnic_access.rs` (four tests) |
 //! | 4 AckReq on the last packet and at least every 64; header fields (TVer, MigReq, P_Key, SE) | `ackreq_on_the_last_packet_and_every_64_and_the_header_fields` |
@@ -456,19 +456,25 @@ fn first_packet_shorter_than_the_pmtu_is_naked_and_writes_nothing() {
     assert!(r.mem.lock().unwrap().read(r.src, 1 << 21).unwrap() == shadow.read(r.src, 1 << 21).unwrap(), "nothing written");
 }
 
+/// rxe `send_data_in`: `copy_data` refuses a payload longer than the room left in the receive with -EINVAL
+/// before writing anything, which `send_data_in` maps to a malformed WQE (class A), not to its -ENOSPC length
+/// error: NAK remote operational error (0x63), the receive completes LOC_QP_OP_ERR, the QP errs.
 #[test]
-fn send_larger_than_the_receive_is_naked_invalid_request() {
+fn send_larger_than_the_receive_is_naked_remote_operational() {
     let mut r = new_rig("send-big", 256);
     r.drv.post_recv(r.qpn, &RecvWr { wr_id: 5, sg_list: vec![Sge { addr: r.src + 0x8000, length: 100, lkey: r.lkey }] }).unwrap();
     r.drv.post_recv(r.qpn, &RecvWr { wr_id: 6, sg_list: vec![Sge { addr: r.src + 0x9000, length: 100, lkey: r.lkey }] }).unwrap();
+    let shadow = r.mem.lock().unwrap().clone();
     peer_post(&r, SendWr::new(1, WrOpcode::Send, vec![Sge { addr: r.peer_buf, length: 200, lkey: r.peer_rkey }]));
     let pw = r.wait_peer_completions(1, 200_000);
-    assert_eq!(pw[0].status, WcStatus::RemInvReqErr, "{pw:?}");
+    assert_eq!(pw[0].status, WcStatus::RemOpErr, "{pw:?}");
     let naks: Vec<_> = sent(&r).into_iter().filter(|f| is_ack(f)).map(|f| (syndrome(&f), psn(&f))).collect();
-    assert_eq!(naks, vec![(Some(0x61), 0x1234)]);
+    assert_eq!(naks, vec![(Some(0x63), 0x1234)]);
     let ours = our_wcs(&mut r, 2, 100_000);
-    assert_eq!((ours[0].wr_id, ours[0].status), (5, WcStatus::RemInvReqErr), "{ours:?}");
+    assert_eq!((ours[0].wr_id, ours[0].status), (5, WcStatus::LocQpOpErr), "{ours:?}");
     assert_eq!((ours[1].wr_id, ours[1].status), (6, WcStatus::WrFlushErr), "the QP errs, later receives flushed: {ours:?}");
+    let now = r.mem.lock().unwrap().clone();
+    assert!(now.read(r.src, 1 << 21).unwrap() == shadow.read(r.src, 1 << 21).unwrap(), "nothing written to our buffer");
 }
 
 #[test]
@@ -743,8 +749,9 @@ fn nak_codes_map_to_completion_statuses() {
     {
         let (b, k) = (r.peer_buf, r.peer_rkey);
         let mut s = r.sys.borrow_mut();
-        // QP 2's peer: a receive too small (NAK 0x61); QP 3's: a receive with a bad lkey (0x63)
-        s.peer.post_recv(p2, RecvWr { wr_id: 1, sg_list: vec![Sge { addr: b, length: 10, lkey: k }] }).unwrap();
+        // QP 2's peer: no REMOTE_WRITE, so our WRITE is NAKed 0x61 (rxe `check_op_valid`); QP 3's: a receive
+        // with a bad lkey (0x63)
+        s.peer.modify_qp(p2, &QpAttr { qp_access_flags: Some(AccessFlags::LOCAL_WRITE), ..Default::default() }).unwrap();
         s.peer.post_recv(p3, RecvWr { wr_id: 1, sg_list: vec![Sge { addr: b, length: 1000, lkey: k ^ 0x100 }] }).unwrap();
     }
     // QP 4: its ACK rewritten to NAK code 0x64 (invalid RD request; rxe never sends it): "any other code"
@@ -761,11 +768,10 @@ fn nak_codes_map_to_completion_statuses() {
     let mut bad_rkey = write_wr(&r, 1, 0, 100);
     bad_rkey.rkey ^= 0x100;
     r.drv.post_send(r.qpn, &bad_rkey).unwrap();
-    for (q, id) in [(q2, 2u64), (q3, 3)] {
-        let mut s = SendWr::new(id, WrOpcode::Send, vec![Sge { addr: r.src, length: 100, lkey: r.lkey }]);
-        s.flags.signaled = true;
-        r.drv.post_send(q, &s).unwrap();
-    }
+    r.drv.post_send(q2, &write_wr(&r, 2, 0x2000, 100)).unwrap();
+    let mut s = SendWr::new(3, WrOpcode::Send, vec![Sge { addr: r.src, length: 100, lkey: r.lkey }]);
+    s.flags.signaled = true;
+    r.drv.post_send(q3, &s).unwrap();
     r.drv.post_send(q4, &write_wr(&r, 4, 0x4000, 100)).unwrap();
     let mut log = Log::new(&r);
     assert!(log.run(&r, 100_000, |_| q4_peer_ack.borrow().is_some()));

@@ -215,6 +215,34 @@ fn rnr_nak_then_success_after_post_recv() {
     assert_eq!(p.b.mem().read(rbuf.addr, 9).unwrap(), b"hello rnr");
 }
 
+/// rxe `send_data_in` / `copy_data`: a SEND packet longer than the room left in the receive is refused with
+/// -EINVAL before any byte of it is written: a malformed WQE (class A), NAK remote operational error with that
+/// packet's PSN, the receive completes LOC_QP_OP_ERR and the QP errs. The packets before it stay written.
+#[test]
+fn send_longer_than_the_receive_is_a_malformed_wqe() {
+    let (mut p, qa, qb) = setup(ConnOpts { path_mtu: 256, ..Default::default() });
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let data: Vec<u8> = (0..1100u32).map(|i| (i * 7 + 1) as u8).collect();
+    let src = buf(&mut p.a, pd_a, &data, AccessFlags::ALL);
+    let rbuf = buf(&mut p.b, pd_b, &[0u8; 1000], AccessFlags::ALL);
+    p.b.post_recv(qb, RecvWr { wr_id: 3, sg_list: sg(&rbuf, 1000) }).unwrap();
+    p.b.post_recv(qb, RecvWr { wr_id: 4, sg_list: sg(&rbuf, 1000) }).unwrap();
+    p.a.post_send(qa, SendWr::new(1, WrOpcode::Send, sg(&src, 1100))).unwrap();
+    let out = p.a.poll(0);
+    assert_eq!(out.len(), 5, "five packets of at most 256 bytes");
+    let nak = deliver_b(&mut p, &out);
+    assert_eq!(ops(&nak), vec![(RC_ACKNOWLEDGE, 1003)], "one NAK, the fourth packet's PSN");
+    assert_eq!(aeth_kind(&nak[0]), AethKind::Nak(NakCode::RemoteOperationalError));
+    assert_eq!(p.b.qp_state(qb), Some(QpState::Error));
+    let wcs: Vec<_> = p.b.poll_cq(p.cq_b, 4).iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(wcs, vec![(3, WcStatus::LocQpOpErr), (4, WcStatus::WrFlushErr)]);
+    let got = p.b.mem().read(rbuf.addr, 1000).unwrap();
+    assert_eq!(&got[..768], &data[..768], "the first three packets written");
+    assert!(got[768..].iter().all(|&b| b == 0), "nothing of the fourth");
+    deliver_a(&mut p, &nak);
+    assert_eq!(p.a.poll_cq(p.cq_a, 4)[0].status, WcStatus::RemOpErr);
+}
+
 #[test]
 fn rnr_retry_exhaustion_completes_with_rnr_retry_exc_err() {
     let (mut p, qa, _qb) = setup(ConnOpts { rnr_retry: 2, min_rnr_timer: 1, ..Default::default() });

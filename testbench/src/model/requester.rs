@@ -54,14 +54,19 @@ pub(crate) fn gather(ctx: &Ctx, qp: &Qp, wqe: &SendWqe, offset: u64, len: u64) -
 /// Why a scatter failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ScatterError {
-    /// The data does not fit the sg list (rxe `-ENOSPC`).
+    /// The data does not fit the room left in the sg list (rxe `copy_data`'s `length > resid`: `-EINVAL`).
     Length,
     /// A key, PD, bounds or LOCAL_WRITE failure.
     Protection,
 }
 
-/// Scatter `data` at message offset `offset` into an sg list (needs LOCAL_WRITE on every MR).
+/// Scatter `data` at message offset `offset` into an sg list (needs LOCAL_WRITE on every MR). As rxe
+/// `copy_data`: data longer than the room left in the list is refused before anything is written; a key or
+/// bounds failure stops at that SGE, after the SGEs before it were written.
 pub(crate) fn scatter(ctx: &mut Ctx, pd: super::mr::Pd, sgl: &[Sge], offset: u64, data: &[u8]) -> Result<(), ScatterError> {
+    if data.len() as u64 > sgl_len(sgl).saturating_sub(offset) {
+        return Err(ScatterError::Length);
+    }
     let mut skip = offset;
     let mut done = 0usize;
     for sge in sgl {
@@ -84,9 +89,7 @@ pub(crate) fn scatter(ctx: &mut Ctx, pd: super::mr::Pd, sgl: &[Sge], offset: u64
         done += take;
         skip = 0;
     }
-    if done < data.len() {
-        return Err(ScatterError::Length);
-    }
+    debug_assert_eq!(done, data.len(), "the room was checked first");
     Ok(())
 }
 

@@ -323,24 +323,20 @@ fn execute(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
     match info.kind {
         OpKind::Send => {
             let sgl = qp.rq.front().map(|w| w.wr.sg_list.clone()).unwrap_or_default();
-            match scatter(ctx, qp.pd, &sgl, qp.resp.recv_offset, &pkt.payload) {
-                Ok(()) => {}
-                Err(ScatterError::Length) => {
-                    return if rc {
-                        class_c_error(ctx, qp, NakCode::InvalidRequest, r.psn, Some(WcStatus::RemInvReqErr))
-                    } else {
-                        complete_recv(ctx, qp, WcStatus::LocLenErr, WcOpcode::Recv, 0, None, None, 0);
-                        uc_drop(ctx, qp, DropReason::LengthError)
-                    };
-                }
-                Err(ScatterError::Protection) => {
-                    return if rc {
-                        class_c_error(ctx, qp, NakCode::RemoteOperationalError, r.psn, Some(WcStatus::LocQpOpErr))
-                    } else {
-                        complete_recv(ctx, qp, WcStatus::LocQpOpErr, WcOpcode::Recv, 0, None, None, 0);
-                        uc_drop(ctx, qp, DropReason::UcDropped)
-                    };
-                }
+            // rxe `send_data_in`: `copy_data` fails with -EINVAL both when the payload is longer than the
+            // room left in the receive (checked before anything is written) and on a key, PD, bounds or
+            // LOCAL_WRITE failure: RESPST_ERR_MALFORMED_WQE, class A (RC: NAK remote operational error), the
+            // receive completes LOC_QP_OP_ERR and the QP goes to error (UC too, without a NAK). Its -ENOSPC
+            // branch (RESPST_ERR_LENGTH, NAK invalid request) needs the SGEs to run out before the checked
+            // room does, which a receive WQE's `resid` (the sum of its SGE lengths) rules out.
+            if let Err(ScatterError::Length | ScatterError::Protection) = scatter(ctx, qp.pd, &sgl, qp.resp.recv_offset, &pkt.payload) {
+                return if rc {
+                    class_c_error(ctx, qp, NakCode::RemoteOperationalError, r.psn, Some(WcStatus::LocQpOpErr))
+                } else {
+                    complete_recv(ctx, qp, WcStatus::LocQpOpErr, WcOpcode::Recv, 0, None, None, 0);
+                    qp_error(ctx, qp);
+                    uc_drop(ctx, qp, DropReason::UcDropped)
+                };
             }
             qp.resp.recv_offset += pkt.payload.len() as u64;
         }
