@@ -486,6 +486,8 @@ pub struct Responder {
     /// DbPf2/DbPf3: the entry read holds neither the target WQE nor a read on its way, the WQE is posted and
     /// pq_* is free (`l_db_go`: the state queues it); DbPf2's target was posted (so DbPf3's may be)
     l_db_need: Signal<Local, Bit>,
+    /// `l_db_need` but for pq_* being free
+    l_db_want: Signal<Local, Bit>,
     /// the doorbell QP's (or CMD_WRITE_RQ's, in RqClr) even entry of `pf_ram`, {db_qpn, 0}: its odd one is | 1
     l_db_ent0: Signal<Local, Bits<9>>,
     l_db_go: Signal<Local, Bit>,
@@ -929,6 +931,7 @@ impl Default for Responder {
             l_pq_ent: Default::default(),
             l_pf_ent: Default::default(),
             l_db_need: Default::default(),
+            l_db_want: Default::default(),
             l_db_ent0: Default::default(),
             l_wb: Default::default(),
             l_take: Default::default(),
@@ -1532,10 +1535,10 @@ impl Logic for Responder {
         self.l_pf_slot.next = self.ci2.q.val() & self.cfg.q.val().mask;
         self.l_pq_ent.next = self.l_pf_ent.val();
         self.l_pq_ci.next = self.ci2.q.val();
-        self.l_db_need.next = !self.pf_ram.rdata.val().pending
+        self.l_db_want.next = !self.pf_ram.rdata.val().pending
             & !(self.pf_ram.rdata.val().valid & (self.pf_ram.rdata.val().ci == self.db_tgt.q.val()))
-            & (self.db_tgt.q.val() != self.db_pi.q.val())
-            & !self.pq_v.q.val();
+            & (self.db_tgt.q.val() != self.db_pi.q.val());
+        self.l_db_need.next = self.l_db_want.val() & !self.pq_v.q.val();
         self.l_db_go.next = false;
         self.l_wb.next = false;
         self.l_take.next = false;
@@ -2530,7 +2533,9 @@ impl Logic for Responder {
             }
             RespState::DbPf => {
                 // the ring index the QP takes next: the consumer index, or the one after it while a SEND
-                // holds the WQE at the consumer index (the index moves on at the message's end)
+                // holds the WQE at the consumer index (the index moves on at the message's end); once pq_* is
+                // free (a doorbell's prefetch is never skipped for a request in the way: the QP's first SEND
+                // would wait a host round trip for its WQE)
                 self.cfg_ram.raddr.next = self.db_qpn.q.val();
                 self.pf_ram.raddr.next = self.l_db_ent0.val()
                     | bit_cast::<9, 1>(self.ci_ram.rdata.val().get_bits::<1>(0));
@@ -2541,6 +2546,11 @@ impl Logic for Responder {
                         | (bit_cast::<9, 1>(self.ci_ram.rdata.val().get_bits::<1>(0)) ^ self.one9.val());
                 }
                 self.state.d.next = RespState::DbPf2;
+                if self.pq_v.q.val() {
+                    self.x_ram.raddr.next = self.db_qpn.q.val();
+                    self.ci_ram.raddr.next = self.db_qpn.q.val();
+                    self.state.d.next = RespState::DbPf;
+                }
             }
             RespState::DbPf2 => {
                 // that WQE is posted now, not in its entry, no read of it on its way, pq_* free: its read is
@@ -2554,8 +2564,14 @@ impl Logic for Responder {
                 self.state.d.next = RespState::DbPf3;
             }
             RespState::DbPf3 => {
+                // (waits for pq_* when DbPf2 queued its read and this one is needed too)
                 self.l_db_go.next = self.l_db_need.val() & self.db_more.q.val();
                 self.state.d.next = RespState::Idle;
+                if self.l_db_want.val() & self.db_more.q.val() & self.pq_v.q.val() {
+                    self.cfg_ram.raddr.next = self.db_qpn.q.val();
+                    self.pf_ram.raddr.next = self.l_db_ent0.val() | bit_cast::<9, 1>(self.db_tgt.q.val().get_bits::<1>(0));
+                    self.state.d.next = RespState::DbPf3;
+                }
             }
             RespState::RqClr => {
                 // CMD_WRITE_RQ's second cycle: the QP's odd entry dropped too
@@ -2833,6 +2849,9 @@ mod tests {
         /// Host-memory read latency in cycles (0: 1..20 at random), and each read's issue cycle and address.
         lat: u64,
         reads: Vec<(u64, u64)>,
+        /// DMA reads taken and not answered yet (ready cycle, address): taken in `run` and in `cmd` (a
+        /// doorbell's prefetch is issued while the doorbell is being taken), answered in `run`
+        dma: VecDeque<(u64, u64)>,
     }
 
     impl Rig {
@@ -2861,9 +2880,16 @@ mod tests {
             for _ in 0..200 {
                 self.idle_inputs();
                 set(&mut self.u, true);
+                self.u.rd_req_ready.next = true;
                 self.u.clock.next = false.into();
                 assert!(simulate(&mut *self.u, 400));
                 let r = ready(&self.u);
+                if self.u.rd_req_valid.val() {
+                    let a = self.u.rd_req_addr.val().to_u64();
+                    let lat = if self.lat > 0 { self.lat } else { self.rng.gen_range(1..20) };
+                    self.dma.push_back((self.cycles + lat, a));
+                    self.reads.push((self.cycles, a));
+                }
                 self.tick();
                 if r {
                     set(&mut self.u, false);
@@ -2900,7 +2926,7 @@ mod tests {
             let mut gcmds: VecDeque<(u64, u64, Vec<u8>)> = VecDeque::new();
             let mut scmds: VecDeque<(u64, u64)> = VecDeque::new();
             let mut cur: Option<(u64, u64, Vec<u8>)> = None;
-            let mut dma: VecDeque<(u64, u64)> = VecDeque::new(); // (ready cycle, addr)
+            let mut dma = std::mem::take(&mut self.dma); // (ready cycle, addr)
             let mut cqs = Vec::new();
             let mut quiet = 0;
             let start = self.cycles;
@@ -3117,7 +3143,7 @@ mod tests {
             u.my_mac.next = mac_bits(b.config().mac.0);
             u.my_ip.next = bits(ip_u32(b.config().ip));
             let mem = b.mem().read(buf_b, BUF_LEN).unwrap();
-            let mut rig = Rig { u, rng: SmallRng::seed_from_u64(seed ^ 0x5A5A), buf: buf_b, mem, ring: HashMap::new(), pi: 0, qpn: qb, cycles: 0, free: false, taken: Vec::new(), fast: 0, lat: 0, reads: Vec::new() };
+            let mut rig = Rig { u, rng: SmallRng::seed_from_u64(seed ^ 0x5A5A), buf: buf_b, mem, ring: HashMap::new(), pi: 0, qpn: qb, cycles: 0, free: false, taken: Vec::new(), fast: 0, lat: 0, reads: Vec::new(), dma: VecDeque::new() };
             rig.idle_inputs();
             for _ in 0..4 {
                 rig.tick();
