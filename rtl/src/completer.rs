@@ -324,6 +324,7 @@ enum CompState {
     RtOut,
     RnrW,
     AtCmd,
+    AtPush,
     AtEnd,
 }
 
@@ -1402,11 +1403,17 @@ impl Logic for Completer {
                 }
             }
             CompState::AtCmd => {
-                // one 8-byte Scatter command at the WQE's (translated) local address, its beat with it
+                // one 8-byte Scatter command at the WQE's (translated) local address; its beat in the next
+                // state (the Scatter Path's ready, which the DMA write grant drives, moves only the state)
                 self.s_addr.next = self.rec.q.val().laddr;
                 self.s_len.next = self.k8_13.val();
-                self.s_valid.next = !self.pf.full.val();
-                if self.s_ready.val() & !self.pf.full.val() {
+                self.s_valid.next = true;
+                if self.s_ready.val() {
+                    self.state.d.next = CompState::AtPush;
+                }
+            }
+            CompState::AtPush => {
+                if !self.pf.full.val() {
                     self.pf.push.next = true;
                     self.pf.din.next.data = bit_cast::<512, 64>(self.h_orig.q.val());
                     self.pf.din.next.keep = self.kff_64.val();

@@ -4,7 +4,9 @@
 //!
 //! The storage is a hand-written leaf ([`DistRam`]: synchronous write, asynchronous read, so Vivado infers
 //! RAM32M/RAM64M), because rust-hdl's `RAM` has a registered read port and its stock FIFO emits 32-bit
-//! literals that the lint gate rejects. Pointer arithmetic is done at the pointers' own width.
+//! literals that the lint gate rejects. Pointer arithmetic is done at the pointers' own width. Both FIFOs
+//! give `empty` and `full` from registers, so no handshake that feeds `push` or `pop` starts with a pointer
+//! compare (the whole top's deepest paths ran through such compares).
 
 use rust_hdl::prelude::*;
 
@@ -117,6 +119,107 @@ impl<T: Synth, const AW: usize> Logic for SdpRam<T, AW> {
     }
 }
 
+/// The pointers and registered flags both FIFOs share (`AW1` = address bits + 1: the pointers carry a wrap
+/// bit). `empty` and `full` come from registers, worked out from this cycle's push and pop: a push alone may
+/// fill (same slot, other lap), a pop alone may empty (one entry held), both keep the count.
+#[derive(LogicBlock)]
+pub struct FifoPtrs<const AW1: usize> {
+    pub clock: Signal<In, Clock>,
+    pub push: Signal<In, Bit>,
+    pub pop: Signal<In, Bit>,
+    /// the push and the pop taken this cycle (a push unless full, a pop unless empty)
+    pub wr: Signal<Out, Bit>,
+    pub rd: Signal<Out, Bit>,
+    pub empty: Signal<Out, Bit>,
+    pub full: Signal<Out, Bit>,
+    /// entries held
+    pub count: Signal<Out, Bits<AW1>>,
+    /// the write and read pointers, and the read pointer + 1
+    pub wptr: Signal<Out, Bits<AW1>>,
+    pub rptr: Signal<Out, Bits<AW1>>,
+    pub rnext: Signal<Out, Bits<AW1>>,
+    /// one entry held (`wptr == rptr + 1`)
+    pub one_held: Signal<Out, Bit>,
+    wp: DFF<Bits<AW1>>,
+    rp: DFF<Bits<AW1>>,
+    /// not empty (0 after reset), full
+    nempty: DFF<Bit>,
+    full_r: DFF<Bit>,
+    l_wr: Signal<Local, Bit>,
+    l_rd: Signal<Local, Bit>,
+    l_wnext: Signal<Local, Bits<AW1>>,
+    l_rnext: Signal<Local, Bits<AW1>>,
+    l_one: Signal<Local, Bit>,
+    one: Constant<Bits<AW1>>,
+    wrap: Constant<Bits<AW1>>,
+}
+
+impl<const AW1: usize> Default for FifoPtrs<AW1> {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            push: Default::default(),
+            pop: Default::default(),
+            wr: Default::default(),
+            rd: Default::default(),
+            empty: Default::default(),
+            full: Default::default(),
+            count: Default::default(),
+            wptr: Default::default(),
+            rptr: Default::default(),
+            rnext: Default::default(),
+            one_held: Default::default(),
+            wp: Default::default(),
+            rp: Default::default(),
+            nempty: Default::default(),
+            full_r: Default::default(),
+            l_wr: Default::default(),
+            l_rd: Default::default(),
+            l_wnext: Default::default(),
+            l_rnext: Default::default(),
+            l_one: Default::default(),
+            one: Constant::new(bits::<AW1>(1)),
+            wrap: Constant::new(bits::<AW1>(1 << (AW1 - 1))),
+        }
+    }
+}
+
+impl<const AW1: usize> Logic for FifoPtrs<AW1> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, wp, rp, nempty, full_r);
+        self.l_wr.next = self.push.val() & !self.full_r.q.val();
+        self.l_rd.next = self.pop.val() & self.nempty.q.val();
+        self.l_wnext.next = self.wp.q.val() + self.one.val();
+        self.l_rnext.next = self.rp.q.val() + self.one.val();
+        self.l_one.next = self.wp.q.val() == self.l_rnext.val();
+        self.wr.next = self.l_wr.val();
+        self.rd.next = self.l_rd.val();
+        self.empty.next = !self.nempty.q.val();
+        self.full.next = self.full_r.q.val();
+        self.count.next = self.wp.q.val() - self.rp.q.val();
+        self.wptr.next = self.wp.q.val();
+        self.rptr.next = self.rp.q.val();
+        self.rnext.next = self.l_rnext.val();
+        self.one_held.next = self.l_one.val();
+        if self.l_wr.val() {
+            self.wp.d.next = self.l_wnext.val();
+        }
+        if self.l_rd.val() {
+            self.rp.d.next = self.l_rnext.val();
+        }
+        if self.l_wr.val() {
+            self.nempty.d.next = true;
+            if !self.l_rd.val() {
+                self.full_r.d.next = (self.l_wnext.val() ^ self.rp.q.val()) == self.wrap.val();
+            }
+        } else if self.l_rd.val() {
+            self.nempty.d.next = !self.l_one.val();
+            self.full_r.d.next = false;
+        }
+    }
+}
+
 /// Show-ahead FIFO of 2^AW entries. `AW1` must be `AW + 1` (the pointers carry a wrap bit).
 #[derive(LogicBlock)]
 pub struct Fifo<T: Synth, const AW: usize, const AW1: usize> {
@@ -130,10 +233,7 @@ pub struct Fifo<T: Synth, const AW: usize, const AW1: usize> {
     /// Entries held.
     pub count: Signal<Out, Bits<AW1>>,
     ram: DistRam<T, AW>,
-    wptr: DFF<Bits<AW1>>,
-    rptr: DFF<Bits<AW1>>,
-    one: Constant<Bits<AW1>>,
-    wrap: Constant<Bits<AW1>>,
+    ptrs: FifoPtrs<AW1>,
 }
 
 impl<T: Synth, const AW: usize, const AW1: usize> Default for Fifo<T, AW, AW1> {
@@ -149,10 +249,7 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for Fifo<T, AW, AW1> {
             empty: Default::default(),
             count: Default::default(),
             ram: Default::default(),
-            wptr: Default::default(),
-            rptr: Default::default(),
-            one: Constant::new(bits::<AW1>(1)),
-            wrap: Constant::new(bits::<AW1>(1 << AW)),
+            ptrs: Default::default(),
         }
     }
 }
@@ -160,23 +257,19 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for Fifo<T, AW, AW1> {
 impl<T: Synth, const AW: usize, const AW1: usize> Logic for Fifo<T, AW, AW1> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, wptr, rptr);
-        clock!(self, clock, ram);
-        self.empty.next = self.wptr.q.val() == self.rptr.q.val();
-        self.count.next = self.wptr.q.val() - self.rptr.q.val();
-        // full: same slot, other lap (the pointers differ in the wrap bit only)
-        self.full.next = (self.wptr.q.val() ^ self.rptr.q.val()) == self.wrap.val();
-        self.ram.waddr.next = self.wptr.q.val().get_bits::<AW>(0);
+        clock!(self, clock, ram, ptrs);
+        // empty and full from registers (FifoPtrs): a consumer's or producer's handshake never starts with a
+        // pointer compare
+        self.ptrs.push.next = self.push.val();
+        self.ptrs.pop.next = self.pop.val();
+        self.empty.next = self.ptrs.empty.val();
+        self.full.next = self.ptrs.full.val();
+        self.count.next = self.ptrs.count.val();
+        self.ram.waddr.next = self.ptrs.wptr.val().get_bits::<AW>(0);
         self.ram.wdata.next = self.din.val();
-        self.ram.we.next = self.push.val() & !self.full.val();
-        self.ram.raddr.next = self.rptr.q.val().get_bits::<AW>(0);
+        self.ram.we.next = self.ptrs.wr.val();
+        self.ram.raddr.next = self.ptrs.rptr.val().get_bits::<AW>(0);
         self.dout.next = self.ram.rdata.val();
-        if self.push.val() & !self.full.val() {
-            self.wptr.d.next = self.wptr.q.val() + self.one.val();
-        }
-        if self.pop.val() & !self.empty.val() {
-            self.rptr.d.next = self.rptr.q.val() + self.one.val();
-        }
     }
 }
 
@@ -204,23 +297,11 @@ pub struct BramFifo<T: Synth, const AW: usize, const AW1: usize> {
     /// Entries held.
     pub count: Signal<Out, Bits<AW1>>,
     ram: SdpRam<T, AW>,
-    wptr: DFF<Bits<AW1>>,
-    rptr: DFF<Bits<AW1>>,
+    ptrs: FifoPtrs<AW1>,
     /// the word written to the slot the RAM read in the last cycle, and whether there was one
     byp: DFF<T>,
     byp_v: DFF<Bit>,
     raddr: Signal<Local, Bits<AW1>>,
-    wr: Signal<Local, Bit>,
-    rd: Signal<Local, Bit>,
-    rnext: Signal<Local, Bits<AW1>>,
-    wnext: Signal<Local, Bits<AW1>>,
-    /// `wptr == rptr + 1`: one entry held
-    eq_n: Signal<Local, Bit>,
-    /// registered flags: not empty (0 after reset), full
-    nempty: DFF<Bit>,
-    full_r: DFF<Bit>,
-    one: Constant<Bits<AW1>>,
-    wrap: Constant<Bits<AW1>>,
 }
 
 impl<T: Synth, const AW: usize, const AW1: usize> Default for BramFifo<T, AW, AW1> {
@@ -236,20 +317,10 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for BramFifo<T, AW, AW
             empty: Default::default(),
             count: Default::default(),
             ram: Default::default(),
-            wptr: Default::default(),
-            rptr: Default::default(),
+            ptrs: Default::default(),
             byp: Default::default(),
             byp_v: Default::default(),
             raddr: Default::default(),
-            wr: Default::default(),
-            rd: Default::default(),
-            rnext: Default::default(),
-            wnext: Default::default(),
-            eq_n: Default::default(),
-            nempty: Default::default(),
-            full_r: Default::default(),
-            one: Constant::new(bits::<AW1>(1)),
-            wrap: Constant::new(bits::<AW1>(1 << AW)),
         }
     }
 }
@@ -257,44 +328,27 @@ impl<T: Synth, const AW: usize, const AW1: usize> Default for BramFifo<T, AW, AW
 impl<T: Synth, const AW: usize, const AW1: usize> Logic for BramFifo<T, AW, AW1> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, wptr, rptr, byp, byp_v, nempty, full_r);
-        clock!(self, clock, ram);
-        self.empty.next = !self.nempty.q.val();
-        self.full.next = self.full_r.q.val();
-        self.count.next = self.wptr.q.val() - self.rptr.q.val();
-        self.wr.next = self.push.val() & !self.full_r.q.val();
-        self.rd.next = self.pop.val() & self.nempty.q.val();
-        self.rnext.next = self.rptr.q.val() + self.one.val();
-        self.wnext.next = self.wptr.q.val() + self.one.val();
-        self.eq_n.next = self.wptr.q.val() == self.rnext.val();
-        self.raddr.next = self.rptr.q.val();
-        if self.rd.val() {
-            self.raddr.next = self.rnext.val();
-            self.rptr.d.next = self.rnext.val();
+        dff_setup!(self, clock, byp, byp_v);
+        clock!(self, clock, ram, ptrs);
+        self.ptrs.push.next = self.push.val();
+        self.ptrs.pop.next = self.pop.val();
+        self.empty.next = self.ptrs.empty.val();
+        self.full.next = self.ptrs.full.val();
+        self.count.next = self.ptrs.count.val();
+        self.raddr.next = self.ptrs.rptr.val();
+        if self.ptrs.rd.val() {
+            self.raddr.next = self.ptrs.rnext.val();
         }
-        if self.wr.val() {
-            self.wptr.d.next = self.wnext.val();
-        }
-        // the flags after this cycle: a push alone may fill, a pop alone may empty, both keep the count
-        if self.wr.val() {
-            self.nempty.d.next = true;
-            if !self.rd.val() {
-                self.full_r.d.next = (self.wnext.val() ^ self.rptr.q.val()) == self.wrap.val();
-            }
-        } else if self.rd.val() {
-            self.nempty.d.next = !self.eq_n.val();
-            self.full_r.d.next = false;
-        }
-        self.ram.waddr.next = self.wptr.q.val().get_bits::<AW>(0);
+        self.ram.waddr.next = self.ptrs.wptr.val().get_bits::<AW>(0);
         self.ram.wdata.next = self.din.val();
-        self.ram.we.next = self.wr.val();
+        self.ram.we.next = self.ptrs.wr.val();
         self.ram.raddr.next = self.raddr.val().get_bits::<AW>(0);
         self.byp.d.next = self.din.val();
         // the slot the RAM reads this cycle is `wptr`'s: `rptr + 1` on a pop (one entry held), else `rptr`
         // (empty)
-        self.byp_v.d.next = self.wr.val() & self.rd.val() & self.eq_n.val();
-        if !self.rd.val() {
-            self.byp_v.d.next = self.wr.val() & !self.nempty.q.val();
+        self.byp_v.d.next = self.ptrs.wr.val() & self.ptrs.rd.val() & self.ptrs.one_held.val();
+        if !self.ptrs.rd.val() {
+            self.byp_v.d.next = self.ptrs.wr.val() & self.ptrs.empty.val();
         }
         self.dout.next = self.ram.rdata.val();
         if self.byp_v.q.val() {
@@ -310,85 +364,72 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use std::collections::VecDeque;
 
-    /// The block-RAM FIFO against a queue, with bursts that fill it, drain it to empty and push into an empty
-    /// one while popping (the bypass cases), then its Verilog through Yosys.
+    /// Drives a FIFO of 8 12-bit words (either kind: the same ports) against a queue for `$cycles` cycles in
+    /// phases that fill it (push-heavy), drain it (pop-heavy) and keep it in between; every cycle `empty`,
+    /// `full`, `count` and the head must match the queue, and a push while full is refused even with a pop
+    /// in the same cycle. Gives the cycles spent full, empty, and pushing into one entry or none (a
+    /// BramFifo's bypass cases).
+    macro_rules! against_a_queue {
+        ($f:expr, $seed:expr, $cycles:expr) => {{
+            let f = &mut $f;
+            f.connect_all();
+            let mut q = VecDeque::new();
+            let mut rng = SmallRng::seed_from_u64($seed);
+            let (mut fulls, mut empties, mut near_empty) = (0u32, 0u32, 0u32);
+            for cycle in 0..$cycles {
+                let (pp, pq) = match (cycle / 300) % 3 {
+                    0 => (0.8, 0.3),
+                    1 => (0.3, 0.8),
+                    _ => (0.5, 0.45),
+                };
+                let push = rng.gen_bool(pp);
+                let pop = rng.gen_bool(pq);
+                let v = rng.gen_range(0..4096u64);
+                f.din.next = bits::<12>(v);
+                f.push.next = push;
+                f.pop.next = pop;
+                f.clock.next = false.into();
+                assert!(simulate(f, 20));
+                assert_eq!(f.empty.val(), q.is_empty(), "cycle {cycle}");
+                assert_eq!(f.full.val(), q.len() == 8, "cycle {cycle}");
+                assert_eq!(f.count.val().to_u64(), q.len() as u64, "cycle {cycle}");
+                if !q.is_empty() {
+                    assert_eq!(f.dout.val().to_u64(), *q.front().unwrap(), "cycle {cycle}");
+                }
+                let full = q.len() == 8;
+                fulls += full as u32;
+                empties += q.is_empty() as u32;
+                near_empty += (push && q.len() <= 1) as u32;
+                if pop && !q.is_empty() {
+                    q.pop_front();
+                }
+                if push && !full {
+                    q.push_back(v);
+                }
+                f.clock.next = true.into();
+                assert!(simulate(f, 20));
+            }
+            (fulls, empties, near_empty)
+        }};
+    }
+
+    /// The block-RAM FIFO against a queue (its bypass cases: a push into an empty or one-entry FIFO), then its
+    /// Verilog through Yosys.
     #[test]
     fn bram_fifo_matches_a_queue_under_random_push_pop() {
         let mut f = BramFifo::<Bits<12>, 3, 4>::default();
-        f.connect_all();
-        let mut q = VecDeque::new();
-        let mut rng = SmallRng::seed_from_u64(5);
-        let (mut fulls, mut bypass) = (0, 0);
-        for cycle in 0..20_000 {
-            // phases: push-heavy (fills), pop-heavy (drains), balanced
-            let (pp, pq) = match (cycle / 500) % 3 {
-                0 => (0.8, 0.3),
-                1 => (0.3, 0.8),
-                _ => (0.5, 0.5),
-            };
-            let push = rng.gen_bool(pp);
-            let pop = rng.gen_bool(pq);
-            let v = rng.gen_range(0..4096u64);
-            f.din.next = bits::<12>(v);
-            f.push.next = push;
-            f.pop.next = pop;
-            f.clock.next = false.into();
-            assert!(simulate(&mut f, 20));
-            assert_eq!(f.empty.val(), q.is_empty(), "cycle {cycle}");
-            assert_eq!(f.full.val(), q.len() == 8, "cycle {cycle}");
-            assert_eq!(f.count.val().to_u64(), q.len() as u64, "cycle {cycle}");
-            if !q.is_empty() {
-                assert_eq!(f.dout.val().to_u64(), *q.front().unwrap(), "cycle {cycle}");
-            }
-            let full = q.len() == 8;
-            fulls += full as u32;
-            bypass += (push && q.len() <= 1) as u32;
-            if pop && !q.is_empty() {
-                q.pop_front();
-            }
-            if push && !full {
-                q.push_back(v);
-            }
-            f.clock.next = true.into();
-            assert!(simulate(&mut f, 20));
-        }
-        assert!(fulls > 100 && bypass > 100, "the run reached full {fulls} and pushed near empty {bypass} times");
+        let (fulls, empties, bypass) = against_a_queue!(f, 5, 20_000);
+        assert!(fulls > 100 && empties > 100 && bypass > 100, "full {fulls}, empty {empties}, pushed near empty {bypass} times");
         let v = generate_verilog(&f);
         yosys_validate("bram_fifo", &v).unwrap();
     }
 
+    /// The LUTRAM FIFO against a queue (its registered flags at both ends), then its Verilog through Yosys.
     #[test]
     fn fifo_matches_a_queue_under_random_push_pop() {
         let mut f = Fifo::<Bits<12>, 3, 4>::default();
-        f.connect_all();
-        let mut q = VecDeque::new();
-        let mut rng = SmallRng::seed_from_u64(3);
-        for cycle in 0..3000 {
-            let push = rng.gen_bool(0.5);
-            let pop = rng.gen_bool(0.45);
-            let v = rng.gen_range(0..4096u64);
-            f.din.next = bits::<12>(v);
-            f.push.next = push;
-            f.pop.next = pop;
-            f.clock.next = false.into();
-            assert!(simulate(&mut f, 20));
-            assert_eq!(f.empty.val(), q.is_empty(), "cycle {cycle}");
-            assert_eq!(f.full.val(), q.len() == 8, "cycle {cycle}");
-            assert_eq!(f.count.val().to_u64(), q.len() as u64, "cycle {cycle}");
-            if !q.is_empty() {
-                assert_eq!(f.dout.val().to_u64(), *q.front().unwrap(), "cycle {cycle}");
-            }
-            // a push while full is refused, even with a pop in the same cycle
-            let full = q.len() == 8;
-            if pop && !q.is_empty() {
-                q.pop_front();
-            }
-            if push && !full {
-                q.push_back(v);
-            }
-            f.clock.next = true.into();
-            assert!(simulate(&mut f, 20));
-        }
+        let (fulls, empties, _) = against_a_queue!(f, 3, 6000);
+        assert!(fulls > 100 && empties > 100, "the run reached full {fulls} and empty {empties} times");
         let v = generate_verilog(&f);
         yosys_validate("fifo", &v).unwrap();
     }

@@ -22,6 +22,7 @@ pub mod qp_context;
 pub mod req_front;
 pub mod requester;
 pub mod responder;
+pub mod ring_dist;
 pub mod rnic;
 pub mod rx_parse;
 pub mod scatter;
