@@ -77,14 +77,33 @@ fn tempdir(tag: &str) -> Result<PathBuf> {
     Ok(d)
 }
 
+/// How many times a Yosys run whose ABC aborted is run in all (see [`abc_aborted`]).
+const YOSYS_RUNS: usize = 3;
+
 fn yosys(script: &str, log: &Path) -> Result<String> {
     need("yosys", "yosys")?;
-    let out = Command::new("yosys").args(["-q", "-l"]).arg(log).args(["-p", script]).output().context("running yosys")?;
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    if !out.status.success() || text.contains("ERROR:") {
-        bail!("yosys failed:\n{}\n{}", String::from_utf8_lossy(&out.stderr), text.lines().rev().take(20).collect::<Vec<_>>().join("\n"));
+    for run in 1..=YOSYS_RUNS {
+        let out = Command::new("yosys").args(["-q", "-l"]).arg(log).args(["-p", script]).output().context("running yosys")?;
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if out.status.success() && !text.contains("ERROR:") {
+            return Ok(text);
+        }
+        let err = format!("yosys failed:\n{}\n{}", String::from_utf8_lossy(&out.stderr), text.lines().rev().take(20).collect::<Vec<_>>().join("\n"));
+        if run == YOSYS_RUNS || !abc_aborted(&text) {
+            bail!("{err}");
+        }
+        eprintln!("yosys: ABC aborted on an internal assertion (run {run} of {YOSYS_RUNS}), running it again: {}", log.display());
     }
-    Ok(text)
+    unreachable!()
+}
+
+/// Whether a failed Yosys log is ABC crashing on one of its own assertions (SIGABRT, return code 134), not a
+/// verdict on the design. Debian's Yosys 0.23 `berkeley-abc` does this now and then in `lutpack`
+/// (`Lpk_CutTruth: Assertion ... pCopy) & 0xffff0000' failed`, a check on a pointer's value): seen once in
+/// CI on `icrc_engine` (2026-12-02), whose next run passed unchanged. Such a run is made again, at most
+/// [`YOSYS_RUNS`] times in all; any other failure is reported at once.
+fn abc_aborted(log: &str) -> bool {
+    log.contains("ERROR: ABC: execution of command") && log.contains("failed: return code 134") && log.contains("Assertion")
 }
 
 /// Count of each cell type in the last `stat` of a Yosys log.
@@ -140,4 +159,23 @@ pub fn synth(file: &Path) -> Result<SynthReport> {
     r.worst_path = head.lines().skip(1).take_while(|l| l.trim_start().chars().next().map_or(false, |c| c.is_ascii_digit() || l.contains("ff:"))).map(|l| l.trim().to_string()).collect();
     let _ = std::fs::remove_dir_all(&dir);
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::abc_aborted;
+
+    #[test]
+    fn only_an_abc_assertion_abort_is_run_again() {
+        // the log of the failed CI run (2026-12-02, gate_icrc_engine), abridged
+        let crash = "ERROR: ABC: execution of command \"\"berkeley-abc\" -s -f /tmp/yosys-abc-XeRpKP/abc.script 2>&1\" failed: return code 134.\n\
+                     ABC: Aborted\n\
+                     ABC: berkeley-abc: src/opt/lpk/lpkCut.c:200: Lpk_CutTruth: Assertion `((unsigned)(ABC_PTRUINT_T)pFanin->pCopy) & 0xffff0000' failed.\n\
+                     ABC: + lutpack -S 1 \n";
+        assert!(abc_aborted(crash));
+        // a design error, and an ABC failure that is not an assertion, are verdicts: not run again
+        assert!(!abc_aborted("ERROR: Module `foo' referenced in module `top' in cell `u' is not part of the design."));
+        assert!(!abc_aborted("ERROR: ABC: execution of command \"berkeley-abc\" failed: return code 1."));
+        assert!(!abc_aborted(""));
+    }
 }
