@@ -61,7 +61,7 @@ pub use bridge::{
 pub use host::{is_roce_v2, HostConfig, HostStack, HostStats, IP_PROTO_ICMP};
 pub use mgmt::{Mgmt, TcpConn, TcpListener};
 pub use smoltcp::socket::tcp::State as TcpState;
-pub use vm::{parse_script_rc, Accel, Vm, VmConfig, VmOutcome};
+pub use vm::{parse_script_rc, Accel, Vm, VmConfig, VmOutcome, GID_SCRIPT};
 
 /// Env var: when set, tests that need the VM fail instead of skipping when qemu cannot run.
 pub const REQUIRE_VM_ENV: &str = "RNIC_REQUIRE_VM";

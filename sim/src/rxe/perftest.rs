@@ -51,7 +51,7 @@ use testbench::wire::frame::MacAddr;
 
 use super::verbs::{open_endpoint, Dev, EndpointKind};
 use super::{
-    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage,
+    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage, GID_SCRIPT,
 };
 
 /// The perftest version string we announce (the VM's build: Debian perftest 4.5+0.17 = "6.06").
@@ -289,7 +289,7 @@ impl PerftestOpts {
     /// The command line run in the VM.
     pub fn vm_command(&self) -> String {
         let mut c = format!(
-            "{} -d rxe0 -x 1 -F -n {} -m {} -p {}",
+            "{} -d rxe0 -x $RNIC_GID -F -n {} -m {} -p {}",
             self.tool.binary(),
             self.iters,
             self.mtu,
@@ -706,7 +706,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
     vm_cfg.mtu = netmtu;
     vm_cfg.timeout = opts.timeout + Duration::from_secs(30);
     vm_cfg.script = Some(format!(
-        "PT_CMD='{vm_cmd}'\nPT_TIMEOUT={tool_timeout}\n{VM_SCRIPT}"
+        "PT_CMD='{vm_cmd}'\nPT_TIMEOUT={tool_timeout}\n{GID_SCRIPT}\n{VM_SCRIPT}"
     ));
 
     // Our side: host stack + the model at 10.0.0.2.
@@ -1404,12 +1404,12 @@ mod tests {
         o.size = 4096;
         assert_eq!(
             o.vm_command(),
-            "ib_write_bw -d rxe0 -x 1 -F -n 200 -m 1024 -p 18515 -s 4096 10.0.0.2"
+            "ib_write_bw -d rxe0 -x $RNIC_GID -F -n 200 -m 1024 -p 18515 -s 4096 10.0.0.2"
         );
         let o = PerftestOpts::new(Tool::AtomicBw(AtomicOp::CmpSwap), Role::Client);
         assert_eq!(
             o.vm_command(),
-            "ib_atomic_bw -d rxe0 -x 1 -F -n 5000 -m 1024 -p 18515 -A CMP_AND_SWAP"
+            "ib_atomic_bw -d rxe0 -x $RNIC_GID -F -n 5000 -m 1024 -p 18515 -A CMP_AND_SWAP"
         );
         assert_eq!(Tool::parse("ib_send_lat"), Some(Tool::SendLat));
         assert_eq!(mtu_from_enum(3), Some(1024));

@@ -38,7 +38,7 @@ use testbench::wire::{parse_ethernet, Frame};
 
 use super::verbs::{open_endpoint, Dev, EndpointKind};
 use super::{
-    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage,
+    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage, GID_SCRIPT,
 };
 
 /// rc_pingpong's default TCP port.
@@ -989,7 +989,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         Role::Client => ("server", String::new()),
     };
     cfg.script = Some(format!(
-        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_GID=1\nPP_TIMEOUT={tool_timeout}\n{VM_SCRIPT}",
+        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\n{GID_SCRIPT}\n{VM_SCRIPT}",
         o.port, o.mtu, o.size, o.iters, o.rx_depth
     ));
 

@@ -10,6 +10,10 @@ use testbench::wire::frame::MacAddr;
 
 use super::VmImage;
 
+/// The in-VM prelude of the tool scripts (`sim/vm/scripts/gid.sh`): sets `RNIC_GID` to the index of rxe0's
+/// RoCE v2 GID for eth0's IPv4 address, looked up (and waited for) rather than assumed to be 1.
+pub const GID_SCRIPT: &str = include_str!("../../vm/scripts/gid.sh");
+
 /// qemu accelerator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Accel {

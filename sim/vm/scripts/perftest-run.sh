@@ -1,11 +1,13 @@
 # In-VM side of one perftest run against our side (sim::rxe::perftest).
 # The Rust side prepends the variables:
-#   PT_CMD      the full perftest command line (e.g. "ib_write_bw -d rxe0 -x 1 -F -n 200 -s 4096 -m 1024 -p 18515 10.0.0.2")
+#   PT_CMD      the full perftest command line (e.g. "ib_write_bw -d rxe0 -x $RNIC_GID -F -n 200 -s 4096 -m 1024
+#               -p 18515 10.0.0.2"; $RNIC_GID, the GID index, comes from the prelude gid.sh)
 #   PT_TIMEOUT  seconds before the tool is killed
 # Prints the tool's output between markers, its exit status, then rxe's hw_counters and the kernel's rxe
 # warnings (a bad ICRC shows up only there), and exits with the tool's status.
-echo "=== PERFTEST_CMD $PT_CMD ==="
-timeout "$PT_TIMEOUT" $PT_CMD > /tmp/perftest.out 2>&1
+eval "set -- $PT_CMD"
+echo "=== PERFTEST_CMD $* ==="
+timeout "$PT_TIMEOUT" "$@" > /tmp/perftest.out 2>&1
 rc=$?
 echo "=== PERFTEST_OUTPUT_BEGIN ==="
 cat /tmp/perftest.out

@@ -4,18 +4,18 @@
 #   PP_PEER   our address (used when PP_MODE=client)
 #   PP_PORT   TCP port of the QPN/PSN/GID exchange (18515)
 #   PP_MTU PP_SIZE PP_ITERS PP_RXDEPTH   ibv_rc_pingpong -m -s -n -r
-#   PP_GID    local GID index (1 = the IPv4-mapped GID of eth0)
+#   (the GID index, RNIC_GID, comes from the prelude gid.sh: eth0's IPv4-mapped RoCE v2 GID)
 #   PP_TIMEOUT  seconds before the tool is killed (so the counters still get printed)
 # Prints the tool's output between PINGPONG_BEGIN/END markers, its exit status, then rxe's hw_counters
 # ("hw_counter NAME VALUE") and any rxe kernel messages; exits with the tool's status.
 echo "=== PINGPONG_BEGIN mode=$PP_MODE mtu=$PP_MTU size=$PP_SIZE iters=$PP_ITERS ==="
 echo "active_mtu $(ibv_devinfo -d rxe0 | awk '/active_mtu/ {print $2}')"
 if [ "$PP_MODE" = server ]; then
-    timeout "$PP_TIMEOUT" ibv_rc_pingpong -d rxe0 -g "$PP_GID" -p "$PP_PORT" -m "$PP_MTU" \
+    timeout "$PP_TIMEOUT" ibv_rc_pingpong -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
         -s "$PP_SIZE" -n "$PP_ITERS" -r "$PP_RXDEPTH" 2>&1
     rc=$?
 else
-    timeout "$PP_TIMEOUT" ibv_rc_pingpong -d rxe0 -g "$PP_GID" -p "$PP_PORT" -m "$PP_MTU" \
+    timeout "$PP_TIMEOUT" ibv_rc_pingpong -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
         -s "$PP_SIZE" -n "$PP_ITERS" -r "$PP_RXDEPTH" "$PP_PEER" 2>&1
     rc=$?
 fi
