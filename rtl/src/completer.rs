@@ -363,6 +363,13 @@ pub struct Completer {
     /// cycle, to WQE Check, which from then on completes its WQEs with WR_FLUSH_ERR without sending them.
     pub qerr_valid: Signal<Out, Bit>,
     pub qerr_qpn: Signal<Out, Bits<8>>,
+    /// The unacked-PSN window of QP `win_qpn` (rxe `RXE_MAX_UNACKED_PSNS`), written to WQE Check whenever
+    /// the QP's state word is, two cycles later: `win_busy` (WQEs are pending here) and `win_lim` = `comp_psn`
+    /// + 128. WQE Check starts a WQE of a busy QP only at a PSN at or below `win_lim`.
+    pub win_we: Signal<Out, Bit>,
+    pub win_qpn: Signal<Out, Bits<8>>,
+    pub win_busy: Signal<Out, Bit>,
+    pub win_lim: Signal<Out, Bits<24>>,
     /// Scatter commands (read-response payload placement) and their payload.
     pub s_valid: Signal<Out, Bit>,
     pub s_ready: Signal<In, Bit>,
@@ -402,6 +409,16 @@ pub struct Completer {
     /// The QP-to-error pulse and its QPN (the QPN of the cycle it was raised in).
     qerr: DFF<Bit>,
     qerr_q: DFF<Bits<8>>,
+    /// The window's end on its way to WQE Check: the state word written (1), then comp_psn + 128 (2).
+    w1_v: DFF<Bit>,
+    w1_q: DFF<Bits<8>>,
+    w1_p: DFF<Bits<24>>,
+    w1_b: DFF<Bit>,
+    w2_b: DFF<Bit>,
+    w2_v: DFF<Bit>,
+    w2_q: DFF<Bits<8>>,
+    w2_l: DFF<Bits<24>>,
+    k128_24: Constant<Bits<24>>,
     cqwq: Fifo<Bits<8>, 4, 5>,
     cls_lut: Lut8<12>,
     cmp_last: PsnCmp,
@@ -625,6 +642,10 @@ impl Default for Completer {
             rw_valid: Default::default(),
             rw_ready: Default::default(),
             qerr_valid: Default::default(),
+            win_we: Default::default(),
+            win_qpn: Default::default(),
+            win_busy: Default::default(),
+            win_lim: Default::default(),
             qerr_qpn: Default::default(),
             rw_qpn: Default::default(),
             rw_idx: Default::default(),
@@ -660,6 +681,15 @@ impl Default for Completer {
             rwq: Default::default(),
             qerr: Default::default(),
             qerr_q: Default::default(),
+            w1_v: Default::default(),
+            w1_q: Default::default(),
+            w1_p: Default::default(),
+            w1_b: Default::default(),
+            w2_b: Default::default(),
+            w2_v: Default::default(),
+            w2_q: Default::default(),
+            w2_l: Default::default(),
+            k128_24: k(testbench::model::requester::RXE_MAX_UNACKED_PSNS as u64),
             cqwq: Default::default(),
             cls_lut: Lut8::new(wr_class_table()),
             cmp_last: Default::default(),
@@ -862,7 +892,7 @@ impl Logic for Completer {
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
             pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
             tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
-            s_nl, qerr, qerr_q, h_orig
+            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd, pa_addr,
@@ -984,6 +1014,14 @@ impl Logic for Completer {
         self.qerr_q.d.next = self.qpn.q.val().get_bits::<8>(0);
         self.qerr_valid.next = self.qerr.q.val();
         self.qerr_qpn.next = self.qerr_q.q.val();
+        self.w2_v.d.next = self.w1_v.q.val();
+        self.w2_q.d.next = self.w1_q.q.val();
+        self.w2_l.d.next = self.w1_p.q.val() + self.k128_24.val();
+        self.w2_b.d.next = self.w1_b.q.val();
+        self.win_busy.next = self.w2_b.q.val();
+        self.win_we.next = self.w2_v.q.val();
+        self.win_qpn.next = self.w2_q.q.val();
+        self.win_lim.next = self.w2_l.q.val();
         // the rewinds out, through their queue
         self.rw_valid.next = !self.rwq.empty.val();
         self.rw_qpn.next = bit_cast::<24, 8>(self.rwq.dout.val().qpn);
@@ -1561,6 +1599,11 @@ impl Logic for Completer {
                 if self.act.q.val() == self.a_implied.val() {
                     // a response beyond a pending READ/atomic: its response was lost; go back (once)
                     self.cnt[5].inc.next = true;
+                    // (the timer pushed back, as for a stale response below; Rt0 arms it again anyway)
+                    if self.tmr_b.rdata.val().armed & !self.tmr_b.rdata.val().rnr {
+                        self.tm_set.d.next = true;
+                        self.tm_arm.d.next = true;
+                    }
                     if !self.s_started.q.val() {
                         self.rt_rnr.d.next = false;
                         self.state.d.next = CompState::Rt0;
@@ -1620,6 +1663,14 @@ impl Logic for Completer {
                     self.state.d.next = CompState::CqLoad;
                 } else if self.act.q.val() == self.a_stale.val() {
                     self.cnt[3].inc.next = true;
+                    // rxe COMPST_EXIT: after any response, even one it drops, rxe pushes the retransmit
+                    // timer back while PSNs are outstanding; a requester draining the stale responses of a
+                    // window it has just sent again must not time out and send it all a third time. An RNR
+                    // wait keeps its own deadline. (qc and now have been stable since RQst: the sum is there.)
+                    if self.tmr_b.rdata.val().armed & !self.tmr_b.rdata.val().rnr {
+                        self.tm_set.d.next = true;
+                        self.tm_arm.d.next = true;
+                    }
                 } else if self.act.q.val() == self.a_bad.val() {
                     self.cnt[4].inc.next = true;
                     self.cstat.d.next = self.st_bad.val();
@@ -1753,6 +1804,11 @@ impl Logic for Completer {
                 self.state.d.next = CompState::Idle;
             }
         }
+        // every state word write, as the RAM takes it (comp_psn may change with any of them)
+        self.w1_v.d.next = self.qst.we.val();
+        self.w1_q.d.next = self.qst.waddr.val();
+        self.w1_p.d.next = self.qst.wdata.val().comp_psn;
+        self.w1_b.d.next = self.qst.wdata.val().head != self.qst.wdata.val().tail;
         if self.l_adv.val() {
             self.nx_addr.d.next = self.pa_addr.sum.val();
             self.room.d.next = self.pa_room.sum.val().get_bits::<32>(0);
@@ -2316,6 +2372,37 @@ mod tests {
         }
         assert_eq!(rig.rewinds.len(), 3);
         assert_eq!(rig.qerrs.len(), 6);
+    }
+
+    /// rxe `COMPST_EXIT`: every response, even one dropped as stale, pushes the retransmit timer back while
+    /// PSNs are outstanding. A READ whose first response was lost, followed by its later responses one every
+    /// 2,000 cycles for four timeout periods: no timeout (each is dropped, none is progress); then silence:
+    /// exactly one timeout, from the first missing PSN. Fails with the push-back removed (a timeout after
+    /// the first 5,280 cycles, with the responses still coming).
+    #[test]
+    fn stale_responses_push_the_retransmit_timer_back() {
+        use testbench::host::WR_RDMA_READ;
+        let mut rig = Rig::new(11);
+        let q = 0x23u32;
+        // timeout 2: 4 units (5,280 cycles)
+        rig.set_qp(q, 0x53, 2, 7, 7);
+        let p = 0x300u32;
+        // a READ of 24 packets at MTU 256
+        let w = rec(q, 1, WR_RDMA_READ, p, 24, 24 * 256, true, WcStatus::Success);
+        rig.run(&[w], &[]);
+        for i in 0..12u32 {
+            rig.min_cycles = 2_000;
+            rig.run(&[], &[read_resp(q, p + 1 + i, RC_RDMA_READ_RESPONSE_MIDDLE, vec![0xA5; 256])]);
+        }
+        rig.min_cycles = 0;
+        assert_eq!(rig.counter(CNT_DROPPED), 12, "each later response is dropped (its first is missing)");
+        assert!(rig.rewinds.is_empty(), "no go-back-N while responses keep coming: {:?}", rig.rewinds);
+        assert_eq!(rig.counter(CNT_TIMEOUTS), 0);
+        // (one period and a quarter: the rewind re-arms the timer, whose next expiry is after this)
+        rig.min_cycles = 5 * TIMER_TICK;
+        rig.run(&[], &[]);
+        assert_eq!(rig.rewinds, vec![(q as u64, 1, p as u64, 0)], "silence: back to the READ's first PSN");
+        assert_eq!(rig.counter(CNT_TIMEOUTS), 1);
     }
 
     /// ATOMIC_ACKNOWLEDGE: the original value (big-endian in AtomicAckETH) lands in the WQE's local buffer in

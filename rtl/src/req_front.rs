@@ -46,6 +46,7 @@
 use rust_hdl::prelude::*;
 
 use crate::bytemap::{ByteMap, ByteSrc};
+use crate::completer::PsnCmp;
 use crate::consts::k;
 use crate::fifo::{DistRam, SdpRam};
 use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
@@ -80,6 +81,15 @@ pub struct SqPsn {
     pub noack: Bits<7>,
     /// Go-back-N resumes the next WQE after this many packets (0: from its start).
     pub skip: Bits<24>,
+}
+
+/// A QP's unacked-PSN window, as the Completer last wrote it.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct WinEnt {
+    /// WQEs are pending at the Completer (none: the window is open).
+    pub busy: Bit,
+    /// The highest PSN a WQE may start at: the acknowledged PSN + 128.
+    pub lim: Bits<24>,
 }
 
 /// A QP's last mask slot: its ring index and masks.
@@ -193,6 +203,12 @@ pub struct ReqFront {
     pub rw_idx: Signal<In, Bits<16>>,
     pub rw_psn: Signal<In, Bits<24>>,
     pub rw_skip: Signal<In, Bits<24>>,
+    /// The unacked-PSN window of a QP from the Completer (rxe `RXE_MAX_UNACKED_PSNS`): WQEs pending there
+    /// (`win_busy`) and the highest PSN a WQE may start at (`win_lim` = the acknowledged PSN + 128).
+    pub win_we: Signal<In, Bit>,
+    pub win_qpn: Signal<In, Bits<8>>,
+    pub win_busy: Signal<In, Bit>,
+    pub win_lim: Signal<In, Bits<24>>,
     /// The rewind, on to the SQ Ring.
     pub sq_rw_valid: Signal<Out, Bit>,
     pub sq_rw_ready: Signal<In, Bit>,
@@ -206,6 +222,15 @@ pub struct ReqFront {
     pub inl_last: Signal<Out, Bit>,
 
     kc: KeyCache<1024, 10>,
+    /// Per QP: the window (read with the slot, like the PSN) and the compare of the slot's PSN with its end,
+    /// valid two cycles after Read (`wv`), with its busy flag beside it (`wb1`, `wb2`).
+    win_ram: SdpRam<WinEnt, 8>,
+    wcmp: PsnCmp,
+    wb1: DFF<Bit>,
+    wb2: DFF<Bit>,
+    wv: DFF<Bit>,
+    /// The WQE would start beyond its QP's window: it waits (not taken; tried again from Idle).
+    l_win: Signal<Local, Bit>,
     ctx_ram: SdpRam<SqCtx, 8>,
     psn_ram: SdpRam<SqPsn, 8>,
     /// The rewind generation each QP's slots must carry (the SQ Ring's, kept in step: both go up by one per
@@ -376,7 +401,17 @@ impl Default for ReqFront {
             inl_ready: Default::default(),
             inl_data: Default::default(),
             inl_last: Default::default(),
+            win_we: Default::default(),
+            win_qpn: Default::default(),
+            win_busy: Default::default(),
+            win_lim: Default::default(),
             kc: Default::default(),
+            win_ram: Default::default(),
+            wcmp: Default::default(),
+            wb1: Default::default(),
+            wb2: Default::default(),
+            wv: Default::default(),
+            l_win: Default::default(),
             ctx_ram: Default::default(),
             psn_ram: Default::default(),
             gen_ram: Default::default(),
@@ -481,9 +516,9 @@ impl Logic for ReqFront {
         dff_setup!(
             self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
             swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk, mok, qe_v, qe_q, ib_w, ib_c, ib_r, ndat,
-            nidx, isent, popped
+            nidx, isent, popped, wb1, wb2, wv
         );
-        clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln, ib_ram);
+        clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln, ib_ram, win_ram, wcmp);
         self.kc.clock.next = self.clock.val();
         self.ctx_ram.clock.next = self.clock.val();
         self.psn_ram.clock.next = self.clock.val();
@@ -506,6 +541,18 @@ impl Logic for ReqFront {
         self.ctx_ram.wdata.next = self.ctx_data.val();
         self.ctx_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
         self.psn_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        // the window: written by the Completer, read with the slot; the slot's PSN against its end (rxe
+        // `wait_psn`: psn_compare(psn, comp_psn + 128) > 0), continuously: the slot stays on offer until taken
+        self.win_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        self.win_ram.we.next = self.win_we.val();
+        self.win_ram.waddr.next = self.win_qpn.val();
+        self.win_ram.wdata.next.busy = self.win_busy.val();
+        self.win_ram.wdata.next.lim = self.win_lim.val();
+        self.wcmp.a.next = self.psn_ram.rdata.val().psn;
+        self.wcmp.b.next = self.win_ram.rdata.val().lim;
+        self.wb1.d.next = self.win_ram.rdata.val().busy;
+        self.wb2.d.next = self.wb1.q.val();
+        self.wv.d.next = self.state.q.val() != FrontState::Read;
         self.gen_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
         self.mask_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
         self.mask_ram.we.next = false;
@@ -595,6 +642,10 @@ impl Logic for ReqFront {
             self.ib_r.d.next = self.ib_r.q.val() + self.one4b.val();
         }
         self.l_lerr.next = (self.status.q.val() != self.zero8.val()) & (self.status.q.val() != self.s_flush.val());
+        self.l_win.next = self.wb2.q.val()
+            & self.wcmp.gt.val()
+            & !self.q_err.q.val()
+            & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()));
 
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
         self.kc.lk_valid.next = false;
@@ -727,7 +778,11 @@ impl Logic for ReqFront {
                 }
             }
             FrontState::Check => {
-                if self.kc.res_valid.val() | self.l_inl.val() {
+                if (self.kc.res_valid.val() | (self.l_inl.val() & self.wv.q.val())) & self.l_win.val() {
+                    // rxe `wait_psn`: the QP has 128 PSNs unacknowledged before this WQE's first; it is not
+                    // taken (the slot stays on offer) and is read again from Idle, where a rewind goes first
+                    self.state.d.next = FrontState::Idle;
+                } else if self.kc.res_valid.val() | (self.l_inl.val() & self.wv.q.val()) {
                     self.key_ok.d.next = self.kc.res_ok.val();
                     self.dma.d.next = self.kc.res_dma.val();
                     self.status.d.next = self.zero8.val();
@@ -946,6 +1001,38 @@ mod tests {
             self.u.ctx_we.next = false;
             self.u.psn_we.next = false;
             self.u.kc_wr_en.next = false;
+            self.u.win_we.next = false;
+        }
+        /// The Completer's window write for a QP.
+        fn win(&mut self, qpn: u64, busy: bool, lim: u64) {
+            self.u.win_we.next = true;
+            self.u.win_qpn.next = bits(qpn);
+            self.u.win_busy.next = busy;
+            self.u.win_lim.next = bits(lim);
+            self.clock();
+        }
+        /// Present a slot for `n` cycles: it must not be taken, nor make a descriptor or a record; a rewind
+        /// offered meanwhile (when `rw`) must be taken.
+        fn held(&mut self, qpn: u64, idx: u64, slot: &[u8; 64], n: usize, rw: bool) {
+            let mut took_rw = false;
+            for _ in 0..n {
+                self.u.wqe_valid.next = true;
+                self.u.wqe_qpn.next = bits(qpn);
+                self.u.wqe_idx.next = bits(idx);
+                self.u.wqe_data.next = b512(slot);
+                self.u.rw_valid.next = rw && !took_rw;
+                self.u.rw_qpn.next = bits(qpn + 1);
+                self.u.sq_rw_ready.next = true;
+                self.u.desc_ready.next = true;
+                self.u.issued_ready.next = true;
+                simulate(&mut self.u, 200);
+                assert!(!self.u.wqe_ready.val() && !self.u.desc_valid.val(), "a WQE beyond its window is not taken");
+                assert!(!self.u.issued_valid.val() || self.u.issued.val().rewind, "no record but a rewind's marker");
+                took_rw |= self.u.rw_ready.val();
+                self.clock();
+            }
+            self.u.rw_valid.next = false;
+            assert_eq!(took_rw, rw, "a rewind is taken while a WQE waits for its window");
         }
         fn mr(&mut self, key: u32, pd: u64, va: u64, len: u64, base: u64, access: u64) {
             self.u.kc_wr_en.next = true;
@@ -1269,6 +1356,36 @@ mod tests {
             pd: bits(7),
             sig_all: false,
         }
+    }
+
+    #[test]
+    fn a_wqe_waits_for_its_qps_unacked_psn_window() {
+        // rxe `wait_psn` (RXE_MAX_UNACKED_PSNS = 128): a WQE of a QP with WQEs pending at the Completer starts
+        // only at a PSN at or below the acknowledged PSN + 128 (mod 2^24); it waits on offer, untaken, and a
+        // rewind still goes first; a QP with nothing pending is never held
+        let mut r = Rig::new();
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
+        r.ctx(0x12, ctx(QpState::Rts));
+        r.psn(0x12, 0xFF_FFF0);
+        let w = SendWqe { wr_id: 1, opcode: WR_RDMA_WRITE, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0100, length: 64, lkey: 0x0301, ..Default::default() };
+        // not busy: a stale limit is not looked at
+        r.win(0x12, false, 0x10);
+        let (d, _) = r.wqe(0x12, 1, &w, |_| (0xFF_FFF1, 1, false));
+        assert!(d.is_some());
+        // busy: a WQE starting at the window's last PSN goes; the next one, a PSN beyond it, waits
+        r.win(0x12, true, 0xFF_FFF1);
+        let (d, _) = r.wqe(0x12, 2, &w, |_| (0xFF_FFF2, 2, false));
+        assert!(d.is_some(), "a WQE starting at the window's last PSN goes");
+        r.held(0x12, 3, &w.encode(), 60, false);
+        r.held(0x12, 3, &w.encode(), 30, true);
+        // an inline WQE waits the same way (its data slot behind it is not taken either)
+        let inl = SendWqe { wr_id: 9, opcode: WR_SEND, flags: WQE_SIGNALED | WQE_INLINE, length: 8, ..Default::default() };
+        r.held(0x12, 3, &inl.encode(), 30, false);
+        // the window moves (its end wraps past 2^24 - 1): the WQE goes
+        r.win(0x12, true, 0x70);
+        let (d, i) = r.wqe(0x12, 3, &w, |_| (0xFF_FFF3, 3, false));
+        assert_eq!(d.expect("a descriptor").psn.to_u64(), 0xFF_FFF2);
+        assert_eq!(i.first_psn.to_u64(), 0xFF_FFF2);
     }
 
     #[test]

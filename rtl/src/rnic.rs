@@ -697,6 +697,10 @@ impl Logic for Rnic {
         self.front.rw_skip.next = self.comp.rw_skip.val();
         self.front.qerr_valid.next = self.comp.qerr_valid.val();
         self.front.qerr_qpn.next = self.comp.qerr_qpn.val();
+        self.front.win_we.next = self.comp.win_we.val();
+        self.front.win_qpn.next = self.comp.win_qpn.val();
+        self.front.win_busy.next = self.comp.win_busy.val();
+        self.front.win_lim.next = self.comp.win_lim.val();
         self.sq.rw_valid.next = self.front.sq_rw_valid.val();
         self.front.sq_rw_ready.next = self.sq.rw_ready.val();
         self.sq.rw_qpn.next = self.front.sq_rw_qpn.val();

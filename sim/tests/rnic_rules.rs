@@ -1,4 +1,4 @@
-//! One targeted system test per reliability rule of `../shared/guide/rxe-interop.md` sections 3 and 4: the
+//! One targeted system test per reliability rule of `docs/rxe-rules.md` (3: rxe as responder, 4: as requester): the
 //! whole RNIC (Verilator model of the emitted top, driven by the driver through its register slave) against
 //! the golden model, with one chosen frame lost (`System::to_peer_filter` / `to_rnic_filter`) or one crafted
 //! frame injected, and the frames on the wire checked field by field.
@@ -26,6 +26,7 @@
 //! | 4 NAK 0x60 mid-message: resume at its PSN with MIDDLE/LAST, no RETH | `sequence_nak_mid_message_resumes_with_middle_and_no_reth` |
 //! | 4 partial READ: retried as a new READ for the rest | `a_partial_read_is_retried_as_a_new_read_for_the_rest` |
 //! | 4 implied NAK: an ACK beyond a pending READ retries the READ | `an_ack_beyond_a_pending_read_is_an_implied_nak` |
+//! | 4 at most 128 unacknowledged PSNs (rxe `wait_psn`) | `requests_stay_within_128_psns_of_the_acknowledged_one` |
 //! | 4 coalesced ACK completes every earlier WQE; a stale ACK is ignored | `a_coalesced_ack_completes_earlier_writes_and_a_stale_ack_is_ignored` |
 //! | 4 NAK codes: 0x61 / 0x62 / 0x63 / other to REM_INV_REQ / REM_ACCESS / REM_OP / REM_OP | `nak_codes_map_to_completion_statuses` |
 //!
@@ -714,6 +715,40 @@ fn an_ack_beyond_a_pending_read_is_an_implied_nak() {
     assert!(ctr(&mut r, "comp_implied_naks") >= 1);
     assert_eq!(ctr(&mut r, "comp_timeouts"), 0, "no timer needed");
     assert!(r.src_bytes((1 << 20) + 0x100, 64) == peer_bytes(&r, 0x100, 64));
+}
+
+#[test]
+fn requests_stay_within_128_psns_of_the_acknowledged_one() {
+    // rxe `wait_psn` (RXE_MAX_UNACKED_PSNS): six READs of 64 PSNs each at MTU 256 posted at once; a request
+    // goes on the wire only at a PSN at most 128 past the acknowledged one (the response PSNs received before
+    // it). Without the window all six leave together (a go-back-N would then resend up to 16 READs).
+    let mut r = new_rig("window", 256);
+    fill_peer(&r, 5);
+    r.sys.borrow_mut().timing = true;
+    for i in 0..6u64 {
+        r.drv.post_send(r.qpn, &read_wr(&r, 1 + i, i * 0x4000, 0x4000)).unwrap();
+    }
+    let wcs = our_wcs(&mut r, 6, 400_000);
+    assert!(wcs.len() == 6 && wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
+    let s = r.sys.borrow();
+    let (tx, rx) = (&s.tx_first_beats, &s.rx_last_beats);
+    let sent: Vec<RoceFrame> = s.sent.iter().filter_map(|f| parse(f)).collect();
+    let got: Vec<RoceFrame> = s.received.iter().filter_map(|f| parse(f)).collect();
+    assert_eq!((tx.len(), rx.len()), (s.sent.len(), s.received.len()), "a beat time per frame");
+    let mut reads = 0;
+    for (f, &t) in sent.iter().zip(tx) {
+        if op(f) != RC_RDMA_READ_REQUEST {
+            continue;
+        }
+        reads += 1;
+        // responses taken in order (none lost): the acknowledged PSN is the first plus those in before t
+        let acked = got.iter().zip(rx).filter(|(g, &at)| at < t && !is_request(g)).count() as u32;
+        let ahead = psn(f).wrapping_sub(0xFF_FFF0) & 0xFF_FFFF;
+        assert!(ahead <= acked + 128, "READ at PSN {:#x}: {ahead} PSNs past the first, {acked} acknowledged", psn(f));
+    }
+    assert_eq!(reads, 6, "each READ once");
+    drop(s);
+    assert!(r.src_bytes((1 << 20), 6 * 0x4000) == peer_bytes(&r, 0, 6 * 0x4000));
 }
 
 #[test]

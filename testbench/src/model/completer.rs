@@ -102,7 +102,21 @@ fn aeth_is_ack(f: &RoceFrame) -> bool {
 }
 
 /// Process one response-class packet (ACK, NAK, read response, atomic ACK) on an RC QP.
+///
+/// Whatever the packet did, the retransmit timer is then pushed back while PSNs are outstanding and no RNR
+/// wait runs: rxe's completer ends every run over its received packets in `COMPST_EXIT`, which does
+/// `mod_timer(&qp->retrans_timer, jiffies + qp->qp_timeout_jiffies)` when `psn_compare(req.psn, comp.psn) > 0`,
+/// also after packets it dropped as stale. So the timer measures the time since the last response of any
+/// kind, and a requester busy taking (even stale) responses does not time out.
 pub fn rxe_completer(ctx: &mut Ctx, qp: &mut Qp, f: &RoceFrame) -> RxOutcome {
+    let out = completer_packet(ctx, qp, f);
+    if qp.state == super::qp::QpState::Rts && qp.req.rnr_until.is_none() && qp.comp.retrans_deadline.is_some() {
+        rearm(ctx, qp);
+    }
+    out
+}
+
+fn completer_packet(ctx: &mut Ctx, qp: &mut Qp, f: &RoceFrame) -> RxOutcome {
     let pkt = &f.packet;
     let psn = pkt.bth.psn;
     let opcode = pkt.bth.opcode;
