@@ -602,6 +602,11 @@ impl<D: RnicDut> System<D> {
         }
     }
 
+    /// Frames queued for the RNIC that have not wholly entered its MAC yet.
+    pub fn queued_to_rnic(&self) -> usize {
+        self.to_rnic.len()
+    }
+
     /// Send a frame to the RNIC as if the peer had sent it (after the peer's own queued frames).
     pub fn inject(&mut self, f: Vec<u8>) {
         self.last_activity = self.cycle;

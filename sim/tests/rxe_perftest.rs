@@ -497,8 +497,10 @@ fn write_bw_mtu4096_ours_client() {
 
 // ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----
 //
-// 100 x 64 KiB per run: the simulated RNIC moves about 1-3 MB of payload per wall second, so these runs take
-// 10-15 s each (VM boot included). The VM's QP timeout is raised to 4.3 s (`RTL_VM_QP_TIMEOUT`, why there).
+// 100 x 64 KiB per run: the simulated RNIC takes the VM's frames at 100 Gb/s of simulated time and runs at
+// about 60,000 cycles per wall second while frames flow, so these runs take 10-20 s each (VM boot included).
+// Each side's retransmit timer is sized for the other's clock: the VM's by `rtl_ep::vm_qp_timeout` (wall
+// time), ours by `rtl_ep::rtl_qp_timeout` (simulated time); why there.
 
 fn rtl_counter(r: &PerftestReport, name: &str) -> u64 {
     r.ours.endpoint_counters.iter().find(|(n, _)| n == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no counter {name}:\n{r}"))
@@ -565,7 +567,7 @@ fn rtl_read_bw_ours_client() {
 //
 // The bridge drops 1 % of the frames in each direction; rxe recovers with its go-back-N (our Responder's
 // PSN-sequence NAK, or its timer), our Completer with its own (rxe's NAK, an implied NAK, or its retransmit
-// timer at `RTL_QP_TIMEOUT`). 100 messages of 16 KiB at MTU 1024: 1,600 data packets one way.
+// timer, `PerftestOpts::our_qp_timeout`). 100 messages of 16 KiB at MTU 1024: 1,600 data packets one way.
 
 fn rtl_drop(test: &str, tool: Tool, role: Role) -> Option<PerftestReport> {
     let r = run_on(test, tool, role, 16384, 100, 0.01, 1024, EndpointKind::Rtl)?;

@@ -23,7 +23,7 @@
 //! | `ctx_close_connection` | 108, then 5 | a last barrier, then `"done\0"`; not in `ib_write_lat`, which just closes the socket after the run |
 //!
 //! QP attributes as perftest's `ctx_connect` sets them: path MTU from the exchange, `min_rnr_timer` 12,
-//! `timeout` 14 (the RTL endpoint: [`super::rtl_ep::RTL_QP_TIMEOUT`], why there), `retry_cnt` 7, `rnr_retry` 7,
+//! `timeout` 14 (the RTL endpoint: [`PerftestOpts::our_qp_timeout`]), `retry_cnt` 7, `rnr_retry` 7,
 //! `max_rd_atomic` = the peer's `out_reads` (reads/atomics).
 //!
 //! # What each side does on RDMA
@@ -49,7 +49,7 @@ use testbench::model::{
 };
 use testbench::wire::frame::MacAddr;
 
-use super::verbs::{open_endpoint, Dev, EndpointKind};
+use super::verbs::{open_endpoint_with, Dev, EndpointKind};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage, GID_SCRIPT,
 };
@@ -248,15 +248,9 @@ pub struct PerftestOpts {
     /// Who plays our side: the golden model or the RTL.
     pub endpoint: EndpointKind,
     /// The VM tool's QP timeout (`-u`, 4.096 us x 2^N); `None`: perftest's 14 (67 ms) against the model,
-    /// [`RTL_VM_QP_TIMEOUT`] against the RTL.
+    /// [`super::rtl_ep::vm_qp_timeout`] of the path MTU against the RTL.
     pub vm_qp_timeout: Option<u8>,
 }
-
-/// The VM's QP timeout against the RTL: 2^20 x 4.096 us = 4.3 s. The simulated RNIC runs about 10^5 cycles
-/// per wall second, some 3,000 times slower than the hardware it models, while rxe's timer runs in wall time;
-/// a 67 ms timeout would be 20 us of hardware time, shorter than the RNIC needs to drain a window of 64 KiB
-/// messages, and rxe would retransmit what is merely queued.
-pub const RTL_VM_QP_TIMEOUT: u8 = 20;
 
 impl PerftestOpts {
     /// `tool` in `role` with perftest's default size and iterations, MTU 1024, no drops, 120 s.
@@ -286,6 +280,48 @@ impl PerftestOpts {
         }
     }
 
+    /// Our QP's retransmit timeout: perftest's 14 against the model (both run in wall time); against the RTL,
+    /// [`super::rtl_ep::rtl_qp_timeout`] of what can be outstanding on our QP: up to `tx_depth` messages,
+    /// bounded by the Completer's 16 records per QP.
+    pub fn our_qp_timeout(&self) -> u8 {
+        match self.endpoint {
+            EndpointKind::Model => QP_TIMEOUT,
+            EndpointKind::Rtl => {
+                let n = TX_DEPTH.min(rtl::completer::COMP_RING).min(self.iters.max(1)) as u64;
+                super::rtl_ep::rtl_qp_timeout(n * super::rtl_ep::wire_bytes(self.eff_size() as u64, self.mtu), super::rtl_ep::INBOUND_GBPS)
+            }
+        }
+    }
+
+    /// The wall-clock budget of the run (VM boot excluded). Against the model, `timeout`. Against the RTL, at
+    /// least that, and what the work needs: every message's wire bytes through the RNIC at the inbound rate,
+    /// times 1 + 150 x the drop rate for what go-back-N sends again (each loss costs up to a window of 128
+    /// packets; measured: 2.3 times the bytes at 1 % loss with 1 MiB SENDs at MTU 4096), at 60 % of the
+    /// simulation speed the runs plan with ([`super::rtl_ep::sim_speed`]: the RNIC also waits on rxe, which
+    /// runs in wall time; 29,000 cycles per second were measured over that run), plus 20 ms of wall time per
+    /// message (the driver's register and ring traffic) and a minute for the set-up and the tools'
+    /// exchanges. Err when that exceeds an hour: the run would not finish in a sitting; fewer iterations or
+    /// a smaller size will.
+    pub fn budget(&self) -> Result<Duration> {
+        if self.endpoint == EndpointKind::Model {
+            return Ok(self.timeout);
+        }
+        let bytes = self.iters as u64 * super::rtl_ep::wire_bytes(self.eff_size() as u64, self.mtu);
+        let wire = super::rtl_ep::wall_for_inbound(bytes).as_secs_f64() / 0.6 * (1.0 + 150.0 * self.drop);
+        let est = Duration::from_secs_f64(wire + 0.02 * self.iters as f64 + 60.0);
+        if est > Duration::from_secs(3600) {
+            bail!(
+                "{} x {} B against the RTL would take about {:.0} minutes at {:.0} simulated cycles per second \
+                 (RNIC_SIM_SPEED); use fewer iterations (--iters) or a smaller size",
+                self.iters,
+                self.eff_size(),
+                est.as_secs_f64() / 60.0,
+                super::rtl_ep::sim_speed()
+            );
+        }
+        Ok(est.max(self.timeout))
+    }
+
     /// The command line run in the VM.
     pub fn vm_command(&self) -> String {
         let mut c = format!(
@@ -302,7 +338,7 @@ impl PerftestOpts {
         }
         let qp_timeout = self
             .vm_qp_timeout
-            .or((self.endpoint == EndpointKind::Rtl).then_some(RTL_VM_QP_TIMEOUT));
+            .or((self.endpoint == EndpointKind::Rtl).then(|| super::rtl_ep::vm_qp_timeout(self.mtu)));
         if let Some(t) = qp_timeout {
             c.push_str(&format!(" -u {t}"));
         }
@@ -394,6 +430,9 @@ pub struct PerftestReport {
     pub hw_counters: Vec<(String, u64)>,
     /// Kernel messages about rxe (a bad ICRC is only logged there).
     pub kernel_rxe_messages: Vec<String>,
+    /// The VM's eth0 counters and qdisc statistics after the tool: frames rxe sent that the VM's own
+    /// network stack dropped never reach the link (nor the bridge's counters).
+    pub vm_netdev: Vec<String>,
     pub bridge: BridgeStats,
     pub bridge_error: Option<String>,
     pub pcap: Option<PathBuf>,
@@ -518,6 +557,9 @@ impl fmt::Display for PerftestReport {
         writeln!(f, "rxe hw_counters: {}", hw.join(" "))?;
         for k in &self.kernel_rxe_messages {
             writeln!(f, "kernel: {k}")?;
+        }
+        if !self.vm_netdev.is_empty() {
+            writeln!(f, "VM eth0: {}", self.vm_netdev.join(" | "))?;
         }
         write!(f, "bridge: {:?}", self.bridge)?;
         if let Some(e) = &self.bridge_error {
@@ -670,7 +712,13 @@ struct Peer<'a> {
     my: Dest,
     rem: Dest,
     res: OurResult,
+    /// When the run last printed its progress (every [`PROGRESS_EVERY`] on stderr).
+    shown: Instant,
+    started: Instant,
 }
+
+/// How often a run prints its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// Run one perftest tool in the VM against the golden model on our side.
 pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
@@ -700,11 +748,12 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
     std::fs::create_dir_all(&run_dir)?;
     let netmtu = netdev_mtu(opts.mtu);
     let vm_cmd = opts.vm_command();
-    let tool_timeout = opts.timeout.as_secs().max(10);
+    let budget = opts.budget()?;
+    let tool_timeout = budget.as_secs().max(10);
 
     let mut vm_cfg = VmConfig::new("vm", img, super::temp_socket_path("perftest"), &run_dir);
     vm_cfg.mtu = netmtu;
-    vm_cfg.timeout = opts.timeout + Duration::from_secs(30);
+    vm_cfg.timeout = budget + Duration::from_secs(30);
     vm_cfg.script = Some(format!(
         "PT_CMD='{vm_cmd}'\nPT_TIMEOUT={tool_timeout}\n{GID_SCRIPT}\n{VM_SCRIPT}"
     ));
@@ -714,7 +763,8 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         mtu: netmtu as usize,
         ..HostConfig::default()
     };
-    let (dev, ep) = open_endpoint(
+    // the RTL's own MAC pcaps (rnic-rx.pcap: what entered its RX MAC, in simulated time) go to the run dir
+    let (dev, ep) = open_endpoint_with(
         opts.endpoint,
         DeviceConfig {
             mac: host_cfg.mac,
@@ -723,6 +773,8 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
             first_qpn: 0x11,
             active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
         },
+        super::rtl_ep::INBOUND_GBPS,
+        (opts.endpoint == EndpointKind::Rtl).then(|| run_dir.clone()),
     )?;
     let size = opts.eff_size();
     let local = setup_local(&dev, size, opts.iters)?;
@@ -741,7 +793,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
     };
     let session = Session::start(&vm_cfg, bcfg, host)?;
     // The VM boots in about 4 s (TCG); the tool's own timeout starts after that.
-    let deadline = Instant::now() + opts.timeout + Duration::from_secs(20);
+    let deadline = Instant::now() + budget + Duration::from_secs(20);
 
     let mut res = OurResult {
         our_qpn: local.qpn,
@@ -785,6 +837,8 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
                 my,
                 rem: my,
                 res,
+                shown: Instant::now(),
+                started: Instant::now(),
             };
             match peer.run(mtu_e) {
                 Ok(()) => peer.res.completed = true,
@@ -830,6 +884,11 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         .lines()
         .filter_map(|l| l.strip_prefix("kmsg ").map(str::to_string))
         .collect();
+    let vm_netdev = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("netdev_counter ").or_else(|| l.strip_prefix("qdisc ")).map(|x| x.trim().to_string()))
+        .filter(|x| !x.is_empty())
+        .collect();
     Ok(PerftestReport {
         tool: opts.tool,
         role: opts.role,
@@ -845,6 +904,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         ours: res,
         hw_counters,
         kernel_rxe_messages,
+        vm_netdev,
         bridge: br.stats,
         bridge_error: br.error.map(|e| format!("{e:#}")),
         pcap: opts.pcap.clone(),
@@ -1024,7 +1084,7 @@ impl Peer<'_> {
             &QpAttr {
                 qp_state: Some(QpState::Rts),
                 sq_psn: Some(self.my.psn),
-                timeout: Some(if self.opts.endpoint == EndpointKind::Rtl { super::rtl_ep::RTL_QP_TIMEOUT } else { QP_TIMEOUT }),
+                timeout: Some(self.opts.our_qp_timeout()),
                 retry_cnt: Some(7),
                 rnr_retry: Some(7),
                 max_rd_atomic: Some(if rd { max_rd } else { 1 }),
@@ -1107,8 +1167,34 @@ impl Peer<'_> {
             if Instant::now() > self.oob.deadline {
                 bail!("timed out waiting for completions");
             }
+            if self.shown.elapsed() >= PROGRESS_EVERY {
+                self.show_progress();
+            }
             std::thread::sleep(Duration::from_micros(50));
         }
+    }
+
+    /// One line on stderr: completions so far against the iterations, wall time, and the RNIC's simulated
+    /// cycles and the VM's frames still queued for it (RTL).
+    fn show_progress(&mut self) {
+        self.shown = Instant::now();
+        let c = self.local.dev.counters();
+        let get = |n: &str| c.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+        let mut line = format!(
+            "perftest {}: {} of {} completions, {:.0} s",
+            self.opts.tool,
+            self.res.completions,
+            self.opts.iters,
+            self.started.elapsed().as_secs_f64()
+        );
+        if let (Some(cy), Some(q)) = (get("core_cycles"), get("inbound_frames_queued")) {
+            line.push_str(&format!(
+                ", {:.2} M core cycles ({:.0} k/s), {q} frames from the VM queued",
+                cy as f64 / 1e6,
+                cy as f64 / 1e3 / self.started.elapsed().as_secs_f64().max(1e-3)
+            ));
+        }
+        eprintln!("{line}");
     }
 
     fn run_traffic(&mut self) -> Result<()> {

@@ -36,7 +36,7 @@ use testbench::model::{
 };
 use testbench::wire::{parse_ethernet, Frame};
 
-use super::verbs::{open_endpoint, Dev, EndpointKind};
+use super::verbs::{open_endpoint_with, Dev, EndpointKind};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage, GID_SCRIPT,
 };
@@ -621,7 +621,7 @@ impl Peer {
             self.qpn,
             &QpAttr {
                 qp_state: Some(QpState::Rts),
-                timeout: Some(14),
+                timeout: Some(o.our_qp_timeout()),
                 retry_cnt: Some(7),
                 rnr_retry: Some(7),
                 sq_psn: Some(my_psn),
@@ -949,6 +949,21 @@ pub fn unanswered_tail(frames: &[Seen]) -> u64 {
 /// Boot the VM running `ibv_rc_pingpong` in the role opposite to `o.role`, play our role on the golden model,
 /// and report. Errors only when the run could not be set up (no VM image, socket); a failed run is an `Ok`
 /// report whose [`PingpongReport::check`] fails.
+impl PingpongOpts {
+    /// Our QP's retransmit timeout: rc_pingpong's 14 against the model; against the RTL, the rule perftest
+    /// runs use ([`super::rtl_ep::rtl_qp_timeout`]) for one message outstanding (rc_pingpong sends one at a
+    /// time).
+    pub fn our_qp_timeout(&self) -> u8 {
+        match self.endpoint {
+            EndpointKind::Model => 14,
+            EndpointKind::Rtl => super::rtl_ep::rtl_qp_timeout(
+                super::rtl_ep::wire_bytes(u64::from(self.size), self.mtu),
+                super::rtl_ep::INBOUND_GBPS,
+            ),
+        }
+    }
+}
+
 pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     ensure!(
         [256, 512, 1024, 2048, 4096].contains(&o.mtu),
@@ -993,7 +1008,8 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         o.port, o.mtu, o.size, o.iters, o.rx_depth
     ));
 
-    let (dev, ep) = open_endpoint(
+    // the RTL's own MAC pcaps (rnic-tx.pcap, rnic-rx.pcap, in simulated time) beside the link's
+    let (dev, ep) = open_endpoint_with(
         o.endpoint,
         DeviceConfig {
             mac: host_cfg.mac,
@@ -1002,6 +1018,8 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
             first_qpn: 0x11,
             active_mtu: o.mtu.max(256),
         },
+        super::rtl_ep::INBOUND_GBPS,
+        (o.endpoint == EndpointKind::Rtl).then(|| dir.clone()),
     )?;
     let host = HostStack::new(host_cfg).with_roce(ep);
     let mgmt = host.mgmt();

@@ -15,13 +15,18 @@
 //! moving. When every port has been quiet for [`QUIET_CYCLES`] and no send WQE is outstanding (the driver's
 //! count: posted and not retired by a polled completion) it sleeps until a call or a frame arrives, and the VM
 //! (TCG) gets the CPU; while a send WQE is outstanding it keeps stepping, so the Completer's retransmit timer
-//! (in core cycles) runs and a lost ACK or response is retried (see [`RTL_QP_TIMEOUT`]).
+//! (in core cycles) runs and a lost ACK or response is retried (see [`rtl_qp_timeout`]).
 //!
 //! Host memory is shared: the application reads and writes its buffers directly, as a host program does.
 //!
 //! Simulated time and the VM's time are unrelated: the RNIC runs at about 10^5 cycles per wall second, a few
 //! hundred times slower than real hardware, so rxe may retransmit on its 67 ms timer while the RNIC is still
-//! working; the RNIC's responder re-ACKs duplicates, its completer drops stale responses.
+//! working; the RNIC's responder re-ACKs duplicates, its completer drops stale responses. Each side's
+//! retransmit timer is sized for the other's clock: ours (core cycles) by [`rtl_qp_timeout`], rxe's (wall
+//! time) by [`vm_qp_timeout`].
+//!
+//! Nothing is discarded silently: frames from the VM that have not yet entered the RNIC's MAC when the
+//! counters are read are reported as `inbound_frames_queued` (a run cut short by its deadline shows them).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -34,27 +39,85 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use testbench::driver::{CsrBus, Driver};
 use testbench::host::{CAP_RC, REG_COUNTERS};
+use testbench::mac::CORE_HZ;
 use testbench::model::{AccessFlags, Cq, HostMemory, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
 
 use super::verbs::Verbs;
 use super::Endpoint;
 use crate::system::{SimBus, System};
 
-/// The retransmit timeout (IBA `timeout`, 4.096 us x 2^N) our harnesses give the RTL's QPs against rxe: 6 =
-/// 262 us = 84,480 core cycles, about one wall second of simulation. rxe answers in wall time (a few ms
-/// under TCG, so a few hundred simulated cycles); perftest's 14 (67 ms = 21.6 M cycles) would leave a lost
-/// ACK unrecovered for minutes of simulation. A timer that fires while rxe is merely slow costs a go-back-N
-/// that rxe answers as duplicates.
-pub const RTL_QP_TIMEOUT: u8 = 6;
 /// Quiet cycles after which the RTL thread stops stepping until something arrives.
 pub const QUIET_CYCLES: u64 = 4096;
-/// The rate at which the VM's frames enter the RNIC, in Gb/s of simulated time. rxe is a software transport
-/// (a few Gb/s on a real host); under TCG it queues whole windows at once, which in simulated time would be
-/// one line-rate burst of every frame the VM has produced while the (much slower in wall time) simulation ran.
-/// 50 Gb/s is above anything rxe reaches and below what the Responder and Completer sustain per packet today
-/// at MTU 1024 (about 32-36 cycles per 1 KiB packet; 100G brings one every 28.5); `rnic bench` measures
-/// line rate RTL against RTL.
-pub const INBOUND_GBPS: f64 = 25.0;
+/// The rate at which the VM's frames enter the RNIC, in Gb/s of simulated time. rxe runs in wall time and
+/// produces whole windows while the (far slower in wall time) simulation runs, so without pacing they would
+/// all arrive in one simulated instant; they wait in the harness's queue and enter the RX MAC at this rate,
+/// as from a switch port. The faster the queue drains, the less wall time a run takes and the shorter the round
+/// trip the timers must cover; but rxe sends its whole window back to back, and at 100 Gb/s the Responder
+/// (29.4 cycles per 1 KiB SEND, the wire brings one every 28.5) overflowed RX Parse once in 43,000 SEND
+/// packets (`ib_send_bw`, ours server, 2 % loss). 80 Gb/s (a 1 KiB packet every 35 cycles) leaves room.
+pub const INBOUND_GBPS: f64 = 80.0;
+/// The IBA local ACK timeout's unit, 4.096 us, in ns.
+const TIMEOUT_UNIT_NS: f64 = 4096.0;
+/// Bytes a RoCEv2 packet occupies on the wire besides its payload: preamble and inter-frame gap (20),
+/// Ethernet (14), IPv4 (20), UDP (8), BTH (12), the largest extension we carry here (RETH 16), ICRC (4), FCS (4).
+pub const WIRE_OVERHEAD_BYTES: u64 = 98;
+
+/// Bytes on the wire of a message of `size` bytes at path MTU `mtu` (at least one packet).
+pub fn wire_bytes(size: u64, mtu: u32) -> u64 {
+    let pkts = size.div_ceil(u64::from(mtu)).max(1);
+    size + pkts * WIRE_OVERHEAD_BYTES
+}
+
+/// The smallest IBA `timeout` exponent t (4.096 us x 2^t) that exceeds `ns` (1 ..= 22; 22 is the longest the
+/// RTL's Completer counts, 17 s).
+pub fn timeout_exponent(ns: f64) -> u8 {
+    let mut t = 1u8;
+    while t < 22 && TIMEOUT_UNIT_NS * f64::from(1u32 << t) <= ns {
+        t += 1;
+    }
+    t
+}
+
+/// The retransmit timeout our RTL QPs use against rxe, by the IBA rule: longer than a round trip with
+/// everything that can be outstanding on the QP queued in it. Our side may have `outstanding_bytes` (wire
+/// bytes of the messages in flight, both ways) queued at `inbound_gbps` of simulated time ahead of the
+/// response that acknowledges the last of them; rxe's own turn-around is wall time, during which the
+/// simulation steps only while a send WQE is outstanding (at about 10^5 cycles per wall second, a few
+/// hundred cycles per millisecond of rxe). Twice that, and at least 100 us. The Completer counts this timer
+/// in core cycles, so it is simulated time.
+pub fn rtl_qp_timeout(outstanding_bytes: u64, inbound_gbps: f64) -> u8 {
+    let queue_ns = outstanding_bytes as f64 * 8.0 / inbound_gbps;
+    timeout_exponent((2.0 * queue_ns).max(100_000.0))
+}
+
+/// The Verilator RNIC's speed, core cycles per wall second, that the rxe runs plan with: the slowest seen
+/// while frames flow both ways (a busy system; an idle one runs faster). `RNIC_SIM_SPEED` overrides it.
+pub const SIM_CYCLES_PER_SEC: f64 = 40_000.0;
+
+/// [`SIM_CYCLES_PER_SEC`], or `RNIC_SIM_SPEED` when set.
+pub fn sim_speed() -> f64 {
+    std::env::var("RNIC_SIM_SPEED").ok().and_then(|v| v.parse().ok()).filter(|v: &f64| *v > 0.0).unwrap_or(SIM_CYCLES_PER_SEC)
+}
+
+/// Wall-clock time for the RTL to take `bytes` of the peer's frames at [`INBOUND_GBPS`], at [`sim_speed`].
+pub fn wall_for_inbound(bytes: u64) -> std::time::Duration {
+    let cycles = bytes as f64 * 8.0 / INBOUND_GBPS * CORE_HZ / 1e9;
+    std::time::Duration::from_secs_f64(cycles / sim_speed())
+}
+
+/// The retransmit timeout the rxe tool in the VM gets against the RTL (perftest `-u`, ibv_rc_pingpong has
+/// none). rxe's timer runs in wall time and is pushed back by every response (`COMPST_EXIT`), so it must
+/// exceed the wall time our RNIC may take between two responses: working through rxe's whole unacked window
+/// (at most 128 PSNs, `RXE_MAX_UNACKED_PSNS`, of `mtu` bytes each) queued ahead of the packet it answers.
+/// Four times that, at least 67 ms (perftest's own 14). Any longer only adds idle wall time to each
+/// recovery that needs the timer (a lost NAK, a lost last packet); any shorter and rxe resends what is
+/// merely queued.
+pub fn vm_qp_timeout(mtu: u32) -> u8 {
+    let window = 128 * wire_bytes(u64::from(mtu), mtu);
+    let wall_ns = wall_for_inbound(window).as_secs_f64() * 1e9;
+    timeout_exponent((4.0 * wall_ns).max(67_108_864.0 - 1.0))
+}
+
 /// Cycles stepped between looks at the message queue.
 const STEP_CYCLES: usize = 64;
 
@@ -376,12 +439,15 @@ impl Verbs for RtlDevice {
     }
     fn counters(&self) -> Vec<(String, u64)> {
         let mut v = self.read_counters().unwrap_or_default();
-        if let Ok((c, u)) = self.call(|c| {
+        if let Ok((c, u, q)) = self.call(|c| {
             let s = c.sys.borrow();
-            (s.cycle, s.out.underruns)
+            (s.cycle, s.out.underruns, s.queued_to_rnic() as u64)
         }) {
             v.push(("core_cycles".into(), c));
             v.push(("mac_tx_underruns".into(), u));
+            // frames of the VM's still waiting to enter the RX MAC (every earlier Frame message has been
+            // handed to the system: this call came after them through the same queue)
+            v.push(("inbound_frames_queued".into(), q));
         }
         v
     }
@@ -405,5 +471,39 @@ impl Endpoint for RtlEndpoint {
     }
     fn poll(&mut self, _now_ns: u64) -> Vec<Vec<u8>> {
         self.dev.frames_out()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_exceeds_what_it_must_cover() {
+        // 4.096 us x 2^t, strictly longer than the time given
+        assert_eq!(timeout_exponent(100_000.0), 5); // 131 us
+        assert_eq!(timeout_exponent(131_072.0), 6); // exactly 2^5 units is not longer
+        assert_eq!(timeout_exponent(1e12), 22); // the Completer's longest
+        // ours: 16 messages of 64 KiB at MTU 1024 queued at 100 Gb/s (92 us), twice: 262 us
+        assert_eq!(rtl_qp_timeout(16 * wire_bytes(65536, 1024), 100.0), 6);
+        // 16 READs of 1 MiB: 1.47 ms, twice: 4.2 ms
+        assert_eq!(rtl_qp_timeout(16 * wire_bytes(1 << 20, 1024), 100.0), 10);
+        // one small message: the 100 us floor
+        assert_eq!(rtl_qp_timeout(wire_bytes(4096, 1024), 100.0), 5);
+        assert_eq!(wire_bytes(0, 1024), WIRE_OVERHEAD_BYTES);
+    }
+
+    #[test]
+    fn the_vms_timeout_covers_rxes_window_at_the_simulation_speed() {
+        if std::env::var_os("RNIC_SIM_SPEED").is_some() {
+            return;
+        }
+        // MTU 1024: 128 packets (144 KB) at 80 Gb/s = 4,628 cycles = 116 ms of wall time at 40,000 cycles/s;
+        // four times that is 463 ms: 2^17 units (537 ms)
+        assert_eq!(vm_qp_timeout(1024), 17);
+        // MTU 4096: 1.73 s: 2^19 (2.1 s); MTU 256: 146 ms: 2^16 (268 ms)
+        assert_eq!(vm_qp_timeout(4096), 19);
+        assert_eq!(vm_qp_timeout(256), 16);
+        assert!(wall_for_inbound(128 * wire_bytes(1024, 1024)).as_secs_f64() > 0.09);
     }
 }
