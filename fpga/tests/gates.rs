@@ -1,8 +1,9 @@
-//! Every emitted block is lint-clean under `verilator --lint-only -Wall` and synthesises with Yosys for
-//! UltraScale+; every block with a depth budget meets it (322 MHz: at most 6 LUT6 levels). One test per block
-//! so that the slow synthesis runs in parallel.
+//! Every emitted block is lint-clean under `verilator --lint-only -Wall`, synthesises with Yosys' generic
+//! flow, and meets its depth budget (322 MHz: at most 6 LUT6 levels). One test per block so that the
+//! synthesis runs in parallel. The UltraScale+ resource mapping (`synth_xilinx`, about half of the Yosys
+//! time and no budget to check) is `rnic synth`, not a test.
 
-use fpga::gates::{emit, lint, synth};
+use fpga::gates::{depth, emit, lint};
 
 fn gate(name: &str) {
     let dir = std::env::temp_dir().join(format!("rnic-gates-{}-{name}", std::process::id()));
@@ -12,7 +13,7 @@ fn gate(name: &str) {
     let f = dir.join(format!("{name}.v"));
     std::fs::write(&f, &b.verilog).unwrap();
     lint(&f).unwrap_or_else(|e| panic!("{e:#}"));
-    let r = synth(&f).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let r = depth(&f).unwrap_or_else(|e| panic!("{name}: {e:#}"));
     eprintln!("{name}: {r:?}");
     assert!(r.luts > 0 && r.ffs > 0, "{name}: nothing synthesised: {r:?}");
     if let Some(budget) = b.depth_budget {

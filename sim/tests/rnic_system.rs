@@ -133,7 +133,8 @@ fn rtl_completes_signaled_writes_and_sends_through_its_cq() {
     let mut r = rig(1024, &dir);
     {
         let mut s = r.sys.borrow_mut();
-        for i in 0..4u64 {
+        // one receive for each SEND and each WRITE_WITH_IMM below (3 + 3)
+        for i in 0..6u64 {
             let rw = RecvWr { wr_id: i, sg_list: vec![Sge { addr: r.peer_buf + 0x10_0000 + i * 8192, length: 8192, lkey: r.peer_rkey }] };
             s.peer.post_recv(r.peer_qpn, rw).unwrap();
         }
@@ -152,15 +153,12 @@ fn rtl_completes_signaled_writes_and_sends_through_its_cq() {
         wr.rkey = r.peer_rkey;
         wr.imm_data = 0x5500 + i as u32;
         wr.flags.signaled = i % 3 != 2;
-        if i == 3 || i == 7 || i == 11 {
-            // WRITE_WITH_IMM consumes a receive at the peer: 3 of them, plus the 3 SENDs = 6 > 4 posted
-            wr.opcode = WrOpcode::RdmaWrite;
-        }
         if wr.flags.signaled {
             want.push((1000 + i, WcOpcode::from_wr(wr.opcode), len, wr.opcode.has_imm()));
         }
         r.drv.post_send(r.qpn, &wr).unwrap();
     }
+    assert_eq!(want.iter().filter(|w| w.3).count(), 2, "signaled WRITE_WITH_IMMs (i = 3, 7; 11 is unsignaled)");
     let wcs = our_completions(&mut r, want.len(), 2_000_000);
     assert_eq!(wcs.len(), want.len(), "{wcs:?}");
     for (wc, (id, op, len, imm)) in wcs.iter().zip(&want) {
