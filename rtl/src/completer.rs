@@ -2304,7 +2304,7 @@ mod tests {
         }
     }
 
-    /// Go-back-N (interop checklist 4): a PSN-sequence NAK acknowledges everything before its PSN and rewinds
+    /// Go-back-N (`docs/rxe-rules.md` section 4): a PSN-sequence NAK acknowledges everything before its PSN and rewinds
     /// to the oldest incomplete WQE, resumed after the packets acknowledged; a repeat of it before progress
     /// does not rewind again; the retransmit timer (4.096 us x 2^timeout) rewinds when nothing comes back;
     /// retry_cnt counts both down and its end is RETRY_EXC_ERR with the later WQEs flushed; an RNR NAK waits

@@ -492,7 +492,7 @@ mod tests {
 
     #[test]
     fn golden_vector_ipv4_send_only() {
-        // rxe-interop.md 1c: SEND_ONLY "hello rxe!!!", ICRC wire bytes 24 8d 44 bb.
+        // docs/rxe-rules.md section 1: SEND_ONLY "hello rxe!!!", ICRC wire bytes 24 8d 44 bb.
         let hex = "020000000002020000000001080045000038123440004011a52dc0a80101c0a80102c12312b7002400000400ffff000000118012345668656c6c6f20727865212121";
         let f: Vec<u8> = (0..hex.len())
             .step_by(2)

@@ -3658,7 +3658,7 @@ mod tests {
         assert!(w.checked >= 3);
     }
 
-    /// Lost READ responses (interop checklist 3a/4): A retries the rest of a partly answered READ as a new
+    /// Lost READ responses (`docs/rxe-rules.md` sections 3a and 4): A retries the rest of a partly answered READ as a new
     /// READ request from the first missing PSN, and goes back to re-request later READs in full; the RTL
     /// replays each from its own responder resource: MIDDLE..LAST from the middle of a range (never FIRST at a
     /// later PSN), FIRST..LAST from a range's first PSN. Every response matches the golden responder's.

@@ -1,5 +1,5 @@
 //! Targeted transport-rule tests: frames between two model RNICs are intercepted, dropped, reordered or
-//! forged by hand to hit one rxe rule at a time (rxe-interop.md sections 3 and 4).
+//! forged by hand to hit one rxe rule at a time (`docs/rxe-rules.md` sections 3 and 4).
 
 use testbench::model::harness::{ConnOpts, Pair};
 use testbench::model::*;

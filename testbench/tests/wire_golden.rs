@@ -1,5 +1,5 @@
-//! Acceptance tests of the wire model against real rxe frames (testbench/data/rxe-examples.pcap, decoded in
-//! shared/golden/README.md) and the golden vectors of rxe-interop.md section 1c.
+//! Acceptance tests of the wire model against real rxe frames (testbench/data/rxe-examples.pcap, decoded
+//! by `rnic decode`) and the ICRC reference frames of `docs/rxe-rules.md` section 1.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -270,7 +270,7 @@ fn golden_vector_ack_and_nak() {
 
 #[test]
 fn short_frames_are_padded_to_60_and_padding_is_outside_the_icrc() {
-    // Zero-length SEND_ONLY over IPv4: 58 bytes before padding (rxe-interop.md 1d).
+    // Zero-length SEND_ONLY over IPv4: 58 bytes before padding (`docs/rxe-rules.md` section 1).
     let bth = Bth::new(opcode::RC_SEND_ONLY, 0x11, 7);
     let f = RoceFrame::ipv4(
         mac(1),

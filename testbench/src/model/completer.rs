@@ -4,7 +4,7 @@
 //! Deviations/choices, kept small and named:
 //! * A plain ACK whose PSN falls inside a pending READ/atomic WQE is ignored (rxe's `COMPST_WRITE_SEND`
 //!   could complete such a WQE without its data).
-//! * The read-retry check accepts READ_RESPONSE_FIRST only at the WQE's *original* first PSN (rxe-interop.md
+//! * The read-retry check accepts READ_RESPONSE_FIRST only at the WQE's *original* first PSN (`docs/rxe-rules.md`
 //!   section 4; rxe's `update_wqe_psn` rewrites `first_psn` on the retried request, so recheck on the peer).
 //! * Retry counters are reloaded and `started_retry` cleared on any forward progress.
 //! * A response-sequence violation completes the WQE with `BadRespErr` (rxe leaves the status unset).

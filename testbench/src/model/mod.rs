@@ -1,5 +1,5 @@
 //! Golden transaction-level RoCEv2 transport model (no clock cycles) that behaves on the wire as Linux
-//! soft-RoCE (rxe) does, following `shared/guide/rxe-interop.md` sections 1-6.
+//! soft-RoCE (rxe) does, following `docs/rxe-rules.md`.
 //!
 //! * [`verbs`]: the ibverbs-style API types (work requests, work completions, QP attributes, errors).
 //! * [`memory`]: the byte-addressable host-memory model.

@@ -3,7 +3,7 @@
 //!
 //! Sources: rxe `rxe_net.c` (`prepare4`/`prepare6`, `prepare_udp_hdr`, `prepare_ipv4_hdr`,
 //! `prepare_ipv6_hdr`, `rxe_udp_encap_recv`), `rxe_icrc.c` (`rxe_icrc_hdr`, `rxe_icrc_check`,
-//! `rxe_icrc_generate`), and the interop guide `rxe-interop.md` sections 1a, 1c and 1d.
+//! `rxe_icrc_generate`), and `docs/rxe-rules.md` section 1.
 //!
 //! Framing rules this module implements:
 //! * RoCE is framed by the IP and UDP lengths, never by the frame length. Bytes after the IP datagram are

@@ -11,7 +11,7 @@
 //!
 //! Sources are named in each module: IBA vol. 1 chapter 9, the RoCEv2 annex A17, and Linux
 //! `drivers/infiniband/sw/rxe/` (`rxe_hdr.h`, `rxe_opcode.c`, `rxe_icrc.c`, `rxe_net.c`), as summarised in the
-//! project's `rxe-interop.md`.
+//! project's `docs/rxe-rules.md`.
 
 pub mod error;
 pub mod frame;
