@@ -1596,14 +1596,21 @@ impl Logic for Completer {
             CompState::Act => {
                 self.state.d.next = CompState::Done;
                 self.cstat.d.next = self.k0_8.val();
+                // rxe COMPST_EXIT: after any response, even one it drops, rxe pushes the retransmit timer back
+                // while PSNs are outstanding; a requester draining the stale responses of a window it has just
+                // sent again must not time out and send it all a third time. A stale response and an implied
+                // NAK push an armed timer back here (the others are progress or end in a go-back-N, which arm it
+                // anyway); an RNR wait keeps its own deadline. (qc and now have been stable since RQst.)
+                if ((self.act.q.val() == self.a_stale.val()) | (self.act.q.val() == self.a_implied.val()))
+                    & self.tmr_b.rdata.val().armed
+                    & !self.tmr_b.rdata.val().rnr
+                {
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
+                }
                 if self.act.q.val() == self.a_implied.val() {
                     // a response beyond a pending READ/atomic: its response was lost; go back (once)
                     self.cnt[5].inc.next = true;
-                    // (the timer pushed back, as for a stale response below; Rt0 arms it again anyway)
-                    if self.tmr_b.rdata.val().armed & !self.tmr_b.rdata.val().rnr {
-                        self.tm_set.d.next = true;
-                        self.tm_arm.d.next = true;
-                    }
                     if !self.s_started.q.val() {
                         self.rt_rnr.d.next = false;
                         self.state.d.next = CompState::Rt0;
@@ -1663,14 +1670,6 @@ impl Logic for Completer {
                     self.state.d.next = CompState::CqLoad;
                 } else if self.act.q.val() == self.a_stale.val() {
                     self.cnt[3].inc.next = true;
-                    // rxe COMPST_EXIT: after any response, even one it drops, rxe pushes the retransmit
-                    // timer back while PSNs are outstanding; a requester draining the stale responses of a
-                    // window it has just sent again must not time out and send it all a third time. An RNR
-                    // wait keeps its own deadline. (qc and now have been stable since RQst: the sum is there.)
-                    if self.tmr_b.rdata.val().armed & !self.tmr_b.rdata.val().rnr {
-                        self.tm_set.d.next = true;
-                        self.tm_arm.d.next = true;
-                    }
                 } else if self.act.q.val() == self.a_bad.val() {
                     self.cnt[4].inc.next = true;
                     self.cstat.d.next = self.st_bad.val();

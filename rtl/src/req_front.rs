@@ -231,6 +231,8 @@ pub struct ReqFront {
     wv: DFF<Bit>,
     /// The WQE would start beyond its QP's window: it waits (not taken; tried again from Idle).
     l_win: Signal<Local, Bit>,
+    /// Check has what it decides on: the Key Cache's answer, or (inline, no lookup) the window compare.
+    l_chk: Signal<Local, Bit>,
     ctx_ram: SdpRam<SqCtx, 8>,
     psn_ram: SdpRam<SqPsn, 8>,
     /// The rewind generation each QP's slots must carry (the SQ Ring's, kept in step: both go up by one per
@@ -412,6 +414,7 @@ impl Default for ReqFront {
             wb2: Default::default(),
             wv: Default::default(),
             l_win: Default::default(),
+            l_chk: Default::default(),
             ctx_ram: Default::default(),
             psn_ram: Default::default(),
             gen_ram: Default::default(),
@@ -646,6 +649,7 @@ impl Logic for ReqFront {
             & self.wcmp.gt.val()
             & !self.q_err.q.val()
             & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()));
+        self.l_chk.next = self.kc.res_valid.val() | (self.l_inl.val() & self.wv.q.val());
 
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
         self.kc.lk_valid.next = false;
@@ -778,11 +782,11 @@ impl Logic for ReqFront {
                 }
             }
             FrontState::Check => {
-                if (self.kc.res_valid.val() | (self.l_inl.val() & self.wv.q.val())) & self.l_win.val() {
+                if self.l_chk.val() & self.l_win.val() {
                     // rxe `wait_psn`: the QP has 128 PSNs unacknowledged before this WQE's first; it is not
                     // taken (the slot stays on offer) and is read again from Idle, where a rewind goes first
                     self.state.d.next = FrontState::Idle;
-                } else if self.kc.res_valid.val() | (self.l_inl.val() & self.wv.q.val()) {
+                } else if self.l_chk.val() {
                     self.key_ok.d.next = self.kc.res_ok.val();
                     self.dma.d.next = self.kc.res_dma.val();
                     self.status.d.next = self.zero8.val();

@@ -69,10 +69,11 @@ pub fn wire_bytes(size: u64, mtu: u32) -> u64 {
 }
 
 /// The smallest IBA `timeout` exponent t (4.096 us x 2^t) that exceeds `ns` (1 ..= 22; 22 is the longest the
-/// RTL's Completer counts, 17 s).
+/// RTL's Completer counts, 17 s: `TIMEOUT_LOG2_MAX`).
 pub fn timeout_exponent(ns: f64) -> u8 {
+    let max = rtl::completer::TIMEOUT_LOG2_MAX as u8;
     let mut t = 1u8;
-    while t < 22 && TIMEOUT_UNIT_NS * f64::from(1u32 << t) <= ns {
+    while t < max && TIMEOUT_UNIT_NS * f64::from(1u32 << t) <= ns {
         t += 1;
     }
     t
@@ -113,9 +114,10 @@ pub fn wall_for_inbound(bytes: u64) -> std::time::Duration {
 /// recovery that needs the timer (a lost NAK, a lost last packet); any shorter and rxe resends what is
 /// merely queued.
 pub fn vm_qp_timeout(mtu: u32) -> u8 {
-    let window = 128 * wire_bytes(u64::from(mtu), mtu);
+    let window = u64::from(testbench::model::requester::RXE_MAX_UNACKED_PSNS) * wire_bytes(u64::from(mtu), mtu);
     let wall_ns = wall_for_inbound(window).as_secs_f64() * 1e9;
-    timeout_exponent((4.0 * wall_ns).max(67_108_864.0 - 1.0))
+    // perftest's own 14 (67 ms) at least: just under 2^14 units gives 14
+    timeout_exponent((4.0 * wall_ns).max(TIMEOUT_UNIT_NS * f64::from(1u32 << 14) - 1.0))
 }
 
 /// Cycles stepped between looks at the message queue.
