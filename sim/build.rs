@@ -2,7 +2,7 @@
 //!
 //! For each of those blocks (`fpga::block(name)`): write its Verilog, run `verilator --cc` with its own `--prefix`,
 //! read the generated file list from `V<name>_classes.mk`, generate an `extern "C"` shim from the top
-//! module's port list, and compile it all with `cc` at -O2 (fast even in debug test builds). The Verilator
+//! module's port list, and compile it with `cc` (per-cycle code at -O2, fast even in debug test builds; run-once `__Slow` code at -O0). The Verilator
 //! runtime is compiled once. A model whose Verilog did not change (hash) is not rebuilt.
 //!
 //! Port names: rust-hdl's `s_axis$tdata` is `s_axis__024tdata` in C++ and `s_axis_tdata` in Rust.
@@ -191,17 +191,26 @@ fn main() -> Result<()> {
             "/// Verilator model of the emitted `{name}` block.\npub mod {name} {{\n    use std::ffi::{{c_void, CString}};\n    extern \"C\" {{\n        fn {name}_new() -> *mut c_void;\n        fn {name}_delete(p: *mut c_void);\n        fn {name}_eval(p: *mut c_void);\n        fn {name}_trace_open(p: *mut c_void, path: *const std::ffi::c_char);\n        fn {name}_trace_dump(p: *mut c_void, t: u64);\n{rs_externs}    }}\n    pub struct {ty}(*mut c_void);\n    impl Default for {ty} {{ fn default() -> Self {{ Self::new() }} }}\n    impl {ty} {{\n        pub fn new() -> Self {{ Self(unsafe {{ {name}_new() }}) }}\n        pub fn eval(&mut self) {{ unsafe {{ {name}_eval(self.0) }} }}\n        /// Start a VCD of every signal at `path`; call `trace_dump` once per half clock.\n        pub fn trace_open(&mut self, path: &str) {{ let c = CString::new(path).unwrap(); unsafe {{ {name}_trace_open(self.0, c.as_ptr()) }} }}\n        pub fn trace_dump(&mut self, t: u64) {{ unsafe {{ {name}_trace_dump(self.0, t) }} }}\n{rs_methods}    }}\n    impl Drop for {ty} {{ fn drop(&mut self) {{ unsafe {{ {name}_delete(self.0) }} }} }}\n    impl crate::VModel for {ty} {{\n        fn eval(&mut self) {{ {ty}::eval(self) }}\n        fn set_clock(&mut self, v: u64) {{ {ty}::set_clock(self, v) }}\n        fn trace_open(&mut self, path: &str) {{ {ty}::trace_open(self, path) }}\n        fn trace_dump(&mut self, t: u64) {{ {ty}::trace_dump(self, t) }}\n    }}\n}}\n"
         )?;
 
+        // Verilator's `__Slow` files run once (initial values, settle, the first full trace dump): they are
+        // half of the C++ and most of its compile time at -O2, so they are built at -O0 and archived with the
+        // per-cycle code, which stays at -O2.
         let lib = format!("vmodel_{name}");
         if fresh && out.join(format!("lib{lib}.a")).exists() {
             link_cached(&out, &lib);
         } else {
-            let mut b = shim_build.clone();
-            b.include(&mdir);
+            let mut fast = shim_build.clone();
+            fast.include(&mdir);
+            let mut slow = shim_build.clone();
+            slow.include(&mdir).opt_level(0);
             for f in classes(&mdir.join(format!("{prefix}_classes.mk")))? {
+                let b = if f.ends_with("__Slow") { &mut slow } else { &mut fast };
                 b.file(mdir.join(format!("{f}.cpp")));
             }
-            b.file(&shim);
-            b.compile(&lib);
+            for o in slow.compile_intermediates() {
+                fast.object(o);
+            }
+            fast.file(&shim);
+            fast.compile(&lib);
             std::fs::write(&stamp, &hash)?;
         }
     }
