@@ -10,9 +10,9 @@ pub struct Emitted {
     pub name: &'static str,
     pub verilog: String,
     /// Register-to-register LUT6 levels the block must meet (the 322 MHz budget is 6). `None` would mark a
-    /// block with no budget. The whole top (`rnic`) keeps the budget it does not meet yet (12 levels, 2026-11-30):
-    /// its gate (`gate_rnic`, 25 minutes of Yosys) is not in CI and fails until the cross-block paths are
-    /// registered; `rnic synth` prints its worst path; README and docs/architecture.md say where it goes.
+    /// block with no budget. Every block's gate checks it in CI; the whole top's (`gate_rnic`, tens of minutes
+    /// of Yosys) is an ignored test and `rnic synth --block rnic`, and `docs/bench/depth-history.md` keeps its
+    /// measurements.
     pub depth_budget: Option<u64>,
 }
 

@@ -1,50 +1,60 @@
-//! The RNIC top: the blocks wired together behind the host interface of `docs/host-interface.md`.
-//!
-//! Today's top carries the requester side end to end and the receive side up to RX Parse:
+//! The RNIC top: the blocks wired together behind the host interface of `docs/host-interface.md`, both
+//! data paths end to end (requests out and their responses back; requests in and their ACKs/responses out):
 //!
 //! ```text
-//!  AXI4-Lite ─ Register/Doorbell slave ─┬─ command dispatcher ─ Key Cache (TX copy), send context, SQ rings
+//!  AXI4-Lite ─ Register/Doorbell slave ─┬─ command dispatcher ─ Key Cache copies, QP contexts, SQ/RQ rings, CQs
 //!                                       └─ SQ doorbells ─ Send Queue Ring / WQE Prefetch ─┐
 //!  DMA read port ─ DMA read arbiter ─┬───────────────────────────────────────────────────┘
-//!                                    └─ Gather Path ◄─ Requester ◄─ WQE Check ◄─ WQE slots
-//!  MAC TX ◄─ TX frame mux ◄─┬─ TX Packet Build (+ ICRC) ◄─ Requester headers, Gather payload
+//!                                    └─ Gather Path ◄─ TX request arbiter ◄─┬─ Requester ◄─ WQE Check ◄─ WQE slots
+//!                                                                           └─ Responder (ACK/NAK, READ responses)
+//!  MAC TX ◄─ TX frame mux ◄─┬─ TX Frame Buffer ◄─ TX Packet Build + ICRC append ◄─ headers, Gather payload
 //!                           └─ ARP responder ◄─┐
-//!  MAC RX ─────────────────────────────────────┴─ RX Parse ─┬─ responses: Completer ─ Scatter, CQE Generation
-//!                                                           └─ requests: Responder ─ Scatter, ACK/read
-//!                                                              responses via the TX request arbiter
+//!  MAC RX ─────────────────────────────────────┴─ RX Parse ─┬─ responses: Completer ─ Scatter Path, CQE Generation
+//!                                                           └─ requests: Responder ─ Scatter Path, CQE Generation
+//!  DMA write port ◄─ DMA write arbiters ◄─ Scatter Paths, CQE Generation
 //! ```
 //!
 //! Responses (ACK, READ RESPONSE, ATOMIC ACKNOWLEDGE) go to the Completer, which scatters read data through
-//! its Scatter Path and completes WQEs through CQE Generation. Requests go to the Responder (its own QP
-//! Context, PSN Check and Key Cache copy; receive WQEs fetched from the RQ rings), whose ACKs and read
-//! responses share TX Packet Build and the Gather Path with the Requester (TX request arbiter), whose writes go
-//! through a second Scatter Path, and whose receive completions share CQE Generation with the Completer.
-//! RX Parse's payload reaches the two through a register slice ([`AxisSlice`]), so the Scatter Paths' ready
-//! (from the DMA write arbiters' grants) ends there instead of running on into RX Parse.
-//! `CAPS`: RC, atomics, masked atomics, inline WQEs. The counter window shows RX Parse's nine counters (`COUNTER[0..9]`) and the ARP responder's.
+//! its Scatter Path, completes WQEs through CQE Generation, drives go-back-N (rewinds to WQE Check and the
+//! Send Queue Ring) and gives WQE Check each QP's unacknowledged-PSN window. Requests go to the Responder
+//! (its own QP Context, PSN Check and Key Cache copy, the Atomic Unit; receive WQEs fetched from the RQ
+//! rings), whose ACKs and read responses share TX Packet Build and the Gather Path with the Requester (TX
+//! request arbiter), whose writes go through a second Scatter Path, and whose receive completions share CQE
+//! Generation with the Completer. RX Parse's payload reaches the two through a register slice
+//! ([`AxisSlice`]), so the Scatter Paths' ready (from the DMA write arbiters' grants) ends there instead of
+//! running on into RX Parse.
+//! RX Parse's headers go through a hold register ([`HoldReg`]) and are routed on their way in (response
+//! opcodes to the Completer, requests to the Responder). A header is handed on once the payloads of the
+//! headers before it have gone, except that a request may go to the Responder while the payload of the
+//! request before it still flows (its payload mover; the Responder checks the next header meanwhile): the
+//! payload stream holds the payloads of at most the last two headers taken, in order, both the Responder's
+//! when there are two. The Completer's and the Responder's completions share CQE Generation round robin.
+//! `CAPS`: RC, atomics, masked atomics, inline WQEs. The counter window (`COUNTER[i]`) shows RX Parse's nine
+//! counters, the ARP responder's, the Responder's twelve and the Completer's nine (order in
+//! `docs/host-interface.md`).
 
 use rust_hdl::prelude::*;
 
-use crate::arp::ArpResponder;
-use crate::axis::{AxisSink, AxisSource};
-use crate::completer::Completer;
-use crate::consts::k;
-use crate::axis_slice::{AxisSlice, HoldReg};
-use crate::cqe_gen::CqeGen;
-use crate::csr::Csr;
-use crate::dma_arb::DmaReadArb;
-use crate::dma_warb::DmaWriteArb;
-use crate::gather::GatherPath;
-use crate::req_front::ReqFront;
-use crate::requester::Requester;
-use crate::responder::Responder;
-use crate::rx_parse::{RxHeader, RxParse};
-use crate::scatter::ScatterPath;
-use crate::sq_ring::SqRing;
-use crate::tx_build::TxPacketBuild;
-use crate::tx_arb::TxReqArb;
-use crate::tx_buf::TxFrameBuffer;
-use crate::tx_mux::TxFrameMux;
+use crate::wire::arp::ArpResponder;
+use crate::common::axis::{AxisSink, AxisSource};
+use crate::transport::completer::Completer;
+use crate::common::consts::k;
+use crate::common::axis_slice::{AxisSlice, HoldReg};
+use crate::host::cqe_gen::CqeGen;
+use crate::host::csr::Csr;
+use crate::host::dma_arb::DmaReadArb;
+use crate::host::dma_warb::DmaWriteArb;
+use crate::host::gather::GatherPath;
+use crate::host::req_front::ReqFront;
+use crate::transport::requester::Requester;
+use crate::transport::responder::Responder;
+use crate::wire::rx_parse::{RxHeader, RxParse};
+use crate::host::scatter::ScatterPath;
+use crate::host::sq_ring::SqRing;
+use crate::wire::tx_build::TxPacketBuild;
+use crate::wire::tx_arb::TxReqArb;
+use crate::wire::tx_buf::TxFrameBuffer;
+use crate::wire::tx_mux::TxFrameMux;
 use testbench::host::*;
 use testbench::wire::opcode::{RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST};
 

@@ -1,4 +1,4 @@
-//! Fault campaigns (issue 5): the RTL on a link that drops, duplicates, reorders and corrupts frames
+//! Fault campaigns: the RTL on a link that drops, duplicates, reorders and corrupts frames
 //! (`testbench::mac::MacFaults`, seeded), 16 QPs, rounds of 32 mixed verbs and sizes. Run by
 //! `sim/tests/rnic_faults.rs` (CI) and by `rnic campaign`.
 //!
@@ -217,7 +217,7 @@ pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
     assert!(pc.retries > 0 && get("resp_duplicates") > 0);
     // no class-C error, nothing dropped as QP-in-error, no lookup failures: only the link's faults. (RX Parse
     // overflows are counted but not an error here: a go-back-N pass arrives at line rate, faster than the
-    // Responder executes small packets (issue 7), and the requester's next retry recovers them.)
+    // Responder executes small packets, and the requester's next retry recovers them.)
     for n in ["resp_class_c_naks", "resp_drop_qp_error", "resp_drop_qp_lookup", "resp_drop_malformed"] {
         assert_eq!(get(n), 0, "{n}: {c:?}");
     }
@@ -505,7 +505,7 @@ pub fn pair(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, v
 
 
 
-/// Atomics under contention (issue 6), RTL against RTL on a lossy link: RNIC A's 16 QPs (connected to 16 QPs
+/// Atomics under contention, RTL against RTL on a lossy link: RNIC A's 16 QPs (connected to 16 QPs
 /// of RNIC B) each run `per_qp` FETCH_ADD(1) on one 8-byte counter in B's memory, at most 16 outstanding per
 /// QP (`max_rd_atomic`), every result into its own word of A's memory. What must hold: every atomic completes
 /// with success; the counter ends at exactly 16 x `per_qp`; the returned original values are a permutation of

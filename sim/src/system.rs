@@ -5,6 +5,13 @@
 //!
 //! One `System::step` is one core clock cycle of everything. The driver's register accesses run the
 //! AXI4-Lite handshakes cycle by cycle through [`SimBus`], so posting a WQE costs the cycles it would cost.
+//!
+//! The RNIC is any [`RnicDut`]: the Verilator model (the default), the rust-hdl model in its own simulator
+//! ([`RustHdlRnic`]), or both on the same stimulus ([`Lockstep`], every output compared every cycle). Host
+//! memory answers 500 ns after a read (`DmaHost`'s default). [`System::pair`] puts two RNICs on one link, each
+//! step stepping both; a detached system ([`System::new_detached`]) has no golden peer and takes its frames
+//! from [`System::inject`], as the rxe bridge does. Timing taps (`tx_first_beats`, `rx_last_beats`,
+//! `dma_write_starts`) give latencies; [`CqeOrder`] checks that no payload lands after its CQE.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -1,4 +1,4 @@
-//! The fault campaigns of `sim::campaign` in CI (issue 5): the RTL as responder (golden requester), as
+//! The fault campaigns of `sim::campaign` in CI: the RTL as responder (golden requester), as
 //! requester (golden responder) and against itself, each on a link with seeded drops, duplicates, reorders
 //! and bit flips both ways; every message must succeed, every byte land, every receive completion come once
 //! and in order, nothing hang (`sim::campaign` has the checks). `rnic campaign` runs the same with any seed
@@ -66,7 +66,7 @@ fn rtl_pair_on_a_hostile_link_mtu_4096() {
     eprint!("{}", pair(0xBA1C, 4096, 4, f, &dir("rtl_pair_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
 
-/// Atomics under contention (issue 6) on a link dropping 1 % each way: 16 QPs x 64 FETCH_ADD(1) on one counter
+/// Atomics under contention on a link dropping 1 % each way: 16 QPs x 64 FETCH_ADD(1) on one counter
 /// (ends at 1,024, the returned values a permutation of 0..1,023) and 16 x 4 increments under a COMPARE_SWAP
 /// spin lock; between the FETCH_ADDs 16 x 21 masked FETCH_ADDs with random masks, each QP on a word of its own
 /// (every word and returned value as the golden fold: a retransmission must carry its own masks).

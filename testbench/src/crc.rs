@@ -4,7 +4,8 @@
 //! The CRC register update is linear over GF(2): after `n` bytes, `state' = A^n * state ^ L_n(data)`.
 //! The RTL engine ([`IcrcMatrices`]) processes 64 bytes a beat with `A^64` and `L_64`, starts a frame from a
 //! constant that already skips the Ethernet header, and finishes a short last beat by "un-advancing" the
-//! register over the zero bytes past the end (`A^-k`, a product of at most six constant matrices).
+//! register over the zero bytes past the end (`A^-k`: one constant matrix per octal digit of k, two for
+//! the 64-byte beat).
 //! This module is the one source of those constants: the RTL's `Constant<>` fields are filled from here.
 
 /// Reflected CRC-32 polynomial (IEEE 802.3, zlib).

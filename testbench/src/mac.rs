@@ -29,7 +29,7 @@ pub struct MacFaults {
 }
 
 impl MacFaults {
-    /// The rates of the fault campaigns (issue 5): 1 % drop, 0.5 % duplicate, 0.5 % reorder, 0.1 % corrupt.
+    /// The rates of the fault campaigns: 1 % drop, 0.5 % duplicate, 0.5 % reorder, 0.1 % corrupt.
     pub fn campaign() -> Self {
         MacFaults { drop: 0.01, duplicate: 0.005, reorder: 0.005, corrupt: 0.001, reorder_cycles: 2_000 }
     }

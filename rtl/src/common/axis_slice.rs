@@ -10,7 +10,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::axis::{AxisSink, AxisSource};
+use crate::common::axis::{AxisSink, AxisSource};
 
 #[derive(LogicBlock, Default)]
 pub struct AxisSlice {
@@ -98,7 +98,7 @@ impl<T: Synth> Logic for HoldReg<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::keep_bits;
+    use crate::common::axis::keep_bits;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 

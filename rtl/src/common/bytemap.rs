@@ -2,7 +2,7 @@
 //!
 //! Header formers are built from it: the map is a table (output byte ← constant, or input bits
 //! `[off, off+8)`) computed from the golden wire model's layout, so no field offset is typed into the logic.
-//! Written by hand like [`crate::gf2::Gf2Map`]: the Rust model and the Verilog come from the same table, and
+//! Written by hand like [`crate::common::gf2::Gf2Map`]: the Rust model and the Verilog come from the same table, and
 //! the Verilator equivalence tests compare them.
 
 use rust_hdl::prelude::*;

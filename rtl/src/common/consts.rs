@@ -1,6 +1,6 @@
 //! Constant builders shared by the blocks (`Constant<>` fields are how numbers enter `#[hdl_gen]` code).
 
-use crate::gf2::Gf2Map;
+use crate::common::gf2::Gf2Map;
 use rust_hdl::prelude::*;
 
 /// An N-bit constant (N <= 64).

@@ -2,7 +2,7 @@
 //! a 16-bit increment (the 322 MHz depth budget). The high half catches up one cycle after the low half wraps;
 //! the value is exact whenever the counter has been idle for a cycle.
 
-use crate::consts::k;
+use crate::common::consts::k;
 use rust_hdl::prelude::*;
 
 #[derive(LogicBlock)]

@@ -1,6 +1,9 @@
 //! Memories and the small show-ahead FIFO: [`DistRam`] (asynchronous read, LUTRAM), [`SdpRam`] (registered
 //! read, block RAM), and [`Fifo`] on distributed RAM (LUTRAM): the head is readable while `empty` is low, `pop`
-//! removes it, `push` writes `din` unless `full`. Depth 2^AW.
+//! removes it, `push` writes `din` unless `full`. Depth 2^AW. [`BramFifo`] is the same show-ahead FIFO on
+//! [`SdpRam`] (block RAM) for queues too deep or too wide for LUTRAM: its RAM reads the next head a cycle
+//! ahead, and a word pushed into the slot being read comes from a bypass register. Both FIFOs take their
+//! pointers and flags from one block, [`FifoPtrs`].
 //!
 //! The storage is a hand-written leaf ([`DistRam`]: synchronous write, asynchronous read, so Vivado infers
 //! RAM32M/RAM64M), because rust-hdl's `RAM` has a registered read port and its stock FIFO emits 32-bit

@@ -1,5 +1,5 @@
 //! Lookup table: `y = table[x]` for an 8-bit `x`, a constant table (a `case` in Verilog, a ROM in LUTs).
-//! Hand-written like [`crate::gf2::Gf2Map`]; the table comes from the golden model (e.g. the opcode table).
+//! Hand-written like [`crate::common::gf2::Gf2Map`]; the table comes from the golden model (e.g. the opcode table).
 
 use rust_hdl::prelude::*;
 

@@ -5,7 +5,7 @@
 //! the borrow. The Responder uses it for "the ring holds the index PF_DEPTH past the consumer index" (`pi - ci`)
 //! and for a doorbell's offset in its QP's prefetch window.
 
-use crate::consts::k;
+use crate::common::consts::k;
 use rust_hdl::prelude::*;
 
 #[derive(LogicBlock)]

@@ -45,12 +45,12 @@
 //! CQE writes are posted (no write response is needed here): the producer sends a completion only after the
 //! data it completes is in host memory, and the DMA port keeps writes in order.
 
-use crate::bytemap::{ByteMap, ByteSrc};
-use crate::consts::k;
-use crate::counter::EventCounter;
-use crate::fifo::{DistRam, Fifo, SdpRam};
-use crate::key_cache::PipeAdd64;
-use crate::lut::Lut8;
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::k;
+use crate::common::counter::EventCounter;
+use crate::common::fifo::{DistRam, Fifo, SdpRam};
+use crate::transport::key_cache::PipeAdd64;
+use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
 use testbench::host::{Cqe, CQE_BYTES, DMA_BEAT_BYTES};
 use testbench::model::verbs::WcFlags;

@@ -33,9 +33,9 @@
 //! handshakes at the earliest. Read: AR → decode → register mux (registered) → wait → `ctr_value` sample:
 //! rvalid rises 5 cycles after the AR handshake. Registers have no reset (FPGA initial values: all 0).
 
-use crate::consts::k;
-use crate::fifo::Fifo;
-use crate::lut::Lut8;
+use crate::common::consts::k;
+use crate::common::fifo::Fifo;
+use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
 use testbench::host::{
     CMD_DATA_WORDS, CMD_ERR_BAD_OP, CMD_ERR_BUSY, CMD_INVALIDATE_MR, CMD_WRITE_CQ, CMD_WRITE_MR, CMD_WRITE_QP,

@@ -4,10 +4,12 @@
 //! source each request came from (a FIFO of source bits, 64 deep: the DMA port's outstanding limit), and routes
 //! each response beat to that source (the port answers in request order, `docs/host-interface.md`); a request's
 //! `last` beat pops the FIFO. Tags pass through untouched. When the source FIFO is full no request is granted.
+//! Chained in the top, three requesters share the port: WQE Prefetch and the Responder (receive WQEs, atomic
+//! blocks) on one arbiter, whose output and the Gather Path share the second.
 
 use rust_hdl::prelude::*;
 
-use crate::fifo::Fifo;
+use crate::common::fifo::Fifo;
 
 #[derive(LogicBlock)]
 pub struct DmaReadArb {

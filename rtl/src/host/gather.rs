@@ -34,9 +34,9 @@
 //!   (the segment plan says which source is in turn), shift 0; bytes past the length zeroed as for any segment.
 //! - `rd_resp_tag` is not used: responses come back in request order.
 
-use crate::axis::{AxisSource, KeepMask};
-use crate::consts::{k, keep_thermo};
-use crate::fifo::{BramFifo, Fifo};
+use crate::common::axis::{AxisSource, KeepMask};
+use crate::common::consts::{k, keep_thermo};
+use crate::common::fifo::{BramFifo, Fifo};
 use rust_hdl::prelude::*;
 
 /// Beats of the completion buffer.
@@ -399,7 +399,7 @@ impl Logic for GatherPath {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::axis::beat_of;
+    use crate::common::axis::beat_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::VecDeque;

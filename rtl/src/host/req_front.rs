@@ -40,17 +40,32 @@
 //! `psn_*`: CMD_WRITE_QP_REQ, which also clears the AckReq counter), and its own Key Cache copy (the RX side
 //! has another; both take every MR write), so the TX and RX pipelines never contend for a lookup port.
 //!
+//! **Go-back-N** (`rw_*`, from the Completer: QP, ring index of its oldest incomplete WQE, PSN, skip): the
+//! QP's PSN state (PSN, skip) is written, the rewind goes on to the SQ Ring (`sq_rw_*`: fetch index back,
+//! rewind generation + 1), then a marker record goes to the completer. A slot of an older generation was read
+//! before the rewind and is dropped without a record; the slot at the rewound index is resumed after `skip`
+//! packets (addresses + skip x MTU, length - skip x MTU; a SEND/WRITE continues with MIDDLE/LAST, `cont`, a
+//! READ becomes a new READ for the rest). A rewind is taken even while a record waits for the completer
+//! (which may be waiting to hand over that rewind). A QP the Completer puts in error (`qerr_*`) has its WQEs
+//! completed with WR_FLUSH_ERR without being sent, until its send PSN is written again (CMD_WRITE_QP_REQ).
+//!
+//! **At most 128 unacknowledged PSNs** (rxe `RXE_MAX_UNACKED_PSNS`, `wait_psn`): the Completer keeps each
+//! QP's window (`win_*`: WQEs pending, and the acknowledged PSN + 128) in a RAM here, read with the slot like
+//! its PSN; a WQE that would start beyond it is not taken (the slot stays on offer and is read again from
+//! Idle, where a rewind goes first).
+//!
 //! One WQE in flight keeps the PSN read-modify-write free of hazards; a WQE takes about 12 cycles plus the
-//! Requester's time (see `docs/architecture.md` for the throughput this gives and the plan to pipeline it).
+//! Requester's time (`docs/bench/2026-11-30-where-the-cycles-go.md` measured where the cycles go and what
+//! pipelining it would take).
 
 use rust_hdl::prelude::*;
 
-use crate::bytemap::{ByteMap, ByteSrc};
-use crate::completer::PsnCmp;
-use crate::consts::k;
-use crate::fifo::{DistRam, SdpRam};
-use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
-use crate::requester::{ReqDesc, ReqDone};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::transport::completer::PsnCmp;
+use crate::common::consts::k;
+use crate::common::fifo::{DistRam, SdpRam};
+use crate::transport::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
+use crate::transport::requester::{ReqDesc, ReqDone};
 use testbench::host::{
     MAX_INLINE, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD,
     WR_MASK_SLOT, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_NOP_SLOT, WR_RDMA_READ,

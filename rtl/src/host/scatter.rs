@@ -9,7 +9,11 @@
 //!   payload beats, bytes missing from the last payload beat, the address high part's 17-bit chunks + 1;
 //!   P3 the extra-beat flag, strobes of the last beat, high part + 1 by carry select), one command per
 //!   cycle, so the next command's plan is ready when the current one's last beat leaves and the write
-//!   stream has no gap between commands.
+//!   stream has no gap between commands. The command port's ready comes from registers only, so the DMA
+//!   write grant, which drives the output handshake, never reaches a producer's state through it.
+//! - `idle`: no command in the plan pipeline or being written and no write beat waiting, so every beat of
+//!   every command taken is out on the DMA write port. The Responder issues its READ responses' and atomics'
+//!   reads only on it, so they read every byte written before them.
 //! - Realignment: write beat j is the window {payload beat j, payload beat j-1} shifted up by s = address mod
 //!   64 bytes: the previous beat is registered, the current one comes straight from the stream, and one
 //!   1024-bit shift down by 8·(64 - s) (a 64:1 mux per output byte, 3 LUT6 levels) feeds the output register.
@@ -23,8 +27,8 @@
 //! - The payload beats taken per command are counted from its length; `tkeep` is not used and `tlast` only
 //!   checked: `pay_err` pulses when a taken beat's `tlast` disagrees with the count.
 
-use crate::axis::AxisSink;
-use crate::consts::{k, keep_thermo};
+use crate::common::axis::AxisSink;
+use crate::common::consts::{k, keep_thermo};
 use rust_hdl::prelude::*;
 
 /// Scatter Path (see the module documentation).
@@ -370,9 +374,9 @@ impl Logic for ScatterPath {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::beat_of;
-    use crate::gather::tests::{bytes_of, edge_segs, keep_u64, random_mem, DmaReader, Pace, Seg, FLAT_OUT, HOST, RANDOM};
-    use crate::gather::GatherPath;
+    use crate::common::axis::beat_of;
+    use crate::host::gather::tests::{bytes_of, edge_segs, keep_u64, random_mem, DmaReader, Pace, Seg, FLAT_OUT, HOST, RANDOM};
+    use crate::host::gather::GatherPath;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use testbench::host::{dma_beats, DMA_MAX_BYTES};

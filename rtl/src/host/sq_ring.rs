@@ -78,8 +78,8 @@
 //! [`PipeAdd64`] (8-bit slices, 3 stages, Calc1 to Calc4). `fetch + n` is a 9-bit sum in Calc4 whose carry
 //! picks `fetch_hi` or the precomputed `fetch_hi + 1` at Issue; a beat's ring index is built the same way.
 
-use crate::fifo::{DistRam, Fifo, SdpRam};
-use crate::key_cache::PipeAdd64;
+use crate::common::fifo::{DistRam, Fifo, SdpRam};
+use crate::transport::key_cache::PipeAdd64;
 use rust_hdl::prelude::*;
 
 /// Most slots fetched by one DMA read.

@@ -1,4 +1,4 @@
-//! Atomic Unit (issue 6), the part that computes: the **Atomic ALU**, the new value of an 8-byte target
+//! Atomic Unit, the part that computes: the **Atomic ALU**, the new value of an 8-byte target
 //! from its original value and the request's operands, for the four atomics the RNIC answers:
 //!
 //! | `op` | verb | new value |
@@ -24,13 +24,16 @@
 //! NOR: 4 levels) and the compare-and-swap result are registered; the adder takes 3 cycles while the rest
 //! waits beside it; the last stage picks the add or the swap result. `out_valid` follows `in_valid`, in order.
 //!
-//! The rest of the Atomic Unit (planned, issue 6): the 8-byte read through the DMA read port, the write-back,
-//! serialisation of operations on the same 8 bytes, the saved original values per QP for duplicates.
+//! The rest of the Atomic Unit is in the Responder (`responder.rs`, states `AtRd`..`AtAck`): the 64-byte
+//! block holding the target read through its DMA read port, one 8-byte Scatter write-back, one packet at a
+//! time (so an atomic is indivisible for every other operation of this RNIC), and the original value saved
+//! in the QP's READ resource ring, from which a duplicate is answered. As a requester, the Completer writes an
+//! ATOMIC ACKNOWLEDGE's original value to the WQE's local buffer.
 
 use rust_hdl::prelude::*;
 
-use crate::consts::k;
-use crate::key_cache::PipeAdd64;
+use crate::common::consts::k;
+use crate::transport::key_cache::PipeAdd64;
 
 /// `op` codes of the [`AtomicAlu`].
 pub const ALU_CAS: u64 = 0;

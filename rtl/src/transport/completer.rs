@@ -8,7 +8,9 @@
 //! {QPN, slot}), and one state word (`qst`: head, tail with wrap bits, `comp_psn`, bytes received of the
 //! head READ, read-in-progress, error flag) plus the send CQ (`cqw_*`, CMD_WRITE_QP word 9). `comp_psn` is
 //! set from the first PSN of a WQE pushed onto an empty list (all earlier PSNs are then acknowledged, which
-//! is where the model's `comp.psn` stands too; CMD_WRITE_QP_REQ does not reach this block).
+//! is where the model's `comp.psn` stands too; CMD_WRITE_QP_REQ does not reach this block), or kept if an ACK
+//! that found the list empty already covers part of that SEND/WRITE (the Requester reports a WQE after its
+//! last packet, so the ACKs of its first packets can come first; rxe knows the WQE before it sends it).
 //! **A QP whose list holds 16 records back-pressures `iss_ready`** (the record waits; responses keep being
 //! processed, alternating with `iss`, so the list drains).
 //!
@@ -33,6 +35,13 @@
 //! big-endian on the wire) goes to the WQE's local buffer in host byte order, one 8-byte Scatter command, then
 //! the atomic completes with its WC opcode (COMP_SWAP / FETCH_ADD). NAKs, RNR NAKs, implied NAKs and the
 //! retransmit timer: go-back-N, see `docs/architecture.md`.
+//!
+//! **Retransmit timer** for every QP without a counter per QP: one free-running unit clock (`now`, 4.096 us
+//! = [`TIMER_TICK`] cycles) and per QP a deadline (24 bits, compared modulo 2^24) and an armed bit in block
+//! RAM, twice: a scanner reads one QP's copy per cycle and reports an expired one, and the event machine
+//! checks its own copy again before acting. While the last report has not been taken the scanner scans again
+//! from that QP, so it never passes an expired timer by. `timeout` t gives 2^t units (0: none; above
+//! [`TIMEOUT_LOG2_MAX`] it acts as 22, 17 s); an RNR NAK sets the deadline to the NAK's wait instead.
 //!
 //! **Timing** (322 MHz, at most 6 LUT6 levels; the gate measures 5): one event at a time by a state machine.
 //! PSN compares mod 2^24 as rxe `psn_compare` in two registered stages ([`PsnCmp`], as `psn_check.rs`: narrow
@@ -77,15 +86,15 @@
 
 use rust_hdl::prelude::*;
 
-use crate::axis::{AxisSink, AxisSource};
-use crate::bytemap::ByteMap;
-use crate::consts::k;
-use crate::counter::EventCounter;
-use crate::fifo::{Fifo, SdpRam};
-use crate::key_cache::PipeAdd64;
-use crate::lut::Lut8;
-use crate::req_front::ReqIssued;
-use crate::rx_parse::RxHeader;
+use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::bytemap::ByteMap;
+use crate::common::consts::k;
+use crate::common::counter::EventCounter;
+use crate::common::fifo::{Fifo, SdpRam};
+use crate::transport::key_cache::PipeAdd64;
+use crate::common::lut::Lut8;
+use crate::host::req_front::ReqIssued;
+use crate::wire::rx_parse::RxHeader;
 use testbench::host::{wc_opcode_code, wc_status_code, wr_opcode_of};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{AETH_TYPE_ACK, AETH_TYPE_MASK, AETH_TYPE_NAK, AETH_TYPE_RESERVED, AETH_TYPE_RNR_NAK};
@@ -297,6 +306,7 @@ enum CompState {
     XRd,
     IRd,
     IWr,
+    IHint,
     CRd,
     RQst,
     HeadRd,
@@ -424,6 +434,10 @@ pub struct Completer {
     cmp_last: PsnCmp,
     cmp_comp: PsnCmp,
     cmp_next: PsnCmp,
+    /// The QP's `comp_psn` against the first record's first PSN and its next PSN, as the record is read in
+    /// (`IRd`; results in `IHint`): an ACK that came before the record may already cover part of the WQE.
+    hint_lo: PsnCmp,
+    hint_hi: PsnCmp,
     add_addr: PipeAdd64,
     add_room: PipeAdd64,
     add_rd: PipeAdd64,
@@ -480,6 +494,10 @@ pub struct Completer {
     s_err: DFF<Bit>,
     rec: DFF<Pend>,
     i_first: DFF<Bits<24>>,
+    /// The QP's `comp_psn` before the first record of an empty list replaced it (see `IHint`).
+    i_hint: DFF<Bits<24>>,
+    /// An ACK found the QP's list empty: Done writes its PSN + 1 as `comp_psn`.
+    a_hint: DFF<Bit>,
     cls: DFF<Bits<12>>,
     resp: DFF<Bit>,
     paypend: DFF<Bit>,
@@ -695,6 +713,8 @@ impl Default for Completer {
             cmp_last: Default::default(),
             cmp_comp: Default::default(),
             cmp_next: Default::default(),
+            hint_lo: Default::default(),
+            hint_hi: Default::default(),
             add_addr: Default::default(),
             add_room: Default::default(),
             add_rd: Default::default(),
@@ -703,7 +723,7 @@ impl Default for Completer {
             pa_rd: Default::default(),
             pf: Default::default(),
             h_orig: Default::default(),
-            orig_map: crate::responder::swap64_map(),
+            orig_map: crate::transport::responder::swap64_map(),
             cnt: Default::default(),
             state: Default::default(),
             prio: Default::default(),
@@ -747,6 +767,8 @@ impl Default for Completer {
             s_err: Default::default(),
             rec: Default::default(),
             i_first: Default::default(),
+            i_hint: Default::default(),
+            a_hint: Default::default(),
             cls: Default::default(),
             resp: Default::default(),
             paypend: Default::default(),
@@ -886,7 +908,7 @@ impl Logic for Completer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, cls,
+            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, i_hint, a_hint, cls,
             resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack,
             sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, o_valid, o_cqn, o_wr_id, o_len, o_imm, o_qpn,
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
@@ -895,7 +917,7 @@ impl Logic for Completer {
             s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l
         );
         clock!(
-            self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, add_addr, add_room, add_rd, pa_addr,
+            self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room, add_rd, pa_addr,
             pa_room, pa_rd, pf, tmr_a, tmr_b, pa_tm, cmp_scan, cmp_tm, rwq
         );
         for i in 0..9 {
@@ -1101,6 +1123,11 @@ impl Logic for Completer {
         self.cmp_comp.b.next = self.s_comp.q.val();
         self.cmp_next.a.next = self.rec.q.val().next_psn;
         self.cmp_next.b.next = self.s_comp.q.val();
+        // (inputs from the state word and the record on offer in IRd; results in IHint)
+        self.hint_lo.a.next = self.qst.rdata.val().comp_psn;
+        self.hint_lo.b.next = self.iss.val().first_psn;
+        self.hint_hi.a.next = self.qst.rdata.val().comp_psn;
+        self.hint_hi.b.next = self.iss.val().next_psn;
 
         // ---- the read path's sums (pipelined: 3 cycles, inputs stable from HeadEval) ----
         self.add_addr.a.next = self.rec.q.val().laddr;
@@ -1315,13 +1342,26 @@ impl Logic for Completer {
                     // first record of an empty list: everything before it is acknowledged; the timer starts
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
+                    self.i_hint.d.next = self.s_comp.q.val();
                     self.s_comp.d.next = self.i_first.q.val();
                     self.s_reading.d.next = false;
                     self.s_rd.d.next = self.k0_32.val();
-                    self.state.d.next = CompState::HeadRd;
+                    self.state.d.next = CompState::IHint;
                 } else {
                     self.state.d.next = CompState::Done;
                 }
+            }
+            CompState::IHint => {
+                // The Requester reports a WQE after its last packet, so the ACKs of its first packets can come
+                // while its QP's list is empty: `comp_psn` keeps the latest such ACK (HeadRd). If that lies
+                // inside this SEND/WRITE, its packets up to there are acknowledged (rxe's completer knows the
+                // WQE before it is sent and would have advanced comp.psn): start from there, so the QP's
+                // unacked-PSN window and a go-back-N's resume point count them. Not for a READ or atomic,
+                // whose responses are still to come from its first PSN.
+                if self.hint_lo.gt.val() & self.hint_hi.neg.val() & !self.c_rd_at.val() {
+                    self.s_comp.d.next = self.i_hint.q.val();
+                }
+                self.state.d.next = CompState::HeadRd;
             }
             CompState::RQst => {
                 self.s_head.d.next = self.qst.rdata.val().head;
@@ -1514,6 +1554,10 @@ impl Logic for Completer {
                     if self.resp.q.val() {
                         // no pending WQE
                         self.cnt[3].inc.next = true;
+                        // an ACK with nothing pending here: its PSN + 1 is kept as comp_psn (Done: PSN + 1 is
+                        // there a cycle later) for the record of the WQE it acknowledges a part of, which comes
+                        // after that WQE's last packet (IHint)
+                        self.a_hint.d.next = self.d_ackop.q.val() & self.sy_ack.q.val();
                     }
                     self.resp.d.next = false;
                     self.state.d.next = CompState::Done;
@@ -1789,6 +1833,10 @@ impl Logic for Completer {
             }
             CompState::Done => {
                 self.qst.we.next = true;
+                if self.a_hint.q.val() {
+                    self.qst.wdata.next.comp_psn = self.psn1.q.val();
+                }
+                self.a_hint.d.next = false;
                 if self.tm_set.q.val() {
                     self.tmr_a.we.next = true;
                     self.tmr_b.we.next = true;
@@ -1819,7 +1867,7 @@ impl Logic for Completer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::beat_of;
+    use crate::common::axis::beat_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::{BTreeMap, VecDeque};
@@ -1837,7 +1885,7 @@ mod tests {
     }
 
     fn resp_of(bytes: &[u8]) -> Resp {
-        let (h, ew, pay) = crate::rx_parse::rx_header_of(bytes);
+        let (h, ew, pay) = crate::wire::rx_parse::rx_header_of(bytes);
         Resp { h, ew, pay }
     }
 
@@ -1889,6 +1937,8 @@ mod tests {
         /// WQE Check's verdict when it reads this WQE (QPN, ring index) again after a rewind: a failed
         /// local check (its MR gone since it was first sent), so its record comes back with this status
         fail_again: Option<(u64, u64, WcStatus)>,
+        /// the window writes to WQE Check: (QPN, busy, limit)
+        wins: Vec<(u64, bool, u64)>,
     }
 
     impl Rig {
@@ -1907,6 +1957,7 @@ mod tests {
                 qerrs: Vec::new(),
                 min_cycles: 0,
                 fail_again: None,
+                wins: Vec::new(),
             }
         }
         fn tick(&mut self) {
@@ -1981,6 +2032,9 @@ mod tests {
                 assert!(simulate(&mut self.u, 200));
                 if self.u.qerr_valid.val() {
                     self.qerrs.push(self.u.qerr_qpn.val().to_u64());
+                }
+                if self.u.win_we.val() {
+                    self.wins.push((self.u.win_qpn.val().to_u64(), self.u.win_busy.val(), self.u.win_lim.val().to_u64()));
                 }
                 if self.u.rw_valid.val() && rwr {
                     // WQE Check: the marker, then the QP's WQEs from the ring index on, sent again
@@ -2402,6 +2456,54 @@ mod tests {
         rig.run(&[], &[]);
         assert_eq!(rig.rewinds, vec![(q as u64, 1, p as u64, 0)], "silence: back to the READ's first PSN");
         assert_eq!(rig.counter(CNT_TIMEOUTS), 1);
+    }
+
+    /// The Requester reports a WQE after its last packet, so an ACK of the WQE's first packets can come while
+    /// the QP has nothing pending here. It counts once the record comes (rxe's completer knew the WQE before it
+    /// was sent): the QP's window starts from it (a 1 MiB WRITE otherwise waited for its last ACK before the
+    /// next WQE could start). Not an ACK behind the WQE, nor one inside a READ's PSNs (its responses start at
+    /// its first PSN).
+    #[test]
+    fn an_ack_before_its_wqes_record_counts_for_the_window() {
+        use testbench::host::{WR_RDMA_READ, WR_RDMA_WRITE};
+        let mut rig = Rig::new(23);
+        let q = 0x31u32;
+        rig.set_cq(q, 0x41);
+        let win = |rig: &Rig| *rig.wins.iter().rev().find(|w| w.0 == q as u64).expect("a window write");
+        // a 200-packet WRITE across the PSN wrap; the ACK of its first 40 packets comes before its record
+        let p = 0xFF_FFC0u32;
+        rig.run(&[], &[ack(q, psn_add(p, 39), 0x1F)]);
+        assert_eq!(rig.counter(CNT_DROPPED), 1, "nothing pending: counted as dropped");
+        rig.run(&[rec(q, 1, WR_RDMA_WRITE, p, 200, 200 * 256, true, WcStatus::Success)], &[]);
+        assert_eq!(win(&rig), (q as u64, true, psn_add(p, 40 + 128) as u64), "the window starts after the ACKed 40");
+        // an ACK below the one taken is stale; the last one completes the WRITE
+        rig.run(&[], &[ack(q, psn_add(p, 20), 0x1F), ack(q, psn_add(p, 199), 0x1F)]);
+        assert_eq!(rig.counter(CNT_DROPPED), 2, "the older ACK is stale");
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, 0)]);
+        assert_eq!(win(&rig), (q as u64, false, psn_add(p, 200 + 128) as u64));
+        // an ACK behind the next WRITE (a late duplicate): its window starts at its first PSN
+        let p2 = psn_add(p, 200);
+        rig.run(&[], &[ack(q, psn_add(p, 150), 0x1F)]);
+        rig.run(&[rec(q, 2, WR_RDMA_WRITE, p2, 10, 10 * 256, true, WcStatus::Success)], &[]);
+        assert_eq!(win(&rig), (q as u64, true, psn_add(p2, 128) as u64), "a stale ACK does not count");
+        rig.run(&[], &[ack(q, psn_add(p2, 9), 0x1F)]);
+        // an ACK inside a READ's PSNs before its record: the READ's responses still count from its first PSN
+        let p3 = psn_add(p2, 10);
+        rig.run(&[], &[ack(q, psn_add(p3, 1), 0x1F)]);
+        rig.run(&[rec(q, 3, WR_RDMA_READ, p3, 4, 4 * 256, true, WcStatus::Success)], &[]);
+        assert_eq!(win(&rig), (q as u64, true, psn_add(p3, 128) as u64), "not for a READ");
+        rig.run(
+            &[],
+            &[
+                read_resp(q, p3, RC_RDMA_READ_RESPONSE_FIRST, vec![1; 256]),
+                read_resp(q, psn_add(p3, 1), RC_RDMA_READ_RESPONSE_MIDDLE, vec![2; 256]),
+                read_resp(q, psn_add(p3, 2), RC_RDMA_READ_RESPONSE_MIDDLE, vec![3; 256]),
+                read_resp(q, psn_add(p3, 3), RC_RDMA_READ_RESPONSE_LAST, vec![4; 256]),
+            ],
+        );
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, 0), (2, 0), (3, 0)]);
+        let a = 0x1000 * 4;
+        assert!((0..1024u64).all(|i| rig.mem.get(&(a + i)) == Some(&(1 + (i / 256) as u8))), "the READ's data");
     }
 
     /// ATOMIC_ACKNOWLEDGE: the original value (big-endian in AtomicAckETH) lands in the WQE's local buffer in

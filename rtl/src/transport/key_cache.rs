@@ -40,7 +40,7 @@
 //! BRAM read; S1 key/PD/access checks and the carry-save form of `va - mr.va + base`; S1..S4 `va + len`,
 //! `mr.va + mr.len`, `va - mr.va` (borrow); S4..S7 `mr_end - end` (borrow); S2..S5 the DMA address; S8 output.
 
-use crate::fifo::SdpRam;
+use crate::common::fifo::SdpRam;
 use rust_hdl::prelude::*;
 use testbench::model::mr::AccessFlags;
 

@@ -36,25 +36,21 @@ pub const VERDICT_NAK_SEQ: u64 = 3;
 /// Verdict: out of sequence again after the NAK, drop silently.
 pub const VERDICT_DROP_OOS: u64 = 4;
 
-/// Reference semantics (the golden model's `check_psn`, `testbench::model::responder`), in terms of
-/// `testbench::model::psn_compare`: (verdict, sent_psn_nak after the packet).
+/// The golden model's verdict (`testbench::model::responder::rc_check_psn`, which the model's responder decides
+/// with) in this block's codes: (verdict, `sent_psn_nak` after the packet). A duplicate is re-ACKed
+/// (SEND/WRITE) or looked up in the responder resources (READ, atomic), as the model's `duplicate_request`.
+/// The oracle of this block's unit test and of `sim/tests/qp_context_equivalence.rs`.
 pub fn reference(psn: u32, epsn: u32, kind: u64, sent_psn_nak: bool) -> (u64, bool) {
-    let d = testbench::model::psn_compare(psn, epsn);
-    if d > 0 {
-        if sent_psn_nak {
-            (VERDICT_DROP_OOS, true)
-        } else {
-            (VERDICT_NAK_SEQ, true)
-        }
-    } else if d < 0 {
-        if kind == KIND_SEND_WRITE {
-            (VERDICT_DUP_ACK, sent_psn_nak)
-        } else {
-            (VERDICT_DUP_RESOURCE, sent_psn_nak)
-        }
-    } else {
-        (VERDICT_IN_ORDER, false)
-    }
+    use testbench::model::responder::{rc_check_psn, PsnVerdict};
+    let (v, nak) = rc_check_psn(psn, epsn, sent_psn_nak);
+    let code = match v {
+        PsnVerdict::InOrder => VERDICT_IN_ORDER,
+        PsnVerdict::NakSequence => VERDICT_NAK_SEQ,
+        PsnVerdict::DropOutOfSequence => VERDICT_DROP_OOS,
+        PsnVerdict::Duplicate if kind == KIND_SEND_WRITE => VERDICT_DUP_ACK,
+        PsnVerdict::Duplicate => VERDICT_DUP_RESOURCE,
+    };
+    (code, nak)
 }
 
 #[derive(LogicBlock)]

@@ -22,7 +22,7 @@
 //! Requester RAM: `req_rdata` is `mem[req_rd_qpn]` one cycle later, read-first (a write in the same cycle is
 //! not seen). Writes to QPN 0 or QPN ≥ N on any port are ignored.
 
-use crate::fifo::SdpRam;
+use crate::common::fifo::SdpRam;
 use rust_hdl::prelude::*;
 use testbench::model::{DropReason, QpState, QpType};
 use testbench::wire::headers::DEFAULT_PKEY;
@@ -418,7 +418,8 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
             self.o_reason.d.next = self.r_transport.val();
         } else if !self.state_ok.val() {
             self.o_reason.d.next = self.r_state.val();
-        } else if self.s2_sip.q.val() != self.st_ip.val() {
+        } else if (self.s2_sip.q.val() != self.st_ip.val()) & (self.st_type.val() != self.ty_ud.val()) {
+            // check_addr: RC and UC only (a UD QP takes datagrams from anyone)
             self.o_reason.d.next = self.r_addr.val();
         } else if !self.s2_pkey_ok.q.val() {
             self.o_reason.d.next = self.r_pkey.val();
@@ -436,47 +437,65 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
     }
 }
 
-/// Reference of the drop verdict (rxe_recv.c order, as `testbench::model::device`), for the tests.
-pub fn reference_drop<const N: usize>(
+/// The device address the verdict helpers below assume: the destination of every looked-up packet (RX Parse
+/// has dropped the others, rxe `rxe_chk_dgid`).
+pub const GOLDEN_LOCAL_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 0, 0, 1);
+
+/// The golden model's QP for QP Context entry `st` of QPN `qpn`, by [`QpStatic`]'s encodings: the fields the
+/// receive-path checks read (type, state, PD, the address vector to `remote_ip`). The block has no Q_Key; the
+/// QP's is the GSI one, which the verdict below sends. Panics on a type or state code with no model value.
+pub fn golden_qp(qpn: u32, st: &QpStatic) -> testbench::model::qp::Qp {
+    use testbench::model::{AddressVector, Cq, Pd, QpCap};
+    let (t, s) = (st.qp_type.to_u64(), st.state.to_u64());
+    let ty = [QpType::Rc, QpType::Uc, QpType::Ud].into_iter().find(|&x| x as u64 == t);
+    let state = [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts, QpState::Sqd, QpState::Sqe, QpState::Error]
+        .into_iter()
+        .find(|&x| x as u64 == s);
+    let (Some(ty), Some(state)) = (ty, state) else { panic!("qp_type {t} / state {s}: no model value") };
+    let mut qp = testbench::model::qp::Qp::new(qpn, ty, Pd(st.pd.to_u64() as u32), Cq(0), Cq(0), QpCap::default(), false);
+    qp.state = state;
+    let mac = st.remote_mac.to_u64().to_be_bytes();
+    let dip = std::net::IpAddr::V4(std::net::Ipv4Addr::from(st.remote_ip.to_u64() as u32));
+    qp.av = Some(AddressVector::new(testbench::wire::MacAddr([mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]), dip));
+    qp.qkey = testbench::wire::headers::GSI_QKEY;
+    qp
+}
+
+/// The golden model's verdict on a lookup (`qpn`, `opcode`, `pkey`, `src_ip`) of a QP whose entry is `st`:
+/// `testbench::model::device::rx_qp_check`, the function the model's device receives with, over QP Context's
+/// QP table (QPN 1..N-1 exist, an entry never written is a QP in RESET; QPN 0 and QPN >= N have none). The
+/// oracle of this block's unit test and of `sim/tests/qp_context_equivalence.rs`. `Err(Malformed)`: an opcode
+/// without a table row, which RX Parse drops before any lookup (this block's verdict on it is free).
+pub fn golden_verdict<const N: usize>(
     qpn: u32,
     opcode: u8,
     pkey: u16,
     src_ip: u32,
     st: &QpStatic,
-) -> (bool, Option<DropReason>) {
-    let op = opcode & OPCODE_OPERATION_MASK;
-    let request = !(op >= (RC_RDMA_READ_RESPONSE_FIRST & OPCODE_OPERATION_MASK)
-        && op <= (RC_ATOMIC_ACKNOWLEDGE & OPCODE_OPERATION_MASK));
-    let reason = if qpn == 0 {
-        Some(DropReason::Qp0)
-    } else if qpn as usize >= N {
-        Some(DropReason::UnknownQp)
-    } else {
-        let tr = transport_bits(opcode);
-        let ty = st.qp_type.to_u64();
-        let type_ok = (ty == QpType::Rc as u64 && tr == transport_bits(RC_SEND_ONLY))
-            || (ty == QpType::Uc as u64 && tr == transport_bits(UC_SEND_ONLY))
-            || (ty == QpType::Ud as u64 && tr == transport_bits(UD_SEND_ONLY));
-        let s = st.state.to_u64();
-        let is = |x: QpState| s == x as u64;
-        let state_ok = if request {
-            is(QpState::Rtr) || is(QpState::Rts) || is(QpState::Sqd) || is(QpState::Sqe)
-        } else {
-            is(QpState::Rts) || is(QpState::Sqd)
-        };
-        if !type_ok {
-            Some(DropReason::WrongTransport)
-        } else if !state_ok {
-            Some(DropReason::BadState)
-        } else if src_ip as u64 != st.remote_ip.to_u64() {
-            Some(DropReason::AddrMismatch)
-        } else if pkey & 0x7FFF != DEFAULT_PKEY & 0x7FFF {
-            Some(DropReason::BadPkey)
-        } else {
-            None
-        }
+) -> Result<&'static testbench::wire::OpcodeInfo, DropReason> {
+    use std::net::{IpAddr, Ipv4Addr};
+    let fields = testbench::model::device::RxQpFields {
+        dest_qpn: qpn,
+        opcode,
+        pkey,
+        src_ip: IpAddr::V4(Ipv4Addr::from(src_ip)),
+        dst_ip: IpAddr::V4(GOLDEN_LOCAL_IP),
+        qkey: Some(testbench::wire::headers::GSI_QKEY),
     };
-    (request, reason)
+    let qp = (qpn != 0 && (qpn as usize) < N).then(|| golden_qp(qpn, st));
+    testbench::model::device::rx_qp_check(&fields, qp.as_ref(), IpAddr::V4(GOLDEN_LOCAL_IP))
+}
+
+/// Whether the model routed the packet as a request (to the responder) or a response, where its verdict
+/// depends on it: accepted, or dropped by a check after the transport matched (state, address, P_Key).
+pub fn golden_is_request(opcode: u8, verdict: Result<&'static testbench::wire::OpcodeInfo, DropReason>) -> Option<bool> {
+    match verdict {
+        Ok(info) => Some(info.is_request()),
+        Err(DropReason::BadState | DropReason::AddrMismatch | DropReason::BadPkey) => {
+            testbench::wire::opcode::info(opcode).map(|i| i.is_request())
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -558,7 +577,13 @@ mod tests {
                 let op = match rng.gen_range(0..10) {
                     0 => RC_ACKNOWLEDGE,
                     1 => UC_SEND_ONLY,
-                    2 => rng.gen(),
+                    // any opcode with a table row (RX Parse drops the others before a lookup)
+                    2 => loop {
+                        let o: u8 = rng.gen();
+                        if testbench::wire::opcode::info(o).is_some() {
+                            break o;
+                        }
+                    },
                     _ => RC_RDMA_WRITE_ONLY,
                 };
                 let pkey = if rng.gen_ratio(1, 10) { rng.gen() } else if rng.gen() { 0xFFFF } else { 0x7FFF };
@@ -583,9 +608,12 @@ mod tests {
                 if let Some((q, op, pkey, sip)) = old {
                     let idx = q as usize;
                     let s = if idx < 16 { sts[idx] } else { QpStatic::default() };
-                    let (req, reason) = reference_drop::<16>(q, op, pkey, sip, &s);
+                    let verdict = golden_verdict::<16>(q, op, pkey, sip, &s);
                     assert_eq!(u.out_qpn.val().to_u64(), q as u64);
-                    assert_eq!(u.out_is_request.val(), req, "cycle {cycle}");
+                    if let Some(req) = golden_is_request(op, verdict) {
+                        assert_eq!(u.out_is_request.val(), req, "cycle {cycle}");
+                    }
+                    let reason = verdict.err();
                     assert_eq!(u.out_drop.val(), reason.is_some(), "cycle {cycle} q {q}: {reason:?}");
                     if let Some(r) = reason {
                         dropped += 1;

@@ -29,11 +29,11 @@
 
 use rust_hdl::prelude::*;
 
-use crate::bytemap::{ByteMap, ByteSrc};
-use crate::consts::k;
-use crate::key_cache::PipeAdd64;
-use crate::lut::Lut8;
-use crate::tx_build::{TxHeader, EXT_BITS, MAX_EXT};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::k;
+use crate::transport::key_cache::PipeAdd64;
+use crate::common::lut::Lut8;
+use crate::wire::tx_build::{TxHeader, EXT_BITS, MAX_EXT};
 use testbench::host::{
     WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD,
     WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM,
@@ -684,7 +684,7 @@ impl Logic for Requester {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tx_build::tx_header_of;
+    use crate::wire::tx_build::tx_header_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use testbench::host::wr_opcode_code;

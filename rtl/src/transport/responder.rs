@@ -8,7 +8,10 @@
 //! eight WQEs ahead per QP (when a SEND takes its QP's receive WQE at index i, the one at i + 8 is read if
 //! posted; an RQ doorbell has its new WQEs read that lie within eight of the one the QP takes next and are
 //! neither there nor on their way), else when the SEND needs it (queued behind the reads on their way, never
-//! waiting for them to land first).
+//! waiting for them to land first). An entry on its way is marked pending, so no slot is read twice. An RQ
+//! doorbell's reads are made by a doorbell engine of its own (`dbs`: `Pf`..`Pf3` find the window, then
+//! `Rd`/`Chk`/`Go` one index per three cycles, waiting for the request slot rather than skipping an index)
+//! while the state machine waits in `Db`, between packets; CMD_WRITE_RQ drops the QP's eight entries (`Clr`).
 //!
 //! **Tables it owns** (written by the top's command dispatcher, 256 QPs, index = QPN[7:0]):
 //! * `attr_*`: the QP attributes ([`QpStatic`], CMD_WRITE_QP) into its own [`QpContext`] (lookup with the
@@ -90,9 +93,10 @@
 //! check. Rate of the general path: about 15 cycles per WRITE MIDDLE/LAST, its payload beats (one per cycle)
 //! overlapping the next packet's checks in the mover; a RETH's R_Key check is issued in `Look` beside the PSN
 //! check and answers 2 cycles after it (a 1 KiB WRITE ONLY: 18 cycles, 33 before the mover); a SEND adds the
-//! WQE fetch (prefetched two ahead) and its receive buffer's checks: the address and end sums (3), then the
-//! Key Cache's lkey check (9) with the bounds compare summed beside it (a 1 KiB SEND ONLY: 38.6 cycles, 51.4
-//! before the mover and the completion hold); a READ takes about 18 cycles (by the state count) plus 5 per response packet; a duplicate READ
+//! WQE fetch (prefetched eight ahead) and its receive buffer's checks: the address and end sums (3), then the
+//! Key Cache's lkey check (9), issued straight after the fetch (`SendFirst`), with the bounds compare summed
+//! beside it (a 1 KiB SEND ONLY: 29.4 cycles, `send_only_rate`; 51.4 before the mover, the completion hold
+//! and `SendFirst`); a READ takes about 18 cycles (by the state count) plus 5 per response packet; a duplicate READ
 //! about 30 more (the resource scan and the subset check) before its first response.
 //!
 //! **Counters** (`counters[i]`): [`CNT_REQUESTS`] requests past the QP lookup, [`CNT_DUPLICATES`],
@@ -105,21 +109,21 @@
 
 use rust_hdl::prelude::*;
 
-use crate::axis::{AxisSink, AxisSource};
-use crate::bytemap::{ByteMap, ByteSrc};
-use crate::consts::k;
-use crate::counter::EventCounter;
-use crate::fifo::{Fifo, SdpRam};
-use crate::atomic_unit::{AtomicAlu, ALU_CAS, ALU_FAA, ALU_MCAS, ALU_MFAA};
-use crate::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
-use crate::lut::Lut8;
-use crate::completer::PsnCmp;
-use crate::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
+use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::k;
+use crate::common::counter::EventCounter;
+use crate::common::fifo::{Fifo, SdpRam};
+use crate::transport::atomic_unit::{AtomicAlu, ALU_CAS, ALU_FAA, ALU_MCAS, ALU_MFAA};
+use crate::transport::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
+use crate::common::lut::Lut8;
+use crate::transport::completer::PsnCmp;
+use crate::transport::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
     VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
-use crate::qp_context::{QpContext, QpResp, QpStatic};
-use crate::ring_dist::RingDist;
-use crate::rx_parse::RxHeader;
-use crate::tx_build::{TxHeader, EXT_BITS};
+use crate::transport::qp_context::{QpContext, QpResp, QpStatic};
+use crate::common::ring_dist::RingDist;
+use crate::wire::rx_parse::RxHeader;
+use crate::wire::tx_build::{TxHeader, EXT_BITS};
 use testbench::host::{wc_opcode_code, wc_status_code};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED, DEFAULT_PKEY};
@@ -2846,9 +2850,9 @@ impl Logic for Responder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::beat_of;
-    use crate::qp_context::QpStatic;
-    use crate::tx_build::tx_header_of;
+    use crate::common::axis::beat_of;
+    use crate::transport::qp_context::QpStatic;
+    use crate::wire::tx_build::tx_header_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::{HashMap, VecDeque};
@@ -2866,7 +2870,7 @@ mod tests {
     }
 
     fn req_of(bytes: &[u8]) -> Req {
-        let (h, ew, pay) = crate::rx_parse::rx_header_of(bytes);
+        let (h, ew, pay) = crate::wire::rx_parse::rx_header_of(bytes);
         Req { h, ew, pay }
     }
 
@@ -3709,7 +3713,7 @@ mod tests {
         assert_eq!(w.b.counters().drops.values().sum::<u64>(), 1);
     }
 
-    /// Atomics (issue 6): FETCH_ADD and COMPARE_SWAP (hits and misses) among WRITEs and READs, every request
+    /// Atomics: FETCH_ADD and COMPARE_SWAP (hits and misses) among WRITEs and READs, every request
     /// sent twice: the RTL's ATOMIC_ACKNOWLEDGEs (MSN, original value), its memory and its answers to the
     /// duplicates (from the saved original value, not executed again) match the golden responder's; then a
     /// misaligned atomic is NAKed invalid request and writes nothing.

@@ -27,11 +27,11 @@
 //! `my_mac` is the 48-bit number whose most significant byte is the first on the wire; `my_ip` likewise
 //! (`u32::from(Ipv4Addr)`), as RX Parse's `my_ip`.
 
-use crate::axis::{AxisSink, AxisSource};
-use crate::bytemap::{ByteMap, ByteSrc};
-use crate::consts::{k, keep_thermo};
-use crate::counter::EventCounter;
-use crate::fifo::Fifo;
+use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::{k, keep_thermo};
+use crate::common::counter::EventCounter;
+use crate::common::fifo::Fifo;
 use rust_hdl::prelude::*;
 use std::net::Ipv4Addr;
 use testbench::wire::frame::{
@@ -396,7 +396,7 @@ impl Logic for ArpResponder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::keep_bits;
+    use crate::common::axis::keep_bits;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::VecDeque;

@@ -11,21 +11,24 @@
 //!   Ethernet header bytes zeroed, so the header is skipped without a variable shift. `seed` is the register
 //!   after the 8-byte all-ones pseudo-LRH.
 //! - Fields the ICRC masks (IPv4 TOS/TTL/checksum, IPv6 class/flow/hop limit, UDP checksum, BTH byte 4) are
-//!   forced to ones. With a VLAN tag every offset moves by 4 bytes, exactly one 32-bit lane.
+//!   forced to ones (the masks of `testbench::wire::frame::icrc_header_mask`). With a VLAN tag every offset
+//!   moves by 4 bytes, exactly one 32-bit lane.
 //! - Bytes past `tkeep` on the last beat are zeroed; the register then holds the CRC of the frame followed
 //!   by k = 64 - n zero bytes, which is undone by `A^-k` in two stages, one octal digit of k each: the stage
 //!   for digit g picks `A^-(d 8^g)`, one of seven 32x32 products (or none for d = 0). Six stages of one bit
 //!   each would be smaller (six matrices instead of fourteen) but four cycles longer, and every frame's
 //!   last beat leaves TX ICRC append only with its ICRC: the stages are on the doorbell-to-wire latency.
+//!   k comes from `tkeep` without a priority encoder: bit j of n - 1 is the parity of the keep bits at
+//!   multiples of 2^j.
 //!
 //! Pipeline (global enable `adv`: everything moves unless the result is held by `crc_ready` low):
 //! S1 input register and frame-type detection, S2 byte masking and k, S3 per-lane partial parities
 //! (32-input XORs), S4 XOR of the 16 lane partials, S5 the CRC register (the only loop), T1 and T2
 //! un-advance, T2 the output. Latency 8 cycles; one beat per cycle; frames back to back with no idle cycle.
 
-use crate::axis::AxisSink;
-use crate::consts::{k, keep_count_map};
-use crate::gf2::Gf2Map;
+use crate::common::axis::AxisSink;
+use crate::common::consts::{k, keep_count_map};
+use crate::common::gf2::Gf2Map;
 use testbench::wire::frame::{icrc_header_mask, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_HEADER_LEN, VLAN_TAG_LEN};
 use rust_hdl::prelude::*;
 use testbench::crc::IcrcMatrices;
@@ -418,7 +421,7 @@ impl Logic for IcrcEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::{beat_of, BEAT_BYTES};
+    use crate::common::axis::{beat_of, BEAT_BYTES};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 

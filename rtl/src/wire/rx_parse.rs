@@ -17,14 +17,31 @@
 //! Checks, in rxe's order where rxe has them: not IPv4 (IPv6 and VLAN are not parsed yet), not UDP/4791 or
 //! fragmented, destination IP not ours, inconsistent IP/UDP/RoCE lengths, opcode outside the RC table, TVer
 //! not 0, bad ICRC. QP-level checks (QP exists, state, P_Key, address) belong to QP Context.
+//! The header checks run in three registered stages after a frame's last beat, no add wider than 8 bits. A
+//! payload longer than 4096 bytes (the largest path MTU) is a length error. Not checked: the IPv4 header
+//! checksum (the ICRC masks TOS, TTL and the checksum, so a flip of exactly those bytes is not caught; rxe
+//! relies on the kernel's IP checksum check).
+//!
+//! - **Queues.** A frame waits for the reader with its header, lengths and verdict in 512-entry queues beside
+//!   the 512-beat payload FIFO, all in block RAM ([`BramFifo`]). The payload FIFO takes every realigned beat
+//!   of a frame (up to 66, reserved at its first beat); the reader hands on only the payload beats and drops
+//!   those holding pad, ICRC and Ethernet padding. A header-only request (READ, atomic) takes one queue entry
+//!   and one FIFO beat (its ICRC), so the READ requests of 16 QPs with 16 each in flight wait here while the
+//!   Responder streams the responses of the ones before them.
+//! - **Two channels.** Header and payload leave separately. The next frame's header leaves as soon as its
+//!   verdict is there and no read job waits; its read job (payload beats to hand on, beats to drop, last
+//!   keep) goes to the reader if free, else into a one-entry job register that the reader takes when the
+//!   current frame's last beat goes. So a header leaves while the payload before it still flows, and the
+//!   Responder checks it meanwhile.
+//! - Counters: `counters[0]` counts good frames, `counters[r]` the frames dropped for [`DropReason`] r.
 
-use crate::axis::{AxisSink, AxisSource};
-use crate::bytemap::{ByteMap, ByteSrc};
-use crate::consts::{k, keep_thermo};
-use crate::counter::EventCounter;
-use crate::fifo::BramFifo;
-use crate::icrc::IcrcEngine;
-use crate::lut::Lut8;
+use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::{k, keep_thermo};
+use crate::common::counter::EventCounter;
+use crate::common::fifo::BramFifo;
+use crate::wire::icrc::IcrcEngine;
+use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
 use testbench::wire::frame::{ETHERTYPE_IPV4, ETH_HEADER_LEN, IPV4_HEADER_LEN, IP_PROTO_UDP, ROCE_V2_UDP_DPORT};
 use testbench::wire::headers::BTH_LEN;
@@ -35,7 +52,7 @@ pub const RX_MAX_EXT: usize = 44;
 /// The CRC-32 residue of a message followed by its own CRC (least significant byte first).
 pub const CRC32_RESIDUE: u32 = 0x2144_DF1C;
 
-/// The wire fields of a received packet (numbers, as in [`crate::tx_build::TxHeader`]; `ext` raw, byte 0 in
+/// The wire fields of a received packet (numbers, as in [`crate::wire::tx_build::TxHeader`]; `ext` raw, byte 0 in
 /// bits 7:0).
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct RxHeader {
@@ -303,7 +320,7 @@ pub struct RxParse {
     engine: IcrcEngine,
     // frames waiting for the consumer (header and ICRC verdict), in block RAM: 512, so that header-only
     // requests (READ, atomics: max_dest_rd_atomic 16 on each of 16 QPs, the Completer's 16 records each)
-    // wait here while the Responder streams a long READ response instead of being dropped (issue 7: the
+    // wait here while the Responder streams a long READ response instead of being dropped (the
     // 32 entries of before dropped them)
     crcq: BramFifo<Bits<32>, 9, 10>,
     pend: BramFifo<RxPending, 9, 10>,
@@ -890,7 +907,7 @@ impl Logic for RxParse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::{beat_of, BEAT_BYTES};
+    use crate::common::axis::{beat_of, BEAT_BYTES};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use testbench::wire::{IpHeader, RoceFrame};

@@ -7,7 +7,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::tx_build::TxHeader;
+use crate::wire::tx_build::TxHeader;
 
 #[derive(LogicBlock)]
 pub struct TxReqArb {
@@ -78,7 +78,7 @@ impl Default for TxReqArb {
             last_b: Default::default(),
             pick_b: Default::default(),
             has_pay: Default::default(),
-            zero13: crate::consts::k(0),
+            zero13: crate::common::consts::k(0),
         }
     }
 }

@@ -18,8 +18,8 @@
 
 use rust_hdl::prelude::*;
 
-use crate::axis::{AxisSink, AxisSource};
-use crate::fifo::Fifo;
+use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::fifo::Fifo;
 
 /// Beats the buffer holds (2^7).
 pub const TX_BUF_BEATS: usize = 128;
@@ -113,7 +113,7 @@ impl Logic for TxFrameBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::beat_of;
+    use crate::common::axis::beat_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 

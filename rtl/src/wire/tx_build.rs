@@ -15,17 +15,20 @@
 //!   a constant chosen by `ext_words` (an 8:1 mux per bit, no barrel shifter). Extension headers of 8 to 11
 //!   words (MaskedCmpSwapETH, 44 bytes) come without payload: the shift is
 //!   then irrelevant, so those need no mux input of their own; a descriptor must not pair them with payload.
-//! - Each formed beat is registered before the ICRC append, [`crate::tx_icrc::TxIcrcAppend`] (the ICRC engine
+//! - Each formed beat is registered before the ICRC append, [`crate::wire::tx_icrc::TxIcrcAppend`] (the ICRC engine
 //!   beside a beat FIFO), so the shift-and-merge logic and the engine's frame-type detection sit in different
 //!   cycles.
 //!
-//! IPv4 only (what rxe uses with IPv4-mapped GIDs); IPv6 is a second header map away.
+//! IPv4 only (what rxe uses with IPv4-mapped GIDs); IPv6 is a second header map away. The IPv4 header's
+//! constant bytes (version/IHL, TOS, flags, TTL, protocol) and their part of the checksum come from the
+//! golden model's header built with every variable field zero ([`header_map`], [`ipv4_const_sum`]); the UDP
+//! checksum is 0, as rxe sends it.
 
-use crate::axis::{AxisSink, AxisSource, KeepMask};
-use crate::bytemap::{ByteMap, ByteSrc};
-use crate::consts::{byte_mask, k, keep_thermo};
-use crate::fifo::Fifo;
-use crate::tx_icrc::TxIcrcAppend;
+use crate::common::axis::{AxisSink, AxisSource, KeepMask};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::{byte_mask, k, keep_thermo};
+use crate::common::fifo::Fifo;
+use crate::wire::tx_icrc::TxIcrcAppend;
 use rust_hdl::prelude::*;
 use std::net::Ipv4Addr;
 use testbench::wire::frame::{
@@ -576,7 +579,7 @@ pub fn tx_header_of(f: &testbench::wire::RoceFrame) -> (TxHeader, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axis::{beat_of, BEAT_BYTES};
+    use crate::common::axis::{beat_of, BEAT_BYTES};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use testbench::wire::RoceFrame;

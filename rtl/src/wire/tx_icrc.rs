@@ -7,15 +7,19 @@
 //! are free the ICRC spills into one more beat. A one-beat frame shorter than 60 bytes with its ICRC is padded
 //! with zeros to 60 bytes (outside the IP/UDP lengths and the ICRC, as a NIC pads).
 //!
+//! Finished ICRCs wait in a queue of their own (32, one per frame), which the engine fills whenever it has
+//! one: the engine's pipeline never waits for the output side, and the input's ready does not follow the
+//! output's (the MAC's).
+//!
 //! Each beat's byte count and the two length flags that place the ICRC are worked out on the way into the
 //! FIFO and stored with the beat, so the output register is fed from the FIFO's read data through the ICRC
 //! shift alone (the whole top's worst path, 12 LUT levels, ran from the read data through the byte count).
 
-use crate::axis::{AxisSink, AxisSource, KeepMask};
-use crate::fifo::Fifo;
-use crate::consts::{k, keep_count_map, keep_thermo};
-use crate::gf2::Gf2Map;
-use crate::icrc::IcrcEngine;
+use crate::common::axis::{AxisSink, AxisSource, KeepMask};
+use crate::common::fifo::Fifo;
+use crate::common::consts::{k, keep_count_map, keep_thermo};
+use crate::common::gf2::Gf2Map;
+use crate::wire::icrc::IcrcEngine;
 use rust_hdl::prelude::*;
 use testbench::wire::frame::ETH_MIN_FRAME_LEN;
 

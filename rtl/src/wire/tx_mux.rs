@@ -6,7 +6,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::axis::{AxisSink, AxisSource};
+use crate::common::axis::{AxisSink, AxisSource};
 
 #[derive(LogicBlock, Default)]
 pub struct TxFrameMux {

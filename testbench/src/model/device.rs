@@ -224,6 +224,89 @@ impl Ctx {
     }
 }
 
+/// The fields of a received packet that [`rx_qp_check`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxQpFields {
+    /// BTH destination QPN.
+    pub dest_qpn: u32,
+    /// BTH opcode byte.
+    pub opcode: u8,
+    /// BTH P_Key.
+    pub pkey: u16,
+    /// IP source address.
+    pub src_ip: IpAddr,
+    /// IP destination address.
+    pub dst_ip: IpAddr,
+    /// The DETH's Q_Key, `None` if the packet has no DETH.
+    pub qkey: Option<u32>,
+}
+
+/// rxe's receive-path checks of a packet against its destination QP (`rxe_recv.c`, after `rxe_chk_dgid` and
+/// the TVer check), in rxe's order; the first that fails is the drop reason:
+///
+/// * `hdr_check`: destination QPN 0 → [`DropReason::Qp0`]; an opcode without a table row →
+///   [`DropReason::Malformed`]; no QP with that number (`qp` is `None`) → [`DropReason::UnknownQp`];
+/// * `check_type_state`: the opcode's transport class must be the QP's type → [`DropReason::WrongTransport`];
+///   requests need the QP in RTR/RTS/SQD/SQE ([`Qp::accepts_requests`]), responses in RTS/SQD
+///   ([`Qp::accepts_responses`]) → [`DropReason::BadState`];
+/// * `check_addr` (RC/UC only): the source IP must be the address vector's destination and the destination IP
+///   its source (`local_ip`, the device's address, when the AV has none); no AV → [`DropReason::AddrMismatch`];
+/// * `check_keys`: the P_Key must pkey-match 0xFFFF (low 15 bits 0x7FFF) → [`DropReason::BadPkey`]; UD: the
+///   DETH Q_Key must be the QP's (GSI_QKEY for QP1) → [`DropReason::BadQkey`].
+///
+/// `qp` is the QP numbered `p.dest_qpn` (`None` if there is none). On success: the opcode's table row (its
+/// [`crate::wire::OpcodeInfo::is_request`] sends the packet to the responder, else to the completer).
+/// [`Device::receive`] decides with this; block-level RTL checks use it as their oracle.
+pub fn rx_qp_check(
+    p: &RxQpFields,
+    qp: Option<&Qp>,
+    local_ip: IpAddr,
+) -> Result<&'static crate::wire::OpcodeInfo, DropReason> {
+    // hdr_check
+    if p.dest_qpn == 0 {
+        return Err(DropReason::Qp0);
+    }
+    let Some(info) = crate::wire::opcode::info(p.opcode) else {
+        return Err(DropReason::Malformed);
+    };
+    let Some(qp) = qp else {
+        return Err(DropReason::UnknownQp);
+    };
+    // check_type_state: transport class must match the QP type.
+    let type_ok = matches!(
+        (qp.qp_type, info.transport),
+        (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc) | (QpType::Ud, Transport::Ud)
+    );
+    if !type_ok {
+        return Err(DropReason::WrongTransport);
+    }
+    let request = info.is_request();
+    if (request && !qp.accepts_requests()) || (!request && !qp.accepts_responses()) {
+        return Err(DropReason::BadState);
+    }
+    // check_addr: RC/UC packets must come from exactly the QP's IP pair.
+    if qp.qp_type != QpType::Ud {
+        let Some(av) = qp.av else {
+            return Err(DropReason::AddrMismatch);
+        };
+        let sip = av.sip.unwrap_or(local_ip);
+        if !same_ip(p.src_ip, av.dip) || !same_ip(p.dst_ip, sip) {
+            return Err(DropReason::AddrMismatch);
+        }
+    }
+    // check_keys: P_Key must pkey-match the default 0xFFFF (0xFFFF or 0x7FFF pass); UD Q_Key.
+    if p.pkey & 0x7FFF != DEFAULT_PKEY & 0x7FFF {
+        return Err(DropReason::BadPkey);
+    }
+    if qp.qp_type == QpType::Ud {
+        let want = if qp.qpn == 1 { GSI_QKEY } else { qp.qkey };
+        if p.qkey != Some(want) {
+            return Err(DropReason::BadQkey);
+        }
+    }
+    Ok(info)
+}
+
 fn to_v6(a: IpAddr) -> std::net::Ipv6Addr {
     match a {
         IpAddr::V4(v) => v.to_ipv6_mapped(),
@@ -664,11 +747,18 @@ impl Device {
         if bth.tver != 0 {
             return self.ctx.drop(DropReason::BadTver);
         }
-        if bth.dest_qpn == 0 {
-            return self.ctx.drop(DropReason::Qp0);
-        }
-        let Some(info) = f.packet.info() else {
-            return self.ctx.drop(DropReason::Malformed);
+        // hdr_check (QPN 0, opcode), the QP lookup, check_type_state, check_addr, check_keys
+        let fields = RxQpFields {
+            dest_qpn: bth.dest_qpn,
+            opcode: bth.opcode,
+            pkey: bth.pkey,
+            src_ip: f.ip.src(),
+            dst_ip: f.ip.dst(),
+            qkey: f.packet.deth().map(|d| d.qkey),
+        };
+        let info = match rx_qp_check(&fields, self.qps.get(&bth.dest_qpn), self.ctx.config.ip) {
+            Ok(info) => info,
+            Err(r) => return self.ctx.drop(r),
         };
         let Some(mut qp) = self.qps.remove(&bth.dest_qpn) else {
             return self.ctx.drop(DropReason::UnknownQp);
@@ -678,40 +768,10 @@ impl Device {
         out
     }
 
+    /// After [`rx_qp_check`] passed: the ICRC check, then the responder or the completer.
     fn rx_checked(&mut self, qp: &mut Qp, f: &RoceFrame, info: &crate::wire::OpcodeInfo) -> RxOutcome {
         let ctx = &mut self.ctx;
-        // check_type_state: transport class must match the QP type.
-        let type_ok = matches!(
-            (qp.qp_type, info.transport),
-            (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc) | (QpType::Ud, Transport::Ud)
-        );
-        if !type_ok {
-            return ctx.drop(DropReason::WrongTransport);
-        }
         let request = info.is_request();
-        if (request && !qp.accepts_requests()) || (!request && !qp.accepts_responses()) {
-            return ctx.drop(DropReason::BadState);
-        }
-        // check_addr: RC/UC packets must come from exactly the QP's IP pair.
-        if qp.qp_type != QpType::Ud {
-            let Some(av) = qp.av else {
-                return ctx.drop(DropReason::AddrMismatch);
-            };
-            let sip = av.sip.unwrap_or(ctx.config.ip);
-            if !same_ip(f.ip.src(), av.dip) || !same_ip(f.ip.dst(), sip) {
-                return ctx.drop(DropReason::AddrMismatch);
-            }
-        }
-        // check_keys: P_Key must pkey-match the default 0xFFFF (0xFFFF or 0x7FFF pass); UD Q_Key.
-        if f.packet.bth.pkey & 0x7FFF != DEFAULT_PKEY & 0x7FFF {
-            return ctx.drop(DropReason::BadPkey);
-        }
-        if qp.qp_type == QpType::Ud {
-            let want = if qp.qpn == 1 { GSI_QKEY } else { qp.qkey };
-            if f.packet.deth().map_or(true, |d| d.qkey != want) {
-                return ctx.drop(DropReason::BadQkey);
-            }
-        }
         // rxe_icrc_check: after the header checks.
         if f.icrc_override.is_some() {
             return ctx.drop(DropReason::BadIcrc);

@@ -125,26 +125,55 @@ fn uc_drop(ctx: &mut Ctx, qp: &mut Qp, r: DropReason) -> RxOutcome {
     ctx.drop(r)
 }
 
+/// What rxe's `check_psn` makes of an RC request (`rxe_resp.c`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PsnVerdict {
+    /// The expected PSN: executed.
+    InOrder,
+    /// Ahead of the expected PSN, the first time: NAK PSN sequence error (with the expected PSN).
+    NakSequence,
+    /// Ahead again before an in-order packet came: dropped silently.
+    DropOutOfSequence,
+    /// Behind the expected PSN: a duplicate (re-ACKed, or answered from the responder resources).
+    Duplicate,
+}
+
+/// rxe `check_psn` for RC: the verdict on a request of PSN `psn` at a QP expecting `epsn` whose
+/// `sent_psn_nak` is as given, and `sent_psn_nak` after it. The model's responder decides with this, and so
+/// is the oracle of the RTL's PSN Check.
+pub fn rc_check_psn(psn: u32, epsn: u32, sent_psn_nak: bool) -> (PsnVerdict, bool) {
+    let d = psn_compare(psn, epsn);
+    if d > 0 {
+        if sent_psn_nak {
+            (PsnVerdict::DropOutOfSequence, true)
+        } else {
+            (PsnVerdict::NakSequence, true)
+        }
+    } else if d < 0 {
+        (PsnVerdict::Duplicate, sent_psn_nak)
+    } else {
+        (PsnVerdict::InOrder, false)
+    }
+}
+
 fn connected(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
     let rc = qp.qp_type == QpType::Rc;
     let pkt = &r.f.packet;
     let info = r.info;
     // ---- check_psn
     if rc {
-        let d = psn_compare(r.psn, qp.resp.psn);
-        if d > 0 {
-            if qp.resp.sent_psn_nak {
-                return ctx.drop(DropReason::OutOfSequence);
+        let (v, nak_sent) = rc_check_psn(r.psn, qp.resp.psn, qp.resp.sent_psn_nak);
+        qp.resp.sent_psn_nak = nak_sent;
+        match v {
+            PsnVerdict::DropOutOfSequence => return ctx.drop(DropReason::OutOfSequence),
+            PsnVerdict::NakSequence => {
+                let psn = qp.resp.psn;
+                send_ack(ctx, qp, Aeth::nak(NakCode::PsnSequenceError, 0).syndrome, psn);
+                return RxOutcome::Nak(Aeth::nak(NakCode::PsnSequenceError, 0).syndrome);
             }
-            qp.resp.sent_psn_nak = true;
-            let psn = qp.resp.psn;
-            send_ack(ctx, qp, Aeth::nak(NakCode::PsnSequenceError, 0).syndrome, psn);
-            return RxOutcome::Nak(Aeth::nak(NakCode::PsnSequenceError, 0).syndrome);
+            PsnVerdict::Duplicate => return duplicate_request(ctx, qp, r),
+            PsnVerdict::InOrder => {}
         }
-        if d < 0 {
-            return duplicate_request(ctx, qp, r);
-        }
-        qp.resp.sent_psn_nak = false;
     } else if qp.resp.drop_msg || r.psn != qp.resp.psn {
         if info.pos.is_start() {
             qp.resp.drop_msg = false;
