@@ -17,32 +17,63 @@
 //! **The run** is cut into chunks. Before a chunk every QP of ours is brought back (RESET, INIT, RTR, RTS with a
 //! fresh ePSN, send PSN, path MTU and, on the rough QPs, access: a class-C error leaves a QP dropping everything
 //! until then) and its receive queue is topped up to 16 WQEs (on the rough QPs some run past the MR's end, lie
-//! in a read-only MR, carry a foreign lkey or point at unregistered memory). A chunk's frames go in at the link
-//! rate (they queue at the MAC; RX Parse overflows, as it may) or, in [`PACED`] of the chunks, each once the RNIC
-//! has been quiet for a few cycles (no overflow, so every identity is checked exactly; the generator learns the
-//! responder's ePSN from its ACKs and NAKs as it goes). Then the system runs until no port has moved for
-//! [`QUIET`] cycles, the CQ is drained and the counters are read.
+//! in a read-only MR, carry a foreign lkey or point at unregistered memory). A chunk's frames go in back to back
+//! at the link rate (they queue at the MAC) or, in [`PACED`] of the chunks, each once the RNIC has been quiet
+//! for a few cycles (the generator learns the responder's ePSN from its ACKs and NAKs as it goes). Then the
+//! system runs until no port has moved for [`QUIET`] cycles, the CQ is drained and the counters are read.
+//!
+//! **Flow control, so that every chunk is checked exactly.** RX Parse never back-pressures the MAC: a frame
+//! that finds no room is dropped whole at its first beat as an overflow, and which frames those are depends
+//! on timing, not on the frames, so a chunk with overflow drops can only bound the other counters. The fuzzer
+//! therefore plays a lossless link (as PFC gives RoCE): a frame goes onto the link only when RX Parse is sure
+//! to take it, by RX Parse's room rule (`rtl/src/wire/rx_parse.rs`: a frame is taken while the payload FIFO
+//! holds fewer than [`RX_FIFO_ROOM`] beats and the pending queue fewer than [`RX_PEND_ROOM`] frames). A frame
+//! writes at most one FIFO beat per frame beat, [`RX_FRAME_BEATS`] at most ([`rx_fifo_beats`]); RX Parse
+//! counts frames in order, when their verdict leaves the pending queue, and by then the beats of all but the
+//! reader's two jobs ([`RX_JOB_BEATS`]) are gone. So with `open` the frames sent and not yet counted (the
+//! sum of RX Parse's counters, read over the register bus while frames wait), the FIFO holds at most
+//! `beats(open) + RX_JOB_BEATS` and the queue at most `|open|`; a frame waits while either could be too
+//! many. Likewise an ARP request for us waits while [`ARP_FIFO`] earlier ones have no reply out yet (the ARP
+//! responder drops a request that finds its reply FIFO full, a counter outside the window). Frames still
+//! follow each other back to back whenever the RNIC keeps up, and the RNIC still backs RX Parse up to that
+//! bound (the report counts the frames held back, and those held with the link idle). No frame of the fuzz
+//! may then be an overflow drop, and every counter is compared exactly in every chunk.
+//!
+//! **The overflow probe** keeps RX Parse's overflow path under the fuzz without giving up exactness: in the
+//! link-rate chunks whose index is 1 mod [`PROBE_EVERY`], the chunk's first frames are an RDMA READ of
+//! [`PROBE_READ`] bytes on a clean QP, [`PROBE_WAITING`] small READs behind it (they wait, in the top's hold
+//! register and at the head of RX Parse's pending queue, while the Responder hands the big READ's responses
+//! to TX at the wire's pace), then [`PROBE_FLOOD`] frames of [`Kind::Flood`] sent past flow control: three
+//! times the payload-FIFO beats RX Parse has room for, all of one verdict (not for us). Which of them find no
+//! room depends on timing, but only they may (the fuzzer then waits until RX Parse has counted every frame
+//! before it sends the next), so `rx_drop_overflow` is at most the flood and `rx_drop_not_for_us +
+//! rx_drop_overflow` equals the reference's not-for-us count exactly; every other counter is unchanged by the
+//! split and compared exactly as in any chunk.
 //!
 //! **Checks**, per chunk and at the end (the first failure stops the run; every problem names the seed,
 //! the chunk and the frame indices, which are also the record numbers of `rnic-rx.pcap`):
 //! * *no hang*: every frame is accounted for by RX Parse's counters within [`HANG_CAP`] cycles of the last
-//!   one, and after the run a golden-peer RDMA WRITE and READ on a reset QP complete correctly;
+//!   one (or of a frame's wait for room), and after the run a golden-peer RDMA WRITE and READ on a reset QP
+//!   complete correctly;
 //! * *no write outside a registered MR*: every byte of host memory outside the read-write MRs and the CQ ring
 //!   (the rings the RNIC only reads, a read-only MR and unregistered memory around the MR included) equals a
 //!   shadow copy kept from the start and updated only with the driver's own receive WQEs; the DMA host saw no
 //!   fault;
-//! * *drop accounting*: [`predict_rx`] computes RX Parse's verdict from its documented rules and
-//!   [`responder_fate`] where a good frame goes; see [`check_chunk`] for the identities.
+//! * *drop accounting*, exact in every chunk: [`predict_rx`] computes RX Parse's verdict from its documented
+//!   rules and [`responder_fate`] where a good frame goes; see [`check_chunk`] for the identities.
 //!
-//! **Known RTL gap** (found by this fuzz; `a_frame_cut_short_with_a_right_icrc_is_a_length_error_and_rx_goes_on`
-//! in `sim/tests/rnic_fuzz.rs` shows it alone): RX Parse never checks that a frame holds 14 + IP total length
-//! bytes. A truncated frame whose ICRC is right over the bytes that did come passes, with a payload length
-//! taken from its UDP length; when that asks for more payload-FIFO beats than the frame wrote, the reader
-//! takes them from the frames behind it, then its 7-bit discard count (written beats - payload beats) wraps
-//! and it waits for beats that the 24 frames the pending queue holds never bring: RX Parse stops for good
-//! (every later frame is an overflow drop), the Responder waits for payload forever and so does every table
-//! command it must take (`modify_qp` times out). The reference already holds the rule (such a frame is a
-//! length error); [`FuzzOpts::skip_truncated`] leaves the frames it decides out, to fuzz the rest meanwhile.
+//! **An RTL gap this fuzz found, since fixed** (commit 4cf028e; `a_frame_cut_short_with_a_right_icrc_is_a_length_error_and_rx_goes_on`
+//! in `sim/tests/rnic_fuzz.rs` keeps it fixed): RX Parse did not check that a frame holds 14 + IP total
+//! length bytes. A truncated frame whose ICRC was right over the bytes that did come passed, with a payload
+//! length taken from its UDP length; when that asked for more payload-FIFO beats than the frame wrote, the
+//! reader took them from the frames behind it, then its 7-bit discard count (written beats - payload beats)
+//! wrapped and it waited for beats that the 24 frames its pending queue then held never brought: RX Parse
+//! stopped for good (every later frame an overflow drop), the Responder waited for payload forever and so
+//! did every table command it must take (`modify_qp` timed out). RX Parse now drops such a frame as a length
+//! error, the rule [`predict_rx`] applies ([`RxVerdict::reason`]); [`RxVerdict::before_fix`] is the verdict
+//! without it, and the run tallies the frames the rule decides (the report's "before its cut-frame fix"
+//! figures) and names them as suspects when a chunk fails. [`FuzzOpts::skip_truncated`] still leaves those
+//! frames out, only to tell a regression of that rule from anything else.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -55,7 +86,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::system::{rig, Rig, OUR_IP, OUR_MAC};
 use testbench::crc::{crc32_update, icrc_seed_state};
-use testbench::host::{RecvWqe, WQE_BYTES};
+use testbench::driver::CsrBus;
+use testbench::host::{RecvWqe, REG_COUNTERS, WQE_BYTES};
 use testbench::model::*;
 use testbench::wire::frame::{icrc, icrc_header_mask, ArpFrame, MacAddr, ETHERTYPE_ARP, ETHERTYPE_IPV4};
 use testbench::wire::headers::{AethKind, NakCode, AETH_ACK_UNLIMITED};
@@ -64,7 +96,8 @@ use testbench::wire::{parse_ethernet, Bth, ExtHeader, Frame, Reth, RoceFrame, Ro
 
 /// Cycles without any movement at a port after which the RNIC counts as quiet.
 pub const QUIET: u64 = 1_000;
-/// Cycles after the last frame of a chunk within which the RNIC must go quiet.
+/// Cycles after the last frame of a chunk within which the RNIC must go quiet, and that a frame may wait for
+/// room (flow control) before the RNIC counts as hung.
 pub const HANG_CAP: u64 = 10_000_000;
 /// Receive WQEs kept posted per QP (the rig's RQ ring size).
 const RQ_DEPTH: usize = 16;
@@ -76,12 +109,46 @@ const RO_OFF: u64 = 512 << 10;
 const RO_LEN: u64 = 64 << 10;
 /// Extra QPs besides the rig's.
 const EXTRA_QPS: usize = 3;
-/// Chunks whose frames go in paced rather than at the link rate.
-const PACED: f64 = 0.3;
+/// Chunks whose frames go in paced rather than at the link rate. A paced frame costs some 190 cycles (the
+/// link's 100-cycle latency, the RNIC's answer, the quiet gap), one at the link rate some 28, and the cycles
+/// are the run's time: with a quarter paced, flow control and the overflow probe, the CI run (seed 0x0F22)
+/// takes 6.6 M cycles, against 7.4 M with 30 % paced and overflow drops at the link rate. Both kinds of
+/// chunk are checked exactly.
+const PACED: f64 = 0.25;
 /// RX Parse's ICRC residue (rtl::rx_parse::CRC32_RESIDUE).
 const RESIDUE: u32 = rtl::rx_parse::CRC32_RESIDUE;
 /// The largest payload RX Parse takes (the largest path MTU).
 const MAX_PAYLOAD: u32 = 4096;
+/// RX Parse's counters, first in the counter window: good frames, drops by reason 1..=7, overflow (8).
+const RX_COUNTERS: usize = rtl::rx_parse::RX_COUNTERS;
+/// RX Parse's room rule (`rtl/src/wire/rx_parse.rs`, `k_min_space` and `k_max_pend`): a frame is taken at its
+/// first beat while its payload FIFO (512 beats) holds fewer than 512 - 66 - 1 beats and its pending queue
+/// (512 entries) fewer than 512 - 8 frames; else it is an overflow drop.
+pub const RX_FIFO_ROOM: u64 = 512 - 66 - 1;
+pub const RX_PEND_ROOM: usize = 512 - 8;
+/// Payload FIFO beats one frame may write (`k_max_beats`).
+pub const RX_FRAME_BEATS: u64 = 66;
+/// FIFO beats of frames RX Parse has counted that may still be in its payload FIFO: the reader's job and the
+/// one waiting for it (a verdict leaves the pending queue, and is counted, only when no job waits).
+pub const RX_JOB_BEATS: u64 = 2 * RX_FRAME_BEATS;
+/// ARP replies waiting in the ARP responder's FIFO (`rtl/src/wire/arp.rs`: 4 entries; a request for us that
+/// finds it full is dropped).
+pub const ARP_FIFO: usize = 4;
+/// Cycles a frame held back by flow control waits between two looks at RX Parse's counters.
+const CREDIT_POLL: u64 = 32;
+/// The overflow probe (see the module documentation) runs in link-rate chunks whose index is 1 mod this.
+const PROBE_EVERY: u64 = 4;
+/// The probe's RDMA READ (its responses take some 7,000 cycles of the 100G link; the Responder, one packet at
+/// a time, hands them to TX at that pace once TX's 32-header queue is full) and the frames sent past flow
+/// control behind it (some 2,100 bytes, 33 payload-FIFO beats, each: three times the room RX Parse keeps, in
+/// some 2,200 cycles of the link).
+const PROBE_READ: u32 = 256 << 10;
+const PROBE_FLOOD: usize = 40;
+/// Small READs between the probe's READ and its flood: one for the top's one-header hold register, the
+/// others to wait at the head of RX Parse's pending queue.
+const PROBE_WAITING: usize = 3;
+/// RX Parse's verdict on every flood frame: not for us.
+const FLOOD_REASON: usize = 3;
 
 /// What a fuzz run does.
 #[derive(Clone, Debug)]
@@ -92,9 +159,10 @@ pub struct FuzzOpts {
     pub chunk: usize,
     /// Where the pcaps go (`rnic-rx.pcap`: every injected frame, in order; `rnic-tx.pcap`).
     pub dir: PathBuf,
-    /// Leave out the frames whose verdict RX Parse's missing length rule changes ([`RxVerdict::reason`] !=
-    /// [`RxVerdict::today`]: truncated frames it passes, or drops for their opcode, TVer or ICRC instead of
-    /// their length): only to fuzz everything else while that rule is missing.
+    /// Leave out the frames whose verdict RX Parse's cut-frame rule decides ([`RxVerdict::reason`] !=
+    /// [`RxVerdict::before_fix`]: truncated frames RX Parse passed before commit 4cf028e, or dropped for their
+    /// opcode, TVer or ICRC instead of their length). RX Parse has the rule, so this is off by default: it
+    /// only tells a regression of that rule (the run fails without it and passes with it) from anything else.
     pub skip_truncated: bool,
 }
 
@@ -126,6 +194,9 @@ pub enum Kind {
     Arp,
     /// Random bytes, 14..9000 long (some behind a plausible Ethernet/IPv4/UDP header).
     Raw,
+    /// A well-formed SEND ONLY (payload 0..=4096) for an IP that is not ours, sent past flow control behind a
+    /// stalled Responder by the overflow probe (see the module documentation); not drawn by weight.
+    Flood,
 }
 
 /// Kinds and their weights (per 1000 frames).
@@ -149,24 +220,26 @@ const KIND_WEIGHTS: [(Kind, u32); 9] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RxVerdict {
     /// 0: good; else the `rtl::rx_parse::DropReason` (1..=7; 8, overflow, depends on timing, not on the
-    /// frame). With one rule RX Parse does not have yet: a frame shorter than 14 + its IP total length is a
-    /// length error (Linux drops a datagram its skb does not hold; RX Parse never compares the two).
+    /// frame: the run's flow control leaves RX Parse none but the overflow probe's). A frame shorter than
+    /// 14 + its IP total length is a length error (Linux drops a datagram its skb does not hold; RX Parse has
+    /// checked it since commit 4cf028e).
     pub reason: u8,
     /// The verdict RX Parse gave before its cut-frame fix (commit 4cf028e): the same rules without that one.
-    pub today: u8,
+    pub before_fix: u8,
     /// The frame is shorter than 14 + its IP total length.
     pub truncated: bool,
     pub opcode: u8,
     pub dest_qpn: u32,
     pub pkey: u16,
     pub src_ip: u32,
-    /// Payload length handed on (UDP length - headers - pad - ICRC), for a frame good today.
+    /// Payload length handed on (UDP length - headers - pad - ICRC), for a frame good by [`Self::before_fix`].
     pub pay_len: u32,
-    /// Good today, and its payload (as its UDP length gives it) runs past the bytes that came in.
+    /// Good by [`Self::before_fix`], and its payload (as its UDP length gives it) runs past the bytes that
+    /// came in.
     pub short: bool,
-    /// Good today, and RX Parse hands on more payload beats than it wrote to its payload FIFO for it
-    /// (`ceil(pay_len / 64)` > one per frame beat after the first, plus the flush, minus one when the headers
-    /// end in beat 1): its reader takes the missing beats from the frames behind it.
+    /// Good by [`Self::before_fix`], and RX Parse before the fix handed on more payload beats than it wrote to
+    /// its payload FIFO for it (`ceil(pay_len / 64)` > one per frame beat after the first, plus the flush,
+    /// minus one when the headers end in beat 1): its reader took the missing beats from the frames behind it.
     pub desync: bool,
 }
 
@@ -193,11 +266,11 @@ fn header_bytes(f: &[u8]) -> [u8; 128] {
     h
 }
 
-/// RX Parse's verdict on `f` (Ethernet frame without FCS), from the rules of `rtl/src/rx_parse.rs`:
+/// RX Parse's verdict on `f` (Ethernet frame without FCS), from the rules of `rtl/src/wire/rx_parse.rs`:
 /// the first failing check of IPv4 (ethertype 0x0800 and version/IHL 0x45), UDP (protocol 17, port 4791, not a
 /// fragment), destination IP ours, lengths (IP total - UDP length = 20 mod 2^16; UDP length >= 8 + BTH + the
-/// opcode's extension headers + pad + ICRC; payload <= 4096; and, not in the RTL yet, the frame holds
-/// 14 + IP total length bytes), opcode in the RX table, TVer 0; then the ICRC: CRC-32 over the all-ones
+/// opcode's extension headers + pad + ICRC; payload <= 4096; the frame holds 14 + IP total length bytes,
+/// the cut-frame rule), opcode in the RX table, TVer 0; then the ICRC: CRC-32 over the all-ones
 /// pseudo-LRH and the masked bytes from 14 to [`icrc_extent`] leaves the residue. The header fields come from
 /// the first 128 bytes, zeros past the frame's end.
 pub fn predict_rx(f: &[u8], my_ip: u32) -> RxVerdict {
@@ -232,10 +305,10 @@ pub fn predict_rx(f: &[u8], my_ip: u32) -> RxVerdict {
             0
         }
     };
-    let today = verdict(len_ok);
+    let before_fix = verdict(len_ok);
     let mut v = RxVerdict {
         reason: verdict(len_ok && !truncated),
-        today,
+        before_fix,
         truncated,
         opcode,
         dest_qpn: be24(47),
@@ -245,7 +318,7 @@ pub fn predict_rx(f: &[u8], my_ip: u32) -> RxVerdict {
         short: false,
         desync: false,
     };
-    if today == 0 {
+    if before_fix == 0 {
         v.pay_len = u32::from(udp_len) - umin;
         let hdr = 14 + 20 + 8 + 12 + 4 * ew as usize;
         v.short = f.len() < hdr + v.pay_len as usize;
@@ -300,7 +373,7 @@ pub enum Fate {
 
 /// Where a frame with verdict `v` goes, from `rtl/src/rnic.rs` (the top routes opcodes 0x0D..=0x12 to the
 /// Completer, everything else to the Responder), the Responder's `Look` state (malformed first, then the
-/// lookup) and QP Context's lookup (`rtl/src/qp_context.rs`: QPN 0 or >= 256, an opcode whose transport bits
+/// lookup) and QP Context's lookup (`rtl/src/transport/qp_context.rs`: QPN 0 or >= 256, an opcode whose transport bits
 /// are not RC's (the masked atomics 0xD3/0xD4 count as RC), a QP not in RTR/RTS/SQD/SQE, a source IP that is not the QP's remote IP, a P_Key whose low 15
 /// bits are not 0x7FFF). `live` holds our QPs (all RC, in RTS, remote IP `peer_ip`).
 pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
@@ -326,7 +399,7 @@ pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
     }
 }
 
-/// An ARP request the ARP responder answers (`rtl/src/arp.rs`): untagged, >= 42 bytes, the ARP template
+/// An ARP request the ARP responder answers (`rtl/src/wire/arp.rs`): untagged, >= 42 bytes, the ARP template
 /// (Ethernet/IPv4, oper 1) and our IP as the target.
 fn arp_request_for_us(f: &[u8]) -> bool {
     f.len() >= 42
@@ -494,7 +567,49 @@ impl Gen {
             }
             Kind::Arp => self.arp(),
             Kind::Raw => self.raw(),
+            Kind::Flood => self.flood_frame(),
         }
+    }
+
+    /// A SEND ONLY to a QP of ours for an IP that is not ours: RX Parse drops it as not for us (when it has
+    /// room for it), whatever its length.
+    fn flood_frame(&mut self) -> Vec<u8> {
+        let q = self.rough_qp();
+        let mut p = self.plan(q, RC_SEND_ONLY, self.qps[q].epsn);
+        p.payload = self.rng.gen_range(0..=MAX_PAYLOAD);
+        let mut f = self.build(&p);
+        let ip = OUR_IP ^ self.rng.gen_range(1..=u32::MAX);
+        f[30..34].copy_from_slice(&ip.to_be_bytes());
+        recrc_at_rx_extent(&mut f);
+        f
+    }
+
+    /// The overflow probe's frames (see the module documentation): an RDMA READ of [`PROBE_READ`] bytes on a
+    /// clean QP, at its ePSN and inside the MR (the Responder streams its responses), [`PROBE_WAITING`] small
+    /// READs behind it on the same QP (the first waits in the top's hold register, the next at the head of RX
+    /// Parse's pending queue, while the Responder streams), then [`PROBE_FLOOD`] [`Kind::Flood`] frames, more
+    /// payload-FIFO beats than RX Parse has room for.
+    /// Called right after the QPs were brought back, so the ePSN is known.
+    fn stall_and_flood(&mut self) -> Vec<(Kind, Vec<u8>)> {
+        let q = (0..self.qps.len()).find(|&i| self.qps[i].clean).expect("a clean QP");
+        let (mtu, epsn) = (self.qps[q].mtu, self.qps[q].epsn);
+        let va = self.mrs.x_base + self.rng.gen_range(0..=MR_LEN - u64::from(PROBE_READ));
+        let mut big = self.plan(q, RC_RDMA_READ_REQUEST, epsn);
+        big.reth = Some((va, self.mrs.x_key, PROBE_READ));
+        let mut v = vec![(Kind::Request, self.build(&big))];
+        let mut next = (epsn + PROBE_READ.div_ceil(mtu)) & 0xFF_FFFF;
+        for _ in 0..PROBE_WAITING {
+            let mut small = self.plan(q, RC_RDMA_READ_REQUEST, next);
+            small.reth = Some((va, self.mrs.x_key, 64));
+            v.push((Kind::Request, self.build(&small)));
+            next = (next + 1) & 0xFF_FFFF;
+        }
+        self.qps[q].epsn = next;
+        for _ in 0..PROBE_FLOOD {
+            let f = self.frame(Kind::Flood);
+            v.push((Kind::Flood, f));
+        }
+        v
     }
 
     /// A QP that takes every kind of frame (the clean ones get well-formed requests only).
@@ -953,7 +1068,8 @@ impl Gen {
 pub struct KindStats {
     pub frames: u64,
     pub fates: BTreeMap<Fate, u64>,
-    /// Truncated frames RX Parse passes today, and of those the ones that desynchronise its payload FIFO.
+    /// Truncated frames RX Parse passed before its cut-frame fix, and of those the ones that desynchronised its
+    /// payload FIFO (tallies of what the fix decides; RX Parse now drops them all as length errors).
     pub passed_truncated: u64,
     pub desync: u64,
 }
@@ -964,8 +1080,18 @@ pub struct FuzzReport {
     pub seed: u64,
     pub frames: u64,
     pub chunks: u64,
-    /// Chunks without an overflow drop, where every identity is checked exactly.
+    /// Chunks whose every counter identity held exactly ([`check_chunk`]); with no failure, every chunk.
     pub exact_chunks: u64,
+    /// Frames flow control held back until RX Parse had room for them (at the link rate and paced alike),
+    /// the cycles they waited in all, and of them the frames held while the link had sent everything before
+    /// them (so the frames not yet counted were inside the RNIC: RX Parse backed up to the room rule's bound).
+    pub held_frames: u64,
+    pub held_cycles: u64,
+    pub backed_up: u64,
+    /// Overflow probes run, and the frames they sent past flow control (their overflow drops are the
+    /// `rx_drop_overflow` counter: nothing else may overflow).
+    pub probes: u64,
+    pub flood_frames: u64,
     pub kinds: BTreeMap<Kind, KindStats>,
     /// Final value of every counter of the window (`sim::rxe::rtl_ep::counter_names`).
     pub counters: Vec<(String, u64)>,
@@ -989,21 +1115,30 @@ impl fmt::Display for FuzzReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "rnic fuzz: seed {}, {} frames in {} chunks ({} without overflow, checked exactly), {} cycles ({:.3} s simulated) in {:.1} s: {:.0} frames/s, {:.3} M cycles/s",
+            "rnic fuzz: seed {}, {} frames in {} chunks ({} checked exactly), {} held back for RX Parse's room ({} cycles; {} with the link idle, RX Parse backed up), {} cycles ({:.3} s simulated) in {:.1} s: {:.0} frames/s, {:.3} M cycles/s",
             self.seed,
             self.frames,
             self.chunks,
             self.exact_chunks,
+            self.held_frames,
+            self.held_cycles,
+            self.backed_up,
             self.cycles,
             self.cycles as f64 / testbench::mac::CORE_HZ,
             self.secs,
             self.frames as f64 / self.secs.max(1e-9),
             self.cycles as f64 / self.secs.max(1e-9) / 1e6
         )?;
+        let ovf = self.counters.iter().find(|c| c.0 == "rx_drop_overflow").map_or(0, |c| c.1);
+        writeln!(
+            f,
+            "overflow probe: {} probes sent {} frames past flow control behind a stalled Responder; RX Parse dropped {ovf} of them as overflow",
+            self.probes, self.flood_frames
+        )?;
         if self.skipped_truncated > 0 {
             writeln!(
                 f,
-                "left out (--skip-truncated): {} frames shorter than their IP datagram that RX Parse does not drop as bad length",
+                "left out (--skip-truncated): {} frames whose verdict RX Parse's cut-frame rule decides (shorter than their IP datagram, and passed or dropped for another reason before commit 4cf028e)",
                 self.skipped_truncated
             )?;
         }
@@ -1025,7 +1160,7 @@ impl fmt::Display for FuzzReport {
         writeln!(f, "frames sent by the RNIC: {}", join(&self.tx))?;
         writeln!(f, "receive completions: {}", join(&self.cqes))?;
         if self.problems.is_empty() {
-            writeln!(f, "result: PASS (no hang, no write outside a registered MR, every drop accounted for)")
+            writeln!(f, "result: PASS (no hang, no write outside a registered MR, every drop accounted for exactly in every chunk)")
         } else {
             for p in &self.problems {
                 writeln!(f, "PROBLEM: {p}")?;
@@ -1074,14 +1209,18 @@ impl Counters {
 /// What the reference expects of one chunk.
 #[derive(Default)]
 struct ChunkPrediction {
-    /// RX Parse: good frames (0) and drops by reason (1..=7).
-    rx: [u64; 8],
+    /// RX Parse: good frames (0), drops by reason (1..=7) and overflow drops (8: none, by flow control; the
+    /// overflow probe's flood is counted in 3, not for us, and [`check_chunk`] moves its overflow drops).
+    rx: [u64; RX_COUNTERS],
     completer: u64,
     malformed: u64,
     lookup: u64,
     responder: u64,
     /// ARP requests for us, in order.
     arp_for_us: Vec<Vec<u8>>,
+    /// Frames sent past flow control by the overflow probe (all [`FLOOD_REASON`] by the reference, counted
+    /// in `rx[FLOOD_REASON]`).
+    flood: u64,
 }
 
 /// The run's fixed facts.
@@ -1091,6 +1230,142 @@ struct Setup {
     peer_qpns: Vec<u32>,
     /// Host memory the RNIC may write: the read-write MRs and the CQ ring.
     writable: Vec<(u64, u64)>,
+}
+
+/// Payload FIFO beats RX Parse may write for frame `f`: one per frame beat (the realigned beats and the flush
+/// after the last), at most [`RX_FRAME_BEATS`].
+pub fn rx_fifo_beats(f: &[u8]) -> u64 {
+    (f.len().div_ceil(64) as u64).min(RX_FRAME_BEATS)
+}
+
+/// Flow control for one chunk (see the module documentation): what has gone in and what RX Parse is known to
+/// have counted, so that a frame goes onto the link only when RX Parse is sure to take it.
+struct Credits {
+    /// RX Parse's counters when the chunk began.
+    base: [u64; RX_COUNTERS],
+    /// Frames of the chunk RX Parse is known to have counted.
+    counted: u64,
+    /// FIFO beats of the frames sent and not yet known counted, oldest first, and their sum.
+    open: VecDeque<u64>,
+    open_beats: u64,
+    /// ARP requests for us sent, ARP replies seen in `System::sent` (scanned up to `sent_seen`).
+    arp_asked: usize,
+    arp_replies: usize,
+    sent_seen: usize,
+    held_frames: u64,
+    held_cycles: u64,
+    /// Frames held back while the link had nothing left to send (RX Parse backed up).
+    backed_up: u64,
+}
+
+impl Credits {
+    fn new(before: &Counters, sent_seen: usize) -> Self {
+        let names = crate::rxe::rtl_ep::counter_names();
+        Credits {
+            base: std::array::from_fn(|i| before.get(&names[i])),
+            counted: 0,
+            open: VecDeque::new(),
+            open_beats: 0,
+            arp_asked: 0,
+            arp_replies: 0,
+            sent_seen,
+            held_frames: 0,
+            held_cycles: 0,
+            backed_up: 0,
+        }
+    }
+
+    /// Step the system until RX Parse is sure to take `f` (and the ARP responder to answer it, if it asks for
+    /// us); Err after [`HANG_CAP`] cycles without room.
+    fn wait_for_room(&mut self, r: &mut Rig, f: &[u8]) -> Result<(), String> {
+        let arp = arp_request_for_us(f);
+        let t0 = r.sys.borrow().cycle;
+        let (mut held, mut backed_up) = (false, false);
+        loop {
+            {
+                let s = r.sys.borrow();
+                for sf in &s.sent[self.sent_seen..] {
+                    self.arp_replies += usize::from(sf.len() >= 14 && sf[12..14] == ETHERTYPE_ARP.to_be_bytes());
+                }
+                self.sent_seen = s.sent.len();
+            }
+            let room = |c: &Credits| c.open_beats + RX_JOB_BEATS < RX_FIFO_ROOM && c.open.len() < RX_PEND_ROOM;
+            let mut rx_room = room(self);
+            if !rx_room {
+                self.read_counted(r)?;
+                rx_room = room(self);
+            }
+            let arp_room = !arp || self.arp_asked - self.arp_replies < ARP_FIFO;
+            if rx_room && arp_room {
+                break;
+            }
+            held = true;
+            // the link has put everything on the wire: the frames not counted are inside the RNIC (or on
+            // the wire's last 100 cycles): the RNIC, not the link, holds this frame back
+            backed_up |= !rx_room && r.sys.borrow().queued_to_rnic() == 0;
+            let now = r.sys.borrow().cycle;
+            if now - t0 > HANG_CAP {
+                return Err(format!(
+                    "a frame waited {HANG_CAP} cycles for room: RX Parse has not counted {} frames ({} FIFO beats) sent before it; {} ARP requests for us without a reply",
+                    self.open.len(),
+                    self.open_beats,
+                    self.arp_asked - self.arp_replies
+                ));
+            }
+            r.sys.borrow_mut().run_until(CREDIT_POLL, |_| false);
+        }
+        if held {
+            self.held_frames += 1;
+            self.held_cycles += r.sys.borrow().cycle - t0;
+        }
+        self.backed_up += u64::from(backed_up);
+        Ok(())
+    }
+
+    /// Step the system until RX Parse has counted every frame sent (after frames sent past flow control,
+    /// whose overflow drops are counted out of order: until then the counters do not say which frames are
+    /// out of the FIFO); Err after [`HANG_CAP`] cycles.
+    fn drain(&mut self, r: &mut Rig) -> Result<(), String> {
+        let t0 = r.sys.borrow().cycle;
+        while !self.open.is_empty() {
+            if r.sys.borrow().cycle - t0 > HANG_CAP {
+                return Err(format!("RX Parse did not count {} frames within {HANG_CAP} cycles", self.open.len()));
+            }
+            r.sys.borrow_mut().run_until(CREDIT_POLL, |_| false);
+            self.read_counted(r)?;
+        }
+        Ok(())
+    }
+
+    /// `f` went onto the link.
+    fn sent(&mut self, f: &[u8]) {
+        let b = rx_fifo_beats(f);
+        self.open.push_back(b);
+        self.open_beats += b;
+        self.arp_asked += usize::from(arp_request_for_us(f));
+    }
+
+    /// Read RX Parse's counters (over the register bus, the system stepping) and close the frames they count:
+    /// RX Parse counts frames in the order they came, so the sum counts the oldest open ones.
+    fn read_counted(&mut self, r: &mut Rig) -> Result<(), String> {
+        let mut counted = 0u64;
+        for (i, b) in self.base.iter().enumerate() {
+            let v = r.drv.bus().read32(REG_COUNTERS + 4 * i as u32).map_err(|e| format!("reading RX Parse's counter {i}: {e}"))?;
+            counted += u64::from(v).wrapping_sub(*b) & 0xFFFF_FFFF;
+        }
+        if counted < self.counted || counted - self.counted > self.open.len() as u64 {
+            return Err(format!(
+                "RX Parse counts {counted} frames of the chunk, but {} were counted before and {} sent since",
+                self.counted,
+                self.open.len()
+            ));
+        }
+        for _ in self.counted..counted {
+            self.open_beats -= self.open.pop_front().unwrap();
+        }
+        self.counted = counted;
+        Ok(())
+    }
 }
 
 /// Run the fuzz (see the module documentation); `progress(frames_done)` after every chunk.
@@ -1189,21 +1464,42 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         let mut pred = ChunkPrediction::default();
         let mut frames = Vec::with_capacity(n);
         let mut seen_sent = r.sys.borrow().sent.len();
+        let mut credits = Credits::new(&before, seen_sent);
+        let mut no_room = None;
+        // the overflow probe's frames go first (the chunk's QPs were just brought back)
+        let probe_here = !paced && chunk % PROBE_EVERY == 1 && n >= 2 * (PROBE_FLOOD + PROBE_WAITING + 1);
+        let mut probe: VecDeque<(Kind, Vec<u8>)> = if probe_here { gen.stall_and_flood().into() } else { VecDeque::new() };
         for _ in 0..n {
-            let (kind, f, v) = loop {
-                let kind = gen.kind();
-                let f = gen.frame(kind);
-                let v = predict_rx(&f, OUR_IP);
-                if !(o.skip_truncated && v.reason != v.today) {
-                    break (kind, f, v);
+            let (kind, f, v) = match probe.pop_front() {
+                Some((kind, f)) => {
+                    let v = predict_rx(&f, OUR_IP);
+                    (kind, f, v)
                 }
-                rep.skipped_truncated += 1;
+                None => loop {
+                    let kind = gen.kind();
+                    let f = gen.frame(kind);
+                    let v = predict_rx(&f, OUR_IP);
+                    if !(o.skip_truncated && v.reason != v.before_fix) {
+                        break (kind, f, v);
+                    }
+                    rep.skipped_truncated += 1;
+                },
             };
+            // onto the link only when RX Parse is sure to take it (no overflow drop: exact accounting); the
+            // probe's flood goes past flow control, then every frame sent must be counted before the next
+            if kind == Kind::Flood {
+                assert_eq!(v.reason as usize, FLOOD_REASON, "a flood frame RX Parse would not drop as not for us");
+                pred.flood += 1;
+            } else if let Err(e) = credits.wait_for_room(&mut r, &f) {
+                no_room = Some(e);
+                break;
+            }
+            credits.sent(&f);
             let fate = responder_fate(&v, &live, peer_ip);
             let ks = rep.kinds.entry(kind).or_default();
             ks.frames += 1;
             *ks.fates.entry(fate).or_default() += 1;
-            ks.passed_truncated += u64::from(v.truncated && v.today == 0);
+            ks.passed_truncated += u64::from(v.truncated && v.before_fix == 0);
             ks.desync += u64::from(v.desync);
             pred.rx[v.reason as usize] += 1;
             match fate {
@@ -1216,9 +1512,15 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
             if arp_request_for_us(&f) {
                 pred.arp_for_us.push(f.clone());
             }
-            let mut s = r.sys.borrow_mut();
-            s.inject(f.clone());
+            r.sys.borrow_mut().inject(f.clone());
             frames.push(f);
+            if kind == Kind::Flood && probe.is_empty() {
+                if let Err(e) = credits.drain(&mut r) {
+                    no_room = Some(e);
+                    break;
+                }
+            }
+            let mut s = r.sys.borrow_mut();
             if paced {
                 let gap = rng.gen_range(8..64);
                 if !s.run_until(HANG_CAP, |s| s.cycle - s.last_activity > gap) {
@@ -1236,15 +1538,24 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         }
         let n = frames.len();
         let first = done;
+        rep.held_frames += credits.held_frames;
+        rep.held_cycles += credits.held_cycles;
+        rep.backed_up += credits.backed_up;
+        rep.probes += u64::from(pred.flood > 0);
+        rep.flood_frames += pred.flood;
         let quiet = r.sys.borrow_mut().run_until(HANG_CAP, |s| s.cycle - s.last_activity > QUIET);
         let tag = format!("seed {} chunk {chunk} (frames {first}..{})", o.seed, first + n as u64);
+        if let Some(e) = no_room {
+            rep.problems.push(format!("{tag}: {e}"));
+            break;
+        }
         if !quiet {
             rep.problems.push(format!("{tag}: the RNIC did not go quiet within {HANG_CAP} cycles of the last frame"));
             break;
         }
         // ---- everything accounted for (a quiet RNIC with frames inside it is hung)
         let mut after = Counters::read(&mut r).map_err(anyhow::Error::msg)?;
-        let rx_names = &crate::rxe::rtl_ep::counter_names()[..9];
+        let rx_names = &crate::rxe::rtl_ep::counter_names()[..RX_COUNTERS];
         let sum = |c: &Counters, b: &Counters| rx_names.iter().map(|x| c.delta(b, x)).sum::<u64>();
         if sum(&after, &before) != n as u64 {
             r.sys.borrow_mut().run_until(200_000, |_| false);
@@ -1256,7 +1567,7 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         let sent = std::mem::take(&mut r.sys.borrow_mut().sent);
         // the system keeps every frame it delivered: not needed here (the pcap has them)
         r.sys.borrow_mut().received.clear();
-        check_chunk(n as u64, &pred, &before, &after, &sent, &setup, &mut rep, &mut problems);
+        let exact = check_chunk(n as u64, &pred, &before, &after, &sent, &setup, &mut rep, &mut problems);
         check_memory(&r, &shadow, &setup.writable, &mut problems);
         {
             let s = r.sys.borrow();
@@ -1268,19 +1579,17 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
             }
         }
         rep.chunks += 1;
-        if after.delta(&before, "rx_drop_overflow") == 0 {
-            rep.exact_chunks += 1;
-        }
+        rep.exact_chunks += u64::from(exact);
         done += n as u64;
         chunk += 1;
         before = after;
         progress(done);
         if !problems.is_empty() {
             rep.problems.extend(problems.into_iter().map(|p| format!("{tag}, {}: {p}", if paced { "paced" } else { "link rate" })));
-            // suspects: truncated frames RX Parse does not drop as bad length
+            // suspects: the frames RX Parse's cut-frame rule decides (a regression of commit 4cf028e shows here)
             let sus = |i: usize, desync: bool| {
                 let v = predict_rx(&frames[i], OUR_IP);
-                v.reason != v.today && (v.desync == desync)
+                v.reason != v.before_fix && (v.desync == desync)
             };
             for (what, desync) in [
                 ("more payload beats than it wrote for them (desync)", true),
@@ -1289,7 +1598,7 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
                 let ks: Vec<usize> = (0..n).filter(|&i| sus(i, desync)).collect();
                 if let Some(&k) = ks.first() {
                     rep.problems.push(format!(
-                        "{tag}: {} frames RX Parse passes with {what}, at {:?}{} (frame index = rnic-rx.pcap record); the first, {} bytes: {}",
+                        "{tag}: suspects, should the cut-frame rule have regressed: {} frames RX Parse passed before its fix with {what}, at {:?}{} (frame index = rnic-rx.pcap record); the first, {} bytes: {}",
                         ks.len(),
                         ks.iter().take(8).map(|i| first + *i as u64).collect::<Vec<_>>(),
                         if ks.len() > 8 { " ..." } else { "" },
@@ -1387,27 +1696,34 @@ fn check_memory(r: &Rig, shadow: &HostMemory, writable: &[(u64, u64)], problems:
     }
 }
 
-/// The identities of one chunk (`d`: counter deltas; `p`: the reference's prediction for its `n` frames):
+/// The identities of one chunk (`d`: counter deltas; `p`: the reference's prediction for its `n` frames),
+/// the same in every chunk (flow control leaves RX Parse no overflow drop but the overflow probe's, see the
+/// module documentation); true when they all held:
 ///
-/// 1. RX Parse counts every frame exactly once: `rx_good_frames + Σ rx_drop_* = n`. (An ARP frame is counted
-///    by RX Parse like any other: ethertype 0x0806 is `rx_drop_not_ipv4`; the ARP responder watches the same
-///    stream beside it and counts its answers apart, in `arp_answered`.) An overflow drop happens at a frame's
-///    first beat when the payload FIFO or the pending queue is full, so it depends on timing, not on the
-///    frame: with `rx_drop_overflow = 0` every counter equals the reference's count, else each is at most it.
+/// 1. RX Parse counts every frame exactly once: `rx_good_frames + Σ rx_drop_* = n` (else frames are stuck
+///    inside: a hang), and each of its nine counters equals the reference's count: `rx_drop_overflow` 0,
+///    or in a chunk with the overflow probe at most its flood, whose frames the reference counts as not for
+///    us, so `rx_drop_not_for_us` is the reference's count minus `rx_drop_overflow`. (An ARP frame is
+///    counted by RX Parse like any other: ethertype 0x0806 is `rx_drop_not_ipv4`; the ARP responder watches
+///    the same stream beside it and counts its answers apart, in `arp_answered`.)
 /// 2. The top hands every good frame to exactly one of the Completer (opcodes 0x0D..=0x12) and the Responder,
 ///    and the Responder's `Look` state counts every header it takes exactly once, in one of
-///    `resp_drop_malformed`, `resp_drop_qp_lookup`, `resp_drop_qp_error` and `resp_requests`. The Completer's
-///    counters are not in the window, so what is observable is the Responder's share: with no overflow
-///    `malformed`, `lookup` and `requests + qp_error` equal the reference's counts (and so
-///    `rx_good_frames - those = ` the frames the reference sends to the Completer); else each is at most it.
+///    `resp_drop_malformed`, `resp_drop_qp_lookup`, `resp_drop_qp_error` and `resp_requests`: `malformed`,
+///    `lookup` and `requests + qp_error` equal the reference's counts, and `rx_good_frames` minus those the
+///    frames the reference sends to the Completer (the Completer's counters are not in the window).
+///    (`qp_error` alone is not predicted: whether a QP is in error when a request comes depends on the
+///    Responder's verdicts on the requests before it, which the reference does not model.)
 /// 3. Of the requests past the lookup, each ends at most once as a duplicate, a PSN-sequence NAK, an
 ///    out-of-sequence drop, an RNR NAK or a class-C NAK: `resp_requests >= Σ those`; a duplicate without a
-///    resource is a duplicate: `resp_drop_dup_no_resource <= resp_duplicates`.
+///    resource is a duplicate: `resp_drop_dup_no_resource <= resp_duplicates`. (Which end a request meets
+///    depends on PSN and resource state the reference does not model either; a request may also end in none
+///    of them, as an executed one.)
 /// 4. Every frame the RNIC sent is a good RoCEv2 frame (ICRC included) to the peer or an ARP reply, and they
 ///    match the counters one for one: ACKNOWLEDGE with an ACK syndrome = `resp_acks`, NAK PSN sequence error =
 ///    `resp_nak_psn_seq`, RNR NAK = `resp_rnr_naks`, NAK invalid request / remote access / remote operational
-///    = `resp_class_c_naks`, READ RESPONSE = `resp_read_responses`, ARP replies = `arp_answered` (each the
-///    golden reply to one of the chunk's requests for our IP, in order; at most one per request).
+///    = `resp_class_c_naks`, READ RESPONSE = `resp_read_responses`, ARP replies = `arp_answered` = the
+///    chunk's ARP requests for our IP, reply k the golden reply to request k (flow control keeps the ARP
+///    responder's reply FIFO from filling).
 #[allow(clippy::too_many_arguments)]
 fn check_chunk(
     n: u64,
@@ -1418,39 +1734,44 @@ fn check_chunk(
     s: &Setup,
     rep: &mut FuzzReport,
     problems: &mut Vec<String>,
-) {
+) -> bool {
+    let had = problems.len();
     let d = |name: &str| after.delta(before, name);
     let names = crate::rxe::rtl_ep::counter_names();
-    let rx: Vec<u64> = names[..9].iter().map(|x| d(x)).collect();
+    let rx: Vec<u64> = names[..RX_COUNTERS].iter().map(|x| d(x)).collect();
     let total: u64 = rx.iter().sum();
     if total != n {
         problems.push(format!(
             "{n} frames in, RX Parse accounts for {total} (hang: frames stuck inside): counters {:?}, reference {:?}",
             rx, p.rx
         ));
-        return;
+        return false;
     }
-    let exact = rx[8] == 0;
     let cmp = |what: &str, got: u64, want: u64, problems: &mut Vec<String>| {
-        if (exact && got != want) || got > want {
-            problems.push(format!(
-                "{what}: counted {got}, the reference says {want}{}",
-                if exact { "" } else { " at most (overflow drops in the chunk)" }
-            ));
+        if got != want {
+            problems.push(format!("{what}: counted {got}, the reference says {want}"));
         }
     };
-    for i in 0..8 {
-        cmp(&names[i], rx[i], p.rx[i], problems);
+    // only the overflow probe's flood may find no room, and every flood frame is not for us
+    let mut want = p.rx;
+    if rx[8] > p.flood {
+        problems.push(format!("{} overflow drops, but only {} frames went in past flow control", rx[8], p.flood));
+    } else {
+        want[FLOOD_REASON] -= rx[8];
+        want[8] = rx[8];
+    }
+    for i in 0..RX_COUNTERS {
+        cmp(&names[i], rx[i], want[i], problems);
     }
     cmp("resp_drop_malformed", d("resp_drop_malformed"), p.malformed, problems);
     cmp("resp_drop_qp_lookup", d("resp_drop_qp_lookup"), p.lookup, problems);
     cmp("resp_requests + resp_drop_qp_error", d("resp_requests") + d("resp_drop_qp_error"), p.responder, problems);
     let to_resp = d("resp_drop_malformed") + d("resp_drop_qp_lookup") + d("resp_requests") + d("resp_drop_qp_error");
-    if to_resp > rx[0] || rx[0] - to_resp > p.completer {
+    if to_resp > rx[0] || rx[0] - to_resp != p.completer {
         problems.push(format!(
-            "{} good frames, {to_resp} taken by the Responder: {} left for the Completer, the reference sends it at most {}",
+            "{} good frames, {to_resp} taken by the Responder: {} left for the Completer, the reference sends it {}",
             rx[0],
-            rx[0].saturating_sub(to_resp),
+            rx[0] as i64 - to_resp as i64,
             p.completer
         ));
     }
@@ -1496,22 +1817,20 @@ fn check_chunk(
             }
             Ok(Frame::Arp(a)) => {
                 *tx.entry("arp_answered").or_default() += 1;
-                // the golden reply to the next request for us it can answer (a request may go unanswered
-                // when the ARP responder's FIFO is full)
-                let mut matched = false;
-                while arp_next < p.arp_for_us.len() {
-                    let req = &p.arp_for_us[arp_next];
-                    arp_next += 1;
-                    let mut want = ArpFrame::parse(req).map(|q| q.reply_from(MacAddr(OUR_MAC)).build()).unwrap_or_default();
-                    want.resize(60, 0);
-                    if *f == want {
-                        matched = true;
-                        break;
-                    }
+                // the golden reply to the next request for us: every one is answered, in order
+                let want = p.arp_for_us.get(arp_next).map(|req| {
+                    let mut w = ArpFrame::parse(req).map(|q| q.reply_from(MacAddr(OUR_MAC)).build()).unwrap_or_default();
+                    w.resize(60, 0);
+                    w
+                });
+                if want.as_ref() != Some(f) || a.arp.oper != testbench::wire::frame::ARP_OP_REPLY {
+                    problems.push(format!(
+                        "ARP reply {k} is not the golden reply to the chunk's request for us number {arp_next} (of {}): {}",
+                        p.arp_for_us.len(),
+                        hex(f)
+                    ));
                 }
-                if !matched || a.arp.oper != testbench::wire::frame::ARP_OP_REPLY {
-                    problems.push(format!("ARP reply {k} answers none of the chunk's requests for us (in order): {}", hex(f)));
-                }
+                arp_next += 1;
             }
             _ => problems.push(format!("sent frame {k} is neither RoCEv2 nor ARP: {}", hex(f))),
         }
@@ -1523,7 +1842,9 @@ fn check_chunk(
         }
         *rep.tx.entry(key.to_string()).or_default() += got;
     }
+    cmp("arp_answered", d("arp_answered"), p.arp_for_us.len() as u64, problems);
     *rep.tx.entry("atomic_acks".to_string()).or_default() += tx.get("atomic_acks").copied().unwrap_or(0);
+    problems.len() == had
 }
 
 fn hex(b: &[u8]) -> String {

@@ -595,9 +595,9 @@ fn a_completion_is_written_after_its_payload_with_both_scatter_paths_busy() {
     let (base, n) = r.drv.cq_ring(testbench::model::Cq(0)).unwrap();
     r.sys.borrow_mut().cqe_order.rings.push((base, n));
     let peer_qpn = r.peer_qpn;
-    // 16 SENDs and 16 READ responses of 4 KiB come back to back (128 KiB) into RX Parse's 32 KiB: a SEND of
-    // one QP waits for its receive WQE (one WQE prefetched ahead, one host round trip, 161 cycles, per SEND
-    // against the wire's 107), so RX Parse overflows now and then and the peer resends; a lost last SEND has
+    // 16 SENDs and 16 READ responses of 4 KiB come back to back (128 KiB) into RX Parse's 32 KiB: a SEND
+    // whose receive WQE is not among the eight read ahead per QP waits for it (one host round trip, 161
+    // cycles, against the wire's 107 per 4 KiB), so RX Parse may overflow and the peer resend; a lost last SEND has
     // only the peer's retransmit timer, set to 1 ms here (rig's 67 ms is beyond this test's budget)
     r.sys.borrow_mut().peer.modify_qp(peer_qpn, &QpAttr { timeout: Some(8), ..Default::default() }).unwrap();
     let len = 4096u64;

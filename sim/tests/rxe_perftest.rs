@@ -497,8 +497,8 @@ fn write_bw_mtu4096_ours_client() {
 
 // ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----
 //
-// 100 x 64 KiB per run: the simulated RNIC takes the VM's frames at 100 Gb/s of simulated time and runs at
-// about 60,000 cycles per wall second while frames flow, so these runs take 10-20 s each (VM boot included).
+// 100 x 64 KiB per run: the simulated RNIC takes the VM's frames at `rtl_ep::INBOUND_GBPS` (80 Gb/s) of
+// simulated time and runs at some 40,000-60,000 cycles per wall second while frames flow, so these runs take 10-20 s each (VM boot included).
 // Each side's retransmit timer is sized for the other's clock: the VM's by `rtl_ep::vm_qp_timeout` (wall
 // time), ours by `rtl_ep::rtl_qp_timeout` (simulated time); why there.
 

@@ -11,19 +11,20 @@
 //!
 //! The Verilator model is not `Send`, so one thread owns it (the **RTL thread**): it runs the driver's calls
 //! (each steps the whole system through AXI4-Lite handshakes, as [`crate::system::SimBus`] does), injects the
-//! VM's frames into the RNIC's RX MAC (paced at 100G in simulated time) and steps the clock while anything is
-//! moving. When every port has been quiet for [`QUIET_CYCLES`] and no send WQE is outstanding (the driver's
-//! count: posted and not retired by a polled completion) it sleeps until a call or a frame arrives, and the VM
-//! (TCG) gets the CPU; while a send WQE is outstanding it keeps stepping, so the Completer's retransmit timer
-//! (in core cycles) runs and a lost ACK or response is retried (see [`rtl_qp_timeout`]).
+//! VM's frames into the RNIC's RX MAC (paced at [`INBOUND_GBPS`], 80 Gb/s, of simulated time) and steps the
+//! clock while anything is moving. When every port has been quiet for [`QUIET_CYCLES`] and no send WQE is
+//! outstanding (the driver's count: posted and not retired by a polled completion) it sleeps until a call or a
+//! frame arrives, and the VM (TCG) gets the CPU; while a send WQE is outstanding it keeps stepping, so the
+//! Completer's retransmit timer (in core cycles) runs and a lost ACK or response is retried (see
+//! [`rtl_qp_timeout`]).
 //!
 //! Host memory is shared: the application reads and writes its buffers directly, as a host program does.
 //!
-//! Simulated time and the VM's time are unrelated: the RNIC runs at about 10^5 cycles per wall second, a few
-//! hundred times slower than real hardware, so rxe may retransmit on its 67 ms timer while the RNIC is still
-//! working; the RNIC's responder re-ACKs duplicates, its completer drops stale responses. Each side's
-//! retransmit timer is sized for the other's clock: ours (core cycles) by [`rtl_qp_timeout`], rxe's (wall
-//! time) by [`vm_qp_timeout`].
+//! Simulated time and the VM's time are unrelated: the RNIC runs at some 10^4 to 10^5 cycles per wall second
+//! (runs plan with [`SIM_CYCLES_PER_SEC`], 40,000), thousands of times slower than real hardware (322 MHz),
+//! so rxe may retransmit on its 67 ms timer while the RNIC is still working; the RNIC's responder re-ACKs
+//! duplicates, its completer drops stale responses. Each side's retransmit timer is sized for the other's
+//! clock: ours (core cycles) by [`rtl_qp_timeout`], rxe's (wall time) by [`vm_qp_timeout`].
 //!
 //! Nothing is discarded silently: frames from the VM that have not yet entered the RNIC's MAC when the
 //! counters are read are reported as `inbound_frames_queued` (a run cut short by its deadline shows them).
@@ -54,7 +55,7 @@ pub const QUIET_CYCLES: u64 = 4096;
 /// as from a switch port. The faster the queue drains, the less wall time a run takes and the shorter the round
 /// trip the timers must cover; but rxe sends its whole window back to back, and at 100 Gb/s the Responder
 /// (29.4 cycles per 1 KiB SEND, the wire brings one every 28.5) overflowed RX Parse once in 43,000 SEND
-/// packets (`ib_send_bw`, ours server, 2 % loss). 80 Gb/s (a 1 KiB packet every 35 cycles) leaves room.
+/// packets (`ib_send_bw`, ours server, 2 % loss). 80 Gb/s (a 1 KiB packet every 35.6 cycles) leaves room.
 pub const INBOUND_GBPS: f64 = 80.0;
 /// The IBA local ACK timeout's unit, 4.096 us, in ns.
 const TIMEOUT_UNIT_NS: f64 = 4096.0;
@@ -83,9 +84,9 @@ pub fn timeout_exponent(ns: f64) -> u8 {
 /// everything that can be outstanding on the QP queued in it. Our side may have `outstanding_bytes` (wire
 /// bytes of the messages in flight, both ways) queued at `inbound_gbps` of simulated time ahead of the
 /// response that acknowledges the last of them; rxe's own turn-around is wall time, during which the
-/// simulation steps only while a send WQE is outstanding (at about 10^5 cycles per wall second, a few
-/// hundred cycles per millisecond of rxe). Twice that, and at least 100 us. The Completer counts this timer
-/// in core cycles, so it is simulated time.
+/// simulation steps only while a send WQE is outstanding (at [`SIM_CYCLES_PER_SEC`], 40,000 cycles per wall
+/// second, some 40 cycles per millisecond of rxe). Twice that, and at least 100 us. The Completer counts this
+/// timer in core cycles, so it is simulated time.
 pub fn rtl_qp_timeout(outstanding_bytes: u64, inbound_gbps: f64) -> u8 {
     let queue_ns = outstanding_bytes as f64 * 8.0 / inbound_gbps;
     timeout_exponent((2.0 * queue_ns).max(100_000.0))
@@ -486,9 +487,9 @@ mod tests {
         assert_eq!(timeout_exponent(100_000.0), 5); // 131 us
         assert_eq!(timeout_exponent(131_072.0), 6); // exactly 2^5 units is not longer
         assert_eq!(timeout_exponent(1e12), 22); // the Completer's longest
-        // ours: 16 messages of 64 KiB at MTU 1024 queued at 100 Gb/s (92 us), twice: 262 us
+        // ours: 16 messages of 64 KiB at MTU 1024 queued at 100 Gb/s (92 us), twice 184 us: 2^6 units (262 us)
         assert_eq!(rtl_qp_timeout(16 * wire_bytes(65536, 1024), 100.0), 6);
-        // 16 READs of 1 MiB: 1.47 ms, twice: 4.2 ms
+        // 16 READs of 1 MiB: 1.47 ms, twice 2.94 ms: 2^10 units (4.2 ms)
         assert_eq!(rtl_qp_timeout(16 * wire_bytes(1 << 20, 1024), 100.0), 10);
         // one small message: the 100 us floor
         assert_eq!(rtl_qp_timeout(wire_bytes(4096, 1024), 100.0), 5);
