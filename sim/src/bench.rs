@@ -8,9 +8,12 @@
 //!   ahead of a QP's oldest request), so a frame dropped for lack of room (RX Parse overflow) costs a
 //!   go-back-N, not the run: such a point completes slower and its note gives the drops and go-back-N
 //!   counts; one that makes no progress for [`STALL_CYCLES`] or two timeouts, whichever is longer, is
-//!   reported as stalled. At the end every destination slot the point used must hold its source's bytes
-//!   (else the point has a problem and no figure). With `inline`, SENDs and WRITEs of at most
-//!   [`MAX_INLINE`] bytes go as inline WQEs (perftest's default for small messages).
+//!   reported as stalled. Every message carries its own bytes ([`payload`]: of its index, QP and offset),
+//!   written into its source slot just before it is posted, and is checked at its destination as soon as
+//!   its completion is polled, before a later message may reuse its slot (slots are reused only past
+//!   [`MAX_REGION`]); a message that differs gives the point a problem and no figure. The checks run on the
+//!   host between simulated cycles: they cost the measured cycles nothing. With `inline`, SENDs and WRITEs
+//!   of at most [`MAX_INLINE`] bytes go as inline WQEs (perftest's default for small messages).
 //! * Latency of one 64-byte WRITE on an idle pair: doorbell (end of the CSR write) to A's first beat on the
 //!   wire, for a WQE with its payload in a buffer (lkey) and for an inline WQE; last beat into B's MAC to B's
 //!   first payload DMA write; last beat into B's MAC to B's first ACK beat.
@@ -21,11 +24,12 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 use testbench::driver::DriverError;
 use testbench::host::MAX_INLINE;
-use testbench::model::{QpAttr, RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
+use testbench::model::{HostMemory, QpAttr, RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
 
 use crate::pair::PairRig;
 use crate::rxe::rtl_ep::read_counter_window;
@@ -38,12 +42,12 @@ pub const BENCH_QP_TIMEOUT: u8 = 6;
 
 /// The retransmit timeout exponent for a point: the IBA asks for a Local ACK Timeout longer than the
 /// round trip *including queueing*. A QP's oldest request can wait behind every request the other QPs have
-/// in flight (up to [`rtl::completer::COMP_RING`] WQEs each): 16 QPs of 64 KiB READs queue 8 MiB at the
+/// in flight (up to [`rtl::transport::completer::COMP_RING`] WQEs each): 16 QPs of 64 KiB READs queue 8 MiB at the
 /// responder, 671 us of wire time, and a 262 us timer then fires on requests that are only waiting their
 /// turn, and their retransmissions are more load. So: the smallest exponent >= [`BENCH_QP_TIMEOUT`] whose
 /// timeout is twice the wire time of that data (perftest's default is 14, 67 ms, for any load).
 pub fn qp_timeout(qps: usize, size: u64) -> u8 {
-    let bytes = (qps * rtl::completer::COMP_RING) as f64 * size as f64;
+    let bytes = (qps * rtl::transport::completer::COMP_RING) as f64 * size as f64;
     let wire_s = bytes * 8.0 / 100e9;
     (BENCH_QP_TIMEOUT..=22).find(|&t| 4.096e-6 * f64::from(1u32 << t) >= 2.0 * wire_s).unwrap_or(22)
 }
@@ -118,7 +122,9 @@ pub struct Point {
     pub gbps: f64,
     pub mpps: f64,
     pub wire_limit_gbps: f64,
-    /// Empty when every message completed with success.
+    /// Messages whose bytes at their destination differed from their own payload when they completed.
+    pub bad_messages: u64,
+    /// Empty when every message completed with success and arrived intact.
     pub problem: String,
     /// RX drops and go-back-N during the point (empty when none).
     pub note: String,
@@ -169,14 +175,53 @@ fn counters(r: &mut PairRig) -> String {
     out.trim_end().to_string()
 }
 
+/// The largest source and destination region a point uses (each; both RNICs hold one of each). A point whose
+/// messages need more reuses its slots: message `i` goes to slot `i mod slots`, and is posted only once the
+/// message before it in that slot has completed and been checked (with 64 MiB: at least 4 messages of 1 MiB
+/// per QP at 16 QPs; only 16 QPs of 1 MiB in the default sweep reuse slots at all).
+pub const MAX_REGION: u64 = 64 << 20;
+
+/// Message `i`'s payload (QP index `qp`, `size` bytes): every 8-byte word a 64-bit mix of (QP, message, word
+/// offset), so no two messages, QPs or offsets of a point carry the same bytes.
+pub fn payload(i: u64, qp: usize, size: u64) -> Vec<u8> {
+    let key = ((qp as u64) << 56) ^ (i << 24);
+    let mut v = Vec::with_capacity(size as usize + 8);
+    for w in 0..size.div_ceil(8) {
+        // splitmix64's finalizer: a bijection, so distinct keys give distinct words
+        let mut z = (key ^ w).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        v.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    v.truncate(size as usize);
+    v
+}
+
 /// One goodput point.
 pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, dir: &Path) -> Result<Point> {
+    goodput_with(o, verb, mtu, qps, size, dir, MAX_REGION, &mut |_, _, _| {})
+}
+
+/// [`goodput`] with its region capped at `max_region` bytes, and `before_check(message, destination memory,
+/// address)` called between each message's completion and the check of its bytes (the unit tests corrupt a
+/// message there).
+fn goodput_with(
+    o: &BenchOpts,
+    verb: WrOpcode,
+    mtu: u32,
+    qps: usize,
+    size: u64,
+    dir: &Path,
+    max_region: u64,
+    before_check: &mut dyn FnMut(u64, &Mutex<HostMemory>, u64),
+) -> Result<Point> {
     let per_qp_max = if verb == WrOpcode::Send { 256 } else { u64::MAX };
     let messages = (o.bytes_per_point / size.max(1)).clamp(16 * qps as u64, 4096).min(per_qp_max.saturating_mul(qps as u64));
-    let half = 2u64 << 20;
+    let stride = size.max(64);
+    let half = (messages * stride).next_power_of_two().max(2 << 20).min(max_region.max(stride));
     let mut r = PairRig::with_qps(mtu, 2 * half, qps, dir)?;
     let timeout = qp_timeout(qps, size);
-    let stall = STALL_CYCLES.max(2 * (rtl::completer::TIMER_TICK << timeout));
+    let stall = STALL_CYCLES.max(2 * (rtl::transport::completer::TIMER_TICK << timeout));
     let lat = host_latency_cycles(o);
     r.a.sys.borrow_mut().dma.latency_cycles = lat;
     r.b.sys.borrow_mut().dma.latency_cycles = lat;
@@ -185,12 +230,14 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
             side.drv.modify_qp(q, &QpAttr { timeout: Some(timeout), ..Default::default() }).map_err(|e| anyhow!("modify_qp: {e}"))?;
         }
     }
-    let slots = (half / size.max(64)).max(1);
-    let at = |i: u64| (i % slots) * size.max(64);
+    let slots = (half / stride).max(1);
+    let at = |i: u64| (i % slots) * stride;
     // message i's buffers at A (local) and B (remote) are these + at(i); a READ's data flows from B's first
     // half into A's second half, everything else from A's first half into B's second half
     let read = verb == WrOpcode::RdmaRead;
     let (local_base, remote_base) = if read { (r.a.buf + half, r.b.buf) } else { (r.a.buf, r.b.buf + half) };
+    let (src_mem, src_base, dst_mem, dst_base) =
+        if read { (r.b.mem.clone(), remote_base, r.a.mem.clone(), local_base) } else { (r.a.mem.clone(), local_base, r.b.mem.clone(), remote_base) };
     if verb == WrOpcode::Send {
         for i in 0..messages {
             let q = r.b.qps[i as usize % qps];
@@ -201,63 +248,97 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
     let inline = o.inlines(verb, size);
     let mut tracing = trace(&mut r, o, &point_name(o, verb, mtu, qps, size), true)?;
     let c0 = r.cycle();
-    let (mut posted, mut done, mut last_progress) = (0u64, 0u64, c0);
+    // QP q posts messages q, q + qps, q + 2 qps, ..; next[q] is its next one. A message is posted once the
+    // one before it in its slot has been checked; the QPs take turns, one message each.
+    let mut next: Vec<u64> = (0..qps as u64).collect();
+    let mut checked = vec![false; messages as usize];
+    let (mut done, mut last_progress) = (0u64, c0);
+    let (mut bad, mut first_bad) = (0u64, None::<(u64, usize)>);
     let mut problem = String::new();
-    while done < messages {
-        while posted < messages {
-            let q = r.a.qps[posted as usize % qps];
-            let local = local_base + at(posted);
-            let mut wr = SendWr::new(posted, verb, vec![Sge { addr: local, length: size as u32, lkey: r.a.key }]);
-            wr.remote_addr = remote_base + at(posted);
-            wr.rkey = r.b.key;
-            if inline {
-                wr.set_inline(r.a.mem.lock().unwrap().read(local, size as usize).map_err(|e| anyhow!("{e}"))?);
+    'run: while done < messages {
+        let mut full = vec![false; qps];
+        loop {
+            let mut posted_any = false;
+            for q in 0..qps {
+                let j = next[q];
+                if full[q] || j >= messages || (j >= slots && !checked[(j - slots) as usize]) {
+                    continue;
+                }
+                // the slot is free: message j's own bytes into its source
+                let data = payload(j, q, size);
+                src_mem.lock().unwrap().write(src_base + at(j), &data).map_err(|e| anyhow!("{e}"))?;
+                let mut wr = SendWr::new(j, verb, vec![Sge { addr: local_base + at(j), length: size as u32, lkey: r.a.key }]);
+                wr.remote_addr = remote_base + at(j);
+                wr.rkey = r.b.key;
+                if inline {
+                    wr.set_inline(data);
+                }
+                match r.a.drv.post_send(r.a.qps[q], &wr) {
+                    Ok(()) => {
+                        next[q] += qps as u64;
+                        posted_any = true;
+                    }
+                    Err(DriverError::Verbs(VerbsError::QueueFull)) => full[q] = true,
+                    Err(e) => return Err(anyhow!("post_send: {e}")),
+                }
             }
-            match r.a.drv.post_send(q, &wr) {
-                Ok(()) => posted += 1,
-                Err(DriverError::Verbs(VerbsError::QueueFull)) => break,
-                Err(e) => return Err(anyhow!("post_send: {e}")),
+            if !posted_any {
+                break;
             }
         }
         if tracing && r.cycle() - c0 > VCD_CYCLES {
             tracing = trace(&mut r, o, "", false)?;
         }
         let wcs = r.a.drv.poll_cq(r.a.cq, 256).map_err(|e| anyhow!("poll_cq: {e}"))?;
-        if let Some(bad) = wcs.iter().find(|w| w.status != WcStatus::Success) {
-            problem = format!("completion {:?}", bad.status);
-            break;
-        }
         if wcs.is_empty() {
             r.run(32);
             if r.cycle() - last_progress > stall {
                 problem = format!("stalled after {done} of {messages} ({})", counters(&mut r));
                 break;
             }
-        } else {
-            done += wcs.len() as u64;
-            last_progress = r.cycle();
+            continue;
         }
-    }
-    let under = r.a.sys.borrow().out.underruns + r.b.sys.borrow().out.underruns;
-    if problem.is_empty() && under != 0 {
-        problem = format!("{under} MAC TX underrun cycles");
-    }
-    // every slot the messages used holds its source's bytes (a READ's flow the other way)
-    if problem.is_empty() {
-        let (local, remote) = ((&r.a.mem, local_base), (&r.b.mem, remote_base));
-        let (src, dst) = if read { (remote, local) } else { (local, remote) };
-        for j in 0..messages.min(slots) {
-            let want = src.0.lock().unwrap().read(src.1 + at(j), size as usize).map_err(|e| anyhow!("{e}"))?;
-            let got = dst.0.lock().unwrap().read(dst.1 + at(j), size as usize).map_err(|e| anyhow!("{e}"))?;
-            if got != want {
-                problem = format!("the payload of message {j} differs at its destination");
-                break;
+        last_progress = r.cycle();
+        // each message's bytes at its destination, as it completes (host-side, between simulated cycles: the
+        // check costs no simulated time), before anything can reuse its slot
+        for w in &wcs {
+            if w.status != WcStatus::Success {
+                problem = format!("completion {:?}", w.status);
+                break 'run;
             }
+            let j = w.wr_id;
+            if j >= messages || checked[j as usize] {
+                problem = format!("an unexpected completion (wr_id {j})");
+                break 'run;
+            }
+            let addr = dst_base + at(j);
+            before_check(j, &dst_mem, addr);
+            let got = dst_mem.lock().unwrap().read(addr, size as usize).map_err(|e| anyhow!("{e}"))?;
+            let want = payload(j, j as usize % qps, size);
+            if let Some(k) = got.iter().zip(&want).position(|(g, w)| g != w) {
+                bad += 1;
+                first_bad.get_or_insert((j, k));
+            }
+            checked[j as usize] = true;
+            done += 1;
         }
     }
     let cycles = r.cycle() - c0;
+    let mut problems: Vec<String> = Vec::new();
+    if bad != 0 {
+        let (j, k) = first_bad.unwrap_or_default();
+        problems.push(format!("{bad} of {messages} messages differ at their destination (first: message {j} at byte {k})"));
+    }
+    if !problem.is_empty() {
+        problems.push(problem);
+    }
+    let under = r.a.sys.borrow().out.underruns + r.b.sys.borrow().out.underruns;
+    if under != 0 {
+        problems.push(format!("{under} MAC TX underrun cycles"));
+    }
+    let problem = problems.join("; ");
     // (a stall's problem already names the counters)
-    let note = if problem.starts_with("stalled") { String::new() } else { counters(&mut r) };
+    let note = if problem.contains("stalled") { String::new() } else { counters(&mut r) };
     let secs = cycles as f64 / (o.clock_mhz * 1e6);
     let ok = problem.is_empty();
     Ok(Point {
@@ -271,6 +352,7 @@ pub fn goodput(o: &BenchOpts, verb: WrOpcode, mtu: u32, qps: usize, size: u64, d
         gbps: if ok { (messages * size) as f64 * 8.0 / secs / 1e9 } else { 0.0 },
         mpps: if ok { messages as f64 / secs / 1e6 } else { 0.0 },
         wire_limit_gbps: wire_limit_gbps(verb, size, mtu),
+        bad_messages: bad,
         problem,
         note,
     })
@@ -438,4 +520,62 @@ pub fn svg(points: &[Point], title: &str) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny(verb: WrOpcode) -> BenchOpts {
+        BenchOpts { verbs: vec![verb], bytes_per_point: 16 * 4096, ..BenchOpts::quick(322.265625) }
+    }
+
+    fn dir(tag: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("rnic-bench-unit-{}-{tag}", std::process::id()))
+    }
+
+    #[test]
+    fn payloads_differ_by_message_qp_and_offset() {
+        let p = payload(3, 1, 4096);
+        assert_eq!(p.len(), 4096);
+        assert_ne!(p, payload(4, 1, 4096));
+        assert_ne!(p, payload(3, 0, 4096));
+        assert_ne!(p[..8], p[8..16]);
+        assert_eq!(payload(3, 1, 13), p[..13]);
+    }
+
+    /// 32 messages of 4 KiB on 2 QPs through 4 slots (each used 8 times), WRITE, READ and SEND: every message
+    /// checked intact, none bad.
+    #[test]
+    fn a_tiny_bench_with_reused_slots_checks_every_message() {
+        for verb in [WrOpcode::RdmaWrite, WrOpcode::RdmaRead, WrOpcode::Send] {
+            let o = tiny(verb);
+            let p = goodput_with(&o, verb, 4096, 2, 4096, &dir(&format!("{verb:?}")), 4 * 4096, &mut |_, _, _| {}).unwrap();
+            assert_eq!((p.messages, p.bad_messages), (32, 0), "{verb:?}: {p:?}");
+            assert!(p.problem.is_empty() && p.gbps > 0.0, "{verb:?}: {p:?}");
+        }
+    }
+
+    /// One byte of one message flipped at its destination between its completion and its check (6 later, good,
+    /// messages reuse its slot, which would hide it from a check at the end): the point reports that message and has no figure.
+    #[test]
+    fn a_message_corrupted_at_its_destination_is_caught() {
+        for verb in [WrOpcode::RdmaWrite, WrOpcode::RdmaRead] {
+            let o = tiny(verb);
+            let mut hit = 0;
+            let mut corrupt = |j: u64, mem: &Mutex<HostMemory>, addr: u64| {
+                if j == 5 {
+                    let mut m = mem.lock().unwrap();
+                    let b = m.read(addr + 100, 1).unwrap()[0];
+                    m.write(addr + 100, &[b ^ 0x40]).unwrap();
+                    hit += 1;
+                }
+            };
+            let p = goodput_with(&o, verb, 4096, 2, 4096, &dir(&format!("bad-{verb:?}")), 4 * 4096, &mut corrupt).unwrap();
+            assert_eq!(hit, 1);
+            assert_eq!(p.bad_messages, 1, "{verb:?}: {p:?}");
+            assert!(p.problem.contains("1 of 32 messages differ") && p.problem.contains("message 5 at byte 100"), "{verb:?}: {p:?}");
+            assert_eq!(p.gbps, 0.0);
+        }
+    }
 }

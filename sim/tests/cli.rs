@@ -107,7 +107,7 @@ fn bench_runs_the_points_asked_for_and_refuses_unknown_verbs() {
 }
 
 /// `rnic bench --inline`: a 64-byte WRITE point posts inline WQEs (the CSV says so), a READ point cannot and
-/// does not; both complete with every destination slot holding its source's bytes (the bench checks them).
+/// does not; both complete with every message's own bytes at its destination (the bench checks each one).
 #[test]
 fn bench_inline_posts_small_writes_inline() {
     let d = tmp("bench-inline");
