@@ -115,12 +115,12 @@ const EXTRA_QPS: usize = 3;
 /// takes 6.6 M cycles, against 7.4 M with 30 % paced and overflow drops at the link rate. Both kinds of
 /// chunk are checked exactly.
 const PACED: f64 = 0.25;
-/// RX Parse's ICRC residue (rtl::rx_parse::CRC32_RESIDUE).
-const RESIDUE: u32 = rtl::rx_parse::CRC32_RESIDUE;
+/// RX Parse's ICRC residue (rtl::wire::rx_parse::CRC32_RESIDUE).
+const RESIDUE: u32 = rtl::wire::rx_parse::CRC32_RESIDUE;
 /// The largest payload RX Parse takes (the largest path MTU).
 const MAX_PAYLOAD: u32 = 4096;
 /// RX Parse's counters, first in the counter window: good frames, drops by reason 1..=7, overflow (8).
-const RX_COUNTERS: usize = rtl::rx_parse::RX_COUNTERS;
+const RX_COUNTERS: usize = rtl::wire::rx_parse::RX_COUNTERS;
 /// RX Parse's room rule (`rtl/src/wire/rx_parse.rs`, `k_min_space` and `k_max_pend`): a frame is taken at its
 /// first beat while its payload FIFO (512 beats) holds fewer than 512 - 66 - 1 beats and its pending queue
 /// (512 entries) fewer than 512 - 8 frames; else it is an overflow drop.
@@ -219,7 +219,7 @@ const KIND_WEIGHTS: [(Kind, u32); 9] = [
 /// RX Parse's verdict on one frame and the header fields the top and the Responder route on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RxVerdict {
-    /// 0: good; else the `rtl::rx_parse::DropReason` (1..=7; 8, overflow, depends on timing, not on the
+    /// 0: good; else the `rtl::wire::rx_parse::DropReason` (1..=7; 8, overflow, depends on timing, not on the
     /// frame: the run's flow control leaves RX Parse none but the overflow probe's). A frame shorter than
     /// 14 + its IP total length is a length error (Linux drops a datagram its skb does not hold; RX Parse has
     /// checked it since commit 4cf028e).
@@ -244,7 +244,7 @@ pub struct RxVerdict {
 }
 
 /// Bytes of the frame RX Parse's ICRC engine sees: every beat but the last whole, the last trimmed at
-/// 14 + IP total length (mod 64; `rtl::rx_parse::trim_table`), as it never looks at the frame's length.
+/// 14 + IP total length (mod 64; `rtl::wire::rx_parse::trim_table`), as it never looks at the frame's length.
 pub fn icrc_extent(f: &[u8]) -> usize {
     let h = header_bytes(f);
     let ip_total = u16::from_be_bytes([h[16], h[17]]) as usize;
@@ -345,13 +345,13 @@ fn icrc_residue_ok(f: &[u8]) -> bool {
 /// RX Parse's opcode table (bit 4 accepted, bits 3:0 extension words), computed once.
 fn rx_opcode_table() -> &'static [u64] {
     static T: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
-    T.get_or_init(rtl::rx_parse::rx_opcode_table)
+    T.get_or_init(rtl::wire::rx_parse::rx_opcode_table)
 }
 
 /// The Responder's opcode info table (bit 8: not an RC request, dropped as malformed).
 fn responder_info() -> &'static [u64] {
     static T: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
-    T.get_or_init(rtl::responder::info_table)
+    T.get_or_init(rtl::transport::responder::info_table)
 }
 
 /// Where a frame RX Parse passed goes.

@@ -5,8 +5,8 @@ use crate::Clocked;
 use crate::vmodels::icrc_engine::IcrcEngine as VIcrc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rtl::axis::{beat_of, beat_words, BEAT_BYTES};
-use rtl::icrc::IcrcEngine;
+use rtl::common::axis::{beat_of, beat_words, BEAT_BYTES};
+use rtl::wire::icrc::IcrcEngine;
 use rust_hdl::prelude::*;
 
 /// The ports of the ICRC engine, whatever simulates it.

@@ -5,8 +5,8 @@ use crate::Clocked;
 use crate::vmodels::rx_parse::RxParse as VRx;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rtl::axis::{beat_of, beat_words, BEAT_BYTES};
-use rtl::rx_parse::{RxHeader, RxParse, RXH_BITS, RX_COUNTERS};
+use rtl::common::axis::{beat_of, beat_words, BEAT_BYTES};
+use rtl::wire::rx_parse::{RxHeader, RxParse, RXH_BITS, RX_COUNTERS};
 use rust_hdl::prelude::*;
 
 /// One received packet: header words (packed [`RxHeader`]), ext words, payload length, payload.

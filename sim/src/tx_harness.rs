@@ -5,8 +5,8 @@ use crate::Clocked;
 use crate::vmodels::tx_packet_build::TxPacketBuild as VTx;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rtl::axis::{beat_of, beat_words, BEAT_BYTES};
-use rtl::tx_build::{tx_header_of, TxHeader, TxPacketBuild, TXH_BITS};
+use rtl::common::axis::{beat_of, beat_words, BEAT_BYTES};
+use rtl::wire::tx_build::{tx_header_of, TxHeader, TxPacketBuild, TXH_BITS};
 use rust_hdl::prelude::*;
 use testbench::wire::RoceFrame;
 

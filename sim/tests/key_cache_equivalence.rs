@@ -11,7 +11,7 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rtl::key_cache::{KcErr, KeyCache, LATENCY};
+use rtl::transport::key_cache::{KcErr, KeyCache, LATENCY};
 use rust_hdl::prelude::*;
 use sim::vmodels::key_cache::KeyCache as VKeyCache;
 use std::collections::VecDeque;

@@ -8,8 +8,8 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rtl::psn_check::{self, PsnCheck};
-use rtl::qp_context::{golden_is_request, golden_verdict, reason_code, QpContext, QpReq, QpResp, QpStatic};
+use rtl::transport::psn_check::{self, PsnCheck};
+use rtl::transport::qp_context::{golden_is_request, golden_verdict, reason_code, QpContext, QpReq, QpResp, QpStatic};
 use rust_hdl::prelude::*;
 use sim::vmodels::psn_check::PsnCheck as VPsn;
 use sim::vmodels::qp_context::QpContext as VQp;
@@ -243,7 +243,7 @@ fn random_req(rng: &mut SmallRng) -> QpReq {
 /// Random attribute writes, lookups (mostly of a few hot QPNs, so same-QPN back to back is common; also QPN 0,
 /// QPNs >= N, wrong transports, responses, bad P_Keys and source IPs), a responder that writes `ePSN + 1` back
 /// in the cycle each accepted result is out (forwarding needed for the next same-QPN lookup), random extra
-/// updates, and requester-RAM traffic; both simulators, the golden model's drop verdict (`rtl::qp_context::golden_verdict`) and
+/// updates, and requester-RAM traffic; both simulators, the golden model's drop verdict (`rtl::transport::qp_context::golden_verdict`) and
 /// a plain array model of the three RAMs.
 #[test]
 fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {

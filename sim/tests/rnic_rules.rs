@@ -44,7 +44,7 @@ use testbench::wire::opcode::*;
 use testbench::wire::RoceFrame;
 
 /// Core cycles per 4.096 us (the timer unit).
-const TICK: u64 = rtl::completer::TIMER_TICK;
+const TICK: u64 = rtl::transport::completer::TIMER_TICK;
 
 fn new_rig(name: &str, mtu: u32) -> Rig {
     let dir = std::env::temp_dir().join(format!("rnic-rules-{name}-{}", std::process::id()));
@@ -748,7 +748,7 @@ fn requests_stay_within_128_psns_of_the_acknowledged_one() {
     }
     assert_eq!(reads, 6, "each READ once");
     drop(s);
-    assert!(r.src_bytes((1 << 20), 6 * 0x4000) == peer_bytes(&r, 0, 6 * 0x4000));
+    assert!(r.src_bytes(1 << 20, 6 * 0x4000) == peer_bytes(&r, 0, 6 * 0x4000));
 }
 
 #[test]

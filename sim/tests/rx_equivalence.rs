@@ -4,7 +4,7 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rtl::rx_parse::DropReason;
+use rtl::wire::rx_parse::DropReason;
 use sim::rx_harness::{run_rx, RustHdlRx, RxDut, VerilatorRx};
 use sim::tx_harness::{run_tx, TxDut, VerilatorTx};
 use testbench::wire::samples::rc_frames;

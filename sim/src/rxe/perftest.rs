@@ -287,7 +287,7 @@ impl PerftestOpts {
         match self.endpoint {
             EndpointKind::Model => QP_TIMEOUT,
             EndpointKind::Rtl => {
-                let n = TX_DEPTH.min(rtl::completer::COMP_RING).min(self.iters.max(1)) as u64;
+                let n = TX_DEPTH.min(rtl::transport::completer::COMP_RING).min(self.iters.max(1)) as u64;
                 super::rtl_ep::rtl_qp_timeout(n * super::rtl_ep::wire_bytes(self.eff_size() as u64, self.mtu), super::rtl_ep::INBOUND_GBPS)
             }
         }

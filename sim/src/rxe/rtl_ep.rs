@@ -72,7 +72,7 @@ pub fn wire_bytes(size: u64, mtu: u32) -> u64 {
 /// The smallest IBA `timeout` exponent t (4.096 us x 2^t) that exceeds `ns` (1 ..= 22; 22 is the longest the
 /// RTL's Completer counts, 17 s: `TIMEOUT_LOG2_MAX`).
 pub fn timeout_exponent(ns: f64) -> u8 {
-    let max = rtl::completer::TIMEOUT_LOG2_MAX as u8;
+    let max = rtl::transport::completer::TIMEOUT_LOG2_MAX as u8;
     let mut t = 1u8;
     while t < max && TIMEOUT_UNIT_NS * f64::from(1u32 << t) <= ns {
         t += 1;
