@@ -634,8 +634,8 @@ fn demo(n: usize, clock_mhz: f64, vcd: Option<&Path>) -> Result<ExitCode> {
 /// `drv`, from its counter window.
 fn recovery<B: testbench::driver::CsrBus>(drv: &mut testbench::driver::Driver<B>) -> Result<(u64, u64)> {
     let w = sim::rxe::rtl_ep::read_counter_window(drv)?;
-    let sum = |f: &dyn Fn(&str) -> bool| w.iter().filter(|(n, _)| f(n)).map(|(_, v)| *v).sum::<u64>();
-    Ok((sum(&|n| n == "comp_retries"), sum(&|n| n.starts_with("rx_drop"))))
+    let rx_drops = w.iter().filter(|(n, _)| n.starts_with("rx_drop")).map(|(_, v)| *v).sum();
+    Ok((sim::rxe::rtl_ep::counter(&w, "comp_retries"), rx_drops))
 }
 
 /// Watch `wr_ids` (with their local buffers) on the CQ `cq` of `drv`'s system: its CQE monitor then counts
