@@ -188,3 +188,20 @@ fn rtl_pingpong_our_client_mtu4096() {
     let sends = r.pcap.as_ref().unwrap().opcode_counts.get("RC_SEND_ONLY").copied().unwrap_or(0);
     assert!(sends >= 200, "{sends} RC_SEND_ONLY");
 }
+
+/// The RTL as requester and responder at once under 1 % loss each way: rxe's SENDs and ACKs and ours are
+/// dropped, both sides recover (our QP's timeout by the same rule as the perftest runs,
+/// `PingpongOpts::our_qp_timeout`), every message lands once. The server role at 1 % is the command
+/// `rnic rxe --endpoint rtl --tool ibv_rc_pingpong --role server --drop 0.01`.
+#[test]
+fn rtl_pingpong_our_client_mtu1024_drop1pct() {
+    let Some(r) = run("rtl_pingpong_our_client_mtu1024_drop1pct", Role::Client, 1024, |o| {
+        use_rtl(o);
+        o.drop = 0.01;
+        o.seed = 7;
+    }) else {
+        return;
+    };
+    assert!(r.bridge.dropped_from_vm + r.bridge.dropped_to_vm > 0, "nothing was dropped");
+    assert_eq!(r.ours.bytes_received, 100 * 4096);
+}

@@ -50,7 +50,8 @@ pub mod pingpong;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
@@ -61,7 +62,7 @@ pub use bridge::{
 pub use host::{is_roce_v2, HostConfig, HostStack, HostStats, IP_PROTO_ICMP};
 pub use mgmt::{Mgmt, TcpConn, TcpListener};
 pub use smoltcp::socket::tcp::State as TcpState;
-pub use vm::{parse_script_rc, Accel, Vm, VmConfig, VmOutcome, GID_SCRIPT};
+pub use vm::{parse_script_rc, Accel, Qmp, Vm, VmConfig, VmOutcome, GID_SCRIPT};
 
 /// Env var: when set, tests that need the VM fail instead of skipping when qemu cannot run.
 pub const REQUIRE_VM_ENV: &str = "RNIC_REQUIRE_VM";
@@ -168,32 +169,167 @@ pub fn vm_available() -> Result<Option<VmImage>> {
     }
 }
 
-/// One VM plus the bridge thread serving its link.
+/// One VM plus the bridge thread serving its link (and, when paced, the thread that pauses the VM).
 pub struct Session<E> {
     pub vm: Vm,
     pub bridge: BridgeHandle<E>,
+    pause: Option<LinkPause>,
 }
 
 impl<E: Endpoint + Send + 'static> Session<E> {
     /// Listen on `vm_cfg.socket`, start the bridge thread with `endpoint`, then boot the VM.
     pub fn start(vm_cfg: &VmConfig, bridge_cfg: BridgeConfig, endpoint: E) -> Result<Self> {
+        Self::start_paced(vm_cfg, bridge_cfg, endpoint, None)
+    }
+
+    /// [`Session::start`], and with `backlog` (the frames from the VM that our endpoint has not yet taken)
+    /// the link pauses the VM whenever that backlog exceeds [`PAUSE_HIGH_BYTES`], until it is back under
+    /// [`PAUSE_LOW_BYTES`] ([`LinkPause`]).
+    pub fn start_paced(
+        vm_cfg: &VmConfig,
+        bridge_cfg: BridgeConfig,
+        endpoint: E,
+        backlog: Option<Backlog>,
+    ) -> Result<Self> {
+        let mut vm_cfg = vm_cfg.clone();
+        if backlog.is_some() {
+            vm_cfg.qmp = Some(vm_cfg.socket.with_extension("qmp"));
+        }
         let bridge = Bridge::listen(&vm_cfg.socket, bridge_cfg)?.spawn(endpoint);
-        match Vm::spawn(vm_cfg) {
-            Ok(vm) => Ok(Session { vm, bridge }),
+        let vm = match Vm::spawn(&vm_cfg) {
+            Ok(vm) => vm,
             Err(e) => {
                 let _ = bridge.stop_and_join();
-                Err(e)
+                return Err(e);
             }
-        }
+        };
+        let pause = match (backlog, &vm_cfg.qmp) {
+            (Some(b), Some(q)) => match LinkPause::start(q, b) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    drop(vm);
+                    let _ = bridge.stop_and_join();
+                    return Err(e);
+                }
+            },
+            _ => None,
+        };
+        Ok(Session { vm, bridge, pause })
     }
 
     /// Wait for the VM to finish (or time out), then for the bridge to drain and stop.
     pub fn finish(self) -> Result<(VmOutcome, BridgeReport<E>)> {
-        let outcome = self.vm.wait()?;
+        let mut outcome = self.vm.wait()?;
+        outcome.pause = self.pause.map(LinkPause::stop);
         // qemu has exited, so the socket is at EOF and the bridge ends by itself once it has handled what it
         // read; stop it anyway after a grace period (qemu may never have connected).
         let report = self.bridge.join_within(std::time::Duration::from_secs(2));
         Ok((outcome, report))
+    }
+}
+
+/// Bytes of frames from the VM waiting for our endpoint at which the link pauses the VM.
+pub const PAUSE_HIGH_BYTES: u64 = 32 << 10;
+/// Bytes at which a paused VM is resumed.
+pub const PAUSE_LOW_BYTES: u64 = 8 << 10;
+/// A paused VM is resumed for good when the endpoint has taken nothing for this long.
+const PAUSE_STALL: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often the pause thread looks at the backlog.
+const PAUSE_POLL: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// The frames from the VM that our endpoint has been offered and has not yet taken, in bytes: `offered` is
+/// counted as frames are handed to the endpoint, `taken` as they wholly enter it (the RTL's RX MAC).
+#[derive(Clone, Debug, Default)]
+pub struct Backlog {
+    pub offered: Arc<AtomicU64>,
+    pub taken: Arc<AtomicU64>,
+}
+
+impl Backlog {
+    pub fn bytes(&self) -> u64 {
+        self.offered.load(Ordering::Relaxed).saturating_sub(self.taken.load(Ordering::Relaxed))
+    }
+}
+
+/// What the link's pausing did in one run.
+#[derive(Clone, Debug, Default)]
+pub struct PauseStats {
+    /// Times the VM was paused.
+    pub pauses: u64,
+    /// Wall time it spent paused.
+    pub paused: std::time::Duration,
+    /// The largest backlog seen, bytes (the high mark plus what the VM sent while being stopped).
+    pub max_backlog: u64,
+    /// Why pausing ended early (qemu gone, a QMP error), if it did.
+    pub error: Option<String>,
+}
+
+/// Flow control on the VM's link, as a switch port with PFC pauses its sender: when more than
+/// [`PAUSE_HIGH_BYTES`] of the VM's frames wait for our endpoint, the VM is stopped (QMP `stop`), and it
+/// resumes once they are down to [`PAUSE_LOW_BYTES`].
+///
+/// Why: the VM runs in wall time and the simulated RNIC thousands of times slower, so without it rxe fills
+/// its whole unacknowledged window (128 PSNs) long before the RNIC has worked through the first packets, and
+/// every lost packet costs rxe the rest of that window (go-back-N resends all of it), far more than against
+/// hardware or the fast golden model. A stopped guest's clock stops too, so rxe's timers do not run while
+/// it waits for the RNIC: the two clocks are held together at the granularity of the backlog.
+pub struct LinkPause {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<PauseStats>,
+}
+
+impl LinkPause {
+    /// Connect to the VM's QMP socket and start watching `backlog`.
+    pub fn start(qmp: &Path, backlog: Backlog) -> Result<LinkPause> {
+        let mut q = Qmp::connect(qmp, std::time::Duration::from_secs(10))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::Builder::new().name("rxe-link-pause".into()).spawn(move || {
+            let mut st = PauseStats::default();
+            let mut since: Option<std::time::Instant> = None;
+            // the last time the endpoint took anything in, to never hold the VM for an endpoint that stopped
+            let (mut taken, mut moved) = (backlog.taken.load(Ordering::Relaxed), std::time::Instant::now());
+            while !s2.load(Ordering::SeqCst) {
+                let b = backlog.bytes();
+                st.max_backlog = st.max_backlog.max(b);
+                let t = backlog.taken.load(Ordering::Relaxed);
+                if t != taken {
+                    (taken, moved) = (t, std::time::Instant::now());
+                } else if since.is_some() && moved.elapsed() > PAUSE_STALL {
+                    st.error = Some(format!("the endpoint took nothing for {PAUSE_STALL:?} with {b} B waiting"));
+                    break;
+                }
+                let r = match since {
+                    None if b > PAUSE_HIGH_BYTES => q.stop().map(|()| {
+                        since = Some(std::time::Instant::now());
+                        st.pauses += 1;
+                    }),
+                    Some(t) if b <= PAUSE_LOW_BYTES => q.cont().map(|()| {
+                        st.paused += t.elapsed();
+                        since = None;
+                    }),
+                    _ => Ok(()),
+                };
+                if let Err(e) = r {
+                    // qemu exited (the run is over) or QMP failed: stop pausing, never leave the VM held
+                    st.error = Some(format!("{e:#}"));
+                    break;
+                }
+                std::thread::sleep(PAUSE_POLL);
+            }
+            if let Some(t) = since {
+                let _ = q.cont();
+                st.paused += t.elapsed();
+            }
+            st
+        })?;
+        Ok(LinkPause { stop, thread })
+    }
+
+    /// Stop watching (resuming the VM if it is paused) and report.
+    pub fn stop(self) -> PauseStats {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().unwrap_or_default()
     }
 }
 

@@ -435,6 +435,8 @@ pub struct PerftestReport {
     pub vm_netdev: Vec<String>,
     pub bridge: BridgeStats,
     pub bridge_error: Option<String>,
+    /// How often the link paused the VM for our endpoint (RTL runs; see [`super::LinkPause`]).
+    pub pause: Option<super::PauseStats>,
     pub pcap: Option<PathBuf>,
     pub wall: Duration,
 }
@@ -560,6 +562,16 @@ impl fmt::Display for PerftestReport {
         }
         if !self.vm_netdev.is_empty() {
             writeln!(f, "VM eth0: {}", self.vm_netdev.join(" | "))?;
+        }
+        if let Some(p) = &self.pause {
+            writeln!(
+                f,
+                "link pause: VM paused {} times, {:.1} s in all; largest backlog {} B{}",
+                p.pauses,
+                p.paused.as_secs_f64(),
+                p.max_backlog,
+                p.error.as_ref().map(|e| format!("; stopped pausing: {e}")).unwrap_or_default()
+            )?;
         }
         write!(f, "bridge: {:?}", self.bridge)?;
         if let Some(e) = &self.bridge_error {
@@ -791,7 +803,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         seed: opts.seed,
         ..Default::default()
     };
-    let session = Session::start(&vm_cfg, bcfg, host)?;
+    let session = Session::start_paced(&vm_cfg, bcfg, host, dev.inbound_backlog())?;
     // The VM boots in about 4 s (TCG); the tool's own timeout starts after that.
     let deadline = Instant::now() + budget + Duration::from_secs(20);
 
@@ -906,6 +918,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         kernel_rxe_messages,
         vm_netdev,
         bridge: br.stats,
+        pause: out.pause.clone(),
         bridge_error: br.error.map(|e| format!("{e:#}")),
         pcap: opts.pcap.clone(),
         wall: t0.elapsed(),

@@ -248,6 +248,8 @@ pub struct PingpongReport {
     pub vm_active_mtu: Option<u32>,
     pub bridge: BridgeStats,
     pub bridge_error: Option<String>,
+    /// How often the link paused the VM for our endpoint (RTL runs; see [`super::LinkPause`]).
+    pub pause: Option<super::PauseStats>,
     /// The model's counters (zero when the RTL played our side).
     pub model: Counters,
     /// What played our side, and its counters by name.
@@ -466,6 +468,16 @@ impl PingpongReport {
             "--- bridge: from VM {} ({} B), to VM {} ({} B), dropped from VM {}, dropped to VM {}",
             b.from_vm, b.bytes_from_vm, b.to_vm, b.bytes_to_vm, b.dropped_from_vm, b.dropped_to_vm
         );
+        if let Some(p) = &self.pause {
+            let _ = writeln!(
+                s,
+                "--- link pause: VM paused {} times, {:.1} s in all; largest backlog {} B{}",
+                p.pauses,
+                p.paused.as_secs_f64(),
+                p.max_backlog,
+                p.error.as_ref().map(|e| format!("; stopped pausing: {e}")).unwrap_or_default()
+            );
+        }
         if let Some(c) = &self.pcap {
             let _ = writeln!(
                 s,
@@ -1034,7 +1046,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         seed: o.seed,
         ..Default::default()
     };
-    let session = Session::start(&cfg, bcfg, host)?;
+    let session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
 
     let mut ours = OurResult::default();
     if let Err(e) = our_side(
@@ -1071,6 +1083,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         kmsgs,
         vm_active_mtu,
         bridge: report.stats,
+        pause: out.pause.clone(),
         bridge_error: report.error.map(|e| format!("{e:#}")),
         model,
         endpoint,

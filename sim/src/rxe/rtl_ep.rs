@@ -33,6 +33,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -211,6 +212,8 @@ const UNEXPECTED: [&str; 8] = [
 struct Inner {
     tx: Mutex<Sender<Msg>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Bytes of the peer's frames handed to the first RNIC, and wholly entered into its RX MAC.
+    backlog: super::Backlog,
 }
 
 impl Drop for Inner {
@@ -263,6 +266,8 @@ impl RtlDevice {
         let (tx, rx) = mpsc::channel::<Msg>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
         let (m2, o2) = (mems.clone(), outbox.clone());
+        let backlog = super::Backlog::default();
+        let taken = backlog.taken.clone();
         let thread = std::thread::Builder::new()
             .name("rtl".into())
             .stack_size(256 << 20)
@@ -288,7 +293,7 @@ impl RtlDevice {
                 match core {
                     Ok(core) => {
                         let _ = ready_tx.send(Ok(()));
-                        rtl_thread(core, rx, o2, paired);
+                        rtl_thread(core, rx, o2, paired, &taken);
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -296,7 +301,7 @@ impl RtlDevice {
                 }
             })?;
         ready_rx.recv().map_err(|_| anyhow!("the RTL thread died while starting"))??;
-        let inner = Arc::new(Inner { tx: Mutex::new(tx), thread: Mutex::new(Some(thread)) });
+        let inner = Arc::new(Inner { tx: Mutex::new(tx), thread: Mutex::new(Some(thread)), backlog });
         Ok(mems
             .into_iter()
             .enumerate()
@@ -338,7 +343,7 @@ impl RtlDevice {
     }
 }
 
-fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<u8>>>>, paired: bool) {
+fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<u8>>>>, paired: bool, taken: &AtomicU64) {
     let handle = |core: &mut Core, m: Msg| -> bool {
         match m {
             Msg::Call(f) => f(core),
@@ -386,11 +391,15 @@ fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<
                 }
             }
         }
-        for x in &core.sides {
+        for (k, x) in core.sides.iter().enumerate() {
             let mut s = x.sys.borrow_mut();
             if !s.sent.is_empty() {
                 let frames = std::mem::take(&mut s.sent);
                 outbox.lock().unwrap_or_else(|e| e.into_inner()).extend(frames);
+            }
+            if k == 0 && !paired {
+                let n: usize = s.received.iter().map(Vec::len).sum();
+                taken.fetch_add(n as u64, Ordering::Relaxed);
             }
             s.received.clear();
         }
@@ -454,6 +463,9 @@ impl Verbs for RtlDevice {
         }
         v
     }
+    fn inbound_backlog(&self) -> Option<super::Backlog> {
+        Some(self.inner.backlog.clone())
+    }
     fn unexpected_drops(&self) -> Vec<(String, u64)> {
         self.counters()
             .into_iter()
@@ -469,6 +481,7 @@ pub struct RtlEndpoint {
 
 impl Endpoint for RtlEndpoint {
     fn on_frame(&mut self, frame: &[u8], _now_ns: u64) -> Vec<Vec<u8>> {
+        self.dev.inner.backlog.offered.fetch_add(frame.len() as u64, Ordering::Relaxed);
         let _ = self.dev.send(Msg::Frame(frame.to_vec()));
         self.dev.frames_out()
     }

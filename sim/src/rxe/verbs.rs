@@ -40,6 +40,11 @@ pub trait Verbs: Send + Sync {
     fn unexpected_drops(&self) -> Vec<(String, u64)> {
         Vec::new()
     }
+    /// The frames from the link the endpoint has been offered and not yet taken in, when it is slower than
+    /// wall time (the RTL); the VM's link pauses the VM on it ([`super::Session::start_paced`]).
+    fn inbound_backlog(&self) -> Option<super::Backlog> {
+        None
+    }
 }
 
 /// The device handle the peers hold.

@@ -1,6 +1,8 @@
 //! [`Vm`]: one qemu soft-RoCE VM whose only NIC is a `-netdev stream` client of our unix socket.
 
+use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -47,6 +49,8 @@ pub struct VmConfig {
     pub timeout: Duration,
     pub accel: Accel,
     pub memory_mb: u32,
+    /// qemu's machine protocol (QMP) on this unix socket, for [`Qmp`] (pausing the guest). `None`: no QMP.
+    pub qmp: Option<PathBuf>,
 }
 
 impl VmConfig {
@@ -70,6 +74,7 @@ impl VmConfig {
             timeout: Duration::from_secs(60),
             accel: Accel::Tcg,
             memory_mb: 512,
+            qmp: None,
         }
     }
 
@@ -97,6 +102,9 @@ impl VmConfig {
             "-serial",
             "stdio",
         ]);
+        if let Some(q) = &self.qmp {
+            c.arg("-qmp").arg(format!("unix:{},server=on,wait=off", q.display()));
+        }
         c.arg("-kernel").arg(&self.image.kernel);
         c.arg("-initrd").arg(&self.image.initrd);
         c.arg("-append").arg(format!(
@@ -146,6 +154,8 @@ pub struct VmOutcome {
     pub ready_uptime_s: Option<f64>,
     /// The serial console (and qemu's stderr), carriage returns removed.
     pub log: String,
+    /// How the link paused the VM, when it did ([`super::Session::start_paced`]).
+    pub pause: Option<super::PauseStats>,
     pub log_path: PathBuf,
 }
 
@@ -286,6 +296,7 @@ impl Vm {
             ready_uptime_s: parse_ready_uptime(&log_text),
             log: log_text,
             log_path: self.log.clone(),
+            pause: None,
         })
     }
 }
@@ -306,5 +317,66 @@ mod tests {
         assert_eq!(parse_script_rc(log), Some(3));
         assert_eq!(parse_ready_uptime(log), Some(3.71));
         assert_eq!(parse_script_rc("no marker"), None);
+    }
+}
+
+/// The part of qemu's machine protocol (QMP, JSON lines on a unix socket) the link needs: pause and resume
+/// the guest. A stopped guest's clocks stop with it (under TCG the virtual clock and the TSC derived from it;
+/// under KVM, kvmclock is saved on stop and restored on resume), so its timers do not run while it is held.
+pub struct Qmp {
+    r: BufReader<UnixStream>,
+    w: UnixStream,
+}
+
+impl Qmp {
+    /// Connect to `path` (retrying until qemu has created it, for up to `within`) and leave capabilities
+    /// negotiation mode.
+    pub fn connect(path: &Path, within: Duration) -> Result<Qmp> {
+        let deadline = Instant::now() + within;
+        let s = loop {
+            match UnixStream::connect(path) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(e).with_context(|| format!("connecting to qemu's QMP socket {}", path.display()))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        };
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut q = Qmp { r: BufReader::new(s.try_clone()?), w: s };
+        let mut greeting = String::new();
+        q.r.read_line(&mut greeting).context("reading qemu's QMP greeting")?;
+        if !greeting.contains("\"QMP\"") {
+            bail!("not a QMP greeting: {}", greeting.trim());
+        }
+        q.execute("qmp_capabilities")?;
+        Ok(q)
+    }
+
+    /// Run one argument-less command and wait for its answer (events in between are skipped).
+    pub fn execute(&mut self, command: &str) -> Result<()> {
+        writeln!(self.w, "{{\"execute\":\"{command}\"}}").with_context(|| format!("QMP {command}"))?;
+        loop {
+            let mut line = String::new();
+            if self.r.read_line(&mut line).with_context(|| format!("QMP {command}"))? == 0 {
+                bail!("qemu closed its QMP socket during {command}");
+            }
+            if line.contains("\"return\"") {
+                return Ok(());
+            }
+            if line.contains("\"error\"") {
+                bail!("QMP {command}: {}", line.trim());
+            }
+        }
+    }
+
+    /// Pause the guest (returns once its vCPUs have stopped).
+    pub fn stop(&mut self) -> Result<()> {
+        self.execute("stop")
+    }
+
+    /// Resume the guest.
+    pub fn cont(&mut self) -> Result<()> {
+        self.execute("cont")
     }
 }
