@@ -310,6 +310,9 @@ pub struct System<D: RnicDut = Clocked<VRnic>> {
     wr_prev: bool,
     /// Frames the peer sent to the RNIC.
     pub received: Vec<Vec<u8>>,
+    /// Bytes of frames that have wholly entered the RNIC's RX MAC, counted as they do (also while a driver
+    /// call steps the system); shared with whoever watches the inbound backlog.
+    pub taken_bytes: Arc<std::sync::atomic::AtomicU64>,
     /// No golden peer: frames from the RNIC are only collected in `sent`, frames to it come from
     /// [`System::inject`] (the rxe bridge drives the other end).
     pub detached: bool,
@@ -426,6 +429,7 @@ impl<D: RnicDut> System<D> {
             to_rnic: VecDeque::new(),
             sent: Vec::new(),
             received: Vec::new(),
+            taken_bytes: Default::default(),
             detached: false,
             last_activity: 0,
             partner: None,
@@ -595,6 +599,7 @@ impl<D: RnicDut> System<D> {
                 *off += n;
                 if last {
                     let (f, _) = self.to_rnic.pop_front().unwrap();
+                    self.taken_bytes.fetch_add(f.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     self.received.push(f);
                 }
             }

@@ -576,6 +576,9 @@ fn rtl_drop(test: &str, tool: Tool, role: Role) -> Option<PerftestReport> {
         "{test}: RTL go-back-N {} ({} after a timeout), NAKs received {}, implied NAKs {}; responder duplicates {}, PSN-sequence NAKs sent {}",
         c("comp_retries"), c("comp_timeouts"), c("comp_naks"), c("comp_implied_naks"), c("resp_duplicates"), c("resp_nak_psn_seq")
     );
+    // the link held the VM back whenever the RNIC fell behind, for the whole run
+    let p = r.pause.as_ref().expect("an RTL run paces the VM");
+    assert!(p.error.is_none(), "the link stopped pausing the VM:\n{r}");
     Some(r)
 }
 
@@ -585,6 +588,8 @@ fn rtl_write_bw_drop_ours_server() {
     assert_eq!(r.ours.remote_report.map(|x| (x.size, x.iters)), Some((16384, 100)), "{r}");
     // rxe's losses reached us as a gap: our Responder NAKed it (or saw the retransmission as duplicates)
     assert!(rtl_counter(&r, "resp_nak_psn_seq") + rtl_counter(&r, "resp_duplicates") > 0, "{r}");
+    // rxe sends 1.6 MB back to back; the RNIC takes it at 80 Gb/s of simulated time: the VM was held
+    assert!(r.pause.as_ref().map_or(0, |p| p.pauses) > 0, "the VM was never paused:\n{r}");
 }
 
 #[test]

@@ -10,7 +10,9 @@
 //! set from the first PSN of a WQE pushed onto an empty list (all earlier PSNs are then acknowledged, which
 //! is where the model's `comp.psn` stands too; CMD_WRITE_QP_REQ does not reach this block), or kept if an ACK
 //! that found the list empty already covers part of that SEND/WRITE (the Requester reports a WQE after its
-//! last packet, so the ACKs of its first packets can come first; rxe knows the WQE before it sends it).
+//! last packet, so the ACKs of its first packets can come first; rxe knows the WQE before it sends it). A
+//! PSN-sequence NAK that finds the list empty (`NHint`) likewise sets `comp_psn` to its PSN and marks the
+//! QP (`nak_hint`); the go-back-N it asks for starts when that WQE's record comes (`IHint`).
 //! **A QP whose list holds 16 records back-pressures `iss_ready`** (the record waits; responses keep being
 //! processed, alternating with `iss`, so the list drains).
 //!
@@ -216,6 +218,9 @@ pub struct CompSt {
     pub skip_head: Bit,
     /// A go-back-N was started and nothing progressed since (a NAK or implied NAK does not start another).
     pub started: Bit,
+    /// A PSN-sequence NAK came while the list was empty (for the WQE being sent, not reported yet): its PSN is
+    /// `comp_psn`, and the go-back-N starts when that WQE's record comes (`IHint`).
+    pub nak_hint: Bit,
     /// retry_cnt and rnr_retry left (7 = infinite, never counted down).
     pub rl: Bits<3>,
     pub nl: Bits<3>,
@@ -307,6 +312,8 @@ enum CompState {
     IRd,
     IWr,
     IHint,
+    NWait,
+    NHint,
     CRd,
     RQst,
     HeadRd,
@@ -498,6 +505,8 @@ pub struct Completer {
     i_hint: DFF<Bits<24>>,
     /// An ACK found the QP's list empty: Done writes its PSN + 1 as `comp_psn`.
     a_hint: DFF<Bit>,
+    /// The QP's `nak_hint`.
+    s_nakh: DFF<Bit>,
     cls: DFF<Bits<12>>,
     resp: DFF<Bit>,
     paypend: DFF<Bit>,
@@ -769,6 +778,7 @@ impl Default for Completer {
             i_first: Default::default(),
             i_hint: Default::default(),
             a_hint: Default::default(),
+            s_nakh: Default::default(),
             cls: Default::default(),
             resp: Default::default(),
             paypend: Default::default(),
@@ -908,7 +918,7 @@ impl Logic for Completer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, i_hint, a_hint, cls,
+            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, i_hint, a_hint, s_nakh, cls,
             resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack,
             sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, o_valid, o_cqn, o_wr_id, o_len, o_imm, o_qpn,
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
@@ -1090,6 +1100,7 @@ impl Logic for Completer {
         self.qst.wdata.next.retrying = self.s_retrying.q.val();
         self.qst.wdata.next.skip_head = self.s_skip.q.val();
         self.qst.wdata.next.started = self.s_started.q.val();
+        self.qst.wdata.next.nak_hint = self.s_nakh.q.val();
         self.qst.wdata.next.rl = self.s_rl.q.val();
         self.qst.wdata.next.nl = self.s_nl.q.val();
         self.ring.raddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_head.val().get_bits::<4>(0));
@@ -1273,6 +1284,7 @@ impl Logic for Completer {
                 self.s_retrying.d.next = false;
                 self.s_skip.d.next = false;
                 self.s_started.d.next = false;
+                self.s_nakh.d.next = false;
                 self.s_rl.d.next = self.cqn_ram.rdata.val().retry_cnt;
                 self.s_nl.d.next = self.cqn_ram.rdata.val().rnr_retry;
                 self.qc.d.next = self.cqn_ram.rdata.val();
@@ -1290,6 +1302,7 @@ impl Logic for Completer {
                 self.s_retrying.d.next = self.qst.rdata.val().retrying;
                 self.s_skip.d.next = self.qst.rdata.val().skip_head;
                 self.s_started.d.next = self.qst.rdata.val().started;
+                self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
@@ -1362,6 +1375,32 @@ impl Logic for Completer {
                     self.s_comp.d.next = self.i_hint.q.val();
                 }
                 self.state.d.next = CompState::HeadRd;
+                // A PSN-sequence NAK came before this record (NHint): the go-back-N it asked for starts now,
+                // from its PSN inside this WQE (or the WQE's first PSN), as rxe's completer would have started
+                // it on the NAK. Not for a record that failed its local checks, nor a QP in error.
+                self.s_nakh.d.next = false;
+                if self.s_nakh.q.val() & (self.rec.q.val().status == self.k0_8.val()) & !self.s_err.q.val() {
+                    self.rt_rnr.d.next = false;
+                    self.state.d.next = CompState::Rt0;
+                }
+            }
+            CompState::NWait => {
+                // the NAK's PSN against comp_psn (PsnCmp: two cycles after HeadRd)
+                self.state.d.next = CompState::NHint;
+            }
+            CompState::NHint => {
+                // A PSN-sequence NAK with nothing pending: the Requester is still sending the WQE it is about (its
+                // record comes after its last packet). Everything before the NAK's PSN is acknowledged, so it
+                // becomes comp_psn (the QP's window moves on), and the go-back-N waits for the record (IHint).
+                // A NAK older than comp_psn is stale: dropped.
+                if self.cmp_comp.neg.val() {
+                    self.cnt[3].inc.next = true;
+                } else {
+                    self.s_comp.d.next = self.h_psn.q.val();
+                    self.s_nakh.d.next = true;
+                }
+                self.resp.d.next = false;
+                self.state.d.next = CompState::Done;
             }
             CompState::RQst => {
                 self.s_head.d.next = self.qst.rdata.val().head;
@@ -1373,6 +1412,7 @@ impl Logic for Completer {
                 self.s_retrying.d.next = self.qst.rdata.val().retrying;
                 self.s_skip.d.next = self.qst.rdata.val().skip_head;
                 self.s_started.d.next = self.qst.rdata.val().started;
+                self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
@@ -1413,6 +1453,7 @@ impl Logic for Completer {
                 self.s_retrying.d.next = self.qst.rdata.val().retrying;
                 self.s_skip.d.next = self.qst.rdata.val().skip_head;
                 self.s_started.d.next = self.qst.rdata.val().started;
+                self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
@@ -1550,7 +1591,15 @@ impl Logic for Completer {
                 }
             }
             CompState::HeadRd => {
-                if self.s_head.q.val() == self.s_tail.q.val() {
+                if (self.s_head.q.val() == self.s_tail.q.val())
+                    & self.resp.q.val()
+                    & self.d_ackop.q.val()
+                    & self.sy_nak.q.val()
+                    & (self.h_syn.q.val() == self.syn_seq.val())
+                    & !self.s_err.q.val()
+                {
+                    self.state.d.next = CompState::NWait;
+                } else if self.s_head.q.val() == self.s_tail.q.val() {
                     if self.resp.q.val() {
                         // no pending WQE
                         self.cnt[3].inc.next = true;
@@ -2504,6 +2553,38 @@ mod tests {
         assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, 0), (2, 0), (3, 0)]);
         let a = 0x1000 * 4;
         assert!((0..1024u64).all(|i| rig.mem.get(&(a + i)) == Some(&(1 + (i / 256) as u8))), "the READ's data");
+    }
+
+    /// A PSN-sequence NAK for a WQE that is still being sent (its record comes after its last packet) finds the
+    /// QP's list empty. It acknowledges what is before its PSN at once (the window moves on), and the go-back-N
+    /// it asks for starts when the WQE's record comes, from the NAK's PSN inside the WQE, without waiting for
+    /// the retransmit timer (before, the NAK was dropped as "nothing pending" and only a timeout recovered:
+    /// against rxe, 88 timeouts where the golden model had 6, `ib_write_bw` at 2 % loss). A NAK older than
+    /// `comp_psn` with nothing pending stays a stale response.
+    #[test]
+    fn a_nak_before_its_wqes_record_goes_back_when_the_record_comes() {
+        use testbench::host::WR_RDMA_WRITE;
+        let mut rig = Rig::new(29);
+        let q = 0x32u32;
+        // no retransmit timer: only the NAK can start the go-back-N
+        rig.set_qp(q, 0x52, 0, 7, 7);
+        let win = |rig: &Rig| *rig.wins.iter().rev().find(|w| w.0 == q as u64).expect("a window write");
+        let p = 0xFF_FFF0u32;
+        rig.run(&[], &[ack(q, psn_add(p, 16), 0x60)]);
+        assert_eq!(rig.counter(CNT_DROPPED), 0, "the NAK is not dropped");
+        assert_eq!(win(&rig), (q as u64, false, psn_add(p, 16 + 128) as u64), "acknowledged up to the NAK's PSN");
+        assert!(rig.rewinds.is_empty(), "nothing to rewind to before the record");
+        rig.run(&[rec(q, 1, WR_RDMA_WRITE, p, 64, 64 * 256, true, WcStatus::Success)], &[]);
+        assert_eq!(rig.rewinds, vec![(q as u64, 1, psn_add(p, 16) as u64, 16)], "back to the NAK's PSN inside the WRITE");
+        assert_eq!((rig.counter(CNT_RETRIES), rig.counter(CNT_TIMEOUTS)), (1, 0));
+        rig.run(&[], &[ack(q, psn_add(p, 63), 0x1F)]);
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, 0)]);
+        // a stale NAK with nothing pending: dropped, no go-back-N for the next WRITE
+        rig.run(&[], &[ack(q, psn_add(p, 20), 0x60)]);
+        assert_eq!(rig.counter(CNT_DROPPED), 1);
+        rig.run(&[rec(q, 2, WR_RDMA_WRITE, psn_add(p, 64), 2, 512, true, WcStatus::Success)], &[ack(q, psn_add(p, 65), 0x1F)]);
+        assert_eq!(rig.rewinds.len(), 1);
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, 0), (2, 0)]);
     }
 
     /// ATOMIC_ACKNOWLEDGE: the original value (big-endian in AtomicAckETH) lands in the WQE's local buffer in

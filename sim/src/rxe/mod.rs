@@ -233,7 +233,7 @@ pub const PAUSE_HIGH_BYTES: u64 = 32 << 10;
 /// Bytes at which a paused VM is resumed.
 pub const PAUSE_LOW_BYTES: u64 = 8 << 10;
 /// A paused VM is resumed for good when the endpoint has taken nothing for this long.
-const PAUSE_STALL: std::time::Duration = std::time::Duration::from_secs(5);
+const PAUSE_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 /// How often the pause thread looks at the backlog.
 const PAUSE_POLL: std::time::Duration = std::time::Duration::from_micros(200);
 

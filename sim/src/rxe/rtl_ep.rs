@@ -33,7 +33,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -277,6 +277,10 @@ impl RtlDevice {
                     for (c, mem) in cfgs.iter().zip(m2) {
                         let sys = System::new_detached(mem.clone(), c.pcap_dir.as_deref(), c.inbound_gbps)
                             .context("creating the Verilator RNIC")?;
+                        let mut sys = sys;
+                        if sides.is_empty() && !paired {
+                            sys.taken_bytes = taken.clone();
+                        }
                         let sys = Rc::new(RefCell::new(sys));
                         if paired && sides.len() == 1 {
                             System::pair(&sides[0usize].sys, &sys);
@@ -293,7 +297,7 @@ impl RtlDevice {
                 match core {
                     Ok(core) => {
                         let _ = ready_tx.send(Ok(()));
-                        rtl_thread(core, rx, o2, paired, &taken);
+                        rtl_thread(core, rx, o2, paired);
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -343,7 +347,7 @@ impl RtlDevice {
     }
 }
 
-fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<u8>>>>, paired: bool, taken: &AtomicU64) {
+fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<u8>>>>, paired: bool) {
     let handle = |core: &mut Core, m: Msg| -> bool {
         match m {
             Msg::Call(f) => f(core),
@@ -391,15 +395,11 @@ fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<
                 }
             }
         }
-        for (k, x) in core.sides.iter().enumerate() {
+        for x in &core.sides {
             let mut s = x.sys.borrow_mut();
             if !s.sent.is_empty() {
                 let frames = std::mem::take(&mut s.sent);
                 outbox.lock().unwrap_or_else(|e| e.into_inner()).extend(frames);
-            }
-            if k == 0 && !paired {
-                let n: usize = s.received.iter().map(Vec::len).sum();
-                taken.fetch_add(n as u64, Ordering::Relaxed);
             }
             s.received.clear();
         }
