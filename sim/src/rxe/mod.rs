@@ -264,6 +264,22 @@ pub struct PauseStats {
     pub error: Option<String>,
 }
 
+impl std::fmt::Display for PauseStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "VM paused {} times, {:.1} s in all; largest backlog {} B",
+            self.pauses,
+            self.paused.as_secs_f64(),
+            self.max_backlog
+        )?;
+        match &self.error {
+            Some(e) => write!(f, "; stopped pausing: {e}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Flow control on the VM's link, as a switch port with PFC pauses its sender: when more than
 /// [`PAUSE_HIGH_BYTES`] of the VM's frames wait for our endpoint, the VM is stopped (QMP `stop`), and it
 /// resumes once they are down to [`PAUSE_LOW_BYTES`].

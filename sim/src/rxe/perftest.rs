@@ -564,14 +564,7 @@ impl fmt::Display for PerftestReport {
             writeln!(f, "VM eth0: {}", self.vm_netdev.join(" | "))?;
         }
         if let Some(p) = &self.pause {
-            writeln!(
-                f,
-                "link pause: VM paused {} times, {:.1} s in all; largest backlog {} B{}",
-                p.pauses,
-                p.paused.as_secs_f64(),
-                p.max_backlog,
-                p.error.as_ref().map(|e| format!("; stopped pausing: {e}")).unwrap_or_default()
-            )?;
+            writeln!(f, "link pause: {p}")?;
         }
         write!(f, "bridge: {:?}", self.bridge)?;
         if let Some(e) = &self.bridge_error {

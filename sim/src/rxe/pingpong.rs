@@ -469,14 +469,7 @@ impl PingpongReport {
             b.from_vm, b.bytes_from_vm, b.to_vm, b.bytes_to_vm, b.dropped_from_vm, b.dropped_to_vm
         );
         if let Some(p) = &self.pause {
-            let _ = writeln!(
-                s,
-                "--- link pause: VM paused {} times, {:.1} s in all; largest backlog {} B{}",
-                p.pauses,
-                p.paused.as_secs_f64(),
-                p.max_backlog,
-                p.error.as_ref().map(|e| format!("; stopped pausing: {e}")).unwrap_or_default()
-            );
+            let _ = writeln!(s, "--- link pause: {p}");
         }
         if let Some(c) = &self.pcap {
             let _ = writeln!(

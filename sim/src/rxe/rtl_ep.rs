@@ -275,9 +275,8 @@ impl RtlDevice {
                 let core = (|| -> Result<Core> {
                     let mut sides: Vec<Side> = Vec::new();
                     for (c, mem) in cfgs.iter().zip(m2) {
-                        let sys = System::new_detached(mem.clone(), c.pcap_dir.as_deref(), c.inbound_gbps)
+                        let mut sys = System::new_detached(mem.clone(), c.pcap_dir.as_deref(), c.inbound_gbps)
                             .context("creating the Verilator RNIC")?;
-                        let mut sys = sys;
                         if sides.is_empty() && !paired {
                             sys.taken_bytes = taken.clone();
                         }
