@@ -65,6 +65,10 @@ enum Cmd {
         /// Fraction of RoCEv2 frames the bridge drops, each way (ARP and the tools' TCP are never dropped).
         #[arg(long, default_value_t = 0.0)]
         drop: f64,
+        /// Seed of the drop decisions and of our starting PSN (a lossy run is reproduced by the same seed, up to
+        /// the VM's timing).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
         /// Capture of every frame on the link.
         #[arg(long)]
         pcap: Option<PathBuf>,
@@ -234,8 +238,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
             campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, host_latency_ns, out, vcd)
         }
-        Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, pcap } => {
-            rxe(&endpoint, &tool, &role, mtu, size, iters, drop, pcap)
+        Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, seed, pcap } => {
+            rxe(&endpoint, &tool, &role, mtu, size, iters, drop, seed, pcap)
         }
     }
 }
@@ -452,6 +456,7 @@ fn rxe(
     size: Option<usize>,
     iters: Option<usize>,
     drop: f64,
+    seed: u64,
     pcap: Option<PathBuf>,
 ) -> Result<ExitCode> {
     use sim::rxe::{perftest, pingpong};
@@ -463,6 +468,7 @@ fn rxe(
             role: role.parse().map_err(|e| anyhow::anyhow!("--role: {e}"))?,
             mtu,
             drop,
+            seed,
             pcap,
             iters: iters.unwrap_or(200) as u32,
             endpoint,
@@ -489,6 +495,7 @@ fn rxe(
     let mut o = perftest::PerftestOpts::new(t, r);
     o.mtu = mtu;
     o.drop = drop;
+    o.seed = seed;
     o.pcap = pcap;
     o.iters = iters.unwrap_or(200);
     o.endpoint = endpoint;

@@ -203,11 +203,12 @@ fn rxe_bridge_drops_are_seeded_counted_and_roce_only() {
     assert!(roce.iter().all(|f| rxe::is_roce_v2(f)));
     assert!(!rxe::is_roce_v2(&ArpFrame::request(VM_MAC, VM_IP, OUR_IP).build()));
     assert!(!rxe::is_roce_v2(&icmp_echo_request(1)));
-    let run = |seed: u64| {
+    let run = |seed: u64, ended: bool| {
         let sock = rxe::temp_socket_path("bridge-drop");
         let cfg = BridgeConfig {
             drop_from_vm: 0.5,
             seed,
+            drops_end: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(ended))),
             accept_timeout: Duration::from_secs(5),
             ..Default::default()
         };
@@ -236,9 +237,11 @@ fn rxe_bridge_drops_are_seeded_counted_and_roce_only() {
         assert_eq!(r.stats.to_vm, replies);
         r.stats
     };
-    let a = run(42);
+    let a = run(42, false);
     assert!(a.dropped_from_vm > 5 && a.dropped_from_vm < 35, "{a:?}");
-    assert_eq!(run(42), a, "same seed, same drops");
+    assert_eq!(run(42, false), a, "same seed, same drops");
+    // once `drops_end` is set (ibv_rc_pingpong's last message posted) nothing more is dropped
+    assert_eq!(run(42, true).dropped_from_vm, 0);
 }
 
 #[test]

@@ -74,6 +74,11 @@ pub struct BridgeConfig {
     /// Seed of the drop decisions (each direction has its own generator, so runs are reproducible as long as
     /// each side's frame sequence is).
     pub seed: u64,
+    /// Once this flag is set, nothing more is dropped. A run whose tools tear their QPs down as soon as their
+    /// own last completion is in (ibv_rc_pingpong) sets it when the last message is posted: a lost final ACK
+    /// could then only be retransmitted into a QP that no longer exists, which no RC implementation can
+    /// recover (rxe's neither), so the last exchange runs loss-free and every earlier one is lossy.
+    pub drops_end: Option<Arc<AtomicBool>>,
     /// Longest time between two [`Endpoint::poll`] calls.
     pub poll_interval: Duration,
     /// How long to wait for qemu to connect.
@@ -87,6 +92,7 @@ impl Default for BridgeConfig {
             drop_from_vm: 0.0,
             drop_to_vm: 0.0,
             seed: 1,
+            drops_end: None,
             poll_interval: Duration::from_millis(1),
             accept_timeout: Duration::from_secs(30),
         }
@@ -315,6 +321,8 @@ impl Bridge {
         let mut rng_in = SmallRng::seed_from_u64(self.cfg.seed);
         let mut rng_out = SmallRng::seed_from_u64(self.cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
         let (p_in, p_out) = (self.cfg.drop_from_vm, self.cfg.drop_to_vm);
+        let drops_end = self.cfg.drops_end.clone();
+        let dropping = move || !drops_end.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
 
         // The reader thread blocks on the socket; the loop below never blocks on it, so a slow qemu can't
         // deadlock us (qemu reads and writes the socket independently).
@@ -340,7 +348,7 @@ impl Bridge {
         // Ok(false): qemu closed the link.
         let mut send = |frames: Vec<Vec<u8>>, pcap: &mut Option<Pcap>| -> Result<bool> {
             for f in frames {
-                if p_out > 0.0 && is_roce_v2(&f) && rng_out.gen_bool(p_out.min(1.0)) {
+                if p_out > 0.0 && is_roce_v2(&f) && dropping() && rng_out.gen_bool(p_out.min(1.0)) {
                     stats.lock().unwrap().dropped_to_vm += 1;
                     continue;
                 }
@@ -384,7 +392,7 @@ impl Bridge {
                 };
                 while let Some(r) = got.take() {
                     let frame = r.context("reading a frame from qemu")?;
-                    if p_in > 0.0 && is_roce_v2(&frame) && rng_in.gen_bool(p_in.min(1.0)) {
+                    if p_in > 0.0 && is_roce_v2(&frame) && dropping() && rng_in.gen_bool(p_in.min(1.0)) {
                         stats.lock().unwrap().dropped_from_vm += 1;
                     } else {
                         if let Some(p) = pcap.as_mut() {

@@ -25,6 +25,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
@@ -643,11 +645,21 @@ impl Peer {
         client: bool,
         iters: u32,
         deadline: Instant,
+        last_posted: &AtomicBool,
         res: &mut OurResult,
     ) -> Result<()> {
         let mut pending = RECV_WRID;
-        if client {
+        let mut posted = 0u32;
+        let mut post_send = || -> Result<()> {
             self.post_send()?;
+            posted += 1;
+            if posted == iters {
+                last_posted.store(true, Ordering::SeqCst);
+            }
+            Ok(())
+        };
+        if client {
+            post_send()?;
             pending |= SEND_WRID;
         }
         let mut routs = self.rx_depth;
@@ -693,7 +705,7 @@ impl Peer {
                     }
                     pending &= !wc.wr_id;
                     if scnt < iters && pending == 0 {
-                        self.post_send()?;
+                        post_send()?;
                         pending = RECV_WRID | SEND_WRID;
                     }
                 }
@@ -732,6 +744,7 @@ fn our_side(
     mgmt: &super::Mgmt,
     link: LinkAddrs,
     deadline: Instant,
+    last_posted: &AtomicBool,
     res: &mut OurResult,
 ) -> Result<()> {
     let LinkAddrs {
@@ -803,7 +816,7 @@ fn our_side(
         peer.connect(o, my.psn, &rem, vm_mac)?;
     }
     let start = Instant::now();
-    let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, res);
+    let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, last_posted, res);
     res.elapsed = start.elapsed();
     r?;
     let bytes = u64::from(o.size) * u64::from(o.iters) * 2;
@@ -1032,11 +1045,15 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         Role::Server => Some(mgmt.listen(o.port)?),
         Role::Client => None,
     };
+    // ibv_rc_pingpong destroys its QP once its own last completion is in: the exchange after our last post
+    // runs loss-free (`BridgeConfig::drops_end`)
+    let last_posted = Arc::new(AtomicBool::new(false));
     let bcfg = BridgeConfig {
         pcap: Some(pcap.clone()),
         drop_from_vm: o.drop,
         drop_to_vm: o.drop,
         seed: o.seed,
+        drops_end: Some(last_posted.clone()),
         ..Default::default()
     };
     let session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
@@ -1053,6 +1070,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
             our_ip,
         },
         deadline,
+        &last_posted,
         &mut ours,
     ) {
         ours.error = Some(format!("{e:#}"));
