@@ -742,3 +742,283 @@ fn inline_every_other(w: &mut SendWr, mem: &std::sync::Arc<std::sync::Mutex<Host
         w.set_inline(mem.lock().unwrap().read(sge.addr, sge.length as usize).unwrap());
     }
 }
+
+/// READs posted at once on each QP in the `reads` campaign: ib_read_bw's depth against rxe (rxe's
+/// `max_qp_rd_atom`, 128). At most `max_rd_atomic` (16, the Completer's record ring per QP) of them are on
+/// the wire at a time; the rest wait in the Send Queue.
+pub const READS_PER_QP: usize = 128;
+
+/// The work one requester of the `reads` campaign needed (the RTL's run, or the golden twin's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadsEffort {
+    /// READ WQEs completed.
+    pub reads: u64,
+    /// READ request packets sent, first and resent.
+    pub request_frames: u64,
+    /// Frames the responder (the golden model in both runs) sent.
+    pub response_frames: u64,
+    /// Response packets the READs need without loss (one per path MTU, at least one).
+    pub needed_responses: u64,
+    /// Go-back-N passes, and those started by the retransmit timer.
+    pub retries: u64,
+    pub timeouts: u64,
+    /// Simulated time, ns.
+    pub ns: u64,
+}
+
+impl ReadsEffort {
+    /// READ requests sent beyond one per WQE (a partly answered READ is re-requested for its rest).
+    pub fn resent(&self) -> u64 {
+        self.request_frames - self.reads
+    }
+}
+
+impl std::fmt::Display for ReadsEffort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} READ requests ({} resent), {} responder frames ({} needed), {} go-back-N ({} after a timeout), {:.1} us",
+            self.request_frames,
+            self.resent(),
+            self.response_frames,
+            self.needed_responses,
+            self.retries,
+            self.timeouts,
+            self.ns as f64 / 1e3
+        )
+    }
+}
+
+/// What the `reads` campaign measured: the RTL requester and the golden requester, each against the golden
+/// responder, on links with the same fault rates.
+#[derive(Clone, Debug)]
+pub struct ReadsReport {
+    pub rtl: ReadsEffort,
+    pub model: ReadsEffort,
+    pub summary: String,
+}
+
+impl ReadsReport {
+    /// RTL / golden: resent READ requests, and responder frames.
+    pub fn ratios(&self) -> (f64, f64) {
+        let r = |a: u64, b: u64| if b == 0 { if a == 0 { 1.0 } else { f64::INFINITY } } else { a as f64 / b as f64 };
+        (r(self.rtl.resent(), self.model.resent()), r(self.rtl.response_frames, self.model.response_frames))
+    }
+}
+
+/// One READ of the `reads` campaign: its QP, length, source offset in the responder's buffer, destination
+/// offset in the requester's.
+#[derive(Clone, Copy, Debug)]
+struct Read {
+    qp: usize,
+    len: u64,
+    src: u64,
+    dst: u64,
+}
+
+/// The READs of one round: [`READS_PER_QP`] on each of [`QPS`] QPs, each into a slot of its own.
+fn read_round(rng: &mut SmallRng, mtu: u32) -> Vec<Read> {
+    let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
+    let mut v = Vec::new();
+    for j in 0..READS_PER_QP {
+        for qp in 0..QPS {
+            let len = sizes[rng.gen_range(0..sizes.len())];
+            let slot = (j * QPS + qp) as u64 * STRIDE;
+            v.push(Read { qp, len, src: rng.gen_range(0..(2 << 20) - SLOT), dst: slot + rng.gen_range(0..8) });
+        }
+    }
+    v
+}
+
+/// Bytes of the requester's READ destination area: one slot per READ of a round.
+const READ_DEST_BYTES: usize = QPS * READS_PER_QP * STRIDE as usize;
+
+fn needed_responses(reads: &[Read], mtu: u32) -> u64 {
+    reads.iter().map(|r| r.len.div_ceil(u64::from(mtu)).max(1)).sum()
+}
+
+/// The retransmit timeout exponent of the `reads` campaign's QPs, on both requesters: by the rule the rxe
+/// runs use (`rtl_ep::rtl_qp_timeout`), longer than twice the time the link takes to carry everything that
+/// can be outstanding: 16 READs of up to 16 KiB on each of the 16 QPs (4 MiB of responses, 0.34 ms at
+/// 100 Gb/s: exponent 8, 1.05 ms). A shorter timer fires while the responses to a QP's READs still queue
+/// behind the other QPs' and starts go-back-N passes that only add to the queue (seen with the 65.5 us of
+/// the other campaigns: 6,041 timeouts, 1,698 of 2,048 READs in 124 ms).
+pub fn reads_timeout() -> u8 {
+    let outstanding = (QPS * 16) as u64 * crate::rxe::rtl_ep::wire_bytes(SLOT, 256);
+    crate::rxe::rtl_ep::rtl_qp_timeout(outstanding, 100.0)
+}
+
+/// 128 READs outstanding per QP under faults (`rnic campaign --role reads`): the RTL requester against the
+/// golden responder, then the golden requester against the golden responder on a link with the same fault
+/// rates, line rate (100 Gb/s), latency and retransmit timeout ([`reads_timeout`]), the same READs. What must
+/// hold in both: every READ completes with success, every destination holds the responder's bytes, and (RTL)
+/// no byte of our memory outside the destinations changes. What it reports: the READ requests each requester
+/// resent and the frames the responder had to send, and their ratio RTL / golden.
+pub fn reads(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> ReadsReport {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let source: Vec<u8> = (0..2 << 20).map(|_| rng.gen()).collect();
+    let plan: Vec<Vec<Read>> = (0..rounds).map(|_| read_round(&mut rng, mtu)).collect();
+    // the golden twin first (seconds): a hung RTL run is reported beside what the golden requester needed
+    let model = reads_golden(seed, mtu, &plan, &source, faults);
+    eprintln!("golden requester: {model}");
+    let rtl = reads_rtl(seed, mtu, &plan, &source, faults, dir, vcd, progress);
+    let mut summary = String::new();
+    summary_line!(
+        summary,
+        "{} READs at MTU {mtu}: {READS_PER_QP} posted at once on each of {QPS} QPs (at most 16 in flight per QP), retransmit timeout 4.096 us x 2^{}, faults each way: {} drop, {} duplicate, {} reorder, {} corrupt",
+        rtl.reads, reads_timeout(), faults.drop, faults.duplicate, faults.reorder, faults.corrupt
+    );
+    summary_line!(summary, "RTL requester:    {rtl}");
+    summary_line!(summary, "golden requester: {model}");
+    let rep = ReadsReport { rtl, model, summary };
+    let (a, b) = rep.ratios();
+    let mut summary = rep.summary.clone();
+    summary_line!(summary, "RTL / golden: resent READ requests {a:.2}x, responder frames {b:.2}x");
+    ReadsReport { summary, ..rep }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reads_rtl(seed: u64, mtu: u32, plan: &[Vec<Read>], source: &[u8], faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> ReadsEffort {
+    let mut r = rig(mtu, dir);
+    if let Some(v) = vcd {
+        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
+    }
+    let cq = r.drv.create_cq((QPS * READS_PER_QP) as u32).unwrap();
+    let cap = QpCap { max_send_wr: READS_PER_QP as u32, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let qps: Vec<(u32, u32)> = (0..QPS).map(|i| r.add_qp_pair_with(mtu, 0x100 * i as u32 + 7, 0xFF_FF00 - i as u32, cap, cq)).collect();
+    for &(q, _) in &qps {
+        r.drv.modify_qp(q, &QpAttr { timeout: Some(reads_timeout()), ..Default::default() }).unwrap();
+    }
+    let dest = r.mem.lock().unwrap().alloc(READ_DEST_BYTES);
+    let dkey = r.drv.reg_mr(Pd(1), dest, READ_DEST_BYTES as u64, AccessFlags::ALL).unwrap();
+    let (cycle0, peer_tx0, sent0) = {
+        let mut s = r.sys.borrow_mut();
+        s.peer.mem_mut().write(r.peer_buf, source).unwrap();
+        s.out.set_faults(faults, seed ^ 0x7);
+        s.inl.set_faults(faults, seed ^ 0x1);
+        (s.cycle, s.peer.counters().tx_frames, s.sent.len())
+    };
+    let c0 = counters(&mut r);
+    let mut e = ReadsEffort::default();
+    for (round, reads) in plan.iter().enumerate() {
+        let mut shadow = r.mem.lock().unwrap().read(dest, READ_DEST_BYTES).unwrap();
+        for (i, m) in reads.iter().enumerate() {
+            let mut w = SendWr::new(i as u64, WrOpcode::RdmaRead, vec![Sge { addr: dest + m.dst, length: m.len as u32, lkey: dkey }]);
+            w.flags.signaled = true;
+            w.remote_addr = r.peer_buf + m.src;
+            w.rkey = r.peer_rkey;
+            r.drv.post_send(qps[m.qp].0, &w).unwrap();
+        }
+        let mut got: Vec<WorkCompletion> = Vec::new();
+        let mut steps = 0u64;
+        while got.len() < reads.len() {
+            if steps >= 20_000_000 {
+                let c = counters(&mut r);
+                let pc = r.sys.borrow().peer.counters().clone();
+                panic!(
+                    "reads round {round}: hung with {} of {} completions; RTL counters {c:?}; golden responder: {} duplicates, {} read replays, drops {:?}; pcaps in {}",
+                    got.len(),
+                    reads.len(),
+                    pc.duplicate_requests,
+                    pc.read_replays,
+                    pc.drops,
+                    dir.display()
+                );
+            }
+            {
+                let mut s = r.sys.borrow_mut();
+                for _ in 0..1024 {
+                    s.step();
+                }
+            }
+            got.extend(r.drv.poll_cq(cq, 512).unwrap());
+            steps += 1024;
+        }
+        assert!(got.iter().all(|w| w.status == WcStatus::Success && w.opcode == WcOpcode::RdmaRead), "reads round {round}: {:?}", got.iter().find(|w| w.status != WcStatus::Success));
+        let mut ids: Vec<u64> = got.iter().map(|w| w.wr_id).collect();
+        ids.sort();
+        assert_eq!(ids, (0..reads.len() as u64).collect::<Vec<_>>(), "reads round {round}: one completion per READ");
+        for (q, &(qpn, _)) in qps.iter().enumerate() {
+            let order: Vec<u64> = got.iter().filter(|w| w.qp_num == qpn).map(|w| w.wr_id).collect();
+            assert!(order.windows(2).all(|p| p[0] < p[1]), "reads round {round}: QP {q}'s completions out of order");
+        }
+        for m in reads {
+            let (at, n) = (m.dst as usize, m.len as usize);
+            shadow[at..at + n].copy_from_slice(&source[m.src as usize..m.src as usize + n]);
+        }
+        let now = r.mem.lock().unwrap().read(dest, READ_DEST_BYTES).unwrap();
+        if now != shadow {
+            let i = now.iter().zip(&shadow).position(|(a, b)| a != b).unwrap();
+            panic!("reads round {round}: our memory differs from the expected first at destination offset {i:#x}");
+        }
+        e.reads += reads.len() as u64;
+        e.needed_responses += needed_responses(reads, mtu);
+        progress(round + 1);
+    }
+    let c = counters(&mut r);
+    let s = r.sys.borrow();
+    e.request_frames = s.sent[sent0..]
+        .iter()
+        .filter(|f| matches!(testbench::wire::parse_ethernet(f), Ok(testbench::wire::Frame::Roce(fr)) if fr.packet.bth.opcode == 0x0C))
+        .count() as u64;
+    e.response_frames = s.peer.counters().tx_frames - peer_tx0;
+    e.retries = counter(&c, "comp_retries") - counter(&c0, "comp_retries");
+    e.timeouts = counter(&c, "comp_timeouts") - counter(&c0, "comp_timeouts");
+    e.ns = ((s.cycle - cycle0) as f64 * 1e9 / testbench::mac::CORE_HZ) as u64;
+    assert_eq!(counter(&c, "comp_bad_responses"), 0);
+    assert!(s.dma.faults.is_empty(), "DMA faults: {:?}", s.dma.faults);
+    e
+}
+
+fn reads_golden(seed: u64, mtu: u32, plan: &[Vec<Read>], source: &[u8], faults: MacFaults) -> ReadsEffort {
+    use testbench::model::harness::{ConnOpts, Pair};
+    let hz = testbench::mac::CORE_HZ;
+    let link = LinkConfig {
+        drop: faults.drop,
+        duplicate: faults.duplicate,
+        reorder: faults.reorder,
+        corrupt: faults.corrupt,
+        // the RTL rig's MAC links: 100 cycles from last bit out to first beat in, 100 Gb/s
+        latency_ns: (100.0 * 1e9 / hz) as u64,
+        reorder_delay_ns: (faults.reorder_cycles as f64 * 1e9 / hz) as u64,
+        ns_per_byte: 0,
+        gbps: 100.0,
+    };
+    let mut p = Pair::new(link, seed ^ 0x7eed);
+    let dest = p.a.alloc(READ_DEST_BYTES);
+    let dmr = p.a.reg_mr(p.pd_a, dest, READ_DEST_BYTES as u64, AccessFlags::ALL).unwrap();
+    let src = p.b.alloc(2 << 20);
+    p.b.mem_mut().write(src, source).unwrap();
+    let smr = p.b.reg_mr(p.pd_b, src, 2 << 20, AccessFlags::ALL).unwrap();
+    let o = ConnOpts { path_mtu: mtu, timeout: reads_timeout(), ..Default::default() };
+    let qps: Vec<(u32, u32)> = (0..QPS).map(|i| p.connect(&o, 0x100 * i as u32 + 7, 0xFF_FF00 - i as u32)).collect();
+    let mut e = ReadsEffort::default();
+    let t0 = p.now;
+    for (round, reads) in plan.iter().enumerate() {
+        for (i, m) in reads.iter().enumerate() {
+            let mut w = SendWr::new(i as u64, WrOpcode::RdmaRead, vec![Sge { addr: dest + m.dst, length: m.len as u32, lkey: dmr.lkey }]);
+            w.flags.signaled = true;
+            w.remote_addr = src + m.src;
+            w.rkey = smr.rkey;
+            p.a.post_send(qps[m.qp].0, w).unwrap();
+        }
+        let r = p.run();
+        assert!(r.idle, "golden reads round {round}: not idle after 100 s of simulated time");
+        let got = p.a.poll_cq(p.cq_a, usize::MAX);
+        assert_eq!(got.len(), reads.len(), "golden reads round {round}");
+        assert!(got.iter().all(|w| w.status == WcStatus::Success), "golden reads round {round}");
+        for m in reads {
+            let n = m.len as usize;
+            assert!(p.a.mem().read(dest + m.dst, n).unwrap() == source[m.src as usize..m.src as usize + n], "golden reads round {round}");
+        }
+        e.reads += reads.len() as u64;
+        e.needed_responses += needed_responses(reads, mtu);
+    }
+    let (a, b) = (p.a.counters(), p.b.counters());
+    e.request_frames = a.tx_request_packets;
+    e.response_frames = b.tx_frames;
+    e.retries = a.retries;
+    e.timeouts = a.timeouts;
+    e.ns = p.now - t0;
+    e
+}

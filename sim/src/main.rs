@@ -22,6 +22,19 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum BoardCmd {
+    /// Write the board top's Verilog, the XDC, the non-project Vivado Tcl and a README into OUT; run
+    /// `vivado -mode batch -source build_u250.tcl` there if Vivado is on PATH, else print that command.
+    Build {
+        /// The card: u250 (AMD Alveo U250).
+        #[arg(long, default_value = "u250")]
+        board: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
 enum Cmd {
     /// Decode a pcap: one line per frame, ICRC verified; exit 0 only if every RoCEv2 frame is good.
     Decode { file: PathBuf },
@@ -40,6 +53,12 @@ enum Cmd {
         /// Only this block.
         #[arg(long)]
         block: Option<String>,
+    },
+    /// The board layer: `build` writes a card's Verilog, constraints and Vivado flow (and runs Vivado if it is
+    /// on PATH).
+    Board {
+        #[command(subcommand)]
+        what: BoardCmd,
     },
     /// Run an unmodified rdma-core/perftest tool in a Linux soft-RoCE (rxe) VM against our endpoint.
     Rxe {
@@ -148,7 +167,8 @@ enum Cmd {
     /// message must succeed, every byte land, nothing hang. Exit 0 only if all hold.
     Campaign {
         /// responder (golden requester, RTL responder), requester (RTL requester, golden responder), pair
-        /// (RTL against RTL, both directions at once), or atomics (RTL against RTL: --messages FETCH_ADD(1)
+        /// (RTL against RTL, both directions at once), reads (128 READs outstanding per QP: the RTL requester
+        /// and the golden one, each against the golden responder, the work each needed and its ratio), or atomics (RTL against RTL: --messages FETCH_ADD(1)
         /// from 16 QPs on one counter, then a COMPARE_SWAP spin lock; issue 6).
         #[arg(long, default_value = "pair")]
         role: String,
@@ -156,7 +176,7 @@ enum Cmd {
         seed: u64,
         #[arg(long, default_value_t = 1024)]
         mtu: u32,
-        /// Messages (each way for `pair`), rounded up to rounds of 32.
+        /// Messages (each way for `pair`), rounded up to rounds of 32 (of 2,048 for `reads`: 128 per QP).
         #[arg(long, default_value_t = 1024)]
         messages: usize,
         /// Fault rates per frame, each direction.
@@ -230,6 +250,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Synth { block } => synth(block.as_deref()),
+        Cmd::Board { what: BoardCmd::Build { board, out } } => board_build(&board, &out),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
         Cmd::Bench { clock_mhz, host_latency_ns, quick, out, verb, mtu, qps, size, vcd, inline, bytes } => {
             bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline, bytes })
@@ -415,11 +436,38 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
             }
         });
     }
+    if role == "reads" {
+        // issue 26: 128 READs outstanding per QP, the RTL requester and the golden one against the golden responder
+        let rounds = messages.div_ceil(c::QPS * c::READS_PER_QP).max(1);
+        let dir = match out {
+            Some(d) => d,
+            None => scratch("campaign")?,
+        };
+        std::fs::create_dir_all(&dir)?;
+        println!(
+            "rnic campaign: role reads, seed {seed}, MTU {mtu}, {} READs ({} posted at once per QP on {} QPs), faults {rates:?}; pcaps in {}",
+            rounds * c::QPS * c::READS_PER_QP, c::READS_PER_QP, c::QPS, dir.display()
+        );
+        let pb = ProgressBar::new(rounds as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} rounds of the RTL {elapsed} (eta {eta}), then the golden twin").unwrap());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c::reads(seed, mtu, rounds, f, &dir, vcd.as_deref(), &mut |n| pb.set_position(n as u64))));
+        pb.finish_and_clear();
+        return Ok(match r {
+            Ok(rep) => {
+                print!("{}", rep.summary);
+                println!("PASS");
+                ExitCode::SUCCESS
+            }
+            Err(_) => {
+                println!("FAIL (seed {seed}; pcaps in {})", dir.display());
+                ExitCode::FAILURE
+            }
+        });
+    }
     let run: fn(u64, u32, usize, testbench::mac::MacFaults, &Path, Option<&Path>, &mut dyn FnMut(usize)) -> String = match role {
         "responder" => c::responder,
         "requester" => c::requester,
         "pair" => c::pair,
-        _ => anyhow::bail!("--role is responder, requester, pair or atomics"),
+        _ => anyhow::bail!("--role is responder, requester, pair, reads or atomics"),
     };
     let dir = match out {
         Some(d) => d,
@@ -506,6 +554,25 @@ fn rxe(
     println!("{rep}");
     println!("result: {}", if rep.ok() { "PASS" } else { "FAIL" });
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn board_build(board: &str, out: &Path) -> Result<ExitCode> {
+    anyhow::ensure!(board == "u250", "--board: the boards are: u250");
+    let files = fpga::board::vivado::write_all(out).with_context(|| format!("writing into {}", out.display()))?;
+    println!("rnic board build: {} in {}", files.join(", "), out.display());
+    let cmd = "vivado -mode batch -source build_u250.tcl";
+    if std::process::Command::new("vivado").arg("-version").output().is_err() {
+        println!("Vivado is not on PATH. On a machine with Vivado (and the free CMAC licence), run in {}:\n  {cmd}", out.display());
+        println!("The flow and what it checks: {}", out.join("README.md").display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("running: {cmd}");
+    let st = std::process::Command::new("vivado")
+        .args(["-mode", "batch", "-source", "build_u250.tcl"])
+        .current_dir(out)
+        .status()
+        .context("running vivado")?;
+    Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn scratch(tag: &str) -> Result<PathBuf> {

@@ -775,9 +775,15 @@ impl<D: RnicDut> Rig<D> {
     /// Another RC QP pair between us and the peer (same PD, CQs and memory as the first), in RTS.
     pub fn add_qp_pair(&mut self, mtu: u32, psn_a: u32, psn_b: u32) -> (u32, u32) {
         let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        self.add_qp_pair_with(mtu, psn_a, psn_b, cap, Cq(0))
+    }
+
+    /// [`Rig::add_qp_pair`] with our QP's queue sizes and completion queue chosen (the peer's QP gets the same
+    /// sizes).
+    pub fn add_qp_pair_with(&mut self, mtu: u32, psn_a: u32, psn_b: u32, cap: QpCap, cq: Cq) -> (u32, u32) {
         let qpn = self
             .drv
-            .create_qp(Pd(1), QpInitAttr { qp_type: QpType::Rc, send_cq: Cq(0), recv_cq: Cq(0), cap, sq_sig_all: false })
+            .create_qp(Pd(1), QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false })
             .unwrap();
         // the peer leaves the system while the driver's register accesses step it
         let mut peer = std::mem::replace(&mut self.sys.borrow_mut().peer, Device::new(DeviceConfig::simple(9)));

@@ -15,6 +15,7 @@ fn faulty() -> LinkConfig {
         latency_ns: 2_000,
         reorder_delay_ns: 6_000,
         ns_per_byte: 0,
+        gbps: 0.0,
     }
 }
 

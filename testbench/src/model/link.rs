@@ -32,6 +32,9 @@ pub struct LinkConfig {
     pub reorder_delay_ns: u64,
     /// Serialisation time per byte (0 = infinitely fast).
     pub ns_per_byte: u64,
+    /// Line rate in Gb/s, counting each frame's wire bits as an Ethernet MAC sends them (FCS, preamble and
+    /// inter-frame gap, `crate::mac::wire_bits`) as the RTL's MAC links do; 0: `ns_per_byte` alone.
+    pub gbps: f64,
 }
 
 impl Default for LinkConfig {
@@ -44,6 +47,7 @@ impl Default for LinkConfig {
             latency_ns: 1_000,
             reorder_delay_ns: 5_000,
             ns_per_byte: 0,
+            gbps: 0.0,
         }
     }
 }
@@ -172,7 +176,10 @@ impl Link {
         let i = Self::di(dir);
         self.stats[i].sent += 1;
         let start = now.max(self.busy[i]);
-        let done = start + cfg.ns_per_byte * frame.len() as u64;
+        let mut done = start + cfg.ns_per_byte * frame.len() as u64;
+        if cfg.gbps > 0.0 {
+            done += (crate::mac::wire_bits(frame.len() as u64) as f64 / cfg.gbps).round() as u64;
+        }
         self.busy[i] = done;
         if self.rng.next_f64() < cfg.drop {
             self.stats[i].dropped += 1;
