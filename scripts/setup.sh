@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a Debian 12 machine, only when missing: Verilator and Yosys (the RTL
-# gates and the Verilator models), plus the C++ toolchain the Verilator models compile with.
+# gates and the Verilator models), the C++ toolchain the Verilator models compile with, and tclsh (the
+# board flow's Tcl is run against stub Vivado commands).
 # The rxe VM harness installs its own packages (sim/vm/build-vm.sh).
 set -euo pipefail
 need=()
@@ -8,6 +9,7 @@ command -v verilator >/dev/null || need+=(verilator)
 command -v yosys >/dev/null || need+=(yosys)
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
+command -v tclsh >/dev/null || need+=(tcl)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "missing: ${need[*]}. Run: sudo apt-get update && sudo apt-get install -y ${need[*]}" >&2

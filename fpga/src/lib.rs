@@ -50,6 +50,13 @@ fn table() -> Vec<Entry> {
         ("arp_responder", || rtl::verilog_of(&mut rtl::wire::arp::ArpResponder::default()), Some(6)),
         ("responder", || rtl::transport::responder::verilog(), Some(6)),
         ("axis_slice", || rtl::verilog_of(&mut rtl::common::axis_slice::AxisSlice::default()), Some(6)),
+        // the board layer's glue (fpga/src/board): each clock domain's logic within the same budget
+        ("async_fifo", || rtl::verilog_of(&mut board::cdc::AsyncFifo::<Bits<72>, 4, 5>::default()), Some(6)),
+        ("axi_read_master", || rtl::verilog_of(&mut board::dma_axi::AxiReadMaster::default()), Some(6)),
+        ("axi_write_master", || rtl::verilog_of(&mut board::dma_axi::AxiWriteMaster::default()), Some(6)),
+        ("axil_split", || rtl::verilog_of(&mut board::axil::AxiLiteSplit::default()), Some(6)),
+        ("board_regs", || rtl::verilog_of(&mut board::regs::BoardRegs::default()), Some(6)),
+        ("cmac_ctl", || rtl::verilog_of(&mut board::cmac_ctl::CmacCtl::default()), Some(6)),
     ]
 }
 
@@ -73,4 +80,5 @@ pub fn for_vivado(v: &str) -> String {
     filter_blackbox_directives(v)
 }
 
+pub mod board;
 pub mod gates;
