@@ -870,11 +870,11 @@ pub fn reads(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, 
     );
     summary_line!(summary, "RTL requester:    {rtl}");
     summary_line!(summary, "golden requester: {model}");
-    let rep = ReadsReport { rtl, model, summary };
+    let mut rep = ReadsReport { rtl, model, summary };
     let (a, b) = rep.ratios();
-    let mut summary = rep.summary.clone();
-    summary_line!(summary, "RTL / golden: resent READ requests {a:.2}x, responder frames {b:.2}x");
-    ReadsReport { summary, ..rep }
+    let s = &mut rep.summary;
+    summary_line!(s, "RTL / golden: resent READ requests {a:.2}x, responder frames {b:.2}x");
+    rep
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -82,6 +82,8 @@ pub struct AxiReadMaster {
     /// per burst in flight: the request's tag (7:0) and whether its last beat ends the request (8)
     info: Fifo<Bits<9>, 5, 6>,
     l_ar: Signal<Local, Bit>,
+    /// an R beat handed to the core this cycle, and the last of its burst
+    l_rbeat: Signal<Local, Bit>,
     l_rlast: Signal<Local, Bit>,
     l_room: Signal<Local, Bit>,
     l_sum: Signal<Local, Bits<13>>,
@@ -140,6 +142,7 @@ impl Default for AxiReadMaster {
             errs: Default::default(),
             info: Default::default(),
             l_ar: Default::default(),
+            l_rbeat: Default::default(),
             l_rlast: Default::default(),
             l_room: Default::default(),
             l_sum: Default::default(),
@@ -242,14 +245,15 @@ impl Logic for AxiReadMaster {
         self.rd_resp_data.next = self.r_data.val();
         self.rd_resp_tag.next = self.info.dout.val().get_bits::<8>(0);
         self.rd_resp_last.next = self.r_last.val() & self.info.dout.val().get_bit(8);
-        self.l_rlast.next = self.r_valid.val() & self.rd_resp_ready.val() & !self.info.empty.val() & self.r_last.val();
+        self.l_rbeat.next = self.r_valid.val() & self.rd_resp_ready.val() & !self.info.empty.val();
+        self.l_rlast.next = self.l_rbeat.val() & self.r_last.val();
         self.info.pop.next = self.l_rlast.val();
         if self.l_ar.val() & !self.l_rlast.val() {
             self.outst.d.next = self.outst.q.val() + self.k_one6.val();
         } else if !self.l_ar.val() & self.l_rlast.val() {
             self.outst.d.next = self.outst.q.val() - self.k_one6.val();
         }
-        if self.r_valid.val() & self.rd_resp_ready.val() & !self.info.empty.val() & (self.r_resp.val() != self.k_zero2.val()) {
+        if self.l_rbeat.val() & (self.r_resp.val() != self.k_zero2.val()) {
             self.errs.d.next = self.errs.q.val() + self.k_one16.val();
         }
         self.outstanding.next = self.outst.q.val();

@@ -67,9 +67,7 @@ pub const QDMA_CONFIG: &[(&str, &str)] = &[
 
 /// The board top's Verilog for Vivado.
 pub fn verilog() -> String {
-    let mut top = U250Top::default();
-    top.connect_all();
-    crate::for_vivado(&generate_verilog(&top))
+    crate::for_vivado(&verilog_with_stubs())
 }
 
 /// The board top's Verilog with the IP stubs (for the gates here).
