@@ -45,7 +45,7 @@ use crate::host::csr::Csr;
 use crate::host::dma_arb::DmaReadArb;
 use crate::host::dma_warb::DmaWriteArb;
 use crate::host::gather::GatherPath;
-use crate::host::req_front::ReqFront;
+use crate::host::req_front::{rd_atomic_limit, ReqFront};
 use crate::transport::requester::Requester;
 use crate::transport::responder::Responder;
 use crate::wire::rx_parse::{RxHeader, RxParse};
@@ -176,6 +176,8 @@ pub struct Rnic {
     c_err: DFF<Bits<8>>,
     l_data: Signal<Local, Bits<512>>,
     l_w0: Signal<Local, Bits<32>>,
+    /// CMD_WRITE_QP's max_rd_atomic (word 2, 7:0).
+    l_mra: Signal<Local, Bits<8>>,
     ctr_g: [DFF<Bits<32>>; 4],
     ctr_hi: DFF<Bits<2>>,
     ctr_v: DFF<Bits<32>>,
@@ -194,6 +196,17 @@ pub struct Rnic {
     n_qps: Constant<Bits<24>>,
     n_cqs: Constant<Bits<24>>,
     mtu_bias: Constant<Bits<4>>,
+    st_reset: Constant<Bits<3>>,
+    /// max_rd_atomic thresholds (8-bit) and limits (7-bit) for WQE Check's `max_rd` (`rd_atomic_limit`).
+    mra_t8: Constant<Bits<8>>,
+    mra_t4: Constant<Bits<8>>,
+    mra_t2: Constant<Bits<8>>,
+    mra_t1: Constant<Bits<8>>,
+    mra_v16: Constant<Bits<7>>,
+    mra_v8: Constant<Bits<7>>,
+    mra_v4: Constant<Bits<7>>,
+    mra_v2: Constant<Bits<7>>,
+    mra_v1: Constant<Bits<7>>,
     kind_sq: Constant<Bits<2>>,
     zero8: Constant<Bits<8>>,
     zero64: Constant<Bits<64>>,
@@ -283,6 +296,7 @@ impl Default for Rnic {
             c_err: Default::default(),
             l_data: Default::default(),
             l_w0: Default::default(),
+            l_mra: Default::default(),
             ctr_g: Default::default(),
             ctr_hi: Default::default(),
             ctr_v: Default::default(),
@@ -301,6 +315,16 @@ impl Default for Rnic {
             n_cqs: k(1 << LOG2_CQS),
             // IB MTU code (1 = 256 .. 5 = 4096) + 7 = log2 bytes
             mtu_bias: k(7),
+            st_reset: k(testbench::model::QpState::Reset as u64),
+            mra_t8: k(8),
+            mra_t4: k(4),
+            mra_t2: k(2),
+            mra_t1: k(1),
+            mra_v16: k(rd_atomic_limit(9)),
+            mra_v8: k(rd_atomic_limit(8)),
+            mra_v4: k(rd_atomic_limit(4)),
+            mra_v2: k(rd_atomic_limit(2)),
+            mra_v1: k(rd_atomic_limit(1)),
             kind_sq: k(0),
             zero8: k(0),
             zero64: k(0),
@@ -439,6 +463,21 @@ impl Logic for Rnic {
         self.front.ctx_data.next.dst_ip = self.l_data.val().get_bits::<32>(192);
         self.front.ctx_data.next.dst_mac = self.l_data.val().get_bits::<48>(224);
         self.front.ctx_data.next.sig_all = false;
+        // the READ/atomic limit: max_rd_atomic rounded up to a power of two, 1..=16 (rd_atomic_limit)
+        self.l_mra.next = self.l_data.val().get_bits::<8>(64);
+        self.front.ctx_data.next.max_rd = self.mra_v16.val();
+        if self.l_mra.val() <= self.mra_t8.val() {
+            self.front.ctx_data.next.max_rd = self.mra_v8.val();
+        }
+        if self.l_mra.val() <= self.mra_t4.val() {
+            self.front.ctx_data.next.max_rd = self.mra_v4.val();
+        }
+        if self.l_mra.val() <= self.mra_t2.val() {
+            self.front.ctx_data.next.max_rd = self.mra_v2.val();
+        }
+        if self.l_mra.val() <= self.mra_t1.val() {
+            self.front.ctx_data.next.max_rd = self.mra_v1.val();
+        }
         self.front.psn_we.next = false;
         self.front.psn_qpn.next = self.c_index.q.val();
         self.front.psn_value.next = self.l_w0.val().get_bits::<24>(0);
@@ -449,6 +488,7 @@ impl Logic for Rnic {
         self.comp.cqw_timeout.next = self.l_data.val().get_bits::<5>(40);
         self.comp.cqw_retry.next = self.l_data.val().get_bits::<3>(48);
         self.comp.cqw_rnr.next = self.l_data.val().get_bits::<3>(56);
+        self.comp.cqw_reset.next = self.l_w0.val().get_bits::<3>(0) == self.st_reset.val();
         // CQ ring set-up
         self.cq_gen.setup_valid.next = false;
         self.cq_gen.setup_cqn.next = self.c_index.q.val();
@@ -711,6 +751,7 @@ impl Logic for Rnic {
         self.front.win_qpn.next = self.comp.win_qpn.val();
         self.front.win_busy.next = self.comp.win_busy.val();
         self.front.win_lim.next = self.comp.win_lim.val();
+        self.front.win_fin.next = self.comp.win_fin.val();
         self.sq.rw_valid.next = self.front.sq_rw_valid.val();
         self.front.sq_rw_ready.next = self.sq.rw_ready.val();
         self.sq.rw_qpn.next = self.front.sq_rw_qpn.val();

@@ -87,6 +87,19 @@ pub struct SqCtx {
     pub pd: Bits<PD_BITS>,
     /// Every WQE completes (`sq_sig_all`).
     pub sig_all: Bit,
+    /// READ and atomic WQEs that may be outstanding (rxe `check_init_depth`): `max_rd_atomic` rounded up to a
+    /// power of two, at least 1, at most [`RD_ATOMIC_MAX`].
+    pub max_rd: Bits<7>,
+}
+
+/// The most READ/atomic WQEs a QP may have outstanding, whatever its `max_rd_atomic`: the Completer's record
+/// ring per QP ([`crate::transport::completer::COMP_RING`]).
+pub const RD_ATOMIC_MAX: u64 = 16;
+
+/// The limit a QP's `max_rd_atomic` gives (as rxe `rxe_qp_from_attr` and the golden requester: rounded up to a
+/// power of two, at least 1), capped at [`RD_ATOMIC_MAX`].
+pub fn rd_atomic_limit(max_rd_atomic: u8) -> u64 {
+    u64::from(max_rd_atomic).max(1).next_power_of_two().min(RD_ATOMIC_MAX)
 }
 
 /// The QP's send PSN state.
@@ -105,6 +118,16 @@ pub struct WinEnt {
     pub busy: Bit,
     /// The highest PSN a WQE may start at: the acknowledged PSN + 128.
     pub lim: Bits<24>,
+    /// READ/atomic WQEs the Completer has retired (modulo 256).
+    pub fin: Bits<8>,
+}
+
+/// A QP's READ/atomic count: one past the ring index of the last READ/atomic WQE sent for the first time, and
+/// how many were (modulo 256).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct RdEnt {
+    pub hw: Bits<16>,
+    pub sent: Bits<8>,
 }
 
 /// A QP's last mask slot: its ring index and masks.
@@ -224,6 +247,8 @@ pub struct ReqFront {
     pub win_qpn: Signal<In, Bits<8>>,
     pub win_busy: Signal<In, Bit>,
     pub win_lim: Signal<In, Bits<24>>,
+    /// READ/atomic WQEs of QP `win_qpn` the Completer has retired (modulo 256), with the window.
+    pub win_fin: Signal<In, Bits<8>>,
     /// The rewind, on to the SQ Ring.
     pub sq_rw_valid: Signal<Out, Bit>,
     pub sq_rw_ready: Signal<In, Bit>,
@@ -246,6 +271,28 @@ pub struct ReqFront {
     wv: DFF<Bit>,
     /// The WQE would start beyond its QP's window: it waits (not taken; tried again from Idle).
     l_win: Signal<Local, Bit>,
+    /// Per QP: its READ/atomic count (read with the slot, like the PSN); the slot's ring index against the
+    /// high-water mark (`ncmp`: not below it = sent for the first time), and the count outstanding (`r_out` =
+    /// sent - retired) at or above the QP's limit (`r_blk`), both valid in Check.
+    rd_ram: SdpRam<RdEnt, 8>,
+    ncmp: PsnCmp,
+    r_out: DFF<Bits<8>>,
+    r_blk: DFF<Bit>,
+    /// Taken in Check for Emit (the slot may have left the SQ Ring's output by then): the WQE is counted, and
+    /// its QP's count as read.
+    r_cnt: DFF<Bit>,
+    r_sent: DFF<Bits<8>>,
+    /// The slot is a READ or an atomic (masked or not); one sent for the first time (counted in Emit); one that
+    /// must wait for the Completer to retire an earlier one (rxe `check_init_depth`).
+    l_ra: Signal<Local, Bit>,
+    l_cnt: Signal<Local, Bit>,
+    l_rdw: Signal<Local, Bit>,
+    /// The QP may send (RTS or SQD, not put in error).
+    l_live: Signal<Local, Bit>,
+    /// A CMD_WRITE_QP to RESET: the QP's READ/atomic count starts again (its port: a count in Emit waits).
+    l_rst: Signal<Local, Bit>,
+    l_nidx: Signal<Local, Bits<24>>,
+    l_nhw: Signal<Local, Bits<24>>,
     /// Check has what it decides on: the Key Cache's answer, or (inline, no lookup) the window compare.
     l_chk: Signal<Local, Bit>,
     ctx_ram: SdpRam<SqCtx, 8>,
@@ -343,6 +390,9 @@ pub struct ReqFront {
     op_write_imm: Constant<Bits<8>>,
     zero8: Constant<Bits<8>>,
     st_rts: Constant<Bits<3>>,
+    st_reset: Constant<Bits<3>>,
+    one8: Constant<Bits<8>>,
+    zero16: Constant<Bits<16>>,
     st_sqd: Constant<Bits<3>>,
     st_err: Constant<Bits<3>>,
     op_read: Constant<Bits<8>>,
@@ -422,6 +472,21 @@ impl Default for ReqFront {
             win_qpn: Default::default(),
             win_busy: Default::default(),
             win_lim: Default::default(),
+            win_fin: Default::default(),
+            rd_ram: Default::default(),
+            ncmp: Default::default(),
+            r_out: Default::default(),
+            r_blk: Default::default(),
+            r_cnt: Default::default(),
+            r_sent: Default::default(),
+            zero16: k(0),
+            l_ra: Default::default(),
+            l_cnt: Default::default(),
+            l_rdw: Default::default(),
+            l_live: Default::default(),
+            l_rst: Default::default(),
+            l_nidx: Default::default(),
+            l_nhw: Default::default(),
             kc: Default::default(),
             win_ram: Default::default(),
             wcmp: Default::default(),
@@ -507,6 +572,8 @@ impl Default for ReqFront {
             op_write_imm: k(u64::from(WR_RDMA_WRITE_WITH_IMM)),
             zero8: k(0),
             st_rts: k(QpState::Rts as u64),
+            st_reset: k(QpState::Reset as u64),
+            one8: k(1),
             st_sqd: k(QpState::Sqd as u64),
             st_err: k(QpState::Error as u64),
             op_read: k(u64::from(WR_RDMA_READ)),
@@ -534,9 +601,9 @@ impl Logic for ReqFront {
         dff_setup!(
             self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
             swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk, mok, qe_v, qe_q, ib_w, ib_c, ib_r, ndat,
-            nidx, isent, popped, wb1, wb2, wv
+            nidx, isent, popped, wb1, wb2, wv, r_out, r_blk, r_cnt, r_sent
         );
-        clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln, ib_ram, win_ram, wcmp);
+        clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln, ib_ram, win_ram, wcmp, rd_ram, ncmp);
         self.kc.clock.next = self.clock.val();
         self.ctx_ram.clock.next = self.clock.val();
         self.psn_ram.clock.next = self.clock.val();
@@ -566,6 +633,24 @@ impl Logic for ReqFront {
         self.win_ram.waddr.next = self.win_qpn.val();
         self.win_ram.wdata.next.busy = self.win_busy.val();
         self.win_ram.wdata.next.lim = self.win_lim.val();
+        self.win_ram.wdata.next.fin = self.win_fin.val();
+        // READ/atomic WQEs outstanding (rxe `check_init_depth`): the slot's index against the QP's high-water
+        // mark ((idx - hw) mod 2^16 not negative: sent for the first time; a resend after a go-back-N is not
+        // counted again), and the count sent minus retired against the QP's limit (a "negative" count, which
+        // only a RESET of a busy QP could leave, never blocks)
+        self.rd_ram.raddr.next = self.wqe_qpn.val().get_bits::<8>(0);
+        self.l_nidx.next = bit_cast::<24, 16>(self.idx.q.val()) << 8;
+        self.l_nhw.next = bit_cast::<24, 16>(self.rd_ram.rdata.val().hw) << 8;
+        self.ncmp.a.next = self.l_nidx.val();
+        self.ncmp.b.next = self.l_nhw.val();
+        self.r_out.d.next = self.rd_ram.rdata.val().sent - self.win_ram.rdata.val().fin;
+        self.r_blk.d.next = !self.r_out.q.val().get_bit(7) & (self.r_out.q.val().get_bits::<7>(0) >= self.ctx.q.val().max_rd);
+        // a CMD_WRITE_QP to RESET clears the count (the QP has nothing outstanding then)
+        self.l_rst.next = self.ctx_we.val() & (self.ctx_data.val().state == self.st_reset.val());
+        self.rd_ram.we.next = self.l_rst.val();
+        self.rd_ram.waddr.next = self.ctx_qpn.val().get_bits::<8>(0);
+        self.rd_ram.wdata.next.hw = self.zero16.val();
+        self.rd_ram.wdata.next.sent = self.zero8.val();
         self.wcmp.a.next = self.psn_ram.rdata.val().psn;
         self.wcmp.b.next = self.win_ram.rdata.val().lim;
         self.wb1.d.next = self.win_ram.rdata.val().busy;
@@ -660,10 +745,11 @@ impl Logic for ReqFront {
             self.ib_r.d.next = self.ib_r.q.val() + self.one4b.val();
         }
         self.l_lerr.next = (self.status.q.val() != self.zero8.val()) & (self.status.q.val() != self.s_flush.val());
-        self.l_win.next = self.wb2.q.val()
-            & self.wcmp.gt.val()
-            & !self.q_err.q.val()
-            & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()));
+        self.l_live.next = !self.q_err.q.val() & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()));
+        self.l_win.next = self.wb2.q.val() & self.wcmp.gt.val() & self.l_live.val();
+        self.l_ra.next = !self.l_send.val() | self.l_masked.val();
+        self.l_cnt.next = self.l_ra.val() & !self.ncmp.neg.val();
+        self.l_rdw.next = self.l_cnt.val() & self.r_blk.q.val() & self.l_live.val();
         self.l_chk.next = self.kc.res_valid.val() | (self.l_inl.val() & self.wv.q.val());
 
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
@@ -797,12 +883,15 @@ impl Logic for ReqFront {
                 }
             }
             FrontState::Check => {
-                if self.l_chk.val() & self.l_win.val() {
-                    // rxe `wait_psn`: the QP has 128 PSNs unacknowledged before this WQE's first; it is not
-                    // taken (the slot stays on offer) and is read again from Idle, where a rewind goes first
+                if self.l_chk.val() & (self.l_win.val() | self.l_rdw.val()) {
+                    // rxe `wait_psn`: the QP has 128 PSNs unacknowledged before this WQE's first; or rxe
+                    // `check_init_depth`: a new READ/atomic while max_rd_atomic of them are outstanding. It is
+                    // not taken (the slot stays on offer) and is read again from Idle, where a rewind goes first
                     self.state.d.next = FrontState::Idle;
                 } else if self.l_chk.val() {
                     self.key_ok.d.next = self.kc.res_ok.val();
+                    self.r_cnt.d.next = self.l_cnt.val();
+                    self.r_sent.d.next = self.rd_ram.rdata.val().sent;
                     self.dma.d.next = self.kc.res_dma.val();
                     self.status.d.next = self.zero8.val();
                     // an inline WQE has no local buffer (its lkey is not looked at)
@@ -900,7 +989,15 @@ impl Logic for ReqFront {
                 // a local error (not a flush) puts the QP in error here, as rxe's requester does: the WQEs
                 // behind it complete with WR_FLUSH_ERR unsent until the next CMD_WRITE_QP_REQ; its flag write
                 // waits a cycle for the Completer's pulse, which has the port
-                if !(self.l_lerr.val() & self.qerr_valid.val()) {
+                if !(self.l_lerr.val() & self.qerr_valid.val()) & !(self.r_cnt.q.val() & self.l_rst.val()) {
+                    if self.r_cnt.q.val() {
+                        // a READ/atomic sent for the first time (or completing unsent: the Completer retires
+                        // every record, whatever its status) is counted, its index is the new high-water mark
+                        self.rd_ram.we.next = true;
+                        self.rd_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
+                        self.rd_ram.wdata.next.hw = self.idx.q.val() + self.one16.val();
+                        self.rd_ram.wdata.next.sent = self.r_sent.q.val() + self.one8.val();
+                    }
                     if self.l_lerr.val() {
                         self.err_ram.we.next = true;
                         self.err_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
@@ -1029,6 +1126,31 @@ mod tests {
             self.u.win_busy.next = busy;
             self.u.win_lim.next = bits(lim);
             self.clock();
+        }
+        /// The Completer's window write with its count of retired READ/atomic WQEs.
+        fn win_fin(&mut self, qpn: u64, busy: bool, lim: u64, fin: u64) {
+            self.u.win_fin.next = bits(fin);
+            self.win(qpn, busy, lim);
+        }
+        /// A go-back-N rewind of `qpn` to ring index `idx` (PSN, skip), taken with its marker.
+        fn rewind(&mut self, qpn: u64, idx: u64, psn: u64, skip: u64) {
+            let (mut taken, mut marker) = (false, false);
+            for _ in 0..40 {
+                self.u.rw_valid.next = !taken;
+                self.u.rw_qpn.next = bits(qpn);
+                self.u.rw_idx.next = bits(idx);
+                self.u.rw_psn.next = bits(psn);
+                self.u.rw_skip.next = bits(skip);
+                self.u.wqe_valid.next = false;
+                self.u.sq_rw_ready.next = true;
+                self.u.issued_ready.next = true;
+                simulate(&mut self.u, 200);
+                taken |= self.u.rw_ready.val();
+                marker |= self.u.issued_valid.val() && self.u.issued.val().rewind;
+                self.clock();
+            }
+            self.u.rw_valid.next = false;
+            assert!(taken && marker, "the rewind is taken and its marker issued");
         }
         /// Present a slot for `n` cycles: it must not be taken, nor make a descriptor or a record; a rewind
         /// offered meanwhile (when `rw`) must be taken.
@@ -1374,7 +1496,71 @@ mod tests {
             sport: bits(0xC012),
             pd: bits(7),
             sig_all: false,
+            max_rd: bits(RD_ATOMIC_MAX),
         }
+    }
+
+    #[test]
+    fn the_driver_s_max_rd_atomic_becomes_a_power_of_two_limit() {
+        // rxe rxe_qp_from_attr: roundup_pow_of_two; 0 acts as 1 (the golden requester's `.max(1)`)
+        let got: Vec<u64> = [0u8, 1, 2, 3, 4, 5, 8, 9, 16, 17, 128, 255].iter().map(|&v| rd_atomic_limit(v)).collect();
+        assert_eq!(got, vec![1, 1, 2, 4, 4, 8, 8, 16, 16, 16, 16, 16]);
+    }
+
+    /// rxe `check_init_depth`: at most `max_rd_atomic` READ/atomic WQEs outstanding. A new one waits on offer
+    /// (untaken, nothing sent) until the Completer has retired an earlier one; SEND/WRITE pass by the count;
+    /// a WQE sent again after a go-back-N is not counted again; a QP in error flushes without waiting; a
+    /// CMD_WRITE_QP to RESET starts the count again.
+    #[test]
+    fn reads_and_atomics_wait_while_max_rd_atomic_are_outstanding() {
+        let mut r = Rig::new();
+        let q = 0x21;
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
+        r.ctx(q, SqCtx { max_rd: bits(2), ..ctx(QpState::Rts) });
+        r.psn(q, 100);
+        let rd = SendWqe { wr_id: 1, opcode: WR_RDMA_READ, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0100, length: 64, lkey: 0x0301, ..Default::default() };
+        let cas = SendWqe { wr_id: 2, opcode: WR_ATOMIC_CMP_AND_SWP, length: 8, ..rd };
+        let snd = SendWqe { wr_id: 3, opcode: WR_SEND, ..rd };
+        let go = |r: &mut Rig, idx: u64, w: &SendWqe| {
+            let (d, i) = r.wqe(q, idx, w, |d| (d.psn.to_u64() + 1, 0, false));
+            assert!(d.is_some() && i.status.to_u64() == 0, "WQE {idx} is sent");
+        };
+        go(&mut r, 0, &rd);
+        go(&mut r, 1, &cas);
+        go(&mut r, 2, &snd);
+        // two outstanding: the next READ waits (a rewind of another QP is still taken meanwhile)
+        r.held(q, 3, &rd.encode(), 40, false);
+        r.held(q, 3, &rd.encode(), 20, true);
+        // the Completer retires the first READ: it goes
+        r.win_fin(q, true, 0x1000, 1);
+        go(&mut r, 3, &rd);
+        r.held(q, 4, &rd.encode(), 30, false);
+        // go-back-N to index 1: the CAS, the SEND and the READ at 3 are sent again without waiting (already
+        // counted), the READ at 4 is new and waits
+        r.rewind(q, 1, 101, 0);
+        r.u.wqe_gen.next = bits(1);
+        go(&mut r, 1, &cas);
+        go(&mut r, 2, &snd);
+        go(&mut r, 3, &rd);
+        r.held(q, 4, &rd.encode(), 30, false);
+        r.win_fin(q, true, 0x1000, 2);
+        go(&mut r, 4, &rd);
+        r.held(q, 5, &cas.encode(), 30, false);
+        // a QP in error flushes its WQEs without waiting
+        r.ctx(q, SqCtx { max_rd: bits(2), ..ctx(QpState::Error) });
+        let (d, i) = r.wqe(q, 5, &cas, |_| unreachable!());
+        assert!(d.is_none());
+        assert_eq!(i.status.to_u64(), WcStatus::WrFlushErr as u64);
+        // RESET (the Completer's count starts again too), then a new life of the QP from ring index 0
+        r.ctx(q, SqCtx { max_rd: bits(2), ..ctx(QpState::Reset) });
+        r.win_fin(q, false, 0, 0);
+        r.ctx(q, SqCtx { max_rd: bits(1), ..ctx(QpState::Rts) });
+        r.psn(q, 500);
+        r.u.wqe_gen.next = bits(1);
+        go(&mut r, 0, &rd);
+        r.held(q, 1, &rd.encode(), 30, false);
+        r.win_fin(q, true, 0x1000, 1);
+        go(&mut r, 1, &rd);
     }
 
     #[test]

@@ -224,6 +224,9 @@ pub struct CompSt {
     /// retry_cnt and rnr_retry left (7 = infinite, never counted down).
     pub rl: Bits<3>,
     pub nl: Bits<3>,
+    /// READ/atomic WQEs retired (modulo 256): WQE Check's count of those sent, minus this, is how many are
+    /// outstanding (rxe `rd_atomic`, `check_init_depth`). Cleared by a CMD_WRITE_QP to RESET.
+    pub fin: Bits<8>,
 }
 
 /// A payload beat in the Completer's payload FIFO.
@@ -368,6 +371,8 @@ pub struct Completer {
     pub cqw_timeout: Signal<In, Bits<5>>,
     pub cqw_retry: Signal<In, Bits<3>>,
     pub cqw_rnr: Signal<In, Bits<3>>,
+    /// The CMD_WRITE_QP puts the QP in RESET: its retired READ/atomic count starts again from 0.
+    pub cqw_reset: Signal<In, Bit>,
     /// Go-back-N: send QP `rw_qpn` again from its ring index `rw_idx` and PSN `rw_psn`, the first WQE resumed
     /// after `rw_skip` packets (to WQE Check).
     pub rw_valid: Signal<Out, Bit>,
@@ -387,6 +392,8 @@ pub struct Completer {
     pub win_qpn: Signal<Out, Bits<8>>,
     pub win_busy: Signal<Out, Bit>,
     pub win_lim: Signal<Out, Bits<24>>,
+    /// And the QP's READ/atomic WQEs retired (`fin`), with the window.
+    pub win_fin: Signal<Out, Bits<8>>,
     /// Scatter commands (read-response payload placement) and their payload.
     pub s_valid: Signal<Out, Bit>,
     pub s_ready: Signal<In, Bit>,
@@ -435,8 +442,14 @@ pub struct Completer {
     w2_v: DFF<Bit>,
     w2_q: DFF<Bits<8>>,
     w2_l: DFF<Bits<24>>,
+    w1_f: DFF<Bits<8>>,
+    w2_f: DFF<Bits<8>>,
+    /// The QP's retired READ/atomic count, with the other `s_*` state; the CMD_WRITE_QP taken was to RESET.
+    s_fin: DFF<Bits<8>>,
+    c_rst: DFF<Bit>,
+    k100_9: Constant<Bits<9>>,
     k128_24: Constant<Bits<24>>,
-    cqwq: Fifo<Bits<8>, 4, 5>,
+    cqwq: Fifo<Bits<9>, 4, 5>,
     cls_lut: Lut8<12>,
     cmp_last: PsnCmp,
     cmp_comp: PsnCmp,
@@ -666,6 +679,7 @@ impl Default for Completer {
             cqw_timeout: Default::default(),
             cqw_retry: Default::default(),
             cqw_rnr: Default::default(),
+            cqw_reset: Default::default(),
             rw_valid: Default::default(),
             rw_ready: Default::default(),
             qerr_valid: Default::default(),
@@ -673,6 +687,7 @@ impl Default for Completer {
             win_qpn: Default::default(),
             win_busy: Default::default(),
             win_lim: Default::default(),
+            win_fin: Default::default(),
             qerr_qpn: Default::default(),
             rw_qpn: Default::default(),
             rw_idx: Default::default(),
@@ -716,6 +731,11 @@ impl Default for Completer {
             w2_v: Default::default(),
             w2_q: Default::default(),
             w2_l: Default::default(),
+            w1_f: Default::default(),
+            w2_f: Default::default(),
+            s_fin: Default::default(),
+            c_rst: Default::default(),
+            k100_9: k(0x100),
             k128_24: k(testbench::model::requester::RXE_MAX_UNACKED_PSNS as u64),
             cqwq: Default::default(),
             cls_lut: Lut8::new(wr_class_table()),
@@ -924,7 +944,7 @@ impl Logic for Completer {
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
             pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
             tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
-            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l
+            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l, w1_f, w2_f, s_fin, c_rst
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room, add_rd, pa_addr,
@@ -1054,6 +1074,8 @@ impl Logic for Completer {
         self.win_we.next = self.w2_v.q.val();
         self.win_qpn.next = self.w2_q.q.val();
         self.win_lim.next = self.w2_l.q.val();
+        self.w2_f.d.next = self.w1_f.q.val();
+        self.win_fin.next = self.w2_f.q.val();
         // the rewinds out, through their queue
         self.rw_valid.next = !self.rwq.empty.val();
         self.rw_qpn.next = bit_cast::<24, 8>(self.rwq.dout.val().qpn);
@@ -1067,7 +1089,11 @@ impl Logic for Completer {
         self.rwq.din.next.psn = self.s_comp.q.val();
         self.rwq.din.next.skip = self.skip.q.val();
         self.cqwq.push.next = self.cqw_we.val();
-        self.cqwq.din.next = self.cqw_qpn.val().get_bits::<8>(0);
+        // {to RESET, QPN}
+        self.cqwq.din.next = bit_cast::<9, 8>(self.cqw_qpn.val().get_bits::<8>(0));
+        if self.cqw_reset.val() {
+            self.cqwq.din.next = bit_cast::<9, 8>(self.cqw_qpn.val().get_bits::<8>(0)) | self.k100_9.val();
+        }
         self.cqwq.pop.next = false;
 
         // ---- addresses ----
@@ -1103,6 +1129,7 @@ impl Logic for Completer {
         self.qst.wdata.next.nak_hint = self.s_nakh.q.val();
         self.qst.wdata.next.rl = self.s_rl.q.val();
         self.qst.wdata.next.nl = self.s_nl.q.val();
+        self.qst.wdata.next.fin = self.s_fin.q.val();
         self.ring.raddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_head.val().get_bits::<4>(0));
         self.ring.waddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_tail.val().get_bits::<4>(0));
         self.ring.wdata.next = self.rec.q.val();
@@ -1197,9 +1224,10 @@ impl Logic for Completer {
                 if !self.cqwq.empty.val() {
                     self.hot.d.next = false;
                     self.cqwq.pop.next = true;
-                    self.qpn.d.next = bit_cast::<24, 8>(self.cqwq.dout.val());
-                    self.qst.raddr.next = self.cqwq.dout.val();
-                    self.cqn_ram.raddr.next = self.cqwq.dout.val();
+                    self.qpn.d.next = bit_cast::<24, 8>(self.cqwq.dout.val().get_bits::<8>(0));
+                    self.c_rst.d.next = self.cqwq.dout.val().get_bit(8);
+                    self.qst.raddr.next = self.cqwq.dout.val().get_bits::<8>(0);
+                    self.cqn_ram.raddr.next = self.cqwq.dout.val().get_bits::<8>(0);
                     self.state.d.next = CompState::CRd;
                 } else if self.to_v.q.val() {
                     // a timer the scanner saw expire
@@ -1287,6 +1315,11 @@ impl Logic for Completer {
                 self.s_nakh.d.next = false;
                 self.s_rl.d.next = self.cqn_ram.rdata.val().retry_cnt;
                 self.s_nl.d.next = self.cqn_ram.rdata.val().rnr_retry;
+                // (to RESET: nothing is outstanding, the READ/atomic count starts again)
+                self.s_fin.d.next = self.qst.rdata.val().fin;
+                if self.c_rst.q.val() {
+                    self.s_fin.d.next = self.k0_8.val();
+                }
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 self.tm_set.d.next = true;
                 self.tm_arm.d.next = false;
@@ -1305,6 +1338,7 @@ impl Logic for Completer {
                 self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
+                self.s_fin.d.next = self.qst.rdata.val().fin;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 // the record, for the ring or an error completion (the QP is not hot: nothing else is in `rec`)
@@ -1415,6 +1449,7 @@ impl Logic for Completer {
                 self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
+                self.s_fin.d.next = self.qst.rdata.val().fin;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 if self.d_ackop.q.val() {
@@ -1456,6 +1491,7 @@ impl Logic for Completer {
                 self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
+                self.s_fin.d.next = self.qst.rdata.val().fin;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 self.t_armed.d.next = self.tmr_b.rdata.val().armed;
@@ -1875,6 +1911,10 @@ impl Logic for Completer {
                         self.s_nl.d.next = self.qc.q.val().rnr_retry;
                     }
                     self.s_head.d.next = self.s_head.q.val() + self.k1_5.val();
+                    if self.c_rd_at.val() {
+                        // a READ/atomic retired: WQE Check may send another
+                        self.s_fin.d.next = self.s_fin.q.val() + self.k1_8.val();
+                    }
                     self.s_rd.d.next = self.k0_32.val();
                     self.s_reading.d.next = false;
                     self.state.d.next = CompState::HeadRd;
@@ -1905,6 +1945,7 @@ impl Logic for Completer {
         self.w1_q.d.next = self.qst.waddr.val();
         self.w1_p.d.next = self.qst.wdata.val().comp_psn;
         self.w1_b.d.next = self.qst.wdata.val().head != self.qst.wdata.val().tail;
+        self.w1_f.d.next = self.qst.wdata.val().fin;
         if self.l_adv.val() {
             self.nx_addr.d.next = self.pa_addr.sum.val();
             self.room.d.next = self.pa_room.sum.val().get_bits::<32>(0);
@@ -1988,6 +2029,8 @@ mod tests {
         fail_again: Option<(u64, u64, WcStatus)>,
         /// the window writes to WQE Check: (QPN, busy, limit)
         wins: Vec<(u64, bool, u64)>,
+        /// the retired READ/atomic count per QP, as the last window write gave it
+        fin: BTreeMap<u64, u64>,
     }
 
     impl Rig {
@@ -2007,6 +2050,7 @@ mod tests {
                 min_cycles: 0,
                 fail_again: None,
                 wins: Vec::new(),
+                fin: BTreeMap::new(),
             }
         }
         fn tick(&mut self) {
@@ -2020,6 +2064,11 @@ mod tests {
             self.set_qp(qpn, cqn, 0, 7, 7);
         }
         fn set_qp(&mut self, qpn: u32, cqn: u32, timeout: u64, retry: u64, rnr: u64) {
+            self.set_qp_to(qpn, cqn, timeout, retry, rnr, false);
+        }
+        /// CMD_WRITE_QP, `reset` when to RESET; the window write that follows is recorded.
+        fn set_qp_to(&mut self, qpn: u32, cqn: u32, timeout: u64, retry: u64, rnr: u64, reset: bool) {
+            self.u.cqw_reset.next = reset;
             self.u.cqw_we.next = true;
             self.u.cqw_qpn.next = bits(qpn as u64);
             self.u.cqw_cqn.next = bits(cqn as u64);
@@ -2029,7 +2078,13 @@ mod tests {
             self.tick();
             self.u.cqw_we.next = false;
             for _ in 0..10 {
-                self.tick();
+                self.u.clock.next = false.into();
+                assert!(simulate(&mut self.u, 200));
+                if self.u.win_we.val() {
+                    self.fin.insert(self.u.win_qpn.val().to_u64(), self.u.win_fin.val().to_u64());
+                }
+                self.u.clock.next = true.into();
+                assert!(simulate(&mut self.u, 200));
             }
         }
         fn counter(&self, i: usize) -> u64 {
@@ -2084,6 +2139,7 @@ mod tests {
                 }
                 if self.u.win_we.val() {
                     self.wins.push((self.u.win_qpn.val().to_u64(), self.u.win_busy.val(), self.u.win_lim.val().to_u64()));
+                    self.fin.insert(self.u.win_qpn.val().to_u64(), self.u.win_fin.val().to_u64());
                 }
                 if self.u.rw_valid.val() && rwr {
                     // WQE Check: the marker, then the QP's WQEs from the ring index on, sent again
@@ -2360,6 +2416,46 @@ mod tests {
         assert_eq!(rig.counter(CNT_IMPLIED_NAKS), 0);
         assert!(rig.counter(CNT_ATOMIC_ACKS) > 10, "{} atomics", rig.counter(CNT_ATOMIC_ACKS));
         (ncq, nbytes, coalesced)
+    }
+
+    /// rxe `check_init_depth` needs the READ/atomic WQEs retired: the Completer counts them (`fin`, sent to
+    /// WQE Check with the window) once per WQE, whatever else happens. SENDs are not counted; a go-back-N,
+    /// whose records come again from WQE Check (the head's is dropped, the later ones are replaced), counts
+    /// nothing twice; a WQE that completes in error or flushed is counted; a CMD_WRITE_QP to RESET clears it.
+    #[test]
+    fn retired_reads_and_atomics_are_counted_once_each() {
+        use testbench::host::{WR_RDMA_READ, WR_SEND};
+        let mut rig = Rig::new(13);
+        let q = 0x24u32;
+        // timeout 1: 2 units
+        rig.set_qp(q, 0x53, 1, 7, 7);
+        assert_eq!(rig.fin.get(&(q as u64)), Some(&0));
+        let p = 0x300u32;
+        let only = RC_RDMA_READ_RESPONSE_ONLY;
+        let r1 = rec(q, 1, WR_RDMA_READ, p, 1, 64, true, WcStatus::Success);
+        let r2 = rec(q, 2, WR_RDMA_READ, p + 1, 1, 64, true, WcStatus::Success);
+        let s3 = rec(q, 3, WR_SEND, p + 2, 1, 8, true, WcStatus::Success);
+        let r4 = rec(q, 4, WR_RDMA_READ, p + 3, 1, 64, true, WcStatus::Success);
+        rig.run(&[r1, r2, s3, r4], &[read_resp(q, p, only, vec![1; 64])]);
+        assert_eq!(rig.fin[&(q as u64)], 1, "the first READ retired");
+        // silence: go-back-N to the second READ, its records come again (the rig plays WQE Check)
+        rig.min_cycles = 12 * TIMER_TICK;
+        rig.run(&[], &[]);
+        rig.min_cycles = 0;
+        assert_eq!(rig.rewinds.first().map(|r| (r.0, r.1)), Some((q as u64, 2)));
+        assert_eq!(rig.fin[&(q as u64)], 1);
+        rig.run(&[], &[read_resp(q, p + 1, only, vec![2; 64]), ack(q, p + 2, 0), read_resp(q, p + 3, only, vec![4; 64])]);
+        let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
+        assert_eq!(got, vec![(1, 0), (2, 0), (3, 0), (4, 0)]);
+        assert_eq!(rig.fin[&(q as u64)], 3, "three READs, each counted once");
+        // an error completion and a flush count too
+        let r5 = rec(q, 5, WR_RDMA_READ, p + 4, 1, 64, true, WcStatus::Success);
+        let r6 = rec(q, 6, WR_RDMA_READ, p + 5, 1, 64, true, WcStatus::Success);
+        rig.run(&[r5, r6], &[ack(q, p + 4, 0x62)]);
+        assert_eq!(rig.fin[&(q as u64)], 5);
+        // RESET: from 0 again
+        rig.set_qp_to(q, 0x53, 1, 7, 7, true);
+        assert_eq!(rig.fin[&(q as u64)], 0);
     }
 
     #[test]
