@@ -762,6 +762,8 @@ pub struct ReadsEffort {
     /// Go-back-N passes, and those started by the retransmit timer.
     pub retries: u64,
     pub timeouts: u64,
+    /// Responses our RX Parse dropped for want of buffer room (RTL only; recovered like losses).
+    pub rx_overflow: u64,
     /// Simulated time, ns.
     pub ns: u64,
 }
@@ -785,7 +787,11 @@ impl std::fmt::Display for ReadsEffort {
             self.retries,
             self.timeouts,
             self.ns as f64 / 1e3
-        )
+        )?;
+        if self.rx_overflow > 0 {
+            write!(f, ", {} RX overflow drops", self.rx_overflow)?;
+        }
+        Ok(())
     }
 }
 
@@ -964,6 +970,7 @@ fn reads_rtl(seed: u64, mtu: u32, plan: &[Vec<Read>], source: &[u8], faults: Mac
     e.response_frames = s.peer.counters().tx_frames - peer_tx0;
     e.retries = counter(&c, "comp_retries") - counter(&c0, "comp_retries");
     e.timeouts = counter(&c, "comp_timeouts") - counter(&c0, "comp_timeouts");
+    e.rx_overflow = counter(&c, "rx_drop_overflow") - counter(&c0, "rx_drop_overflow");
     e.ns = ((s.cycle - cycle0) as f64 * 1e9 / testbench::mac::CORE_HZ) as u64;
     assert_eq!(counter(&c, "comp_bad_responses"), 0);
     assert!(s.dma.faults.is_empty(), "DMA faults: {:?}", s.dma.faults);

@@ -61,6 +61,11 @@
 //! four cycles after the header was taken. Every other response (FIRST, ONLY, ACKs, stale, duplicates,
 //! another QP, a timeout or a CMD_WRITE_QP in between) clears *hot* and takes the general path, which makes
 //! the QP hot again after a MIDDLE (or FIRST) it accepts.
+//! **Fast drop.** After a loss the peer may still send many MiB of responses that can only be dropped (the
+//! rest of the READ with the gap, then every later READ's, until the responses to the go-back-N come). Such a
+//! read response (the QP's head a READ/atomic, a go-back-N started and nothing progressed since, PSN other than
+//! `comp_psn`) is dropped from RQst in 4 cycles (`FDrop`: the timer pushed back as the rules do), not 10, so
+//! the Completer keeps up with MTU-256 responses at 100 Gb/s (one per 8.7 cycles) while it waits.
 //! **Records** go into their QP's ring beside the event registers (`XRd`: the QP's state word is read, the
 //! record written at its tail and the tail + 1 written back, one cycle), so the hot QP stays hot while the
 //! Requester issues between the responses of its READs; every event reads its QP's state word again. Only a
@@ -84,7 +89,8 @@
 //! Event counters (`counters[i]`): [`CNT_ACKS`] ACKs received (ACKNOWLEDGE with an ACK syndrome), [`CNT_NAKS`]
 //! NAKs received (NAK syndrome), [`CNT_RNR_NAKS`] RNR NAKs received, [`CNT_DROPPED`] responses dropped for no
 //! pending WQE or as stale (the model's `NoPendingWqe` + `StaleResponse`), [`CNT_BAD`] bad responses
-//! (BAD_RESP completions), [`CNT_IMPLIED_NAKS`] implied NAKs, [`CNT_ATOMIC_ACKS`] atomic ACKs taken.
+//! (BAD_RESP completions), [`CNT_IMPLIED_NAKS`] implied NAKs (but one that comes while a go-back-N is started
+//! and nothing has progressed, for a READ/atomic at the head, is a fast drop and counts as dropped), [`CNT_ATOMIC_ACKS`] atomic ACKs taken.
 
 use rust_hdl::prelude::*;
 
@@ -227,6 +233,8 @@ pub struct CompSt {
     /// READ/atomic WQEs retired (modulo 256): WQE Check's count of those sent, minus this, is how many are
     /// outstanding (rxe `rd_atomic`, `check_init_depth`). Cleared by a CMD_WRITE_QP to RESET.
     pub fin: Bits<8>,
+    /// The head WQE is a READ or an atomic (as the last event that read it found; for `FDrop`).
+    pub hra: Bit,
 }
 
 /// A payload beat in the Completer's payload FIFO.
@@ -346,6 +354,7 @@ enum CompState {
     AtCmd,
     AtPush,
     AtEnd,
+    FDrop,
 }
 
 /// The Completer (see the module documentation).
@@ -446,6 +455,9 @@ pub struct Completer {
     w2_f: DFF<Bits<8>>,
     /// The QP's retired READ/atomic count, with the other `s_*` state; the CMD_WRITE_QP taken was to RESET.
     s_fin: DFF<Bits<8>>,
+    s_hra: DFF<Bit>,
+    /// A read response that can only be dropped (see `FDrop`).
+    l_fdrop: Signal<Local, Bit>,
     c_rst: DFF<Bit>,
     k100_9: Constant<Bits<9>>,
     k128_24: Constant<Bits<24>>,
@@ -734,6 +746,8 @@ impl Default for Completer {
             w1_f: Default::default(),
             w2_f: Default::default(),
             s_fin: Default::default(),
+            s_hra: Default::default(),
+            l_fdrop: Default::default(),
             c_rst: Default::default(),
             k100_9: k(0x100),
             k128_24: k(testbench::model::requester::RXE_MAX_UNACKED_PSNS as u64),
@@ -944,7 +958,7 @@ impl Logic for Completer {
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
             pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
             tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
-            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l, w1_f, w2_f, s_fin, c_rst
+            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l, w1_f, w2_f, s_fin, c_rst, s_hra
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room, add_rd, pa_addr,
@@ -1130,6 +1144,7 @@ impl Logic for Completer {
         self.qst.wdata.next.rl = self.s_rl.q.val();
         self.qst.wdata.next.nl = self.s_nl.q.val();
         self.qst.wdata.next.fin = self.s_fin.q.val();
+        self.qst.wdata.next.hra = self.s_hra.q.val();
         self.ring.raddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_head.val().get_bits::<4>(0));
         self.ring.waddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_tail.val().get_bits::<4>(0));
         self.ring.wdata.next = self.rec.q.val();
@@ -1215,6 +1230,15 @@ impl Logic for Completer {
         self.l_syn.next = self.l_ext.val().get_bits::<8>(0) & self.sy_mask.val();
         self.l_hop.next = self.hdr.val().opcode;
         self.l_rresp.next = self.d_first.q.val() | self.d_mid.q.val() | self.d_last.q.val() | self.d_only.q.val();
+        // (RQst) a read response while a go-back-N is started and nothing has progressed, for a QP whose head
+        // is a READ/atomic, at a PSN other than comp_psn: the rules can only drop it (older: stale; inside the
+        // head: a gap; beyond: an implied NAK, which does not go back again before progress)
+        self.l_fdrop.next = self.l_rresp.val()
+            & self.qst.rdata.val().started
+            & self.qst.rdata.val().hra
+            & !self.qst.rdata.val().err
+            & (self.qst.rdata.val().head != self.qst.rdata.val().tail)
+            & (self.h_psn.q.val() != self.qst.rdata.val().comp_psn);
         self.l_badseq.next = (!self.s_reading.q.val() & (self.d_mid.q.val() | self.d_last.q.val()))
             | (self.s_reading.q.val() & (self.d_first.q.val() | self.d_only.q.val() | self.d_atack.q.val()));
         self.l_imm.next = self.rec.q.val().imm;
@@ -1317,6 +1341,7 @@ impl Logic for Completer {
                 self.s_nl.d.next = self.cqn_ram.rdata.val().rnr_retry;
                 // (to RESET: nothing is outstanding, the READ/atomic count starts again)
                 self.s_fin.d.next = self.qst.rdata.val().fin;
+                self.s_hra.d.next = self.qst.rdata.val().hra;
                 if self.c_rst.q.val() {
                     self.s_fin.d.next = self.k0_8.val();
                 }
@@ -1339,6 +1364,7 @@ impl Logic for Completer {
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
                 self.s_fin.d.next = self.qst.rdata.val().fin;
+                self.s_hra.d.next = self.qst.rdata.val().hra;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 // the record, for the ring or an error completion (the QP is not hot: nothing else is in `rec`)
@@ -1450,6 +1476,7 @@ impl Logic for Completer {
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
                 self.s_fin.d.next = self.qst.rdata.val().fin;
+                self.s_hra.d.next = self.qst.rdata.val().hra;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 if self.d_ackop.q.val() {
@@ -1473,6 +1500,13 @@ impl Logic for Completer {
                     self.hot.d.next = false;
                     self.cnt[3].inc.next = true;
                     self.state.d.next = CompState::Done;
+                } else if self.l_fdrop.val() {
+                    // dropped in 4 cycles instead of the rules' 10: after a loss the peer may still be sending
+                    // many MiB of responses that can only be dropped, at a line-rate pace the general path
+                    // cannot keep (one MTU-256 response every 8.7 cycles at 100 Gb/s)
+                    self.hot.d.next = false;
+                    self.cnt[3].inc.next = true;
+                    self.state.d.next = CompState::FDrop;
                 } else {
                     self.hot.d.next = false;
                     self.state.d.next = CompState::HeadRd;
@@ -1492,6 +1526,7 @@ impl Logic for Completer {
                 self.s_rl.d.next = self.qst.rdata.val().rl;
                 self.s_nl.d.next = self.qst.rdata.val().nl;
                 self.s_fin.d.next = self.qst.rdata.val().fin;
+                self.s_hra.d.next = self.qst.rdata.val().hra;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 self.t_armed.d.next = self.tmr_b.rdata.val().armed;
@@ -1556,6 +1591,15 @@ impl Logic for Completer {
                     self.tm_arm.d.next = true;
                     self.state.d.next = CompState::Done;
                 }
+            }
+            CompState::FDrop => {
+                // as Act does for a stale response or an implied NAK: an armed retransmit timer is pushed back
+                // (rxe COMPST_EXIT), an RNR wait keeps its deadline (tmr_b was read for this QP in RQst)
+                if self.tmr_b.rdata.val().armed & !self.tmr_b.rdata.val().rnr {
+                    self.tm_set.d.next = true;
+                    self.tm_arm.d.next = true;
+                }
+                self.state.d.next = CompState::Done;
             }
             CompState::AtCmd => {
                 // one 8-byte Scatter command at the WQE's (translated) local address; its beat in the next
@@ -1655,6 +1699,7 @@ impl Logic for Completer {
                 self.state.d.next = CompState::HeadEval;
             }
             CompState::HeadEval => {
+                self.s_hra.d.next = self.l_cls.val().get_bit(11);
                 if self.s_err.q.val() | (self.rec.q.val().status != self.k0_8.val()) {
                     // a record that was never sent, or a QP in error: complete it now
                     self.cstat.d.next = self.rec.q.val().status;
@@ -3115,6 +3160,93 @@ mod tests {
             assert!(c <= wire_cycles(mtu), "MTU {mtu}: {c} cycles per response, the wire brings one every {}", wire_cycles(mtu));
             assert!(c <= (n + 2) as f64, "MTU {mtu}: {c} cycles per response, more than the payload beats + 2");
         }
+    }
+
+    /// After a loss inside a READ, the peer may still send the rest of that READ's responses (and every later
+    /// READ's) before the responses to the go-back-N come: each can only be dropped, and at MTU 256 they come
+    /// one every 8.7 cycles at 100 Gb/s. The Completer must drop them at that pace (fast drop) or RX Parse's
+    /// buffer overflows and the responses to the go-back-N are lost with them (the reads campaign at MTU 256
+    /// hung with 19,031 overflow drops before). Back-to-back MIDDLE responses after the gap: every one dropped,
+    /// no second go-back-N, nothing scattered, at most the wire's cycles each. Fails without `FDrop` (the rules'
+    /// path takes more than 10 cycles per response).
+    #[test]
+    fn responses_after_a_gap_are_dropped_at_line_rate() {
+        use testbench::host::WR_RDMA_READ;
+        let mut rig = Rig::new(31);
+        let q = 0x27u32;
+        rig.set_cq(q, 0x54);
+        let (p, n) = (0x500u32, 32u32);
+        // two READs of n packets; A's FIRST, then (its second response lost) B's FIRST: an implied NAK, the
+        // go-back-N to p + 1 starts
+        let a = rec(q, 1, WR_RDMA_READ, p, n, n as u64 * 256, true, WcStatus::Success);
+        let b = rec(q, 2, WR_RDMA_READ, p + n, n, n as u64 * 256, true, WcStatus::Success);
+        rig.run(
+            &[a, b],
+            &[read_resp(q, p, RC_RDMA_READ_RESPONSE_FIRST, vec![0x11; 256]), read_resp(q, p + n, RC_RDMA_READ_RESPONSE_FIRST, vec![0x22; 256])],
+        );
+        assert_eq!(rig.rewinds, vec![(q as u64, 1, (p + 1) as u64, 1)], "the implied NAK goes back to p + 1");
+        let dropped0 = rig.counter(CNT_DROPPED) + rig.counter(CNT_IMPLIED_NAKS);
+        let mem0 = rig.mem.clone();
+        // the rest of both READs as the peer sent them before the go-back-N reached it, back to back (A's: a
+        // gap, B's: implied NAKs before progress), everything ready
+        let u = &mut rig.u;
+        u.s_ready.next = true;
+        u.s_pay.tready.next = true;
+        u.cq_ready.next = true;
+        u.rw_ready.next = true;
+        u.iss_valid.next = false;
+        let resps: Vec<Resp> =
+            (p + 2..p + n).chain(p + n + 1..p + 2 * n - 1).map(|x| read_resp(q, x, RC_RDMA_READ_RESPONSE_MIDDLE, vec![0x33; 256])).collect();
+        let (mut next, mut beats, mut hdr_ok, mut pay_ok) = (0usize, 0usize, true, false);
+        let mut taken_at = Vec::new();
+        let mut cycle = 0u64;
+        while next < resps.len() || beats > 0 || cycle < taken_at.last().copied().unwrap_or(0) + 40 {
+            cycle += 1;
+            assert!(cycle < 20_000, "hung");
+            let hv = hdr_ok && next < resps.len();
+            if hv {
+                u.hdr.next = resps[next].h;
+                u.hdr_ext_words.next = bits(resps[next].ew);
+                u.hdr_pay_len.next = bits(256);
+            }
+            u.hdr_valid.next = hv;
+            let pv = pay_ok && beats > 0;
+            if pv {
+                let (d, k) = beat_of(&[0x33; 64]);
+                u.pay.tdata.next = d;
+                u.pay.tkeep.next = k;
+                u.pay.tlast.next = beats == 1;
+            }
+            u.pay.tvalid.next = pv;
+            u.clock.next = false.into();
+            assert!(simulate(u, 200));
+            assert!(!u.rw_valid.val(), "no second go-back-N before progress");
+            assert!(!u.s_valid.val() && !u.cq_valid.val(), "a dropped response scatters and completes nothing");
+            let (mut nh, mut np) = (hdr_ok, pay_ok);
+            if hv && u.hdr_ready.val() {
+                next += 1;
+                beats = 4;
+                taken_at.push(cycle);
+                nh = false;
+                np = true;
+            }
+            if pv && u.pay.tready.val() {
+                beats -= 1;
+                if beats == 0 {
+                    nh = true;
+                    np = false;
+                }
+            }
+            u.clock.next = true.into();
+            assert!(simulate(u, 200));
+            hdr_ok = nh;
+            pay_ok = np;
+        }
+        let per = (taken_at[taken_at.len() - 1] - taken_at[0]) as f64 / (taken_at.len() - 1) as f64;
+        println!("{} responses after a gap at MTU 256: {per:.2} cycles each (wire {:.2})", resps.len(), wire_cycles(256));
+        assert_eq!(rig.counter(CNT_DROPPED) + rig.counter(CNT_IMPLIED_NAKS) - dropped0, resps.len() as u64, "every one dropped");
+        assert!(rig.mem == mem0, "nothing written");
+        assert!(per <= wire_cycles(256), "{per} cycles per dropped response, the wire brings one every {}", wire_cycles(256));
     }
 
     /// Short READs with the Requester's records between their responses (the bench's 3,000-byte READs at MTU
