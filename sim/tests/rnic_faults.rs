@@ -77,3 +77,19 @@ fn atomics_under_contention_on_a_lossy_link() {
     eprintln!("{s}");
     assert!(s.contains("counter = 1024") && s.contains("336 masked FETCH_ADDs") && s.contains("counter = 64"), "{s}");
 }
+
+/// 128 READs posted at once on each of 16 QPs (ib_read_bw's depth against rxe) under the campaign's faults
+/// at 100 Gb/s, MTU 1024: the RTL requester keeps at most max_rd_atomic (16) of a QP's READs outstanding,
+/// re-requests a partly answered READ from its first missing PSN and does not go back twice before progress;
+/// every READ completes and lands (`sim::campaign::reads` checks), and the RTL needs at most 1.5 times the
+/// golden requester's resent READ requests and responder frames on the same faults. `rnic campaign --role
+/// reads --seed 296 --mtu 1024` runs the same.
+#[test]
+fn reads_128_deep_on_a_lossy_link_mtu_1024() {
+    let r = sim::campaign::reads(296, 1024, 1, MacFaults::campaign(), &dir("reads_128_deep_on_a_lossy_link_mtu_1024"), None, &mut |_| {});
+    eprint!("{}", r.summary);
+    assert_eq!((r.rtl.reads, r.model.reads), (2048, 2048));
+    assert!(r.rtl.resent() > 0 && r.model.resent() > 0, "the faults must cost both requesters READs");
+    let (a, b) = r.ratios();
+    assert!(a <= 1.5 && b <= 1.5, "RTL / golden: resent {a:.2}x, responder frames {b:.2}x (at most 1.5x each)");
+}
