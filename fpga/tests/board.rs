@@ -120,3 +120,67 @@ fn checked_in_constraints_match_the_generator() {
         assert!(on_disk == text, "constraints/u250/{name} differs from the generator: run `rnic board build --out DIR` and copy it");
     }
 }
+
+/// The domain of each port of the board shell: the QDMA's user side is in its `axi_aclk` (`pclk`), the
+/// CMAC's in its user clock (the core's `clock`); the QSFP module's pins and the LEDs have no clock.
+fn shell_port_domain(p: &str) -> Option<String> {
+    if p.starts_with("s_axil_") || p.starts_with("m_axib_") || p.starts_with("pcie_") {
+        Some("pclk".into())
+    } else if p.starts_with("cmac_") {
+        Some("clock".into())
+    } else if p.starts_with("qsfp0_") || p == "led" {
+        Some("async".into())
+    } else {
+        None
+    }
+}
+
+/// The board shell (the core and the glue between the IPs) crosses between the PCIe clock and the core clock
+/// only through the blocks of `board::cdc`: every other path from one domain's registers or ports to the
+/// other's is reported.
+#[test]
+fn board_shell_crosses_clocks_only_through_the_cdc_blocks() {
+    let d = tempdir("cdc");
+    let t = std::time::Instant::now();
+    let r = fpga::board::cdc_check::check(&fpga::board::shell::verilog(), &["clock", "pclk"], &shell_port_domain, &[("top$core", "clock")], &d).unwrap();
+    eprintln!("{:.1} s; flops per domain {:?}; {} allowed crossings", t.elapsed().as_secs_f64(), r.flops, r.crossings.len());
+    for c in &r.crossings {
+        eprintln!("  {c:?}");
+    }
+    assert!(r.violations.is_empty(), "{} crossings outside the CDC blocks:\n{}", r.violations.len(), r.violations.join("\n"));
+    assert!(r.flops.get("clock").copied().unwrap_or(0) > 100 && r.flops.get("pclk").copied().unwrap_or(0) > 100, "{:?}", r.flops);
+    let n = |k: &str| r.crossings.iter().filter(|c| c.0 == k).count();
+    // 10 AsyncFifos (the BAR's five channels, the DMA's five): two gray pointers each, a RAM each
+    assert!(n("synchroniser") >= 20 && n("AsyncFifo RAM read") >= 10 && n("reset synchroniser") >= 1, "{:?}", r.crossings);
+}
+
+/// The check finds what it must: a register of one clock sampled by a register of the other that is not a
+/// synchroniser, a synchroniser fed through logic, and an asynchronous pin used without one.
+#[test]
+fn the_cdc_check_reports_crossings_outside_the_cdc_blocks() {
+    let d = tempdir("cdc-bad");
+    let v = "module top(input wire clock, input wire pclk, input wire a, input wire b, input wire pin, output reg y, output reg z, output reg w);\n\
+             reg pa = 0; reg pb = 0; reg cdc_s1 = 0; reg cdc_s2 = 0;\n\
+             always @(posedge pclk) begin pa <= a; pb <= b; end\n\
+             always @(posedge clock) begin y <= pa; cdc_s1 <= pa ^ pb; cdc_s2 <= cdc_s1; z <= cdc_s2; w <= pin; end\n\
+             endmodule\n";
+    let dom = |p: &str| {
+        Some(match p {
+            "pin" => "async",
+            "y" | "z" | "w" => "clock",
+            _ => "pclk",
+        }
+        .to_string())
+    };
+    let r = fpga::board::cdc_check::check(v, &["clock", "pclk"], &dom, &[], &d).unwrap();
+    eprintln!("{:#?}", r.violations);
+    assert_eq!(r.violations.len(), 3, "{:#?}", r.violations);
+    assert!(r.violations.iter().any(|l| l.starts_with("y") && l.contains("pa")));
+    assert!(r.violations.iter().any(|l| l.starts_with("cdc_s1") && l.contains("through logic")));
+    assert!(r.violations.iter().any(|l| l.starts_with("w") && l.contains("async")));
+    // the same synchroniser fed straight from one register is allowed
+    let ok = v.replace("cdc_s1 <= pa ^ pb", "cdc_s1 <= pa").replace("y <= pa;", "").replace("w <= pin;", "");
+    let r = fpga::board::cdc_check::check(&ok, &["clock", "pclk"], &dom, &[], &d).unwrap();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!(r.crossings.iter().filter(|c| c.0 == "synchroniser").count(), 1);
+}

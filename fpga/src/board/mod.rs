@@ -2,11 +2,13 @@
 //! bridge), in rust-hdl, each block with its unit test.
 
 pub mod cdc;
+pub mod cdc_check;
 pub mod dma_axi;
 pub mod cmac_ctl;
 pub mod axil;
 pub mod regs;
 pub mod u250;
 pub mod ip;
+pub mod shell;
 pub mod top;
 pub mod vivado;

@@ -24,12 +24,8 @@
 //!
 //! **LEDs.** 0: Ethernet link up (TX enabled); 1: PCIe link up; 2: a 1.3 Hz heartbeat of the core clock.
 
-use super::axil::{AxiLiteCdc, AxiLiteSplit};
-use super::cdc::ResetSync;
-use super::cmac_ctl::CmacCtl;
-use super::dma_axi::DmaAxi;
 use super::ip::{ClockBuffers, Cmac, Qdma};
-use super::regs::BoardRegs;
+use super::shell::BoardShell;
 use rtl::common::consts::k;
 use rust_hdl::prelude::*;
 
@@ -86,15 +82,7 @@ pub struct U250Top {
     qdma: Qdma,
     cmac: Cmac,
     por: PowerOnReset,
-    pcie_rst: ResetSync,
-    core: rtl::rnic::Rnic,
-    axil_cdc: AxiLiteCdc,
-    split: AxiLiteSplit,
-    regs: BoardRegs,
-    dma: DmaAxi,
-    link: CmacCtl,
-    beat: DFF<Bits<28>>,
-    k_one28: Constant<Bits<28>>,
+    shell: BoardShell,
 }
 
 impl Default for U250Top {
@@ -125,15 +113,7 @@ impl Default for U250Top {
             qdma: Default::default(),
             cmac: Default::default(),
             por: Default::default(),
-            pcie_rst: Default::default(),
-            core: Default::default(),
-            axil_cdc: Default::default(),
-            split: Default::default(),
-            regs: BoardRegs::new(super::u250::KIND, 322_266),
-            dma: Default::default(),
-            link: Default::default(),
-            beat: Default::default(),
-            k_one28: k(1),
+            shell: Default::default(),
         }
     }
 }
@@ -149,17 +129,8 @@ impl Logic for U250Top {
         self.por.clock.next = self.clocks.init_clk.val();
         self.cmac.init_clk.next = self.clocks.init_clk.val();
         self.cmac.sys_reset.next = self.por.rst.val();
-        self.core.clock.next = self.cmac.clk_core.val();
-        self.split.clock.next = self.cmac.clk_core.val();
-        self.regs.clock.next = self.cmac.clk_core.val();
-        self.link.clock.next = self.cmac.clk_core.val();
-        self.pcie_rst.clock.next = self.cmac.clk_core.val();
-        self.beat.clock.next = self.cmac.clk_core.val();
-        self.axil_cdc.pclk.next = self.qdma.axi_aclk.val();
-        self.axil_cdc.cclk.next = self.cmac.clk_core.val();
-        self.dma.pclk.next = self.qdma.axi_aclk.val();
-        self.dma.cclk.next = self.cmac.clk_core.val();
-        self.beat.d.next = self.beat.q.val() + self.k_one28.val();
+        self.shell.clock.next = self.cmac.clk_core.val();
+        self.shell.pclk.next = self.qdma.axi_aclk.val();
         // PCIe
         self.qdma.sys_clk.next = self.clocks.sys_clk.val();
         self.qdma.sys_clk_gt.next = self.clocks.sys_clk_gt.val();
@@ -168,155 +139,78 @@ impl Logic for U250Top {
         self.qdma.pci_exp_rxn.next = self.pcie_rx_n.val();
         self.pcie_tx_p.next = self.qdma.pci_exp_txp.val();
         self.pcie_tx_n.next = self.qdma.pci_exp_txn.val();
-        self.pcie_rst.arst.next = !self.qdma.axi_aresetn.val();
-        // BAR: QDMA AXI4-Lite master -> crossing -> split -> core CSR / board registers
-        self.axil_cdc.s_awvalid.next = self.qdma.m_axil_awvalid.val();
-        self.qdma.m_axil_awready.next = self.axil_cdc.s_awready.val();
-        self.axil_cdc.s_awaddr.next = self.qdma.m_axil_awaddr.val();
-        self.axil_cdc.s_wvalid.next = self.qdma.m_axil_wvalid.val();
-        self.qdma.m_axil_wready.next = self.axil_cdc.s_wready.val();
-        self.axil_cdc.s_wdata.next = self.qdma.m_axil_wdata.val();
-        self.axil_cdc.s_wstrb.next = self.qdma.m_axil_wstrb.val();
-        self.qdma.m_axil_bvalid.next = self.axil_cdc.s_bvalid.val();
-        self.axil_cdc.s_bready.next = self.qdma.m_axil_bready.val();
-        self.qdma.m_axil_bresp.next = self.axil_cdc.s_bresp.val();
-        self.axil_cdc.s_arvalid.next = self.qdma.m_axil_arvalid.val();
-        self.qdma.m_axil_arready.next = self.axil_cdc.s_arready.val();
-        self.axil_cdc.s_araddr.next = self.qdma.m_axil_araddr.val();
-        self.qdma.m_axil_rvalid.next = self.axil_cdc.s_rvalid.val();
-        self.axil_cdc.s_rready.next = self.qdma.m_axil_rready.val();
-        self.qdma.m_axil_rdata.next = self.axil_cdc.s_rdata.val();
-        self.qdma.m_axil_rresp.next = self.axil_cdc.s_rresp.val();
-        self.split.s_awvalid.next = self.axil_cdc.m_awvalid.val();
-        self.axil_cdc.m_awready.next = self.split.s_awready.val();
-        self.split.s_awaddr.next = self.axil_cdc.m_awaddr.val();
-        self.split.s_wvalid.next = self.axil_cdc.m_wvalid.val();
-        self.axil_cdc.m_wready.next = self.split.s_wready.val();
-        self.split.s_wdata.next = self.axil_cdc.m_wdata.val();
-        self.split.s_wstrb.next = self.axil_cdc.m_wstrb.val();
-        self.axil_cdc.m_bvalid.next = self.split.s_bvalid.val();
-        self.split.s_bready.next = self.axil_cdc.m_bready.val();
-        self.axil_cdc.m_bresp.next = self.split.s_bresp.val();
-        self.split.s_arvalid.next = self.axil_cdc.m_arvalid.val();
-        self.axil_cdc.m_arready.next = self.split.s_arready.val();
-        self.split.s_araddr.next = self.axil_cdc.m_araddr.val();
-        self.axil_cdc.m_rvalid.next = self.split.s_rvalid.val();
-        self.split.s_rready.next = self.axil_cdc.m_rready.val();
-        self.axil_cdc.m_rdata.next = self.split.s_rdata.val();
-        self.axil_cdc.m_rresp.next = self.split.s_rresp.val();
-        self.core.awvalid.next = self.split.c_awvalid.val();
-        self.split.c_awready.next = self.core.awready.val();
-        self.core.awaddr.next = self.split.c_awaddr.val();
-        self.core.wvalid.next = self.split.c_wvalid.val();
-        self.split.c_wready.next = self.core.wready.val();
-        self.core.wdata.next = self.split.c_wdata.val();
-        self.core.wstrb.next = self.split.c_wstrb.val();
-        self.split.c_bvalid.next = self.core.bvalid.val();
-        self.core.bready.next = self.split.c_bready.val();
-        self.split.c_bresp.next = self.core.bresp.val();
-        self.core.arvalid.next = self.split.c_arvalid.val();
-        self.split.c_arready.next = self.core.arready.val();
-        self.core.araddr.next = self.split.c_araddr.val();
-        self.split.c_rvalid.next = self.core.rvalid.val();
-        self.core.rready.next = self.split.c_rready.val();
-        self.split.c_rdata.next = self.core.rdata.val();
-        self.split.c_rresp.next = self.core.rresp.val();
-        self.regs.reg_addr.next = self.split.reg_addr.val();
-        self.regs.reg_wr.next = self.split.reg_wr.val();
-        self.regs.reg_wdata.next = self.split.reg_wdata.val();
-        self.regs.reg_rd.next = self.split.reg_rd.val();
-        self.split.reg_rdata.next = self.regs.reg_rdata.val();
-        // DMA: core ports -> AXI master -> crossing -> QDMA bridge slave
-        self.dma.rd_req_valid.next = self.core.rd_req_valid.val();
-        self.core.rd_req_ready.next = self.dma.rd_req_ready.val();
-        self.dma.rd_req_addr.next = self.core.rd_req_addr.val();
-        self.dma.rd_req_len.next = self.core.rd_req_len.val();
-        self.dma.rd_req_tag.next = self.core.rd_req_tag.val();
-        self.core.rd_resp_valid.next = self.dma.rd_resp_valid.val();
-        self.dma.rd_resp_ready.next = self.core.rd_resp_ready.val();
-        self.core.rd_resp_data.next = self.dma.rd_resp_data.val();
-        self.core.rd_resp_tag.next = self.dma.rd_resp_tag.val();
-        self.core.rd_resp_last.next = self.dma.rd_resp_last.val();
-        self.dma.wr_valid.next = self.core.wr_valid.val();
-        self.core.wr_ready.next = self.dma.wr_ready.val();
-        self.dma.wr_addr.next = self.core.wr_addr.val();
-        self.dma.wr_data.next = self.core.wr_data.val();
-        self.dma.wr_strb.next = self.core.wr_strb.val();
-        self.dma.wr_last.next = self.core.wr_last.val();
-        self.qdma.s_axib_arvalid.next = self.dma.m_axi_arvalid.val();
-        self.dma.m_axi_arready.next = self.qdma.s_axib_arready.val();
-        self.qdma.s_axib_araddr.next = self.dma.m_axi_araddr.val();
-        self.qdma.s_axib_arlen.next = self.dma.m_axi_arlen.val();
-        self.dma.m_axi_rvalid.next = self.qdma.s_axib_rvalid.val();
-        self.qdma.s_axib_rready.next = self.dma.m_axi_rready.val();
-        self.dma.m_axi_rdata.next = self.qdma.s_axib_rdata.val();
-        self.dma.m_axi_rlast.next = self.qdma.s_axib_rlast.val();
-        self.dma.m_axi_rresp.next = self.qdma.s_axib_rresp.val();
-        self.qdma.s_axib_awvalid.next = self.dma.m_axi_awvalid.val();
-        self.dma.m_axi_awready.next = self.qdma.s_axib_awready.val();
-        self.qdma.s_axib_awaddr.next = self.dma.m_axi_awaddr.val();
-        self.qdma.s_axib_awlen.next = self.dma.m_axi_awlen.val();
-        self.qdma.s_axib_wvalid.next = self.dma.m_axi_wvalid.val();
-        self.dma.m_axi_wready.next = self.qdma.s_axib_wready.val();
-        self.qdma.s_axib_wdata.next = self.dma.m_axi_wdata.val();
-        self.qdma.s_axib_wstrb.next = self.dma.m_axi_wstrb.val();
-        self.qdma.s_axib_wlast.next = self.dma.m_axi_wlast.val();
-        self.qdma.s_axib_wuser.next = self.dma.m_axi_wuser.val();
-        self.dma.m_axi_bvalid.next = self.qdma.s_axib_bvalid.val();
-        self.qdma.s_axib_bready.next = self.dma.m_axi_bready.val();
-        self.dma.m_axi_bresp.next = self.qdma.s_axib_bresp.val();
-        // Ethernet: the core's MAC ports straight onto the CMAC's AXIS (same clock); the CMAC's RX has no
-        // ready (the core's RX never holds it back: RX Parse drops and counts what it cannot take)
+        // Ethernet
         self.cmac.gt_ref_clk_p.next = self.qsfp0_refclk_p.val();
         self.cmac.gt_ref_clk_n.next = self.qsfp0_refclk_n.val();
         self.cmac.gt_rxp_in.next = self.qsfp0_rx_p.val();
         self.cmac.gt_rxn_in.next = self.qsfp0_rx_n.val();
         self.qsfp0_tx_p.next = self.cmac.gt_txp_out.val();
         self.qsfp0_tx_n.next = self.cmac.gt_txn_out.val();
-        self.cmac.tx_tdata.next = self.core.m_axis.tdata.val();
-        self.cmac.tx_tkeep.next = self.core.m_axis.tkeep.val();
-        self.cmac.tx_tlast.next = self.core.m_axis.tlast.val();
-        self.cmac.tx_tvalid.next = self.core.m_axis.tvalid.val();
-        self.core.m_axis.tready.next = self.cmac.tx_tready.val();
-        self.core.s_axis.tdata.next = self.cmac.rx_tdata.val();
-        self.core.s_axis.tkeep.next = self.cmac.rx_tkeep.val();
-        self.core.s_axis.tlast.next = self.cmac.rx_tlast.val();
-        self.core.s_axis.tvalid.next = self.cmac.rx_tvalid.val();
-        // bring-up and status
-        self.link.enable.next = self.regs.link_enable.val();
-        self.link.fec.next = self.regs.link_fec.val();
-        self.cmac.ctl_rx_enable.next = self.link.ctl_rx_enable.val();
-        self.cmac.ctl_tx_enable.next = self.link.ctl_tx_enable.val();
-        self.cmac.ctl_tx_send_rfi.next = self.link.ctl_tx_send_rfi.val();
-        self.cmac.ctl_rsfec.next = self.link.ctl_rsfec.val();
-        self.link.stat_rx_aligned.next = self.cmac.stat_rx_aligned.val();
-        self.link.stat_rx_bad_fcs.next = self.cmac.stat_rx_bad_fcs.val();
-        self.link.tx_unfout.next = self.cmac.tx_unfout.val();
-        self.link.tx_tvalid.next = self.core.m_axis.tvalid.val();
-        self.link.tx_tready.next = self.cmac.tx_tready.val();
-        self.link.tx_tlast.next = self.core.m_axis.tlast.val();
-        self.regs.link_up.next = self.link.link_up.val();
-        self.regs.rx_aligned.next = self.cmac.stat_rx_aligned.val();
-        self.regs.fec_lock.next = self.cmac.stat_rx_rsfec_am_lock.val();
-        self.regs.qsfp_modprsl.next = self.qsfp0_modprsl.val();
-        self.regs.qsfp_intl.next = self.qsfp0_intl.val();
-        self.regs.pcie_reset.next = self.pcie_rst.rst.val();
-        self.regs.link_ups.next = self.link.ups.val();
-        self.regs.link_downs.next = self.link.downs.val();
-        self.regs.rx_bad_fcs.next = self.link.bad_fcs.val();
-        self.regs.tx_underflows.next = self.link.underflows.val();
-        self.regs.tx_gaps.next = self.link.tx_gaps.val();
-        self.regs.dma_rd_outstanding.next = self.dma.rd_outstanding.val();
-        self.regs.dma_rd_errors.next = self.dma.rd_errors.val();
-        self.regs.dma_wr_outstanding.next = self.dma.wr_outstanding.val();
-        self.regs.dma_wr_errors.next = self.dma.wr_errors.val();
-        self.regs.dma_wr_idle.next = self.dma.wr_idle.val();
-        self.qsfp0_modsell.next = self.regs.qsfp_modsell.val();
-        self.qsfp0_resetl.next = self.regs.qsfp_resetl.val();
-        self.qsfp0_lpmode.next = self.regs.qsfp_lpmode.val();
-        self.led.next = bit_cast::<3, 1>(self.link.link_up.val().into())
-            | (bit_cast::<3, 1>(self.qdma.user_lnk_up.val().into()) << 1)
-            | (bit_cast::<3, 1>(self.beat.q.val().get_bit(27).into()) << 2);
+        // the shell's ports: the IPs' user sides, the QSFP sideband and the LEDs
+        self.shell.pcie_aresetn.next = self.qdma.axi_aresetn.val();
+        self.shell.pcie_link_up.next = self.qdma.user_lnk_up.val();
+        self.shell.s_axil_awaddr.next = self.qdma.m_axil_awaddr.val();
+        self.shell.s_axil_awvalid.next = self.qdma.m_axil_awvalid.val();
+        self.shell.s_axil_wdata.next = self.qdma.m_axil_wdata.val();
+        self.shell.s_axil_wstrb.next = self.qdma.m_axil_wstrb.val();
+        self.shell.s_axil_wvalid.next = self.qdma.m_axil_wvalid.val();
+        self.shell.s_axil_bready.next = self.qdma.m_axil_bready.val();
+        self.shell.s_axil_araddr.next = self.qdma.m_axil_araddr.val();
+        self.shell.s_axil_arvalid.next = self.qdma.m_axil_arvalid.val();
+        self.shell.s_axil_rready.next = self.qdma.m_axil_rready.val();
+        self.qdma.m_axil_awready.next = self.shell.s_axil_awready.val();
+        self.qdma.m_axil_wready.next = self.shell.s_axil_wready.val();
+        self.qdma.m_axil_bresp.next = self.shell.s_axil_bresp.val();
+        self.qdma.m_axil_bvalid.next = self.shell.s_axil_bvalid.val();
+        self.qdma.m_axil_arready.next = self.shell.s_axil_arready.val();
+        self.qdma.m_axil_rdata.next = self.shell.s_axil_rdata.val();
+        self.qdma.m_axil_rresp.next = self.shell.s_axil_rresp.val();
+        self.qdma.m_axil_rvalid.next = self.shell.s_axil_rvalid.val();
+        self.shell.m_axib_awready.next = self.qdma.s_axib_awready.val();
+        self.shell.m_axib_wready.next = self.qdma.s_axib_wready.val();
+        self.shell.m_axib_bresp.next = self.qdma.s_axib_bresp.val();
+        self.shell.m_axib_bvalid.next = self.qdma.s_axib_bvalid.val();
+        self.shell.m_axib_arready.next = self.qdma.s_axib_arready.val();
+        self.shell.m_axib_rdata.next = self.qdma.s_axib_rdata.val();
+        self.shell.m_axib_rresp.next = self.qdma.s_axib_rresp.val();
+        self.shell.m_axib_rlast.next = self.qdma.s_axib_rlast.val();
+        self.shell.m_axib_rvalid.next = self.qdma.s_axib_rvalid.val();
+        self.qdma.s_axib_araddr.next = self.shell.m_axib_araddr.val();
+        self.qdma.s_axib_arlen.next = self.shell.m_axib_arlen.val();
+        self.qdma.s_axib_arvalid.next = self.shell.m_axib_arvalid.val();
+        self.qdma.s_axib_rready.next = self.shell.m_axib_rready.val();
+        self.qdma.s_axib_awaddr.next = self.shell.m_axib_awaddr.val();
+        self.qdma.s_axib_awlen.next = self.shell.m_axib_awlen.val();
+        self.qdma.s_axib_awvalid.next = self.shell.m_axib_awvalid.val();
+        self.qdma.s_axib_wdata.next = self.shell.m_axib_wdata.val();
+        self.qdma.s_axib_wstrb.next = self.shell.m_axib_wstrb.val();
+        self.qdma.s_axib_wlast.next = self.shell.m_axib_wlast.val();
+        self.qdma.s_axib_wuser.next = self.shell.m_axib_wuser.val();
+        self.qdma.s_axib_wvalid.next = self.shell.m_axib_wvalid.val();
+        self.qdma.s_axib_bready.next = self.shell.m_axib_bready.val();
+        self.shell.cmac_tx_tready.next = self.cmac.tx_tready.val();
+        self.shell.cmac_rx_tdata.next = self.cmac.rx_tdata.val();
+        self.shell.cmac_rx_tkeep.next = self.cmac.rx_tkeep.val();
+        self.shell.cmac_rx_tlast.next = self.cmac.rx_tlast.val();
+        self.shell.cmac_rx_tvalid.next = self.cmac.rx_tvalid.val();
+        self.shell.cmac_stat_rx_aligned.next = self.cmac.stat_rx_aligned.val();
+        self.shell.cmac_stat_rx_bad_fcs.next = self.cmac.stat_rx_bad_fcs.val();
+        self.shell.cmac_stat_rx_rsfec_am_lock.next = self.cmac.stat_rx_rsfec_am_lock.val();
+        self.shell.cmac_tx_unfout.next = self.cmac.tx_unfout.val();
+        self.cmac.tx_tdata.next = self.shell.cmac_tx_tdata.val();
+        self.cmac.tx_tkeep.next = self.shell.cmac_tx_tkeep.val();
+        self.cmac.tx_tlast.next = self.shell.cmac_tx_tlast.val();
+        self.cmac.tx_tvalid.next = self.shell.cmac_tx_tvalid.val();
+        self.cmac.ctl_rx_enable.next = self.shell.cmac_ctl_rx_enable.val();
+        self.cmac.ctl_tx_enable.next = self.shell.cmac_ctl_tx_enable.val();
+        self.cmac.ctl_tx_send_rfi.next = self.shell.cmac_ctl_tx_send_rfi.val();
+        self.cmac.ctl_rsfec.next = self.shell.cmac_ctl_rsfec.val();
+        self.shell.qsfp0_intl.next = self.qsfp0_intl.val();
+        self.shell.qsfp0_modprsl.next = self.qsfp0_modprsl.val();
+        self.qsfp0_modsell.next = self.shell.qsfp0_modsell.val();
+        self.qsfp0_resetl.next = self.shell.qsfp0_resetl.val();
+        self.qsfp0_lpmode.next = self.shell.qsfp0_lpmode.val();
+        self.led.next = self.shell.led.val();
     }
 }
 
