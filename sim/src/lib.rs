@@ -8,6 +8,7 @@ pub mod rxe;
 pub mod bench;
 pub mod pair;
 pub mod system;
+pub mod board;
 pub mod fuzz;
 pub mod campaign;
 

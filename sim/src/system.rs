@@ -741,7 +741,14 @@ pub fn rig(mtu: u32, dir: &Path) -> Rig {
 
 /// [`rig`] on any implementation of the RNIC (rust-hdl's simulator, or both simulators in lockstep).
 pub fn rig_with<D: RnicDut>(dut: D, mtu: u32, dir: &Path) -> Rig<D> {
+    rig_on(|_| dut, mtu, dir)
+}
+
+/// [`rig_with`] for an implementation that needs the host memory itself (the board-level model, whose DMA
+/// reaches host memory through its own PCIe bridge model: `sim::board`).
+pub fn rig_on<D: RnicDut>(make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D, mtu: u32, dir: &Path) -> Rig<D> {
     let mem = Arc::new(Mutex::new(HostMemory::new()));
+    let dut = make(&mem);
     let mut peer = Device::new(DeviceConfig::simple(2));
     let sys = Rc::new(RefCell::new(System::with_dut(dut, mem.clone(), Device::new(DeviceConfig::simple(9)), Some(dir)).unwrap()));
     let mut drv = Driver::open(SimBus::new(sys.clone()), mem.clone()).expect("the driver opens the RTL device");
