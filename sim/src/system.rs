@@ -402,7 +402,24 @@ impl System<Clocked<VRnic>> {
     }
 }
 
+/// Any implementation, chosen at run time (the rxe endpoint: the bare core or the board shell).
+impl RnicDut for Box<dyn RnicDut> {
+    fn drive(&mut self, i: &RnicIn) -> RnicOut {
+        (**self).drive(i)
+    }
+    fn tick(&mut self) {
+        (**self).tick()
+    }
+}
+
 impl<D: RnicDut> System<D> {
+    /// [`System::new_detached`] with any implementation of the RNIC.
+    pub fn detached_with(rnic: D, mem: Arc<Mutex<HostMemory>>, pcap_dir: Option<&Path>, inbound_gbps: f64) -> std::io::Result<Self> {
+        let mut s = Self::with_links(rnic, mem, Device::new(DeviceConfig::simple(9)), pcap_dir, inbound_gbps)?;
+        s.detached = true;
+        Ok(s)
+    }
+
     /// Any implementation of the RNIC.
     pub fn with_dut(rnic: D, mem: Arc<Mutex<HostMemory>>, peer: Device, pcap_dir: Option<&Path>) -> std::io::Result<Self> {
         Self::with_links(rnic, mem, peer, pcap_dir, 100.0)

@@ -118,7 +118,7 @@ fn run(kind: EndpointKind, mtu: u32, nqp: usize, ops: &[Op], tag: &str, gbps: f6
             let (db, eb) = open_endpoint_with(kind, cfg(2), 100.0, None).unwrap();
             (da, db, Some(Wire::connect(ea, eb)))
         }
-        EndpointKind::Rtl => {
+        EndpointKind::Rtl | EndpointKind::BoardSim => {
             let dir = std::env::temp_dir().join(format!("rnic-pair-{tag}-{}", std::process::id()));
             let rc = |last: u8, d: &str| {
                 let c = cfg(last);
@@ -126,7 +126,7 @@ fn run(kind: EndpointKind, mtu: u32, nqp: usize, ops: &[Op], tag: &str, gbps: f6
                     IpAddr::V4(v4) => u32::from(v4),
                     IpAddr::V6(_) => unreachable!(),
                 };
-                RtlConfig { mac: c.mac.0, ipv4: ip, inbound_gbps: gbps, pcap_dir: Some(dir.join(d)) }
+                RtlConfig { mac: c.mac.0, ipv4: ip, inbound_gbps: gbps, pcap_dir: Some(dir.join(d)), board: kind == EndpointKind::BoardSim }
             };
             let (da, db) = RtlDevice::pair(rc(1, "a"), rc(2, "b")).unwrap();
             (da, db, None)
@@ -137,7 +137,7 @@ fn run(kind: EndpointKind, mtu: u32, nqp: usize, ops: &[Op], tag: &str, gbps: f6
     // The RTL pair's QPs time out by the IBA rule (as against rxe): longer than a round trip with everything
     // the scenario can have outstanding, both ways, queued at line rate; the tools' 14 (21.6 M cycles) would
     // make each tail-drop recovery cost minutes. The model pair keeps 14: its timer runs in wall time.
-    let timeout = (kind == EndpointKind::Rtl).then(|| {
+    let timeout = kind.is_rtl().then(|| {
         let bytes = ops.iter().map(|o| wire_bytes(u64::from(o.len), mtu)).sum::<u64>();
         rtl_qp_timeout(bytes, gbps)
     });

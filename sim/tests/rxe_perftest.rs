@@ -726,3 +726,25 @@ fn rtl_atomic_faa_drop_ours_server() {
 fn rtl_atomic_faa_drop_ours_client() {
     rtl_atomic_on("rtl_atomic_faa_drop_client", AtomicOp::FetchAdd, Role::Client, 0.01);
 }
+
+// ---- the core inside the U250 board shell (`sim::board`: PCIe bridge and CMAC models at the IPs' ports,
+// the PCIe clock asynchronous to the core's) as our endpoint: the same tools through the board top ----
+
+#[test]
+fn board_sim_write_bw_ours_client() {
+    let Some(r) = run_on("board_sim_write_bw_client", Tool::WriteBw, Role::Client, 16384, 100, 0.0, 1024, EndpointKind::BoardSim) else {
+        return;
+    };
+    assert!(r.ours.endpoint.contains("board"), "{}", r.ours.endpoint);
+    assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
+    assert_eq!(r.hw("rcvd_pkts"), Some(1600), "rxe took every packet of ours:\n{r}");
+}
+
+#[test]
+fn board_sim_read_bw_ours_client() {
+    let Some(r) = run_on("board_sim_read_bw_client", Tool::ReadBw, Role::Client, 16384, 100, 0.0, 1024, EndpointKind::BoardSim) else {
+        return;
+    };
+    assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
+    assert_eq!(rtl_counter(&r, "rx_drop_overflow"), 0, "{r}");
+}

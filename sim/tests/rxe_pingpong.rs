@@ -208,3 +208,17 @@ fn rtl_pingpong_our_client_mtu1024_drop1pct() {
     assert!(r.bridge.dropped_from_vm + r.bridge.dropped_to_vm > 0, "nothing was dropped");
     assert_eq!(r.ours.bytes_received, 100 * 4096);
 }
+
+/// ibv_rc_pingpong through the board top (`--endpoint board-sim`: the core in the U250 board shell with the
+/// PCIe bridge and CMAC models).
+#[test]
+fn board_sim_pingpong_our_client_mtu1024() {
+    let Some(r) = run("board_sim_pingpong_our_client_mtu1024", Role::Client, 1024, |o| {
+        o.endpoint = sim::rxe::verbs::EndpointKind::BoardSim;
+        o.iters = 100;
+    }) else {
+        return;
+    };
+    assert!(r.endpoint.contains("board"), "{}", r.endpoint);
+    assert_eq!(r.ours.bytes_received, 100 * 4096);
+}

@@ -286,7 +286,7 @@ impl PerftestOpts {
     pub fn our_qp_timeout(&self) -> u8 {
         match self.endpoint {
             EndpointKind::Model => QP_TIMEOUT,
-            EndpointKind::Rtl => {
+            EndpointKind::Rtl | EndpointKind::BoardSim => {
                 let n = TX_DEPTH.min(rtl::transport::completer::COMP_RING).min(self.iters.max(1)) as u64;
                 super::rtl_ep::rtl_qp_timeout(n * super::rtl_ep::wire_bytes(self.eff_size() as u64, self.mtu), super::rtl_ep::INBOUND_GBPS)
             }
@@ -338,7 +338,7 @@ impl PerftestOpts {
         }
         let qp_timeout = self
             .vm_qp_timeout
-            .or((self.endpoint == EndpointKind::Rtl).then(|| super::rtl_ep::vm_qp_timeout(self.mtu)));
+            .or(self.endpoint.is_rtl().then(|| super::rtl_ep::vm_qp_timeout(self.mtu)));
         if let Some(t) = qp_timeout {
             c.push_str(&format!(" -u {t}"));
         }
@@ -779,7 +779,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
             active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
         },
         super::rtl_ep::INBOUND_GBPS,
-        (opts.endpoint == EndpointKind::Rtl).then(|| run_dir.clone()),
+        opts.endpoint.is_rtl().then(|| run_dir.clone()),
     )?;
     let size = opts.eff_size();
     let local = setup_local(&dev, size, opts.iters)?;

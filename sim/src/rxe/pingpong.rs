@@ -974,7 +974,7 @@ impl PingpongOpts {
     pub fn our_qp_timeout(&self) -> u8 {
         match self.endpoint {
             EndpointKind::Model => 14,
-            EndpointKind::Rtl => super::rtl_ep::rtl_qp_timeout(
+            EndpointKind::Rtl | EndpointKind::BoardSim => super::rtl_ep::rtl_qp_timeout(
                 super::rtl_ep::wire_bytes(u64::from(self.size), self.mtu),
                 super::rtl_ep::INBOUND_GBPS,
             ),
@@ -1037,7 +1037,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
             active_mtu: o.mtu.max(256),
         },
         super::rtl_ep::INBOUND_GBPS,
-        (o.endpoint == EndpointKind::Rtl).then(|| dir.clone()),
+        o.endpoint.is_rtl().then(|| dir.clone()),
     )?;
     let host = HostStack::new(host_cfg).with_roce(ep);
     let mgmt = host.mgmt();

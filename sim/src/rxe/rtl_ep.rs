@@ -127,9 +127,12 @@ const STEP_CYCLES: usize = 64;
 
 /// One RNIC the RTL thread owns: the simulated system and the driver on its register slave.
 pub struct Side {
-    pub sys: Rc<RefCell<System>>,
-    pub drv: Driver<SimBus>,
+    pub sys: Rc<RefCell<System<Dut>>>,
+    pub drv: Driver<SimBus<Dut>>,
 }
+
+/// The RNIC a side runs: the bare core's Verilator model, or the board shell with its IP models.
+pub type Dut = Box<dyn crate::system::RnicDut>;
 
 /// What the RTL thread owns: one RNIC (an rxe endpoint), or two on one link in lockstep ([`RtlDevice::pair`]).
 pub struct Core {
@@ -232,6 +235,8 @@ pub struct RtlDevice {
     side: usize,
     mem: Arc<Mutex<HostMemory>>,
     outbox: Arc<Mutex<VecDeque<Vec<u8>>>>,
+    /// In the board shell (for reports).
+    board: bool,
 }
 
 /// An RNIC to build: its addresses, inbound pacing and pcap directory.
@@ -241,6 +246,8 @@ pub struct RtlConfig {
     pub ipv4: u32,
     pub inbound_gbps: f64,
     pub pcap_dir: Option<std::path::PathBuf>,
+    /// The core inside the U250 board shell with models of its IPs (`sim::board`), not the bare core.
+    pub board: bool,
 }
 
 impl RtlDevice {
@@ -248,7 +255,12 @@ impl RtlDevice {
     /// from the peer reach its MAC at most at `inbound_gbps` of simulated time (see [`INBOUND_GBPS`]); with
     /// `pcap_dir`, its MAC writes `rnic-tx.pcap` and `rnic-rx.pcap` there.
     pub fn start(mac: [u8; 6], ipv4: u32, inbound_gbps: f64, pcap_dir: Option<std::path::PathBuf>) -> Result<Arc<RtlDevice>> {
-        let mut v = Self::start_many(vec![RtlConfig { mac, ipv4, inbound_gbps, pcap_dir }], false)?;
+        Self::start_with(RtlConfig { mac, ipv4, inbound_gbps, pcap_dir, board: false })
+    }
+
+    /// [`RtlDevice::start`] from a configuration (the bare core or the board shell).
+    pub fn start_with(c: RtlConfig) -> Result<Arc<RtlDevice>> {
+        let mut v = Self::start_many(vec![c], false)?;
         Ok(v.remove(0))
     }
 
@@ -261,6 +273,7 @@ impl RtlDevice {
     }
 
     fn start_many(cfgs: Vec<RtlConfig>, paired: bool) -> Result<Vec<Arc<RtlDevice>>> {
+        let boards: Vec<bool> = cfgs.iter().map(|c| c.board).collect();
         let mems: Vec<Arc<Mutex<HostMemory>>> = cfgs.iter().map(|_| Arc::new(Mutex::new(HostMemory::new()))).collect();
         let outbox = Arc::new(Mutex::new(VecDeque::new()));
         let (tx, rx) = mpsc::channel::<Msg>();
@@ -275,7 +288,12 @@ impl RtlDevice {
                 let core = (|| -> Result<Core> {
                     let mut sides: Vec<Side> = Vec::new();
                     for (c, mem) in cfgs.iter().zip(m2) {
-                        let mut sys = System::new_detached(mem.clone(), c.pcap_dir.as_deref(), c.inbound_gbps)
+                        let dut: Dut = if c.board {
+                            Box::new(crate::board::BoardDut::new(mem.clone(), crate::board::PcieHost::gen3_x16(), u64::from(c.ipv4), None))
+                        } else {
+                            Box::new(crate::Clocked::<crate::vmodels::rnic::Rnic>::new(None))
+                        };
+                        let mut sys = System::detached_with(dut, mem.clone(), c.pcap_dir.as_deref(), c.inbound_gbps)
                             .context("creating the Verilator RNIC")?;
                         if sides.is_empty() && !paired {
                             sys.taken_bytes = taken.clone();
@@ -289,6 +307,9 @@ impl RtlDevice {
                             bail!("the RNIC does not advertise RC");
                         }
                         drv.set_address(c.mac, c.ipv4).map_err(|e| anyhow!("set_address: {e}"))?;
+                        if c.board {
+                            crate::board::wait_link_up(&mut drv, &sys)?;
+                        }
                         sides.push(Side { sys, drv });
                     }
                     Ok(Core { sides })
@@ -308,7 +329,7 @@ impl RtlDevice {
         Ok(mems
             .into_iter()
             .enumerate()
-            .map(|(side, mem)| Arc::new(RtlDevice { inner: inner.clone(), side, mem, outbox: outbox.clone() }))
+            .map(|(side, mem)| Arc::new(RtlDevice { inner: inner.clone(), side, mem, outbox: outbox.clone(), board: boards[side] }))
             .collect())
     }
 
@@ -446,7 +467,11 @@ impl Verbs for RtlDevice {
         self.call(move |c| c.drv.poll_cq(cq, max))?.map_err(err("poll_cq"))
     }
     fn describe(&self) -> String {
-        "RTL (Verilator model of the emitted Verilog, driven through the host interface)".into()
+        if self.board {
+            "RTL in the U250 board shell (Verilator model; PCIe bridge and CMAC models at the IPs' ports, asynchronous PCIe clock)".into()
+        } else {
+            "RTL (Verilator model of the emitted Verilog, driven through the host interface)".into()
+        }
     }
     fn counters(&self) -> Vec<(String, u64)> {
         let mut v = self.read_counters().unwrap_or_default();

@@ -118,6 +118,16 @@ pub enum EndpointKind {
     Model,
     /// The Verilator model of the RNIC's Verilog, through the driver.
     Rtl,
+    /// The same core inside the U250 board shell, with models of the PCIe bridge and the 100G MAC at the
+    /// vendor IPs' ports (`sim::board`).
+    BoardSim,
+}
+
+impl EndpointKind {
+    /// The RTL, bare or in the board shell (timers and budgets by the RTL's simulated clock).
+    pub fn is_rtl(self) -> bool {
+        matches!(self, EndpointKind::Rtl | EndpointKind::BoardSim)
+    }
 }
 
 impl std::str::FromStr for EndpointKind {
@@ -126,7 +136,8 @@ impl std::str::FromStr for EndpointKind {
         match s {
             "model" => Ok(EndpointKind::Model),
             "rtl" => Ok(EndpointKind::Rtl),
-            other => anyhow::bail!("unknown endpoint `{other}` (model or rtl)"),
+            "board-sim" => Ok(EndpointKind::BoardSim),
+            other => anyhow::bail!("unknown endpoint `{other}` (model, rtl or board-sim)"),
         }
     }
 }
@@ -136,6 +147,7 @@ impl std::fmt::Display for EndpointKind {
         f.write_str(match self {
             EndpointKind::Model => "model",
             EndpointKind::Rtl => "rtl",
+            EndpointKind::BoardSim => "board-sim",
         })
     }
 }
@@ -163,12 +175,13 @@ pub fn open_endpoint_with(
             let ep = d.endpoint();
             Ok((Arc::new(d), Box::new(ep)))
         }
-        EndpointKind::Rtl => {
+        EndpointKind::Rtl | EndpointKind::BoardSim => {
             let ip = match model.ip {
                 std::net::IpAddr::V4(v4) => u32::from(v4),
                 std::net::IpAddr::V6(_) => anyhow::bail!("the RTL endpoint speaks IPv4 only"),
             };
-            let d = super::rtl_ep::RtlDevice::start(model.mac.0, ip, inbound_gbps, pcap_dir)?;
+            let cfg = super::rtl_ep::RtlConfig { mac: model.mac.0, ipv4: ip, inbound_gbps, pcap_dir, board: kind == EndpointKind::BoardSim };
+            let d = super::rtl_ep::RtlDevice::start_with(cfg)?;
             let ep = d.endpoint();
             Ok((d, Box::new(ep)))
         }
