@@ -62,7 +62,8 @@ enum Cmd {
     },
     /// Run an unmodified rdma-core/perftest tool in a Linux soft-RoCE (rxe) VM against our endpoint.
     Rxe {
-        /// Our side: `model` (the golden transport model) or `rtl` (the Verilator RNIC).
+        /// Our side: `model` (the golden transport model), `rtl` (the Verilator RNIC) or `board-sim` (the
+        /// RNIC inside the U250 board shell, with models of the PCIe bridge and the 100G MAC).
         #[arg(long, default_value = "model")]
         endpoint: String,
         /// ibv_rc_pingpong, ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw (fetch-and-add),
