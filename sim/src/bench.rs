@@ -69,6 +69,10 @@ pub struct BenchOpts {
     /// SENDs and WRITEs of at most [`MAX_INLINE`] bytes go as inline WQEs (perftest's default for small
     /// messages).
     pub inline: bool,
+    /// Goodput points with each RNIC inside the U250 board shell and its host memory behind this PCIe
+    /// bridge model (`crate::board`) instead of the ideal host (`host_latency_ns` away, a 64-byte beat every
+    /// cycle each way, writes never held back). The latency runs stay on the bare core.
+    pub host: Option<crate::board::PcieHost>,
 }
 
 /// Cycles of each point a `--vcd` bench traces (about 2.7 MB per 1,000 cycles per RNIC).
@@ -92,6 +96,7 @@ impl BenchOpts {
             bytes_per_point: 2 << 20,
             vcd: None,
             inline: false,
+            host: None,
         }
     }
 
@@ -219,7 +224,7 @@ fn goodput_with(
     let messages = (o.bytes_per_point / size.max(1)).clamp(16 * qps as u64, 4096).min(per_qp_max.saturating_mul(qps as u64));
     let stride = size.max(64);
     let half = (messages * stride).next_power_of_two().max(2 << 20).min(max_region.max(stride));
-    let mut r = PairRig::with_qps(mtu, 2 * half, qps, dir)?;
+    let mut r = PairRig::with_qps_on(mtu, 2 * half, qps, dir, o.host)?;
     let timeout = qp_timeout(qps, size);
     let stall = STALL_CYCLES.max(2 * (rtl::transport::completer::TIMER_TICK << timeout));
     let lat = host_latency_cycles(o);

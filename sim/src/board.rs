@@ -598,6 +598,17 @@ impl RnicDut for BoardDut {
         }
     }
 
+    fn start_trace(&mut self, path: &str) {
+        if !self.trace {
+            self.m.trace_open(path);
+            self.trace = true;
+        }
+    }
+
+    fn stop_trace(&mut self) {
+        self.trace = false;
+    }
+
     fn tick(&mut self) {
         let edge = self.t_core + CORE_FS;
         while self.t_p <= edge {

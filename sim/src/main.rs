@@ -115,6 +115,12 @@ enum Cmd {
         /// Host-memory latency behind the DMA ports, ns (a PCIe round trip).
         #[arg(long, default_value_t = 500.0)]
         host_latency_ns: f64,
+        /// The host behind the DMA ports for the goodput points: `ideal` (the latency above, a 64-byte beat
+        /// every cycle each way, no write backpressure) or `pcie` (each RNIC inside the U250 board shell,
+        /// host memory behind a PCIe Gen3 x16 bridge model: TLP overheads at MPS 256 and 64-byte completions,
+        /// 500-700 ns reads, 32 bursts outstanding, backpressure).
+        #[arg(long, default_value = "ideal")]
+        host: String,
         /// A few points only (seconds instead of tens of minutes).
         #[arg(long)]
         quick: bool,
@@ -253,8 +259,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Synth { block } => synth(block.as_deref()),
         Cmd::Board { what: BoardCmd::Build { board, out } } => board_build(&board, &out),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
-        Cmd::Bench { clock_mhz, host_latency_ns, quick, out, verb, mtu, qps, size, vcd, inline, bytes } => {
-            bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline, bytes })
+        Cmd::Bench { clock_mhz, host_latency_ns, host, quick, out, verb, mtu, qps, size, vcd, inline, bytes } => {
+            bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline, bytes, host })
         }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
@@ -275,6 +281,7 @@ struct Sweep {
     vcd: Option<PathBuf>,
     inline: bool,
     bytes: Option<u64>,
+    host: String,
 }
 
 fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Sweep) -> Result<ExitCode> {
@@ -282,6 +289,20 @@ fn bench(clock_mhz: f64, host_latency_ns: f64, quick: bool, out: &Path, sw: Swee
     use testbench::model::WrOpcode;
     let mut o = if quick { BenchOpts::quick(clock_mhz) } else { BenchOpts::full(clock_mhz) };
     o.host_latency_ns = host_latency_ns;
+    o.host = match sw.host.as_str() {
+        "ideal" => None,
+        "pcie" => Some(sim::board::PcieHost::gen3_x16()),
+        h => anyhow::bail!("--host is ideal or pcie, not {h:?}"),
+    };
+    if let Some(h) = &o.host {
+        println!(
+            "host: each RNIC in the U250 board shell, host memory behind PCIe Gen3 x16 (payload {:.1} Gb/s written, {:.1} Gb/s read after TLP overheads; reads {}-{} ns; 32 bursts outstanding)",
+            h.write_gbps(),
+            h.read_gbps(),
+            h.read_ns,
+            h.read_ns + h.jitter_ns
+        );
+    }
     if !sw.verb.is_empty() {
         o.verbs = sw
             .verb

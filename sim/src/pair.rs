@@ -94,12 +94,12 @@ use testbench::model::{
 };
 use testbench::wire::frame::MacAddr;
 
-use crate::system::{SimBus, System};
+use crate::system::{AnyDut, SimBus, System};
 
 /// One of the two RNICs: its system, driver, host memory, one QP and one registered buffer.
 pub struct RigSide {
-    pub sys: Rc<RefCell<System>>,
-    pub drv: Driver<SimBus>,
+    pub sys: Rc<RefCell<System<AnyDut>>>,
+    pub drv: Driver<SimBus<AnyDut>>,
     pub mem: Arc<Mutex<HostMemory>>,
     pub mac: [u8; 6],
     pub ip: u32,
@@ -127,10 +127,20 @@ impl PairRig {
 
     /// `nqp` QP pairs.
     pub fn with_qps(mtu: u32, buf_len: u64, nqp: usize, pcap_dir: &std::path::Path) -> anyhow::Result<PairRig> {
+        Self::with_qps_on(mtu, buf_len, nqp, pcap_dir, None)
+    }
+
+    /// [`PairRig::with_qps`]; with `host`, each RNIC is the core inside the U250 board shell with its host
+    /// memory behind the PCIe bridge model of those limits (`crate::board`), its link brought up first.
+    pub fn with_qps_on(mtu: u32, buf_len: u64, nqp: usize, pcap_dir: &std::path::Path, host: Option<crate::board::PcieHost>) -> anyhow::Result<PairRig> {
         use anyhow::anyhow;
-        let mk = |d: &str| -> anyhow::Result<(Rc<RefCell<System>>, Arc<Mutex<HostMemory>>)> {
+        let mk = |d: &str| -> anyhow::Result<(Rc<RefCell<System<AnyDut>>>, Arc<Mutex<HostMemory>>)> {
             let mem = Arc::new(Mutex::new(HostMemory::new()));
-            let s = System::new_detached(mem.clone(), Some(&pcap_dir.join(d)), 100.0)?;
+            let dut: AnyDut = match host {
+                Some(h) => Box::new(crate::board::BoardDut::new(mem.clone(), h, d.len() as u64 + 0xB0A2D, None)),
+                None => Box::new(crate::Clocked::<crate::vmodels::rnic::Rnic>::new(None)),
+            };
+            let s = System::detached_with(dut, mem.clone(), Some(&pcap_dir.join(d)), 100.0)?;
             Ok((Rc::new(RefCell::new(s)), mem))
         };
         let (sa, ma) = mk("a")?;
@@ -139,6 +149,9 @@ impl PairRig {
         let mut sides = Vec::new();
         for (last, sys, mem) in [(1u8, sa, ma), (2, sb, mb)] {
             let mut drv = Driver::open(SimBus::new(sys.clone()), mem.clone()).map_err(|e| anyhow!("{e}"))?;
+            if host.is_some() {
+                crate::board::wait_link_up(&mut drv, &sys)?;
+            }
             let (mac, ip) = ([2, 0, 0, 0, 0, last], 0x0A00_0000 | u32::from(last));
             drv.set_address(mac, ip).map_err(|e| anyhow!("{e}"))?;
             let buf = mem.lock().unwrap().alloc(buf_len as usize);

@@ -88,7 +88,13 @@ pub trait RnicDut {
     fn drive(&mut self, i: &RnicIn) -> RnicOut;
     /// Rising edge.
     fn tick(&mut self);
+    /// Start a VCD of every signal now (where the implementation can), and stop sampling it.
+    fn start_trace(&mut self, _path: &str) {}
+    fn stop_trace(&mut self) {}
 }
+
+/// An implementation chosen at run time (the bare core or the board shell: the rxe lab, the bench).
+pub type AnyDut = Box<dyn RnicDut>;
 
 impl RnicDut for Clocked<VRnic> {
     fn drive(&mut self, i: &RnicIn) -> RnicOut {
@@ -143,6 +149,12 @@ impl RnicDut for Clocked<VRnic> {
     }
     fn tick(&mut self) {
         Clocked::tick(self)
+    }
+    fn start_trace(&mut self, path: &str) {
+        Clocked::start_trace(self, path)
+    }
+    fn stop_trace(&mut self) {
+        Clocked::stop_trace(self)
     }
 }
 
@@ -409,6 +421,12 @@ impl RnicDut for Box<dyn RnicDut> {
     }
     fn tick(&mut self) {
         (**self).tick()
+    }
+    fn start_trace(&mut self, path: &str) {
+        (**self).start_trace(path)
+    }
+    fn stop_trace(&mut self) {
+        (**self).stop_trace()
     }
 }
 

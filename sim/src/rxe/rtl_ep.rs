@@ -132,7 +132,7 @@ pub struct Side {
 }
 
 /// The RNIC a side runs: the bare core's Verilator model, or the board shell with its IP models.
-pub type Dut = Box<dyn crate::system::RnicDut>;
+pub type Dut = crate::system::AnyDut;
 
 /// What the RTL thread owns: one RNIC (an rxe endpoint), or two on one link in lockstep ([`RtlDevice::pair`]).
 pub struct Core {
