@@ -110,8 +110,7 @@ pub struct BoardStats {
     pub aw_bursts: u64,
     pub r_beats: u64,
     pub w_beats: u64,
-    /// Bursts that were split at a 4 KiB page by the master (a burst ending on a page end, followed by one
-    /// starting there, as one request of the core's would need).
+    /// Most bursts of each kind the bridge held at once (at most [`BRIDGE_OUTSTANDING`]).
     pub most_reads_outstanding: usize,
     pub most_writes_outstanding: usize,
     /// Broken rules: a burst crossing 4 KiB or unaligned, `wlast` wrong, parity wrong, TX paused inside a
@@ -165,7 +164,7 @@ struct Bridge {
     r_out: Option<([u32; 16], bool, u8)>,
     wr: VecDeque<WrBurst>,
     /// W beats taken ahead of their AW.
-    w_early: VecDeque<([u8; 64], u64, bool, u64)>,
+    w_early: VecDeque<([u8; 64], u64, bool)>,
     /// Write responses: (due at pclk cycle, bresp).
     b: VecDeque<(u64, u8)>,
     b_out: Option<u8>,
@@ -437,12 +436,12 @@ impl BoardDut {
             }
             self.stats.w_beats += 1;
             br.up_credit -= self.host.beat_cost(self.host.mps);
-            br.w_early.push_back((bytes, strb, last, 0));
+            br.w_early.push_back((bytes, strb, last));
         }
         // W beats meet their bursts
         while !br.w_early.is_empty() {
             let Some(k) = br.wr.iter().position(|b| b.got < b.beats) else { break };
-            let (bytes, strb, last, _) = br.w_early.pop_front().unwrap();
+            let (bytes, strb, last) = br.w_early.pop_front().unwrap();
             let head = &mut br.wr[k];
             let a = head.addr + 64 * u64::from(head.got);
             head.got += 1;
