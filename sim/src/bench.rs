@@ -84,7 +84,7 @@ impl BenchOpts {
         self.inline && verb.may_be_inline() && size <= MAX_INLINE as u64
     }
 
-    /// The full sweep of issue 7: WRITE, READ, SEND; 64 B .. 1 MiB; MTU 1024 and 4096; 1 and 16 QPs.
+    /// The full sweep: WRITE, READ, SEND; 64 B .. 1 MiB; MTU 1024 and 4096; 1 and 16 QPs.
     pub fn full(clock_mhz: f64) -> Self {
         BenchOpts {
             clock_mhz,

@@ -1,4 +1,4 @@
-//! Fuzz of the RNIC's RX port (issue 5): a seeded stream of random, malformed and mutated frames into the
+//! Fuzz of the RNIC's RX port: a seeded stream of random, malformed and mutated frames into the
 //! Verilator model of the whole RNIC ([`crate::system::rig`], the golden peer detached), with three checks:
 //! no hang, no write outside a registered MR, and the drop accounting.
 //!

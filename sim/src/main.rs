@@ -176,7 +176,7 @@ enum Cmd {
         /// responder (golden requester, RTL responder), requester (RTL requester, golden responder), pair
         /// (RTL against RTL, both directions at once), reads (128 READs outstanding per QP: the RTL requester
         /// and the golden one, each against the golden responder, the work each needed and its ratio), or atomics (RTL against RTL: --messages FETCH_ADD(1)
-        /// from 16 QPs on one counter, then a COMPARE_SWAP spin lock; issue 6).
+        /// from 16 QPs on one counter, then a COMPARE_SWAP spin lock).
         #[arg(long, default_value = "pair")]
         role: String,
         #[arg(long, default_value_t = 1)]
@@ -432,7 +432,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     anyhow::ensure!(host_ns == 500.0 || role == "atomics", "--host-latency-ns is for --role atomics");
     anyhow::ensure!((0.0..=100_000.0).contains(&host_ns), "--host-latency-ns must be 0..=100000");
     if role == "atomics" {
-        // issue 6: `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
+        // `messages` FETCH_ADD(1) from 16 QPs on one counter, then a spin lock
         let per_qp = messages.div_ceil(c::QPS).max(1);
         let masked_per_qp = masked.div_ceil(c::QPS);
         let locks = locks.map_or((per_qp / 100).max(4), |l| l.div_ceil(c::QPS).max(1));
@@ -459,7 +459,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
         });
     }
     if role == "reads" {
-        // issue 26: 128 READs outstanding per QP, the RTL requester and the golden one against the golden responder
+        // 128 READs outstanding per QP, the RTL requester and the golden one against the golden responder
         let rounds = messages.div_ceil(c::QPS * c::READS_PER_QP).max(1);
         let dir = match out {
             Some(d) => d,

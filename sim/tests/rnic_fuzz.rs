@@ -1,4 +1,4 @@
-//! Fuzz of the RNIC's RX port (issue 5), `sim::fuzz`: seeded random, malformed and mutated frames into the
+//! Fuzz of the RNIC's RX port, `sim::fuzz`: seeded random, malformed and mutated frames into the
 //! Verilator RNIC: no hang, no write outside a registered MR, every drop accounted for exactly (each RX Parse
 //! and Responder counter equal to the reference's count in every chunk: the fuzzer's flow control leaves RX
 //! Parse no overflow drop but those of its overflow probe, whose frames are all of one verdict). CI runs
