@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::system::{RnicDut, RnicIn, RnicOut};
+use crate::system::{bytes, words, RnicDut, RnicIn, RnicOut};
 use crate::vmodels::board_shell::BoardShell as VShell;
 use testbench::model::HostMemory;
 
@@ -184,7 +184,6 @@ pub struct BoardDut {
     /// Time of the last core edge, and of the next `pclk` edge, fs.
     t_core: u64,
     t_p: u64,
-    pcyc: u64,
     mmio: Mmio,
     bridge: Bridge,
     // the core-side register adapter: an access the system offers is taken at once
@@ -221,7 +220,6 @@ impl BoardDut {
             rng,
             t_core: 0,
             t_p,
-            pcyc: 0,
             mmio: Mmio { queue: VecDeque::new(), phase: 0, aw_done: false, w_done: false, is_read: false, addr: 0, answers: VecDeque::new() },
             bridge: Bridge {
                 rd: VecDeque::new(),
@@ -330,8 +328,8 @@ impl BoardDut {
         self.m.set_pclk(1);
         self.m.eval();
         self.dump(t);
-        self.pcyc += 1;
-        self.stats.pclk_cycles = self.pcyc;
+        self.stats.pclk_cycles += 1;
+        let pcyc = self.stats.pclk_cycles;
         // ---- MMIO
         let now_fs = t;
         if mmio_aw {
@@ -383,7 +381,7 @@ impl BoardDut {
             self.stats.ar_bursts += 1;
             check_burst(&mut self.stats.violations, "read", addr, beats);
             let jit = self.rng.gen_range(0.0..=self.host.jitter_ns);
-            let due = self.pcyc + ((self.host.read_ns + jit) * 1e6 / PCLK_FS as f64) as u64;
+            let due = pcyc + ((self.host.read_ns + jit) * 1e6 / PCLK_FS as f64) as u64;
             // one ID: in order
             let due = due.max(br.rd.back().map_or(0, |b| b.ready_at));
             br.rd.push_back(RdBurst { addr, beats, sent: 0, ready_at: due });
@@ -403,12 +401,12 @@ impl BoardDut {
         if br.r_out.is_none() {
             let cost = self.host.beat_cost(self.host.cpl);
             if let Some(head) = br.rd.front() {
-                if head.ready_at <= self.pcyc && br.down_credit >= cost {
+                if head.ready_at <= pcyc && br.down_credit >= cost {
                     br.down_credit -= cost;
                     let a = head.addr + 64 * u64::from(head.sent);
                     let last = head.sent + 1 == head.beats;
                     let (data, resp) = match self.mem.lock().unwrap().read(a, 64) {
-                        Ok(v) => (words(&v), 0u8),
+                        Ok(v) => (words(v.as_slice().try_into().expect("64 bytes")), 0u8),
                         Err(_) => {
                             self.stats.violations.push(format!("DMA read of {a:#x}: outside host memory (SLVERR)"));
                             ([0u32; 16], 2u8)
@@ -424,10 +422,7 @@ impl BoardDut {
             br.wr.push_back(WrBurst { addr, beats, got: 0, err: false });
         }
         if let Some((data, strb, last, user)) = w {
-            let mut bytes = [0u8; 64];
-            for (i, x) in data.iter().enumerate() {
-                bytes[4 * i..4 * i + 4].copy_from_slice(&x.to_le_bytes());
-            }
+            let bytes = bytes(&data);
             for (i, b) in bytes.iter().enumerate() {
                 if (b.count_ones() + (user >> i & 1) as u32) % 2 != 1 {
                     self.stats.violations.push(format!("W beat: wuser bit {i} is not the odd parity of its byte"));
@@ -455,7 +450,7 @@ impl BoardDut {
                 }
             }
             if head.got == head.beats {
-                let due = self.pcyc + (self.host.write_ns * 1e6 / PCLK_FS as f64) as u64;
+                let due = pcyc + (self.host.write_ns * 1e6 / PCLK_FS as f64) as u64;
                 if head.err {
                     self.stats.violations.push(format!("DMA write burst at {:#x}: outside host memory (SLVERR)", head.addr));
                 }
@@ -467,7 +462,7 @@ impl BoardDut {
         }
         if br.b_out.is_none() {
             if let Some(&(due, resp)) = br.b.front() {
-                if due <= self.pcyc {
+                if due <= pcyc {
                     br.b.pop_front();
                     // the burst is done: it leaves the outstanding list
                     if let Some(i) = br.wr.iter().position(|b| b.got == b.beats) {
@@ -505,10 +500,6 @@ fn check_burst(v: &mut Vec<String>, what: &str, addr: u64, beats: u32) {
     if addr % 4096 + 64 * u64::from(beats) > 4096 {
         v.push(format!("{what} burst at {addr:#x} of {beats} beats crosses a 4 KiB page"));
     }
-}
-
-fn words(b: &[u8]) -> [u32; 16] {
-    std::array::from_fn(|w| u32::from_le_bytes(b[4 * w..4 * w + 4].try_into().unwrap()))
 }
 
 impl RnicDut for BoardDut {

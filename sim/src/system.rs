@@ -673,10 +673,10 @@ impl<D: RnicDut> System<D> {
 }
 
 /// 64 bytes as the model's 16 little-endian words, and back.
-fn words(b: &[u8; 64]) -> [u32; 16] {
+pub(crate) fn words(b: &[u8; 64]) -> [u32; 16] {
     std::array::from_fn(|w| u32::from_le_bytes(b[4 * w..4 * w + 4].try_into().unwrap()))
 }
-fn bytes(w: &[u32; 16]) -> [u8; 64] {
+pub(crate) fn bytes(w: &[u32; 16]) -> [u8; 64] {
     let mut b = [0u8; 64];
     for (i, x) in w.iter().enumerate() {
         b[4 * i..4 * i + 4].copy_from_slice(&x.to_le_bytes());
@@ -849,6 +849,23 @@ impl<D: RnicDut> Rig<D> {
                 break;
             }
             for _ in 0..256 {
+                s.step();
+            }
+        }
+        got
+    }
+
+    /// Our completions on CQ 0, polled through the driver while the system runs (512 cycles between polls),
+    /// until `n` came or `max_cycles` passed.
+    pub fn our_completions(&mut self, n: usize, max_cycles: u64) -> Vec<WorkCompletion> {
+        let mut got = Vec::new();
+        for _ in 0..max_cycles / 512 {
+            got.extend(self.drv.poll_cq(Cq(0), 64).expect("poll_cq"));
+            if got.len() >= n {
+                break;
+            }
+            let mut s = self.sys.borrow_mut();
+            for _ in 0..512 {
                 s.step();
             }
         }

@@ -22,35 +22,8 @@ fn board_rig(seed: u64, host: PcieHost, mtu: u32, name: &str) -> Rig<BoardDut> {
     // the board answers on BAR0 from 1 MiB, and brings its link up by itself (LINK_CTL is 0x13 after
     // configuration): the CMAC model aligns, CmacCtl enables TX
     assert_eq!(r.drv.bus().read32(BoardDut::board_reg(0)).unwrap(), 0x524E_4942, "BOARD_ID");
-    let mut up = false;
-    // (CmacCtl waits for 32,768 cycles of alignment before it enables TX)
-    for _ in 0..40 {
-        if r.drv.bus().read32(BoardDut::board_reg(5)).unwrap() & 3 == 3 {
-            up = true;
-            break;
-        }
-        let mut s = r.sys.borrow_mut();
-        for _ in 0..2000 {
-            s.step();
-        }
-    }
-    assert!(up, "LINK_STATUS: link up and RX aligned");
+    sim::board::wait_link_up(&mut r.drv, &r.sys).expect("LINK_STATUS: link up and RX aligned");
     r
-}
-
-fn our_completions(r: &mut Rig<BoardDut>, n: usize, max_cycles: u64) -> Vec<WorkCompletion> {
-    let mut got = Vec::new();
-    for _ in 0..max_cycles / 512 {
-        got.extend(r.drv.poll_cq(Cq(0), 64).expect("poll_cq"));
-        if got.len() >= n {
-            break;
-        }
-        let mut s = r.sys.borrow_mut();
-        for _ in 0..512 {
-            s.step();
-        }
-    }
-    got
 }
 
 /// The board registers that must stay 0, and the IP models' rule checks.
@@ -130,7 +103,7 @@ fn every_verb_through_the_board_top() {
         s.peer.post_send(pq, SendWr::new(62, WrOpcode::Send, vec![Sge { addr: r.peer_buf + 0x9_0000, length: 3000, lkey: r.peer_rkey }])).unwrap();
     }
     let peer = r.wait_peer_completions(3 + 3, 2_000_000);
-    let ours = our_completions(&mut r, 8, 1_000_000);
+    let ours = r.our_completions(8, 1_000_000);
     let want: Vec<(u64, WcOpcode)> = vec![
         (1, WcOpcode::RdmaWrite),
         (2, WcOpcode::RdmaWrite),
@@ -191,7 +164,7 @@ fn a_lossy_link_through_the_board_top() {
         w.flags.signaled = true;
         r.drv.post_send(r.qpn, &w).unwrap();
     }
-    let ours = our_completions(&mut r, 24, 6_000_000);
+    let ours = r.our_completions(24, 6_000_000);
     assert_eq!(ours.len(), 24, "{ours:?}");
     assert!(ours.iter().enumerate().all(|(i, w)| w.wr_id == i as u64 && w.status == WcStatus::Success), "{ours:?}");
     {
@@ -221,7 +194,7 @@ fn an_access_error_through_the_board_top() {
     (w2.remote_addr, w2.rkey) = (r.peer_buf, r.peer_rkey);
     w2.flags.signaled = true;
     r.drv.post_send(r.qpn, &w2).unwrap();
-    let ours = our_completions(&mut r, 2, 400_000);
+    let ours = r.our_completions(2, 400_000);
     let got: Vec<(u64, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.status)).collect();
     assert_eq!(got, vec![(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]);
     assert!(r.sys.borrow().peer.mem().read(r.peer_buf, 8192).unwrap() == before, "nothing written");

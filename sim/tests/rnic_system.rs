@@ -110,23 +110,6 @@ fn rtl_sends_and_writes_with_immediate_complete_at_the_golden_peer() {
     assert_eq!(s.peer.counters().total_drops(), 0);
 }
 
-/// Our completions, polled through the driver while the system runs.
-fn our_completions(r: &mut sim::system::Rig, n: usize, max_cycles: u64) -> Vec<WorkCompletion> {
-    let mut got = Vec::new();
-    let cq = testbench::model::Cq(0);
-    for _ in 0..max_cycles / 512 {
-        got.extend(r.drv.poll_cq(cq, 64).expect("poll_cq"));
-        if got.len() >= n {
-            break;
-        }
-        let mut s = r.sys.borrow_mut();
-        for _ in 0..512 {
-            s.step();
-        }
-    }
-    got
-}
-
 #[test]
 fn rtl_completes_signaled_writes_and_sends_through_its_cq() {
     let dir = std::env::temp_dir().join(format!("rnic-system-cqe-{}", std::process::id()));
@@ -159,7 +142,7 @@ fn rtl_completes_signaled_writes_and_sends_through_its_cq() {
         r.drv.post_send(r.qpn, &wr).unwrap();
     }
     assert_eq!(want.iter().filter(|w| w.3).count(), 2, "signaled WRITE_WITH_IMMs (i = 3, 7; 11 is unsignaled)");
-    let wcs = our_completions(&mut r, want.len(), 2_000_000);
+    let wcs = r.our_completions(want.len(), 2_000_000);
     assert_eq!(wcs.len(), want.len(), "{wcs:?}");
     for (wc, (id, op, len, imm)) in wcs.iter().zip(&want) {
         assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
@@ -174,7 +157,7 @@ fn rtl_completes_signaled_writes_and_sends_through_its_cq() {
         wr.flags.signaled = i == 99;
         r.drv.post_send(r.qpn, &wr).unwrap();
     }
-    let wcs = our_completions(&mut r, 1, 2_000_000);
+    let wcs = r.our_completions(1, 2_000_000);
     assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![5099]);
 }
 
@@ -201,7 +184,7 @@ fn reads(mtu: u32) {
         off += u64::from(len) + 256;
     }
     let c0 = r.sys.borrow().cycle;
-    let wcs = our_completions(&mut r, sizes.len(), 3_000_000);
+    let wcs = r.our_completions(sizes.len(), 3_000_000);
     let cycles = r.sys.borrow().cycle - c0;
     let ctr: Vec<u32> = (0..9).map(|i| r.drv.bus().read32(testbench::host::REG_COUNTERS + 4 * i).unwrap()).collect();
     assert_eq!(wcs.len(), sizes.len(), "RX counters {ctr:?}: {wcs:?}");
@@ -311,7 +294,7 @@ fn the_golden_peer_writes_reads_and_sends_to_the_rtl_responder() {
     let peer_wcs = r.wait_peer_completions(sizes.len() + 4, 3_000_000);
     assert_eq!(peer_wcs.len(), sizes.len() + 4, "{peer_wcs:?}");
     assert!(peer_wcs.iter().all(|w| w.status == WcStatus::Success), "{peer_wcs:?}");
-    let ours = our_completions(&mut r, 3, 200_000);
+    let ours = r.our_completions(3, 200_000);
     let s = r.sys.borrow();
     let mut off = 0;
     for &len in &sizes {
@@ -361,7 +344,7 @@ fn eight_qps_at_once() {
         let soff = (k as u64 * 4 + 3) * 8192;
         r.drv.post_send(q, &SendWr::new((k * 10 + 3) as u64, WrOpcode::Send, vec![Sge { addr: r.src + soff, length: 2000, lkey: r.lkey }])).unwrap();
     }
-    let ours = our_completions(&mut r, 32, 2_000_000);
+    let ours = r.our_completions(32, 2_000_000);
     assert_eq!(ours.len(), 32, "{ours:?}");
     for (k, &(q, _)) in pairs.iter().enumerate() {
         let mine: Vec<u64> = ours.iter().filter(|w| w.qp_num == q).map(|w| w.wr_id).collect();
@@ -414,7 +397,7 @@ fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
         w.swap = sw;
         r.drv.post_send(r.qpn, &w).unwrap();
     }
-    let wcs = our_completions(&mut r, 4, 400_000);
+    let wcs = r.our_completions(4, 400_000);
     assert_eq!(wcs.len(), 4, "{wcs:?}");
     for (i, wc) in wcs.iter().enumerate() {
         let want_op = if i < 2 { WcOpcode::FetchAdd } else { WcOpcode::CompSwap };
@@ -463,12 +446,12 @@ fn a_wqe_whose_mr_is_deregistered_before_its_retransmission_completes_with_loc_p
     w2.flags.signaled = true;
     r.drv.post_send(r.qpn, &w2).unwrap();
     // sent (and lost); then the MR goes away and the link comes back
-    assert!(our_completions(&mut r, 1, 2_600).is_empty());
+    assert!(r.our_completions(1, 2_600).is_empty());
     assert!(r.sys.borrow().out.stats.dropped >= 5, "both WRITEs were sent and lost");
     r.drv.dereg_mr(r.lkey).unwrap();
     let sent = r.sys.borrow().out.stats.sent;
     r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 0.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 0 }, 1);
-    let wcs = our_completions(&mut r, 2, 200_000);
+    let wcs = r.our_completions(2, 200_000);
     let got: Vec<(u64, WcStatus)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
     assert_eq!(got, vec![(61, WcStatus::LocProtErr), (62, WcStatus::WrFlushErr)]);
     assert_eq!(r.sys.borrow().peer.mem().read(r.peer_buf, 8192).unwrap(), before, "nothing reached the peer");
@@ -513,7 +496,7 @@ fn rtl_masked_atomics_at_the_golden_peer_return_the_original_values() {
         let w = atomic_wr(950 + i as u64, op, (r.src + 0x5000 + 8 * i as u64, r.lkey), (r.peer_buf + 0x300 + 8 * i as u64, r.peer_rkey), [ca, sw, cm, sm]);
         r.drv.post_send(r.qpn, &w).unwrap();
     }
-    let wcs = our_completions(&mut r, ops.len(), 400_000);
+    let wcs = r.our_completions(ops.len(), 400_000);
     assert_eq!(wcs.len(), ops.len(), "{wcs:?}");
     for (i, wc) in wcs.iter().enumerate() {
         let want_op = match ops[i].0 {
@@ -617,7 +600,7 @@ fn a_completion_is_written_after_its_payload_with_both_scatter_paths_busy() {
         let s = SendWr::new(i, WrOpcode::Send, vec![Sge { addr: r.peer_buf + 0x10_0000 + i * len, length: len as u32, lkey: r.peer_rkey }]);
         r.sys.borrow_mut().peer.post_send(peer_qpn, s).unwrap();
     }
-    let ours = our_completions(&mut r, 2 * rounds as usize, 3_000_000);
+    let ours = r.our_completions(2 * rounds as usize, 3_000_000);
     let w = sim::rxe::rtl_ep::read_counter_window(&mut r.drv).unwrap();
     eprintln!("DBG {:?}", w.iter().filter(|x| x.1 != 0).collect::<Vec<_>>());
     eprintln!("DBG faults {:?}", r.sys.borrow().dma.faults);
@@ -692,7 +675,7 @@ fn rtl_inline_sends_and_writes_land_at_the_golden_peer() {
             r.drv.post_send(r.qpn, &wr).unwrap();
             want.push((i, op, data));
         }
-        let wcs = our_completions(&mut r, want.len(), 3_000_000);
+        let wcs = r.our_completions(want.len(), 3_000_000);
         assert_eq!(wcs.len(), want.len(), "batch {batch}: {wcs:?}");
         for (wc, (i, op, _)) in wcs.iter().zip(&want) {
             assert_eq!((wc.status, wc.wr_id, wc.opcode), (WcStatus::Success, *i, WcOpcode::from_wr(*op)), "{wc:?}");

@@ -179,6 +179,8 @@ fn analyse(json: &Value, clocks: &[&str], ports: &dyn Fn(&str) -> Option<Domain>
             }
         }
     }
+    // the clock port of an opaque (black-box) cell
+    let opaque_clock = |c: &Cell| opaque.iter().find(|(m, _)| c.kind.trim_start_matches('\\') == m.as_str()).map(|(_, cp)| cp.as_str());
     let mut rep = CdcReport::default();
     // the domain of each sequential cell (flop or memory write side)
     let mut dom: HashMap<usize, Domain> = HashMap::new();
@@ -191,8 +193,8 @@ fn analyse(json: &Value, clocks: &[&str], ports: &dyn Fn(&str) -> Option<Domain>
                 Some(w) if !w.is_empty() => Some(w.clone()),
                 _ => continue,
             }
-        } else if let Some((_, cp)) = opaque.iter().find(|(m, _)| c.kind.trim_start_matches('\\') == m.as_str()) {
-            Some(c.conns.get(cp.as_str()).cloned().unwrap_or_default())
+        } else if let Some(cp) = opaque_clock(c) {
+            Some(c.conns.get(cp).cloned().unwrap_or_default())
         } else {
             continue;
         };
@@ -228,9 +230,9 @@ fn analyse(json: &Value, clocks: &[&str], ports: &dyn Fn(&str) -> Option<Domain>
         let Some(&d) = dom_i.get(&i) else { continue };
         let q = if is_flop(&c.kind) { c.conns.get("Q").and_then(|q| q.first()) } else { None };
         let out_name = q.map(&nm).unwrap_or_else(|| c.name.clone());
-        let opaque_clock = opaque.iter().find(|(m, _)| c.kind.trim_start_matches('\\') == m.as_str()).map(|(_, cp)| cp.as_str());
+        let clock_port = opaque_clock(c);
         for (p, xs) in &c.conns {
-            if c.outputs.contains(p) || p == "CLK" || p == "WR_CLK" || p.starts_with("RD_") || Some(p.as_str()) == opaque_clock {
+            if c.outputs.contains(p) || p == "CLK" || p == "WR_CLK" || p.starts_with("RD_") || Some(p.as_str()) == clock_port {
                 continue;
             }
             let reset = p == "ARST" || p == "SET" || p == "CLR" || p == "AD" || p == "ALOAD";
