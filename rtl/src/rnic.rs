@@ -123,6 +123,9 @@ pub struct Rnic {
     // MAC
     pub m_axis: AxisSource,
     pub s_axis: AxisSink,
+    /// The MAC's error flag with a frame's last beat (CMAC `rx_axis_tuser`: bad FCS and the like): the frame is
+    /// dropped by RX Parse (`rx_drop_mac_error`) and ignored by the ARP responder.
+    pub s_axis_tuser: Signal<In, Bit>,
 
     csr: Csr,
     sq: SqRing<256, 8>,
@@ -211,7 +214,6 @@ pub struct Rnic {
     zero8: Constant<Bits<8>>,
     zero64: Constant<Bits<64>>,
     zero512: Constant<Bits<512>>,
-    zero32: Constant<Bits<32>>,
 }
 
 impl Default for Rnic {
@@ -253,6 +255,7 @@ impl Default for Rnic {
             wr_last: Default::default(),
             m_axis: Default::default(),
             s_axis: Default::default(),
+            s_axis_tuser: Default::default(),
             csr: Csr::new(CAP_RC | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
             sq: Default::default(),
             front: Default::default(),
@@ -329,7 +332,6 @@ impl Default for Rnic {
             zero8: k(0),
             zero64: k(0),
             zero512: Constant::new(Bits::<512>::default()),
-            zero32: k(0),
         }
     }
 }
@@ -425,7 +427,7 @@ impl Logic for Rnic {
             4 => self.ctr_g[3].d.next = self.comp.counters[6].val(),
             5 => self.ctr_g[3].d.next = self.comp.counters[7].val(),
             6 => self.ctr_g[3].d.next = self.comp.counters[8].val(),
-            _ => self.ctr_g[3].d.next = self.zero32.val(),
+            _ => self.ctr_g[3].d.next = self.rx.counters[9].val(),
         }
         match self.ctr_hi.q.val().index() {
             0 => self.ctr_v.d.next = self.ctr_g[0].q.val(),
@@ -872,6 +874,8 @@ impl Logic for Rnic {
         self.rx.s_axis.tkeep.next = self.s_axis.tkeep.val();
         self.rx.s_axis.tlast.next = self.s_axis.tlast.val();
         self.rx.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        self.rx.s_err.next = self.s_axis_tuser.val();
+        self.arp.s_err.next = self.s_axis_tuser.val();
         self.arp.s_axis.tdata.next = self.s_axis.tdata.val();
         self.arp.s_axis.tkeep.next = self.s_axis.tkeep.val();
         self.arp.s_axis.tlast.next = self.s_axis.tlast.val();

@@ -514,7 +514,10 @@ impl RnicDut for BoardDut {
             let m = &mut self.m;
             m.set_cmac_stat_rx_aligned(aligned as u64);
             m.set_cmac_stat_rx_rsfec_am_lock(if aligned && fec { 0xF } else { 0 });
-            m.set_cmac_stat_rx_bad_fcs(0);
+            // a frame with a bad FCS: tuser with its last beat, and the statistics pulse in the same cycle
+            let bad = rx && i.s_axis_tlast && i.s_axis_tuser;
+            m.set_cmac_stat_rx_bad_fcs(bad as u64);
+            m.set_cmac_rx_tuser(bad as u64);
             m.set_cmac_tx_unfout(0);
             m.set_cmac_tx_tready((tx_en && i.m_axis_tready) as u64);
             m.set_cmac_rx_tvalid(rx as u64);

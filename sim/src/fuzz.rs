@@ -1209,8 +1209,9 @@ impl Counters {
 /// What the reference expects of one chunk.
 #[derive(Default)]
 struct ChunkPrediction {
-    /// RX Parse: good frames (0), drops by reason (1..=7) and overflow drops (8: none, by flow control; the
-    /// overflow probe's flood is counted in 3, not for us, and [`check_chunk`] moves its overflow drops).
+    /// RX Parse: good frames (0), drops by reason (1..=7), overflow drops (8: none, by flow control; the
+    /// overflow probe's flood is counted in 3, not for us, and [`check_chunk`] moves its overflow drops) and
+    /// MAC errors (9: none, the fuzz feeds no flagged frames).
     rx: [u64; RX_COUNTERS],
     completer: u64,
     malformed: u64,
@@ -1260,7 +1261,7 @@ struct Credits {
 
 impl Credits {
     fn new(before: &Counters, sent_seen: usize) -> Self {
-        let names = crate::rxe::rtl_ep::counter_names();
+        let names = crate::rxe::rtl_ep::rx_counter_names();
         Credits {
             base: std::array::from_fn(|i| before.get(&names[i])),
             counted: 0,
@@ -1349,8 +1350,8 @@ impl Credits {
     /// RX Parse counts frames in the order they came, so the sum counts the oldest open ones.
     fn read_counted(&mut self, r: &mut Rig) -> Result<(), String> {
         let mut counted = 0u64;
-        for (i, b) in self.base.iter().enumerate() {
-            let v = r.drv.bus().read32(REG_COUNTERS + 4 * i as u32).map_err(|e| format!("reading RX Parse's counter {i}: {e}"))?;
+        for (b, i) in self.base.iter().zip(crate::rxe::rtl_ep::rx_counter_slots()) {
+            let v = r.drv.bus().read32(REG_COUNTERS + 4 * i).map_err(|e| format!("reading RX Parse's counter in slot {i}: {e}"))?;
             counted += u64::from(v).wrapping_sub(*b) & 0xFFFF_FFFF;
         }
         if counted < self.counted || counted - self.counted > self.open.len() as u64 {
@@ -1555,7 +1556,7 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         }
         // ---- everything accounted for (a quiet RNIC with frames inside it is hung)
         let mut after = Counters::read(&mut r).map_err(anyhow::Error::msg)?;
-        let rx_names = &crate::rxe::rtl_ep::counter_names()[..RX_COUNTERS];
+        let rx_names = crate::rxe::rtl_ep::rx_counter_names();
         let sum = |c: &Counters, b: &Counters| rx_names.iter().map(|x| c.delta(b, x)).sum::<u64>();
         if sum(&after, &before) != n as u64 {
             r.sys.borrow_mut().run_until(200_000, |_| false);
@@ -1701,7 +1702,8 @@ fn check_memory(r: &Rig, shadow: &HostMemory, writable: &[(u64, u64)], problems:
 /// module documentation); true when they all held:
 ///
 /// 1. RX Parse counts every frame exactly once: `rx_good_frames + Σ rx_drop_* = n` (else frames are stuck
-///    inside: a hang), and each of its nine counters equals the reference's count: `rx_drop_overflow` 0,
+///    inside: a hang), and each of its ten counters equals the reference's count (`rx_drop_mac_error` 0: no frame
+///    is flagged), `rx_drop_overflow` 0,
 ///    or in a chunk with the overflow probe at most its flood, whose frames the reference counts as not for
 ///    us, so `rx_drop_not_for_us` is the reference's count minus `rx_drop_overflow`. (An ARP frame is
 ///    counted by RX Parse like any other: ethertype 0x0806 is `rx_drop_not_ipv4`; the ARP responder watches
@@ -1737,8 +1739,8 @@ fn check_chunk(
 ) -> bool {
     let had = problems.len();
     let d = |name: &str| after.delta(before, name);
-    let names = crate::rxe::rtl_ep::counter_names();
-    let rx: Vec<u64> = names[..RX_COUNTERS].iter().map(|x| d(x)).collect();
+    let names = crate::rxe::rtl_ep::rx_counter_names();
+    let rx: Vec<u64> = names.iter().map(|x| d(x)).collect();
     let total: u64 = rx.iter().sum();
     if total != n {
         problems.push(format!(

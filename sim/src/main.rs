@@ -423,7 +423,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     use sim::campaign::{self as c, PER_ROUND};
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
-    let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], reorder_cycles: 2_000 };
+    let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], fcs: 0.0, reorder_cycles: 2_000 };
     let rounds = messages.div_ceil(PER_ROUND).max(1);
     anyhow::ensure!(locks.is_none() || role == "atomics", "--locks is for --role atomics");
     anyhow::ensure!((1..=31).contains(&timeout), "--timeout is an exponent 1..=31");

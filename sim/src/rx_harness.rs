@@ -34,7 +34,7 @@ pub struct RxOut {
 }
 
 pub trait RxDut {
-    fn drive(&mut self, beat: &[u8], last: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut;
+    fn drive(&mut self, beat: &[u8], last: bool, err: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut;
     fn tick(&mut self);
 }
 
@@ -56,13 +56,14 @@ impl Default for RustHdlRx {
 }
 
 impl RxDut for RustHdlRx {
-    fn drive(&mut self, beat: &[u8], last: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut {
+    fn drive(&mut self, beat: &[u8], last: bool, err: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut {
         let u = &mut self.0;
         let (d, k) = beat_of(beat);
         u.s_axis.tdata.next = d;
         u.s_axis.tkeep.next = k;
         u.s_axis.tlast.next = last;
         u.s_axis.tvalid.next = valid;
+        u.s_err.next = err;
         u.my_ip.next = bits::<32>(my_ip as u64);
         u.hdr_ready.next = hdr_ready;
         u.pay.tready.next = pay_ready;
@@ -98,13 +99,14 @@ impl VerilatorRx {
 }
 
 impl RxDut for VerilatorRx {
-    fn drive(&mut self, beat: &[u8], last: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut {
+    fn drive(&mut self, beat: &[u8], last: bool, err: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut {
         let keep = if beat.len() >= 64 { u64::MAX } else { (1u64 << beat.len()) - 1 };
         let m = &mut self.0.m;
         m.set_s_axis_tdata(&beat_words(beat));
         m.set_s_axis_tkeep(keep);
         m.set_s_axis_tlast(last as u64);
         m.set_s_axis_tvalid(valid as u64);
+        m.set_s_err(err as u64);
         m.set_my_ip(my_ip as u64);
         m.set_hdr_ready(hdr_ready as u64);
         m.set_pay_tready(pay_ready as u64);
@@ -130,6 +132,7 @@ impl RxDut for VerilatorRx {
                 m.counters_6(),
                 m.counters_7(),
                 m.counters_8(),
+                m.counters_9(),
             ],
         }
     }
@@ -150,12 +153,27 @@ pub struct RxRun {
 /// Feed `frames` to every DUT at once (1 idle cycle in 4 when `gaps`; the consumer stalls 1 in 8 when
 /// `gaps`), until everything has drained. Panics where two DUTs differ.
 pub fn run_rx(duts: &mut [&mut dyn RxDut], frames: &[Vec<u8>], my_ip: u32, seed: u64, gaps: bool) -> RxRun {
+    run_rx_flagged(duts, frames, &vec![false; frames.len()], my_ip, seed, gaps)
+}
+
+/// [`run_rx`] with the MAC's error flag on the last beat of the frames `flagged` marks (and random on the
+/// other beats and between frames, where it means nothing).
+pub fn run_rx_flagged(
+    duts: &mut [&mut dyn RxDut],
+    frames: &[Vec<u8>],
+    flagged: &[bool],
+    my_ip: u32,
+    seed: u64,
+    gaps: bool,
+) -> RxRun {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let beats: Vec<(&[u8], bool)> = frames
+    let mut garbage = SmallRng::seed_from_u64(seed ^ 0xE11);
+    let beats: Vec<(&[u8], bool, bool)> = frames
         .iter()
-        .flat_map(|f| {
+        .zip(flagged)
+        .flat_map(|(f, &e)| {
             let n = f.len().div_ceil(BEAT_BYTES);
-            f.chunks(BEAT_BYTES).enumerate().map(move |(i, c)| (c, i + 1 == n))
+            f.chunks(BEAT_BYTES).enumerate().map(move |(i, c)| (c, i + 1 == n, e))
         })
         .collect();
     let mut run = RxRun::default();
@@ -165,10 +183,11 @@ pub fn run_rx(duts: &mut [&mut dyn RxDut], frames: &[Vec<u8>], my_ip: u32, seed:
         let valid = next < beats.len() && (!gaps || rng.gen_ratio(3, 4));
         let hr = !gaps || rng.gen_ratio(7, 8);
         let pr = !gaps || rng.gen_ratio(7, 8);
-        let (b, l) = if next < beats.len() { beats[next] } else { (&[][..], false) };
+        let (b, l, e) = if next < beats.len() { beats[next] } else { (&[][..], false, false) };
+        let err = if valid && l { e } else { garbage.gen() };
         let mut seen: Option<RxOut> = None;
         for (k, d) in duts.iter_mut().enumerate() {
-            let o = d.drive(b, l, valid, my_ip, hr, pr);
+            let o = d.drive(b, l, err, valid, my_ip, hr, pr);
             match &seen {
                 None => seen = Some(o),
                 Some(s) => assert_eq!(s, &o, "DUT {k} differs from DUT 0 at cycle {}", run.cycles),
@@ -176,10 +195,11 @@ pub fn run_rx(duts: &mut [&mut dyn RxDut], frames: &[Vec<u8>], my_ip: u32, seed:
         }
         let o = seen.unwrap();
         assert!(o.in_ready, "RX Parse must never back-pressure the MAC");
+        quiet += 1;
         if valid {
             next += 1;
+            quiet = 0;
         }
-        quiet += 1;
         if o.pay_valid && pr {
             let at = *waiting.front().expect("payload without a header");
             let p: &mut RxPacket = &mut run.packets[at];

@@ -52,6 +52,8 @@ pub struct RnicIn {
     pub s_axis_tdata: [u32; 16],
     pub s_axis_tkeep: u64,
     pub s_axis_tlast: bool,
+    /// The MAC's error flag, with the last beat (a bad FCS).
+    pub s_axis_tuser: bool,
 }
 
 /// The RNIC's outputs in one cycle (after the inputs settled).
@@ -119,6 +121,7 @@ impl RnicDut for Clocked<VRnic> {
         m.set_s_axis_tdata(&i.s_axis_tdata);
         m.set_s_axis_tkeep(i.s_axis_tkeep);
         m.set_s_axis_tlast(i.s_axis_tlast as u64);
+        m.set_s_axis_tuser(i.s_axis_tuser as u64);
         self.settle();
         let m = &self.m;
         RnicOut {
@@ -205,6 +208,7 @@ impl RnicDut for RustHdlRnic {
         u.s_axis.tdata.next = b512(&i.s_axis_tdata);
         u.s_axis.tkeep.next = bits(i.s_axis_tkeep);
         u.s_axis.tlast.next = i.s_axis_tlast;
+        u.s_axis_tuser.next = i.s_axis_tuser;
         u.clock.next = false.into();
         assert!(simulate(u, 2000), "rust-hdl simulation of the RNIC did not settle");
         RnicOut {
@@ -545,6 +549,7 @@ impl<D: RnicDut> System<D> {
             i.s_axis_tdata = words(&b.data);
             i.s_axis_tkeep = if b.len == 64 { u64::MAX } else { (1u64 << b.len) - 1 };
             i.s_axis_tlast = b.last;
+            i.s_axis_tuser = b.err;
         }
         let o = self.rnic.drive(&i);
         if ci.awvalid || ci.wvalid || ci.arvalid || ci.bready || beat.is_some() || i.s_axis_tvalid || o.rd_req_valid

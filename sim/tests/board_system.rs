@@ -7,7 +7,7 @@
 //! its behaviour; these prove the board layer carries it.
 
 use sim::board::{BoardDut, PcieHost};
-use sim::rxe::rtl_ep::read_counter_window;
+use sim::rxe::rtl_ep::{counter, read_counter_window};
 use sim::system::{rig_on, Rig};
 use testbench::driver::CsrBus;
 use testbench::mac::MacFaults;
@@ -26,9 +26,12 @@ fn board_rig(seed: u64, host: PcieHost, mtu: u32, name: &str) -> Rig<BoardDut> {
     r
 }
 
-/// The board registers that must stay 0, and the IP models' rule checks.
+/// The board registers that must stay 0 (RX_BAD_FCS: the frames the link gave a bad FCS), and the IP
+/// models' rule checks.
 fn board_clean(r: &mut Rig<BoardDut>) {
-    for (w, name) in [(8, "RX_BAD_FCS"), (9, "TX_UNDERFLOWS"), (10, "TX_GAPS")] {
+    let bad_fcs = r.sys.borrow().inl.stats.fcs_errors;
+    assert_eq!(u64::from(r.drv.bus().read32(BoardDut::board_reg(8)).unwrap()), bad_fcs, "RX_BAD_FCS");
+    for (w, name) in [(9, "TX_UNDERFLOWS"), (10, "TX_GAPS")] {
         assert_eq!(r.drv.bus().read32(BoardDut::board_reg(w)).unwrap(), 0, "{name}");
     }
     for (w, name) in [(11, "DMA_RD"), (12, "DMA_WR")] {
@@ -154,7 +157,8 @@ fn a_lossy_link_through_the_board_top() {
     {
         let mut s = r.sys.borrow_mut();
         s.out.set_faults(MacFaults::drop(0.02), 21);
-        s.inl.set_faults(MacFaults::drop(0.02), 22);
+        // and bit errors on the wire into the board: the CMAC flags those frames (bad FCS), the core drops them
+        s.inl.set_faults(MacFaults { fcs: 0.02, ..MacFaults::drop(0.02) }, 22);
     }
     for i in 0..24u64 {
         let op = if i % 3 == 2 { WrOpcode::RdmaRead } else { WrOpcode::RdmaWrite };
@@ -175,8 +179,11 @@ fn a_lossy_link_through_the_board_top() {
             assert!(theirs == r.src_bytes(off + 0x100 * (i % 5), 12_000), "message {i}");
         }
     }
-    let c: Vec<_> = read_counter_window(&mut r.drv).unwrap().into_iter().filter(|c| c.0 == "comp_retries").collect();
-    assert!(c[0].1 > 0, "the drops cost go-back-N passes: {c:?}");
+    let c = read_counter_window(&mut r.drv).unwrap();
+    assert!(counter(&c, "comp_retries") > 0, "the drops cost go-back-N passes: {c:?}");
+    let fcs = r.sys.borrow().inl.stats.fcs_errors;
+    assert!(fcs > 0 && counter(&c, "rx_drop_mac_error") == fcs, "{fcs} frames with a bad FCS: {c:?}");
+    assert_eq!(counter(&c, "rx_drop_bad_icrc"), 0, "no flagged frame reached the ICRC check");
     board_clean(&mut r);
 }
 

@@ -21,7 +21,7 @@ fn golden_requester_and_rtl_responder_on_a_lossy_link_mtu_1024() {
 /// or last packet, or an ACK).
 #[test]
 fn golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096() {
-    let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
+    let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, fcs: 0.0, reorder_cycles: 2_000 };
     eprint!("{}", responder(0xBAD5EED, 4096, 4, f, &dir("golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
 
@@ -29,7 +29,7 @@ fn golden_requester_and_rtl_responder_on_a_hostile_link_mtu_4096() {
 /// RETH for a WRITE; a READ retried for its rest) all the time.
 #[test]
 fn golden_requester_and_rtl_responder_on_a_lossy_link_mtu_256() {
-    let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, reorder_cycles: 2_000 };
+    let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, fcs: 0.0, reorder_cycles: 2_000 };
     eprint!("{}", responder(0x256, 256, 4, f, &dir("golden_requester_and_rtl_responder_on_a_lossy_link_mtu_256"), None, &mut |_| {}));
 }
 
@@ -42,14 +42,14 @@ fn rtl_requester_and_golden_responder_on_a_lossy_link_mtu_1024() {
 /// MTU 256, twice the rates: long messages are resumed mid-message (MIDDLE/LAST, READs for the rest).
 #[test]
 fn rtl_requester_and_golden_responder_on_a_lossy_link_mtu_256() {
-    let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, reorder_cycles: 2_000 };
+    let f = MacFaults { drop: 0.02, duplicate: 0.01, reorder: 0.01, corrupt: 0.002, fcs: 0.0, reorder_cycles: 2_000 };
     eprint!("{}", requester(0x5EED2, 256, 4, f, &dir("rtl_requester_and_golden_responder_on_a_lossy_link_mtu_256"), None, &mut |_| {}));
 }
 
 /// MTU 4096, five times the rates.
 #[test]
 fn rtl_requester_and_golden_responder_on_a_hostile_link_mtu_4096() {
-    let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
+    let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, fcs: 0.0, reorder_cycles: 2_000 };
     eprint!("{}", requester(0x5EED3, 4096, 4, f, &dir("rtl_requester_and_golden_responder_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
 
@@ -62,7 +62,7 @@ fn rtl_pair_on_a_lossy_link_mtu_1024() {
 /// RTL against RTL, MTU 4096, five times the rates.
 #[test]
 fn rtl_pair_on_a_hostile_link_mtu_4096() {
-    let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, reorder_cycles: 2_000 };
+    let f = MacFaults { drop: 0.05, duplicate: 0.025, reorder: 0.025, corrupt: 0.005, fcs: 0.0, reorder_cycles: 2_000 };
     eprint!("{}", pair(0xBA1C, 4096, 4, f, &dir("rtl_pair_on_a_hostile_link_mtu_4096"), None, &mut |_| {}));
 }
 

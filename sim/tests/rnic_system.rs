@@ -432,7 +432,7 @@ fn a_wqe_whose_mr_is_deregistered_before_its_retransmission_completes_with_loc_p
     let mut r = rig(1024, &dir);
     r.drv.modify_qp(r.qpn, &QpAttr { timeout: Some(1), retry_cnt: Some(7), ..Default::default() }).unwrap();
     let before = r.sys.borrow().peer.mem().read(r.peer_buf, 8192).unwrap();
-    r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 1.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 0 }, 1);
+    r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 1.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, fcs: 0.0, reorder_cycles: 0 }, 1);
     let mut w = SendWr::new(61, WrOpcode::RdmaWrite, vec![Sge { addr: r.src, length: 4096, lkey: r.lkey }]);
     w.remote_addr = r.peer_buf;
     w.rkey = r.peer_rkey;
@@ -450,7 +450,7 @@ fn a_wqe_whose_mr_is_deregistered_before_its_retransmission_completes_with_loc_p
     assert!(r.sys.borrow().out.stats.dropped >= 5, "both WRITEs were sent and lost");
     r.drv.dereg_mr(r.lkey).unwrap();
     let sent = r.sys.borrow().out.stats.sent;
-    r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 0.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 0 }, 1);
+    r.sys.borrow_mut().out.set_faults(testbench::mac::MacFaults { drop: 0.0, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, fcs: 0.0, reorder_cycles: 0 }, 1);
     let wcs = r.our_completions(2, 200_000);
     let got: Vec<(u64, WcStatus)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
     assert_eq!(got, vec![(61, WcStatus::LocProtErr), (62, WcStatus::WrFlushErr)]);

@@ -5,7 +5,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rtl::wire::rx_parse::DropReason;
-use sim::rx_harness::{run_rx, RustHdlRx, RxDut, VerilatorRx};
+use sim::rx_harness::{run_rx, run_rx_flagged, RustHdlRx, RxDut, VerilatorRx};
 use sim::tx_harness::{run_tx, TxDut, VerilatorTx};
 use testbench::wire::samples::rc_frames;
 use testbench::wire::{IpHeader, RoceFrame};
@@ -43,7 +43,11 @@ fn rx_parse_takes_tx_packet_build_frames_in_rust_hdl_and_verilator() {
     let wire = run_tx(&mut [&mut VerilatorTx::new(None) as &mut dyn TxDut], &frames, 7, true).frames;
     let mut good = Vec::new();
     let mut inputs = Vec::new();
+    let mut flagged = Vec::new();
     for (i, (mut bytes, f)) in wire.into_iter().zip(&frames).enumerate() {
+        // the MAC's error flag (a bad FCS) on intact frames
+        let flag = i % 6 == 2;
+        flagged.push(flag);
         if i % 6 == 5 {
             // flip a bit the ICRC covers (not TOS, TTL, IP checksum, UDP checksum or BTH byte 4, which it masks;
             // RX Parse does not verify the IPv4 header checksum)
@@ -55,15 +59,16 @@ fn rx_parse_takes_tx_packet_build_frames_in_rust_hdl_and_verilator() {
                 }
             };
             bytes[at] ^= 1 << rng.gen_range(0..8);
-        } else {
+        } else if !flag {
             good.push(f);
         }
         inputs.push(bytes);
     }
     let mut hdl = RustHdlRx::default();
     let mut vl = VerilatorRx::new(std::env::var("RNIC_VCD").ok().as_deref());
-    let run = run_rx(&mut [&mut hdl as &mut dyn RxDut, &mut vl], &inputs, MY_IP, 8, true);
+    let run = run_rx_flagged(&mut [&mut hdl as &mut dyn RxDut, &mut vl], &inputs, &flagged, MY_IP, 8, true);
     check_packets(&run, &good);
+    assert_eq!(run.counters[DropReason::MacError as usize], 20, "the frames the MAC flagged: {:?}", run.counters);
     assert_eq!(run.counters[0] as usize, good.len(), "good frames: {:?}", run.counters);
     let dropped: u64 = run.counters[1..].iter().sum();
     assert_eq!(dropped as usize, inputs.len() - good.len(), "every corrupted frame dropped and counted: {:?}", run.counters);

@@ -16,26 +16,30 @@ use crate::model::link::{LinkStats, SplitMix64};
 use crate::model::memory::HostMemory;
 
 /// Seeded faults of one link direction, probabilities per frame (each decided independently, in this order:
-/// drop; else duplicate, reorder, corrupt). A reordered frame is held back by `reorder_cycles` so that the
-/// frames sent after it overtake it; a duplicate arrives right behind the original; a corrupted frame has one
-/// random bit flipped (anywhere in the frame).
+/// drop; else duplicate, reorder, corrupt, FCS error). A reordered frame is held back by `reorder_cycles` so
+/// that the frames sent after it overtake it; a duplicate arrives right behind the original; a corrupted frame
+/// has one random bit flipped (anywhere in the frame) and a good FCS, as when a switch's memory flips a bit
+/// and the switch computes the FCS again: only the ICRC can catch it; a frame with an FCS error had a bit
+/// flipped on the wire, and the receiving MAC delivers it with its error flag on the last beat
+/// ([`RxBeat::err`], the CMAC's `rx_axis_tuser`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MacFaults {
     pub drop: f64,
     pub duplicate: f64,
     pub reorder: f64,
     pub corrupt: f64,
+    pub fcs: f64,
     pub reorder_cycles: u64,
 }
 
 impl MacFaults {
     /// The rates of the fault campaigns: 1 % drop, 0.5 % duplicate, 0.5 % reorder, 0.1 % corrupt.
     pub fn campaign() -> Self {
-        MacFaults { drop: 0.01, duplicate: 0.005, reorder: 0.005, corrupt: 0.001, reorder_cycles: 2_000 }
+        MacFaults { drop: 0.01, duplicate: 0.005, reorder: 0.005, corrupt: 0.001, fcs: 0.0, reorder_cycles: 2_000 }
     }
     /// Drops only.
     pub fn drop(p: f64) -> Self {
-        MacFaults { drop: p, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, reorder_cycles: 2_000 }
+        MacFaults { drop: p, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, fcs: 0.0, reorder_cycles: 2_000 }
     }
 }
 
@@ -60,8 +64,9 @@ pub struct MacLink {
     /// Bits of wire time owed (> 0: the sender must wait).
     debt: f64,
     cur: Vec<u8>,
-    in_flight: VecDeque<(u64, Vec<u8>)>,
-    rx_frame: Option<(Vec<u8>, usize)>,
+    /// (arrival cycle, frame, the MAC's error flag)
+    in_flight: VecDeque<(u64, Vec<u8>, bool)>,
+    rx_frame: Option<(Vec<u8>, usize, bool)>,
     pub latency_cycles: u64,
     pub clock_hz: f64,
     pcap: Option<PcapWriter<Box<dyn Write + Send>>>,
@@ -84,6 +89,8 @@ pub struct RxBeat {
     /// Valid bytes (1..=64), contiguous from byte 0.
     pub len: usize,
     pub last: bool,
+    /// With the last beat: the MAC's error flag (the frame's FCS was bad).
+    pub err: bool,
 }
 
 impl MacLink {
@@ -121,9 +128,9 @@ impl MacLink {
     }
 
     /// Queue a frame for the receiver at cycle `at`, keeping the queue in arrival order.
-    fn deliver(&mut self, at: u64, f: Vec<u8>) {
-        let pos = self.in_flight.iter().rposition(|(t, _)| *t <= at).map_or(0, |p| p + 1);
-        self.in_flight.insert(pos, (at, f));
+    fn deliver(&mut self, at: u64, f: Vec<u8>, err: bool) {
+        let pos = self.in_flight.iter().rposition(|(t, _, _)| *t <= at).map_or(0, |p| p + 1);
+        self.in_flight.insert(pos, (at, f, err));
         self.stats.delivered += 1;
     }
 
@@ -157,7 +164,7 @@ impl MacLink {
             let at = leaves + self.latency_cycles;
             self.stats.sent += 1;
             match self.faults.as_mut() {
-                None => self.deliver(at, f),
+                None => self.deliver(at, f, false),
                 Some((cfg, rng)) => {
                     let cfg = *cfg;
                     if rng.next_f64() < cfg.drop {
@@ -172,6 +179,13 @@ impl MacLink {
                         f[b / 8] ^= 1 << (b % 8);
                         self.stats.corrupted += 1;
                     }
+                    // (drawn only when asked for, so that the other faults' draws stay as they were)
+                    let fcs = cfg.fcs > 0.0 && rng.next_f64() < cfg.fcs;
+                    if fcs {
+                        let b = rng.below(8 * f.len() as u64) as usize;
+                        f[b / 8] ^= 1 << (b % 8);
+                        self.stats.fcs_errors += 1;
+                    }
                     let at = if late {
                         self.stats.reordered += 1;
                         at + cfg.reorder_cycles
@@ -180,9 +194,9 @@ impl MacLink {
                     };
                     if dup {
                         self.stats.duplicated += 1;
-                        self.deliver(at, f.clone());
+                        self.deliver(at, f.clone(), fcs);
                     }
-                    self.deliver(at, f);
+                    self.deliver(at, f, fcs);
                 }
             }
         }
@@ -203,14 +217,15 @@ impl MacLink {
     /// a MAC cannot stop the wire).
     pub fn rx_beat(&mut self, cycle: u64) -> Option<RxBeat> {
         if self.rx_frame.is_none() {
-            if self.in_flight.front().is_some_and(|(t, _)| *t <= cycle) {
-                let (_, f) = self.in_flight.pop_front().unwrap();
-                self.rx_frame = Some((f, 0));
+            if self.in_flight.front().is_some_and(|(t, _, _)| *t <= cycle) {
+                let (_, f, err) = self.in_flight.pop_front().unwrap();
+                self.rx_frame = Some((f, 0, err));
             } else {
                 return None;
             }
         }
-        let (f, off) = self.rx_frame.as_mut().unwrap();
+        let (f, off, err) = self.rx_frame.as_mut().unwrap();
+        let err = *err;
         let n = (f.len() - *off).min(64);
         let mut data = [0u8; 64];
         data[..n].copy_from_slice(&f[*off..*off + n]);
@@ -219,7 +234,7 @@ impl MacLink {
         if last {
             self.rx_frame = None;
         }
-        Some(RxBeat { data, len: n, last })
+        Some(RxBeat { data, len: n, last, err: last && err })
     }
 
     /// Nothing queued, nothing in flight.
@@ -398,8 +413,9 @@ mod tests {
         (got.len() as f64 / (cycles as f64 / CORE_HZ), l)
     }
 
-    /// Frames numbered 0..n (the number in bytes 0..4, 200 bytes each) through a faulty link; what came out.
-    fn faulty(f: MacFaults, seed: u64, n: u32) -> (Vec<Vec<u8>>, MacLink) {
+    /// Frames numbered 0..n (the number in bytes 0..4, 200 bytes each) through a faulty link; what came out,
+    /// each with the MAC's error flag.
+    fn faulty(f: MacFaults, seed: u64, n: u32) -> (Vec<(Vec<u8>, bool)>, MacLink) {
         let mut l = MacLink::new(100.0, CORE_HZ, 10);
         l.set_faults(f, seed);
         let (mut i, mut off, mut rx, mut got) = (0u32, 0usize, Vec::new(), Vec::new());
@@ -418,9 +434,10 @@ mod tests {
             }
             l.tick();
             if let Some(b) = l.rx_beat(c) {
+                assert!(!b.err || b.last, "the error flag comes with the last beat");
                 rx.extend_from_slice(&b.data[..b.len]);
                 if b.last {
-                    got.push(std::mem::take(&mut rx));
+                    got.push((std::mem::take(&mut rx), b.err));
                 }
             }
             c += 1;
@@ -430,7 +447,7 @@ mod tests {
 
     #[test]
     fn seeded_faults_drop_duplicate_reorder_and_corrupt_at_their_rates() {
-        let f = MacFaults { drop: 0.05, duplicate: 0.03, reorder: 0.02, corrupt: 0.01, reorder_cycles: 500 };
+        let f = MacFaults { drop: 0.05, duplicate: 0.03, reorder: 0.02, corrupt: 0.01, fcs: 0.0, reorder_cycles: 500 };
         let (got, l) = faulty(f, 7, 10_000);
         let s = &l.stats;
         assert_eq!(s.sent, 10_000);
@@ -448,7 +465,8 @@ mod tests {
         let mut seen = std::collections::HashMap::new();
         let mut out_of_order = 0;
         let mut last = None;
-        for g in &got {
+        assert!(got.iter().all(|(_, err)| !err), "no FCS errors asked for");
+        for (g, _) in &got {
             let i = u32::from_le_bytes(g[..4].try_into().unwrap());
             let mut want = vec![0xA5u8; 200];
             want[..4].copy_from_slice(&i.to_le_bytes());
@@ -472,6 +490,30 @@ mod tests {
         assert!(again == got);
         let (other, _) = faulty(f, 8, 10_000);
         assert!(other != got);
+    }
+
+    /// FCS errors: a bit flipped on the wire, the frame delivered with the MAC's error flag; every flagged
+    /// frame differs from its original in one bit, every other one is intact.
+    #[test]
+    fn fcs_errors_are_flagged_by_the_receiving_mac() {
+        let base = MacFaults { drop: 0.05, duplicate: 0.0, reorder: 0.0, corrupt: 0.0, fcs: 0.0, reorder_cycles: 500 };
+        let (got, l) = faulty(MacFaults { fcs: 0.03, ..base }, 11, 10_000);
+        let s = &l.stats;
+        let n = (s.sent - s.dropped) as f64;
+        let (m, sd) = (0.03 * n, (0.03 * 0.97 * n).sqrt());
+        assert!((s.fcs_errors as f64 - m).abs() < 4.0 * sd, "{} vs {m} +- {sd}", s.fcs_errors);
+        assert_eq!(got.iter().filter(|(_, e)| *e).count() as u64, s.fcs_errors);
+        let mut one_bit = 0;
+        for (g, err) in &got {
+            let i = u32::from_le_bytes(g[..4].try_into().unwrap());
+            let mut want = vec![0xA5u8; 200];
+            want[..4].copy_from_slice(&i.to_le_bytes());
+            let bits: u32 = g.iter().zip(&want).map(|(a, b)| (a ^ b).count_ones()).sum();
+            assert!(*err || bits == 0, "frame {i}: {bits} bits flipped and not flagged");
+            one_bit += (*err && bits == 1) as u64;
+        }
+        // (a flip in the 4 number bytes makes the frame look like another, intact one: rare)
+        assert!(one_bit + 5 >= s.fcs_errors && s.fcs_errors > 200, "{one_bit} of {}", s.fcs_errors);
     }
 
     #[test]

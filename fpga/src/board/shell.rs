@@ -73,6 +73,8 @@ pub struct BoardShell {
     pub cmac_rx_tkeep: Signal<In, Bits<64>>,
     pub cmac_rx_tlast: Signal<In, Bit>,
     pub cmac_rx_tvalid: Signal<In, Bit>,
+    /// The CMAC's frame error flag with the last beat (bad FCS and the like): the core drops the frame.
+    pub cmac_rx_tuser: Signal<In, Bit>,
     pub cmac_stat_rx_aligned: Signal<In, Bit>,
     pub cmac_stat_rx_bad_fcs: Signal<In, Bits<3>>,
     pub cmac_stat_rx_rsfec_am_lock: Signal<In, Bits<4>>,
@@ -157,6 +159,7 @@ impl Default for BoardShell {
             cmac_rx_tkeep: Default::default(),
             cmac_rx_tlast: Default::default(),
             cmac_rx_tvalid: Default::default(),
+            cmac_rx_tuser: Default::default(),
             cmac_stat_rx_aligned: Default::default(),
             cmac_stat_rx_bad_fcs: Default::default(),
             cmac_stat_rx_rsfec_am_lock: Default::default(),
@@ -313,6 +316,7 @@ impl Logic for BoardShell {
         self.core.s_axis.tkeep.next = self.cmac_rx_tkeep.val();
         self.core.s_axis.tlast.next = self.cmac_rx_tlast.val();
         self.core.s_axis.tvalid.next = self.cmac_rx_tvalid.val();
+        self.core.s_axis_tuser.next = self.cmac_rx_tuser.val();
         // bring-up and status
         self.link.enable.next = self.regs.link_enable.val();
         self.link.fec.next = self.regs.link_fec.val();

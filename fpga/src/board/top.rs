@@ -193,6 +193,7 @@ impl Logic for U250Top {
         self.shell.cmac_rx_tkeep.next = self.cmac.rx_tkeep.val();
         self.shell.cmac_rx_tlast.next = self.cmac.rx_tlast.val();
         self.shell.cmac_rx_tvalid.next = self.cmac.rx_tvalid.val();
+        self.shell.cmac_rx_tuser.next = self.cmac.rx_tuser.val();
         self.shell.cmac_stat_rx_aligned.next = self.cmac.stat_rx_aligned.val();
         self.shell.cmac_stat_rx_bad_fcs.next = self.cmac.stat_rx_bad_fcs.val();
         self.shell.cmac_stat_rx_rsfec_am_lock.next = self.cmac.stat_rx_rsfec_am_lock.val();

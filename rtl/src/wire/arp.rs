@@ -2,7 +2,9 @@
 //! (`testbench::wire::frame::ArpFrame::reply_from`, the rule of `sim::rxe::HostStack`).
 //!
 //! - Watches the RX AXI4-Stream (`s_axis`) and never back-pressures it (`tready` is always 1). Only a frame's
-//!   first beat is looked at; the rest of a multi-beat frame (padding, trailer) is skipped until `tlast`.
+//!   first beat is looked at; the rest of a multi-beat frame (padding, trailer) is skipped until `tlast`, and
+//!   the frame is decided there: one the MAC flagged (`s_err` with the last beat: a bad FCS) is not answered
+//!   nor counted here (RX Parse counts it as a MAC error).
 //! - A frame is answered when its first beat holds a whole (>= 42 bytes) Ethernet/IPv4 ARP request: ethertype
 //!   ARP, htype 1, ptype IPv4, hlen 6, plen 4, oper 1 (every such byte is one of a constant template) and a
 //!   target IP equal to `my_ip`. The destination MAC is not checked (the golden host does not either).
@@ -19,9 +21,10 @@
 //!   other hardware/protocol types, tagged, truncated), `dropped` (requests for us lost to a full FIFO).
 //!   Frames of other ethertypes are not counted here. Each frame counts at most once.
 //!
-//! Pipeline: S1 registers the request fields (a byte map from the beat, big-endian numbers) and the template
-//! matches in 64-bit slices; S2 compares the target IP, decides and pushes. One frame per cycle; a reply is
-//! on `m_axis` two cycles after its request's first beat when the FIFO was empty. Bytes past `tkeep` are
+//! Pipeline: S1 registers the request fields (a byte map from the first beat, big-endian numbers) and the
+//! template matches in 64-bit slices, and holds them until the frame's last beat; S2 compares the target IP,
+//! decides and pushes. One frame per cycle; a reply is on `m_axis` two cycles after its request's last beat
+//! when the FIFO was empty. Bytes past `tkeep` are
 //! never trusted: a request needs 42 kept bytes, an ignored frame its ethertype (and tag) within `tkeep`.
 //!
 //! `my_mac` is the 48-bit number whose most significant byte is the first on the wire; `my_ip` likewise
@@ -228,6 +231,8 @@ pub struct ArpResponder {
     pub clock: Signal<In, Clock>,
     /// RX frames (never back-pressured).
     pub s_axis: AxisSink,
+    /// The MAC's error flag, valid with a frame's last beat (CMAC `rx_axis_tuser`).
+    pub s_err: Signal<In, Bit>,
     pub my_mac: Signal<In, Bits<48>>,
     pub my_ip: Signal<In, Bits<32>>,
     /// ARP replies, one beat each.
@@ -238,7 +243,10 @@ pub struct ArpResponder {
 
     in_frame: DFF<Bit>,
     parse: ByteMap<512, REQ_BITS>,
-    // S1
+    /// a frame's first beat (S1 takes it)
+    first: Signal<Local, Bit>,
+    // S1 (held from a frame's first beat to its last; a1_v: a frame ended this cycle, unflagged)
+    hold: DFF<Bit>,
     a1_v: DFF<Bit>,
     a1_req: DFF<ArpReq>,
     a1_mreq: [DFF<Bit>; SLICES],
@@ -279,6 +287,7 @@ impl Default for ArpResponder {
         Self {
             clock: Default::default(),
             s_axis: Default::default(),
+            s_err: Default::default(),
             my_mac: Default::default(),
             my_ip: Default::default(),
             m_axis: Default::default(),
@@ -287,6 +296,8 @@ impl Default for ArpResponder {
             dropped: Default::default(),
             in_frame: Default::default(),
             parse: ByteMap::new(l.parse.clone()),
+            first: Default::default(),
+            hold: Default::default(),
             a1_v: Default::default(),
             a1_req: Default::default(),
             a1_mreq: Default::default(),
@@ -322,31 +333,47 @@ impl Default for ArpResponder {
 impl Logic for ArpResponder {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, in_frame, a1_v, a1_req, a1_keep, a1_k_eth, a1_k_veth);
+        dff_setup!(self, clock, in_frame, hold, a1_v, a1_req, a1_keep, a1_k_eth, a1_k_veth);
         clock!(self, clock, pend, cnt_answered, cnt_ignored, cnt_dropped);
+        self.first.next = self.s_axis.tvalid.val() & !self.in_frame.q.val();
         for i in 0..6 {
             self.a1_mreq[i].clock.next = self.clock.val();
             self.a1_marp[i].clock.next = self.clock.val();
             self.a1_mvarp[i].clock.next = self.clock.val();
-            self.a1_mreq[i].d.next =
-                (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_rmask[i].val()) == self.k_rtmpl[i].val();
-            self.a1_marp[i].d.next =
-                (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_emask[i].val()) == self.k_etmpl[i].val();
-            self.a1_mvarp[i].d.next =
-                (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_vmask[i].val()) == self.k_vtmpl[i].val();
+            self.a1_mreq[i].d.next = self.a1_mreq[i].q.val();
+            self.a1_marp[i].d.next = self.a1_marp[i].q.val();
+            self.a1_mvarp[i].d.next = self.a1_mvarp[i].q.val();
+            if self.first.val() {
+                self.a1_mreq[i].d.next =
+                    (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_rmask[i].val()) == self.k_rtmpl[i].val();
+                self.a1_marp[i].d.next =
+                    (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_emask[i].val()) == self.k_etmpl[i].val();
+                self.a1_mvarp[i].d.next =
+                    (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_vmask[i].val()) == self.k_vtmpl[i].val();
+            }
         }
         self.s_axis.tready.next = true;
 
-        // ---- S1: the first beat of each frame ----
+        // ---- S1: the first beat of each frame, held until its last ----
         if self.s_axis.tvalid.val() {
             self.in_frame.d.next = !self.s_axis.tlast.val();
         }
-        self.a1_v.d.next = self.s_axis.tvalid.val() & !self.in_frame.q.val();
+        // the frame ends this cycle (its first beat now or held) and the MAC did not flag it
+        self.a1_v.d.next = self.s_axis.tvalid.val()
+            & self.s_axis.tlast.val()
+            & !self.s_err.val()
+            & (self.first.val() | self.hold.q.val());
+        if self.s_axis.tvalid.val() & self.s_axis.tlast.val() {
+            self.hold.d.next = false;
+        }
         self.parse.x.next = self.s_axis.tdata.val();
-        self.a1_req.d.next = self.parse.y.val().into();
-        self.a1_keep.d.next = (self.s_axis.tkeep.val() & self.k_keep_need.val()) == self.k_keep_need.val();
-        self.a1_k_eth.d.next = (self.s_axis.tkeep.val() & self.k_keep_eth.val()) == self.k_keep_eth.val();
-        self.a1_k_veth.d.next = (self.s_axis.tkeep.val() & self.k_keep_veth.val()) == self.k_keep_veth.val();
+        if self.first.val() {
+            self.hold.d.next = !self.s_axis.tlast.val();
+            self.a1_req.d.next = self.parse.y.val().into();
+            self.a1_keep.d.next = (self.s_axis.tkeep.val() & self.k_keep_need.val()) == self.k_keep_need.val();
+            self.a1_k_eth.d.next = (self.s_axis.tkeep.val() & self.k_keep_eth.val()) == self.k_keep_eth.val();
+            self.a1_k_veth.d.next = (self.s_axis.tkeep.val() & self.k_keep_veth.val()) == self.k_keep_veth.val();
+        }
 
         // ---- S2: decide, queue the reply ----
         self.is_req.next = self.a1_keep.q.val()
@@ -572,7 +599,9 @@ mod tests {
         u: ArpResponder,
         garbage: SmallRng,
         cycle: u64,
-        /// decisions due one cycle after the first beat: (cycle of the first beat, verdict)
+        /// the verdict of the frame in progress (given with its first beat)
+        cur: Option<Verdict>,
+        /// decisions due one cycle after the last beat: (cycle of the last beat, verdict)
         due: VecDeque<(u64, Verdict)>,
         want: VecDeque<Vec<u8>>,
         count: usize,
@@ -590,6 +619,7 @@ mod tests {
                 u,
                 garbage: SmallRng::seed_from_u64(99),
                 cycle: 0,
+                cur: None,
                 due: VecDeque::new(),
                 want: VecDeque::new(),
                 count: 0,
@@ -599,22 +629,25 @@ mod tests {
         }
 
         /// One cycle with this input beat (bytes, what lies past tkeep, last, verdict of its frame if it is a
-        /// first beat).
-        fn step(&mut self, input: Option<(&[u8], &[u8], bool, Option<Verdict>)>, tready: bool) {
+        /// first beat, the MAC's error flag if it is the last).
+        fn step(&mut self, input: Option<(&[u8], &[u8], bool, Option<Verdict>, bool)>, tready: bool) {
             let t = self.cycle;
             let u = &mut self.u;
             match input {
-                Some((bytes, shadow, last, _)) => {
+                Some((bytes, shadow, last, _, err)) => {
                     let (d, k) = beat(bytes, shadow, &mut self.garbage);
                     u.s_axis.tdata.next = d;
                     u.s_axis.tkeep.next = k;
                     u.s_axis.tlast.next = last;
                     u.s_axis.tvalid.next = true;
+                    // the flag means something with the last beat only
+                    u.s_err.next = if last { err } else { self.garbage.gen() };
                 }
                 None => {
                     u.s_axis.tvalid.next = false;
                     u.s_axis.tdata.next = bits(self.garbage.gen());
                     u.s_axis.tlast.next = self.garbage.gen();
+                    u.s_err.next = self.garbage.gen();
                 }
             }
             u.m_axis.tready.next = tready;
@@ -633,7 +666,7 @@ mod tests {
                 self.count -= 1;
                 self.replies += 1;
             }
-            // S1 registers the first beat, S2 decides in the next cycle
+            // S1 registers the first beat, S2 decides in the cycle after the last
             if self.due.front().is_some_and(|d| d.0 + 1 == t) {
                 match self.due.pop_front().unwrap().1 {
                     Verdict::Answer(r) if full => {
@@ -649,8 +682,15 @@ mod tests {
                     Verdict::Other => self.n[3] += 1,
                 }
             }
-            if let Some((_, _, _, Some(v))) = input {
-                self.due.push_back((t, v));
+            if let Some((_, _, last, v, err)) = input {
+                if v.is_some() {
+                    self.cur = v;
+                }
+                if last {
+                    // a frame the MAC flagged is none of ARP's business (RX Parse counts it)
+                    let v = self.cur.take().expect("a last beat without a first");
+                    self.due.push_back((t, if err { Verdict::Other } else { v }));
+                }
             }
             u.clock.next = true.into();
             assert!(simulate(u, 100));
@@ -677,16 +717,18 @@ mod tests {
         let bytes = req.build();
         let want = req.reply_from(mac_of(MY_MAC)).build();
         assert_eq!(golden_verdict(&bytes), Verdict::Answer(want.clone()));
-        b.step(Some((&bytes, &[], true, Some(golden_verdict(&bytes)))), true);
+        b.step(Some((&bytes, &[], true, Some(golden_verdict(&bytes)), false)), true);
         let other = ArpFrame::request(mac_of(0x5254_0012_3456), Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 3));
         let ob = other.build();
-        b.step(Some((&ob, &[], true, Some(golden_verdict(&ob)))), true);
+        b.step(Some((&ob, &[], true, Some(golden_verdict(&ob)), false)), true);
+        // the same request with a bad FCS (the MAC's flag): not answered, not counted
+        b.step(Some((&bytes, &[], true, Some(golden_verdict(&bytes)), true)), true);
         for _ in 0..6 {
             b.step(None, true);
         }
         assert_eq!(b.replies, 1);
         b.check_counters();
-        assert_eq!(b.n, [1, 1, 0, 0]);
+        assert_eq!(b.n, [1, 1, 0, 1]);
     }
 
     /// Random frames of every kind, several beats each or one, back to back (a frame every cycle) or with
@@ -699,11 +741,17 @@ mod tests {
         let mut multi_beat_answers = 0;
         let mut b2b_firsts = 0;
         let mut prev_first = false;
+        let mut flagged_requests = 0;
         for f in 0..6000u64 {
             let (bytes, shadow) = random_frame(&mut rng);
             let v = golden_verdict(&bytes);
-            if matches!(v, Verdict::Answer(_)) && bytes.len() > 64 {
+            // one frame in 10 with the MAC's error flag
+            let err = rng.gen_ratio(1, 10);
+            if matches!(v, Verdict::Answer(_)) && bytes.len() > 64 && !err {
                 multi_beat_answers += 1;
+            }
+            if matches!(v, Verdict::Answer(_)) && err {
+                flagged_requests += 1;
             }
             let back_to_back = (f / 300) % 2 == 0;
             let beats: Vec<&[u8]> = if bytes.is_empty() { vec![&bytes[..]] } else { bytes.chunks(64).collect() };
@@ -724,7 +772,7 @@ mod tests {
                 }
                 prev_first = first;
                 let sh = if i + 1 == nb { shadow_last } else { &[] };
-                b.step(Some((chunk, sh, i + 1 == nb, if first { Some(v.clone()) } else { None })), ready);
+                b.step(Some((chunk, sh, i + 1 == nb, if first { Some(v.clone()) } else { None }, err)), ready);
             }
         }
         for _ in 0..20 {
@@ -733,9 +781,9 @@ mod tests {
         assert!(b.want.is_empty());
         b.check_counters();
         eprintln!(
-            "answered {}, ignored {}, dropped {}, other {}, multi-beat answered {multi_beat_answers}, first beats in consecutive cycles {b2b_firsts}",
+            "answered {}, ignored {}, dropped {}, other {}, multi-beat answered {multi_beat_answers}, first beats in consecutive cycles {b2b_firsts}, requests for us flagged by the MAC {flagged_requests}",
             b.n[0], b.n[1], b.n[2], b.n[3]
         );
-        assert!(b.n.iter().all(|&x| x > 200) && multi_beat_answers > 100 && b2b_firsts > 1000);
+        assert!(b.n.iter().all(|&x| x > 200) && multi_beat_answers > 100 && b2b_firsts > 1000 && flagged_requests > 100);
     }
 }

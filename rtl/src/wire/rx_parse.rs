@@ -14,7 +14,9 @@
 //!   CRC-32 residue 0x2144DF1C. Until its verdict a frame's payload waits in the FIFO; a bad frame's payload
 //!   is discarded there, so nothing downstream ever sees a byte of it.
 //!
-//! Checks, in rxe's order where rxe has them: not IPv4 (IPv6 and VLAN are not parsed yet), not UDP/4791 or
+//! First of all, a frame the MAC flagged as bad (`s_err` with its last beat: the FCS check a Linux NIC does
+//! before rxe sees anything) is dropped as `MacError`, whatever else is wrong with it.
+//! Then the checks, in rxe's order where rxe has them: not IPv4 (IPv6 and VLAN are not parsed yet), not UDP/4791 or
 //! fragmented, destination IP not ours, inconsistent IP/UDP/RoCE lengths, opcode outside the RC table, TVer
 //! not 0, bad ICRC. QP-level checks (QP exists, state, P_Key, address) belong to QP Context.
 //! The header checks run in three registered stages after a frame's last beat, no add wider than 8 bits. A
@@ -153,10 +155,12 @@ pub enum DropReason {
     BadTver = 6,
     BadIcrc = 7,
     Overflow = 8,
+    /// The MAC flagged the frame (`s_err` with its last beat: a bad FCS, a PHY error, a frame too long).
+    MacError = 9,
 }
 
 /// Number of drop counters (index 0 counts good frames).
-pub const RX_COUNTERS: usize = 9;
+pub const RX_COUNTERS: usize = 10;
 
 /// The byte map from a beat to [`RxHeader`]: struct byte i takes frame byte `src[i]` when that byte lies in
 /// beat `beat` (0 or 1), else 0.
@@ -260,6 +264,9 @@ pub struct RxParse {
     pub clock: Signal<In, Clock>,
     /// Frames from the MAC (never back-pressured).
     pub s_axis: AxisSink,
+    /// The MAC's error flag for the frame, valid with its last beat (the CMAC's `rx_axis_tuser`: bad FCS,
+    /// PHY error, too long); such a frame is dropped whatever it holds and counted as `MacError`.
+    pub s_err: Signal<In, Bit>,
     /// Our IPv4 address.
     pub my_ip: Signal<In, Bits<32>>,
     /// Headers of good frames; `pay_len` bytes of payload follow on `pay` (none when 0).
@@ -291,6 +298,11 @@ pub struct RxParse {
     short: DFF<Bit>,
     fa_short: DFF<Bit>,
     fb_short: DFF<Bit>,
+    /// the MAC's error flag: with the input register's beat (e0), of the frame just ended (ferr), stages A, B
+    e0: DFF<Bit>,
+    ferr: DFF<Bit>,
+    fa_err: DFF<Bit>,
+    fb_err: DFF<Bit>,
     l_trim_ok: Signal<Local, Bit>,
     // header capture
     map0: ByteMap<512, RXH_BITS>,
@@ -423,6 +435,7 @@ impl Default for RxParse {
         Self {
             clock: Default::default(),
             s_axis: Default::default(),
+            s_err: Default::default(),
             my_ip: Default::default(),
             hdr: Default::default(),
             hdr_ext_words: Default::default(),
@@ -447,6 +460,10 @@ impl Default for RxParse {
             short: Default::default(),
             fa_short: Default::default(),
             fb_short: Default::default(),
+            e0: Default::default(),
+            ferr: Default::default(),
+            fa_err: Default::default(),
+            fb_err: Default::default(),
             l_trim_ok: Default::default(),
             map0: ByteMap::new(rx_header_map(0)),
             map1: ByteMap::new(rx_header_map(1)),
@@ -563,13 +580,13 @@ impl Logic for RxParse {
     fn update(&mut self) {
         dff_setup!(
             self, clock, d0, k0, l0, v0, first0, in_frame, take, room, beat, tb_hi, tb_hi1, tb_c, short, fa_short,
-            fb_short, w, ew, opok, tlo, prev, pwritten, flush,
+            fb_short, e0, ferr, fa_err, fb_err, w, ew, opok, tlo, prev, pwritten, flush,
             pend_push, state, left, last_keep, nj_v, nj_st, nj_left, nj_extra, nj_keep, a_valid, wa, ewa, beats_a, fa_ipv4, fa_udp, fa_ours, fa_op, fa_tver,
             d_lo, d_hi, umin_a, ulen_a, b_valid, wb, ewb, beats_b, fb_ipv4, fb_udp, fb_ours, fb_op, fb_tver, fb_len, u_lo,
             u_hi, c_valid, wc, ewc, beats_c, plen_c, reason_c, extra
         );
         clock!(self, clock, paybuf, engine, crcq, pend);
-        for i in 0..9 {
+        for i in 0..10 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = false;
             self.counters[i].next = self.cnt[i].value.val();
@@ -581,6 +598,7 @@ impl Logic for RxParse {
         self.d0.d.next = self.s_axis.tdata.val();
         self.k0.d.next = self.s_axis.tkeep.val();
         self.l0.d.next = self.s_axis.tlast.val();
+        self.e0.d.next = self.s_axis.tlast.val() & self.s_err.val();
         self.first0.d.next = !self.in_frame.q.val();
         if self.s_axis.tvalid.val() {
             self.in_frame.d.next = !self.s_axis.tlast.val();
@@ -632,6 +650,7 @@ impl Logic for RxParse {
         self.l_trim_ok.next = (self.k0.q.val() & self.trim.y.val()) == self.trim.y.val();
         self.l_bq.next = bit_cast::<10, 7>(self.beat.q.val());
         if self.v0.q.val() & self.l0.q.val() {
+            self.ferr.d.next = self.e0.q.val();
             if self.first0.q.val() {
                 self.short.d.next = (self.total0.val() > self.k_one_beat_ip.val()) | !self.l_trim_ok.val();
             } else if self.tb_c.q.val() {
@@ -719,6 +738,7 @@ impl Logic for RxParse {
         self.fa_op.d.next = self.opok.q.val();
         self.fa_tver.d.next = self.bth1w.val().get_bits::<4>(0) == self.k0_4.val();
         self.fa_short.d.next = self.short.q.val();
+        self.fa_err.d.next = self.ferr.q.val();
         self.d_lo.d.next = bit_cast::<9, 8>(self.ipt_w.val().get_bits::<8>(0)) - bit_cast::<9, 8>(self.ulen_w.val().get_bits::<8>(0));
         self.d_hi.d.next = self.ipt_w.val().get_bits::<8>(8) - self.ulen_w.val().get_bits::<8>(8);
         self.umin_a.d.next = self.k_roce_fixed8.val()
@@ -736,6 +756,7 @@ impl Logic for RxParse {
         self.fb_op.d.next = self.fa_op.q.val();
         self.fb_tver.d.next = self.fa_tver.q.val();
         self.fb_short.d.next = self.fa_short.q.val();
+        self.fb_err.d.next = self.fa_err.q.val();
         self.fb_len.d.next = (self.d_lo.q.val().get_bits::<8>(0) == self.k_iphdr8.val())
             & (self.d_hi.q.val() == bit_cast::<8, 1>(self.d_lo.q.val().get_bits::<1>(8)));
         self.u_lo.d.next = bit_cast::<9, 8>(self.ulen_a.q.val().get_bits::<8>(0)) - bit_cast::<9, 8>(self.umin_a.q.val());
@@ -772,6 +793,10 @@ impl Logic for RxParse {
         }
         if !self.fb_ipv4.q.val() {
             self.reason_c.d.next = self.k_reason[1].val();
+        }
+        // a frame the MAC flagged: nothing in it is trusted
+        if self.fb_err.q.val() {
+            self.reason_c.d.next = self.k_reason[9].val();
         }
         // the pending entry; its payload beats to hand on (the rest of what was written is discarded)
         self.pay63.next = self.plen_c.q.val() + self.k63_13.val();
@@ -899,6 +924,9 @@ impl Logic for RxParse {
                         self.cnt[i].inc.next = true;
                     }
                 }
+                if self.pend.dout.val().reason == self.k_reason[9].val() {
+                    self.cnt[9].inc.next = true;
+                }
             }
         }
     }
@@ -922,15 +950,27 @@ mod tests {
 
     /// [`run`] with the payload output ready `pay_ready` cycles in 4.
     pub(crate) fn run_paced(frames: &[Vec<u8>], seed: u64, pay_ready: u32) -> (Vec<(RxHeader, u64, u64, Vec<u8>)>, Vec<u64>, usize) {
+        run_flagged(frames, &vec![false; frames.len()], seed, pay_ready)
+    }
+
+    /// [`run_paced`] with the MAC's error flag on the last beat of the frames `flagged` marks.
+    pub(crate) fn run_flagged(
+        frames: &[Vec<u8>],
+        flagged: &[bool],
+        seed: u64,
+        pay_ready: u32,
+    ) -> (Vec<(RxHeader, u64, u64, Vec<u8>)>, Vec<u64>, usize) {
         let mut rng = SmallRng::seed_from_u64(seed);
+        let mut garbage = SmallRng::seed_from_u64(seed ^ 0xE11);
         let mut u = RxParse::default();
         u.connect_all();
         u.my_ip.next = bits::<32>(MY_IP as u64);
-        let beats: Vec<(Vec<u8>, bool)> = frames
+        let beats: Vec<(Vec<u8>, bool, bool)> = frames
             .iter()
-            .flat_map(|f| {
+            .zip(flagged)
+            .flat_map(|(f, &e)| {
                 let n = f.len().div_ceil(BEAT_BYTES);
-                f.chunks(BEAT_BYTES).enumerate().map(move |(i, c)| (c.to_vec(), i + 1 == n)).collect::<Vec<_>>()
+                f.chunks(BEAT_BYTES).enumerate().map(move |(i, c)| (c.to_vec(), i + 1 == n, e)).collect::<Vec<_>>()
             })
             .collect();
         let mut out: Vec<(RxHeader, u64, u64, Vec<u8>)> = Vec::new();
@@ -945,6 +985,11 @@ mod tests {
                 u.s_axis.tdata.next = d;
                 u.s_axis.tkeep.next = k;
                 u.s_axis.tlast.next = beats[next].1;
+                // the flag is looked at with the last beat only: set it on every beat of a flagged frame
+                u.s_err.next = beats[next].2;
+            } else {
+                // and garbage between beats (from its own generator: the pacing stays that of `seed`)
+                u.s_err.next = garbage.gen();
             }
             u.s_axis.tvalid.next = valid;
             u.hdr_ready.next = rng.gen_ratio(3, 4);
@@ -952,10 +997,11 @@ mod tests {
             u.clock.next = false.into();
             assert!(simulate(&mut u, 50));
             assert!(u.s_axis.tready.val(), "RX Parse must never back-pressure the MAC");
+            quiet += 1;
             if valid {
                 next += 1;
+                quiet = 0;
             }
-            quiet += 1;
             if u.pay.tvalid.val() && u.pay.tready.val() {
                 let at: usize = *waiting.front().expect("payload without a header");
                 let n = 64 - u.pay.tkeep.val().get_bits::<64>(0).to_u64().leading_zeros() as usize;
@@ -1002,6 +1048,7 @@ mod tests {
         let mut frames: Vec<Vec<u8>> = Vec::new();
         let mut expect_good = Vec::new();
         let mut expect = vec![0u64; RX_COUNTERS];
+        let mut flagged = Vec::new();
         for (i, f) in good.iter().enumerate() {
             let mut bytes = f.build().unwrap();
             let reason = match i % 10 {
@@ -1027,6 +1074,7 @@ mod tests {
                 }
                 _ => None,
             };
+            flagged.push(false);
             match reason {
                 Some(r) => expect[r as usize] += 1,
                 None => {
@@ -1039,14 +1087,32 @@ mod tests {
         // a payload longer than the largest path MTU is a length error
         let long = for_us(testbench::wire::samples::rc_frames(&mut || rng.gen(), &[4100]).remove(0));
         frames.push(long.build().unwrap());
+        flagged.push(false);
         expect[DropReason::BadLength as usize] += 1;
         // an ARP request is not RoCE
-        frames.push(
+        let arp =
             testbench::wire::ArpFrame::request(testbench::wire::MacAddr([2, 0, 0, 0, 0, 1]), [10, 0, 0, 1].into(), [10, 0, 0, 2].into())
-                .build(),
-        );
+                .build();
+        frames.push(arp.clone());
+        flagged.push(false);
         expect[DropReason::NotIpv4 as usize] += 1;
-        let (out, counters, early) = run(&frames, 3);
+        // the MAC's error flag (a bad FCS) on good frames, on ones with a bad ICRC and on an ARP request: each
+        // is dropped and counted as a MAC error, whatever else is right or wrong with it
+        let lens: Vec<usize> = (0..12).map(|_| rng.gen_range(0..2000)).collect();
+        for (i, f) in testbench::wire::samples::rc_frames(&mut || rng.gen(), &lens).into_iter().map(for_us).enumerate() {
+            let mut bytes = f.build().unwrap();
+            if i % 3 == 1 {
+                let n = bytes.len();
+                bytes[n - 10] ^= 0x40;
+            }
+            frames.push(bytes);
+            flagged.push(true);
+            expect[DropReason::MacError as usize] += 1;
+        }
+        frames.push(arp);
+        flagged.push(true);
+        expect[DropReason::MacError as usize] += 1;
+        let (out, counters, early) = run_flagged(&frames, &flagged, 3, 3);
         assert_eq!(counters, expect, "counters (good, then per reason)");
         assert!(early > 0, "{early} headers out while a payload before them was still coming");
         assert_eq!(out.len(), expect_good.len());

@@ -147,12 +147,27 @@ enum Msg {
     Stop,
 }
 
-/// The RNIC's counter window, named (index = `COUNTER[i]`).
-pub fn counter_names() -> Vec<String> {
+/// RX Parse's counters, named in its order (`counters[i]`, i = [`rtl::wire::rx_parse::DropReason`]).
+pub fn rx_counter_names() -> Vec<String> {
     let mut v: Vec<String> = vec!["rx_good_frames".into()];
-    for r in ["not_ipv4", "not_roce_udp", "not_for_us", "bad_length", "bad_opcode", "bad_tver", "bad_icrc", "overflow"] {
+    for r in ["not_ipv4", "not_roce_udp", "not_for_us", "bad_length", "bad_opcode", "bad_tver", "bad_icrc", "overflow", "mac_error"] {
         v.push(format!("rx_drop_{r}"));
     }
+    assert_eq!(v.len(), rtl::wire::rx_parse::RX_COUNTERS);
+    v
+}
+
+/// Where each of RX Parse's counters sits in the counter window.
+pub fn rx_counter_slots() -> Vec<u32> {
+    let all = counter_names();
+    rx_counter_names().iter().map(|n| all.iter().position(|a| a == n).expect("every RX counter in the window") as u32).collect()
+}
+
+/// The RNIC's counter window, named (index = `COUNTER[i]`): RX Parse's first nine, then ARP's, the
+/// Responder's and the Completer's, and RX Parse's MAC-error count in the last slot (31).
+pub fn counter_names() -> Vec<String> {
+    let rx = rx_counter_names();
+    let mut v: Vec<String> = rx[..9].to_vec();
     v.push("arp_answered".into());
     for n in [
         "resp_requests",
@@ -179,6 +194,8 @@ pub fn counter_names() -> Vec<String> {
     ] {
         v.push(n.into());
     }
+    v.push(rx[9].clone());
+    assert_eq!(v.len(), 32);
     v
 }
 
@@ -200,8 +217,9 @@ pub fn counter(window: &[(String, u64)], name: &str) -> u64 {
 }
 
 /// Counters that a lossless link leaves at zero.
-const UNEXPECTED: [&str; 8] = [
+const UNEXPECTED: [&str; 9] = [
     "mac_tx_underruns",
+    "rx_drop_mac_error",
     "rx_drop_bad_length",
     "rx_drop_bad_opcode",
     "rx_drop_bad_tver",

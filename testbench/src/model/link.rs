@@ -61,6 +61,8 @@ pub struct LinkStats {
     pub duplicated: u64,
     pub reordered: u64,
     pub corrupted: u64,
+    /// Frames hit by a bit error on the wire, which the receiving MAC flags (bad FCS) and delivers.
+    pub fcs_errors: u64,
 }
 
 /// SplitMix64: a tiny seeded generator (deterministic across platforms).
