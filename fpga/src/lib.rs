@@ -48,6 +48,7 @@ fn table() -> Vec<Entry> {
         ("sq_ring", || rtl::verilog_of(&mut rtl::host::sq_ring::SqRing::<256, 8>::default()), Some(6)),
         ("cqe_gen", || rtl::verilog_of(&mut rtl::host::cqe_gen::CqeGen::<256, 8>::default()), Some(6)),
         ("arp_responder", || rtl::verilog_of(&mut rtl::wire::arp::ArpResponder::default()), Some(6)),
+        ("icmp_echo", || rtl::verilog_of(&mut rtl::wire::icmp::IcmpEcho::default()), Some(6)),
         ("responder", || rtl::transport::responder::verilog(), Some(6)),
         ("axis_slice", || rtl::verilog_of(&mut rtl::common::axis_slice::AxisSlice::default()), Some(6)),
         // the board layer's glue (fpga/src/board): each clock domain's logic within the same budget

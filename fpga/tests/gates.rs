@@ -79,7 +79,7 @@ fn sub_blocks_are_in_their_parents_unchanged() {
 
 /// The blocks with a gate test below; a new block must be added here.
 const GATED: &[&str] =
-    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_req_arb", "tx_frame_mux", "tx_frame_buffer", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "cqe_gen", "arp_responder", "responder", "atomic_alu", "axis_slice", "async_fifo", "axi_read_master", "axi_write_master", "axil_split", "board_regs", "cmac_ctl"];
+    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_req_arb", "tx_frame_mux", "tx_frame_buffer", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "cqe_gen", "arp_responder", "icmp_echo", "responder", "atomic_alu", "axis_slice", "async_fifo", "axi_read_master", "axi_write_master", "axil_split", "board_regs", "cmac_ctl"];
 
 #[test]
 fn emit_writes_every_block_and_the_top() {
@@ -225,6 +225,11 @@ fn gate_cqe_gen() {
 #[test]
 fn gate_arp_responder() {
     gate("arp_responder");
+}
+
+#[test]
+fn gate_icmp_echo() {
+    gate("icmp_echo");
 }
 
 #[test]

@@ -36,6 +36,7 @@
 use rust_hdl::prelude::*;
 
 use crate::wire::arp::ArpResponder;
+use crate::wire::icmp::IcmpEcho;
 use crate::common::axis::{AxisSink, AxisSource};
 use crate::transport::completer::Completer;
 use crate::common::consts::k;
@@ -142,7 +143,10 @@ pub struct Rnic {
     rx_hold: HoldReg<RxHdrWord>,
     txfb: TxFrameBuffer,
     mux: TxFrameMux,
+    /// ARP replies and ICMP echo replies onto the mux's second input
+    mux_ctl: TxFrameMux,
     arp: ArpResponder,
+    icmp: IcmpEcho,
     resp: Responder,
     txarb: TxReqArb,
     arb2: DmaReadArb,
@@ -181,9 +185,10 @@ pub struct Rnic {
     l_w0: Signal<Local, Bits<32>>,
     /// CMD_WRITE_QP's max_rd_atomic (word 2, 7:0).
     l_mra: Signal<Local, Bits<8>>,
-    ctr_g: [DFF<Bits<32>>; 4],
-    ctr_hi: DFF<Bits<2>>,
+    ctr_g: [DFF<Bits<32>>; 5],
+    ctr_hi: DFF<Bits<3>>,
     ctr_v: DFF<Bits<32>>,
+    zero32: Constant<Bits<32>>,
 
     op_mr: Constant<Bits<8>>,
     op_inv: Constant<Bits<8>>,
@@ -268,7 +273,9 @@ impl Default for Rnic {
             rx_hold: Default::default(),
             txfb: Default::default(),
             mux: Default::default(),
+            mux_ctl: Default::default(),
             arp: Default::default(),
+            icmp: Default::default(),
             resp: Default::default(),
             txarb: Default::default(),
             arb2: Default::default(),
@@ -303,6 +310,7 @@ impl Default for Rnic {
             ctr_g: Default::default(),
             ctr_hi: Default::default(),
             ctr_v: Default::default(),
+            zero32: k(0),
             op_mr: k(u64::from(CMD_WRITE_MR)),
             op_inv: k(u64::from(CMD_INVALIDATE_MR)),
             op_qp: k(u64::from(CMD_WRITE_QP)),
@@ -340,7 +348,7 @@ impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp, pay_next, cq_last_b, ctr_hi, ctr_v);
-        for i in 0..4 {
+        for i in 0..5 {
             self.ctr_g[i].clock.next = self.clock.val();
             self.ctr_g[i].d.next = self.ctr_g[i].q.val();
         }
@@ -364,6 +372,8 @@ impl Logic for Rnic {
         self.rx_slice.clock.next = self.clock.val();
         self.rx_hold.clock.next = self.clock.val();
         self.mux.clock.next = self.clock.val();
+        self.mux_ctl.clock.next = self.clock.val();
+        self.icmp.clock.next = self.clock.val();
         self.txfb.clock.next = self.clock.val();
         self.arp.clock.next = self.clock.val();
 
@@ -388,7 +398,7 @@ impl Logic for Rnic {
         // counter window (RX Parse's counters, ARP's, the Responder's, the Completer's): the CSR samples
         // `ctr_value` two cycles after `ctr_index` changes, so the 32-way mux is two registered stages:
         // eight-way muxes into ctr_g[0..4] (and the group number into ctr_hi), then the group
-        self.ctr_hi.d.next = self.csr.ctr_index.val().get_bits::<2>(3);
+        self.ctr_hi.d.next = self.csr.ctr_index.val().get_bits::<3>(3);
         match self.csr.ctr_index.val().get_bits::<3>(0).index() {
             0 => self.ctr_g[0].d.next = self.rx.counters[0].val(),
             1 => self.ctr_g[0].d.next = self.rx.counters[1].val(),
@@ -429,11 +439,21 @@ impl Logic for Rnic {
             6 => self.ctr_g[3].d.next = self.comp.counters[8].val(),
             _ => self.ctr_g[3].d.next = self.rx.counters[9].val(),
         }
+        match self.csr.ctr_index.val().get_bits::<3>(0).index() {
+            0 => self.ctr_g[4].d.next = self.icmp.replies.val(),
+            1 => self.ctr_g[4].d.next = self.icmp.ignored.val(),
+            2 => self.ctr_g[4].d.next = self.icmp.overflow.val(),
+            3 => self.ctr_g[4].d.next = self.arp.ignored.val(),
+            4 => self.ctr_g[4].d.next = self.arp.dropped.val(),
+            _ => self.ctr_g[4].d.next = self.zero32.val(),
+        }
         match self.ctr_hi.q.val().index() {
             0 => self.ctr_v.d.next = self.ctr_g[0].q.val(),
             1 => self.ctr_v.d.next = self.ctr_g[1].q.val(),
             2 => self.ctr_v.d.next = self.ctr_g[2].q.val(),
-            _ => self.ctr_v.d.next = self.ctr_g[3].q.val(),
+            3 => self.ctr_v.d.next = self.ctr_g[3].q.val(),
+            4 => self.ctr_v.d.next = self.ctr_g[4].q.val(),
+            _ => self.ctr_v.d.next = self.zero32.val(),
         }
         self.csr.ctr_value.next = self.ctr_v.q.val();
 
@@ -858,11 +878,21 @@ impl Logic for Rnic {
         self.mux.a.tlast.next = self.txfb.m_axis.tlast.val();
         self.mux.a.tvalid.next = self.txfb.m_axis.tvalid.val();
         self.txfb.m_axis.tready.next = self.mux.a.tready.val();
-        self.mux.b.tdata.next = self.arp.m_axis.tdata.val();
-        self.mux.b.tkeep.next = self.arp.m_axis.tkeep.val();
-        self.mux.b.tlast.next = self.arp.m_axis.tlast.val();
-        self.mux.b.tvalid.next = self.arp.m_axis.tvalid.val();
-        self.arp.m_axis.tready.next = self.mux.b.tready.val();
+        self.mux_ctl.a.tdata.next = self.arp.m_axis.tdata.val();
+        self.mux_ctl.a.tkeep.next = self.arp.m_axis.tkeep.val();
+        self.mux_ctl.a.tlast.next = self.arp.m_axis.tlast.val();
+        self.mux_ctl.a.tvalid.next = self.arp.m_axis.tvalid.val();
+        self.arp.m_axis.tready.next = self.mux_ctl.a.tready.val();
+        self.mux_ctl.b.tdata.next = self.icmp.m_axis.tdata.val();
+        self.mux_ctl.b.tkeep.next = self.icmp.m_axis.tkeep.val();
+        self.mux_ctl.b.tlast.next = self.icmp.m_axis.tlast.val();
+        self.mux_ctl.b.tvalid.next = self.icmp.m_axis.tvalid.val();
+        self.icmp.m_axis.tready.next = self.mux_ctl.b.tready.val();
+        self.mux.b.tdata.next = self.mux_ctl.m_axis.tdata.val();
+        self.mux.b.tkeep.next = self.mux_ctl.m_axis.tkeep.val();
+        self.mux.b.tlast.next = self.mux_ctl.m_axis.tlast.val();
+        self.mux.b.tvalid.next = self.mux_ctl.m_axis.tvalid.val();
+        self.mux_ctl.m_axis.tready.next = self.mux.b.tready.val();
         self.m_axis.tdata.next = self.mux.m_axis.tdata.val();
         self.m_axis.tkeep.next = self.mux.m_axis.tkeep.val();
         self.m_axis.tlast.next = self.mux.m_axis.tlast.val();
@@ -882,6 +912,13 @@ impl Logic for Rnic {
         self.arp.s_axis.tvalid.next = self.s_axis.tvalid.val();
         self.arp.my_mac.next = self.csr.mac.val();
         self.arp.my_ip.next = self.csr.ipv4.val();
+        self.icmp.s_axis.tdata.next = self.s_axis.tdata.val();
+        self.icmp.s_axis.tkeep.next = self.s_axis.tkeep.val();
+        self.icmp.s_axis.tlast.next = self.s_axis.tlast.val();
+        self.icmp.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        self.icmp.s_err.next = self.s_axis_tuser.val();
+        self.icmp.my_mac.next = self.csr.mac.val();
+        self.icmp.my_ip.next = self.csr.ipv4.val();
         self.s_axis.tready.next = true;
         self.rx.my_ip.next = self.csr.ipv4.val();
         // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests to the

@@ -89,7 +89,10 @@ use testbench::crc::{crc32_update, icrc_seed_state};
 use testbench::driver::CsrBus;
 use testbench::host::{RecvWqe, REG_COUNTERS, WQE_BYTES};
 use testbench::model::*;
-use testbench::wire::frame::{icrc, icrc_header_mask, ArpFrame, MacAddr, ETHERTYPE_ARP, ETHERTYPE_IPV4};
+use testbench::wire::frame::{
+    icmp_echo_reply, icmp_echo_request, icrc, icrc_header_mask, internet_checksum, ArpFrame, MacAddr, ETHERTYPE_ARP,
+    ETHERTYPE_IPV4, IP_PROTO_ICMP,
+};
 use testbench::wire::headers::{AethKind, NakCode, AETH_ACK_UNLIMITED};
 use testbench::wire::opcode::{self, *};
 use testbench::wire::{parse_ethernet, Bth, ExtHeader, Frame, Reth, RoceFrame, RocePacket};
@@ -192,6 +195,10 @@ pub enum Kind {
     Mutated,
     /// ARP: requests for us and for others, replies, other types, VLAN-tagged, truncated, padded.
     Arp,
+    /// ICMP to us: echo requests (some padded, some with a trailer), each rule of the echo responder broken
+    /// (header checksum, options, fragment, type, cut short, too long, a bad ICMP checksum that is answered
+    /// all the same), echo requests to other addresses.
+    Icmp,
     /// Random bytes, 14..9000 long (some behind a plausible Ethernet/IPv4/UDP header).
     Raw,
     /// A well-formed SEND ONLY (payload 0..=4096) for an IP that is not ours, sent past flow control behind a
@@ -200,7 +207,7 @@ pub enum Kind {
 }
 
 /// Kinds and their weights (per 1000 frames).
-const KIND_WEIGHTS: [(Kind, u32); 9] = [
+const KIND_WEIGHTS: [(Kind, u32); 10] = [
     (Kind::Request, 250),
     (Kind::WildRequest, 100),
     (Kind::Response, 80),
@@ -209,6 +216,7 @@ const KIND_WEIGHTS: [(Kind, u32); 9] = [
     (Kind::MutatedRecrc, 150),
     (Kind::Mutated, 100),
     (Kind::Arp, 50),
+    (Kind::Icmp, 30),
     (Kind::Raw, 120),
 ];
 
@@ -399,6 +407,13 @@ pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
     }
 }
 
+/// ICMP to our address (what the echo responder counts, answered or not): IPv4, protocol 1, destination
+/// ours, reading zeros past the end of the frame.
+fn icmp_to_us(f: &[u8]) -> bool {
+    let b = |i: usize| f.get(i).copied().unwrap_or(0);
+    (b(12), b(13), b(23)) == (0x08, 0x00, IP_PROTO_ICMP) && u32::from_be_bytes([b(30), b(31), b(32), b(33)]) == OUR_IP
+}
+
 /// An ARP request the ARP responder answers (`rtl/src/wire/arp.rs`): untagged, >= 42 bytes, the ARP template
 /// (Ethernet/IPv4, oper 1) and our IP as the target.
 fn arp_request_for_us(f: &[u8]) -> bool {
@@ -566,6 +581,7 @@ impl Gen {
                 f
             }
             Kind::Arp => self.arp(),
+            Kind::Icmp => self.icmp(),
             Kind::Raw => self.raw(),
             Kind::Flood => self.flood_frame(),
         }
@@ -978,6 +994,51 @@ impl Gen {
         }
     }
 
+    fn icmp(&mut self) -> Vec<u8> {
+        let n = self.rng.gen_range(0..1200);
+        let payload = self.bytes(n);
+        let dst = if self.rng.gen_ratio(1, 10) { OUR_IP ^ self.rng.gen_range(1..=255) } else { OUR_IP };
+        let mut f = icmp_echo_request(self.peer_mac, Ipv4Addr::from(self.rng.gen::<u32>()), MacAddr(OUR_MAC), Ipv4Addr::from(dst), self.rng.gen(), self.rng.gen(), &payload);
+        let fix = |f: &mut Vec<u8>| {
+            f[24..26].copy_from_slice(&[0, 0]);
+            let c = internet_checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        };
+        match self.rng.gen_range(0..12) {
+            0 => f[14 + self.rng.gen_range(0..20)] ^= 1 << self.rng.gen_range(0..8),
+            1 => {
+                f[14] = 0x46;
+                fix(&mut f);
+            }
+            2 => {
+                f[20] |= 0x20;
+                fix(&mut f);
+            }
+            3 => f[34] = self.rng.gen_range(0..8),
+            4 => {
+                let cut = self.rng.gen_range(1..f.len() - 14);
+                f.truncate(f.len() - cut);
+            }
+            5 => {
+                f[16] = 0x23;
+                f[17] = self.rng.gen_range(0x29..=0xFF);
+                fix(&mut f);
+            }
+            6 => f[36] ^= 1 << self.rng.gen_range(0..8),
+            7 => {
+                let extra = self.rng.gen_range(1..100);
+                let b = self.bytes(extra);
+                f.extend_from_slice(&b);
+            }
+            _ => {
+                if f.len() < 60 {
+                    f.resize(60, 0);
+                }
+            }
+        }
+        f
+    }
+
     fn arp(&mut self) -> Vec<u8> {
         let sha = MacAddr([2, self.rng.gen(), self.rng.gen(), self.rng.gen(), self.rng.gen(), self.rng.gen()]);
         let spa = Ipv4Addr::from(self.rng.gen::<u32>());
@@ -1219,6 +1280,9 @@ struct ChunkPrediction {
     responder: u64,
     /// ARP requests for us, in order.
     arp_for_us: Vec<Vec<u8>>,
+    /// The golden echo replies, in order, and the ICMP frames to us not answered.
+    icmp_replies: Vec<Vec<u8>>,
+    icmp_ignored: u64,
     /// Frames sent past flow control by the overflow probe (all [`FLOOD_REASON`] by the reference, counted
     /// in `rx[FLOOD_REASON]`).
     flood: u64,
@@ -1513,6 +1577,10 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
             if arp_request_for_us(&f) {
                 pred.arp_for_us.push(f.clone());
             }
+            match icmp_echo_reply(&f, MacAddr(OUR_MAC), Ipv4Addr::from(OUR_IP)) {
+                Some(reply) => pred.icmp_replies.push(reply),
+                None => pred.icmp_ignored += u64::from(icmp_to_us(&f)),
+            }
             r.sys.borrow_mut().inject(f.clone());
             frames.push(f);
             if kind == Kind::Flood && probe.is_empty() {
@@ -1788,6 +1856,7 @@ fn check_chunk(
     // frames sent
     let mut tx: BTreeMap<&str, u64> = BTreeMap::new();
     let mut arp_next = 0usize;
+    let mut icmp_next = 0usize;
     for (k, f) in sent.iter().enumerate() {
         match parse_ethernet(f) {
             Ok(Frame::Roce(rf)) => {
@@ -1834,7 +1903,18 @@ fn check_chunk(
                 }
                 arp_next += 1;
             }
-            _ => problems.push(format!("sent frame {k} is neither RoCEv2 nor ARP: {}", hex(f))),
+            _ if f.len() > 23 && f[12..14] == ETHERTYPE_IPV4.to_be_bytes() && f[23] == IP_PROTO_ICMP => {
+                // the golden reply to the next echo request: every one is answered, in order
+                if p.icmp_replies.get(icmp_next) != Some(f) {
+                    problems.push(format!(
+                        "ICMP frame {k} is not the golden reply to the chunk's echo request number {icmp_next} (of {}): {}",
+                        p.icmp_replies.len(),
+                        hex(f)
+                    ));
+                }
+                icmp_next += 1;
+            }
+            _ => problems.push(format!("sent frame {k} is neither RoCEv2, ARP nor ICMP: {}", hex(f))),
         }
     }
     for key in ["resp_acks", "resp_nak_psn_seq", "resp_rnr_naks", "resp_class_c_naks", "resp_read_responses", "arp_answered"] {
@@ -1845,6 +1925,11 @@ fn check_chunk(
         *rep.tx.entry(key.to_string()).or_default() += got;
     }
     cmp("arp_answered", d("arp_answered"), p.arp_for_us.len() as u64, problems);
+    cmp("icmp_echo_replies", d("icmp_echo_replies"), p.icmp_replies.len() as u64, problems);
+    cmp("ICMP replies sent", icmp_next as u64, p.icmp_replies.len() as u64, problems);
+    cmp("icmp_ignored", d("icmp_ignored"), p.icmp_ignored, problems);
+    cmp("icmp_overflow", d("icmp_overflow"), 0, problems);
+    *rep.tx.entry("icmp_echo_replies".to_string()).or_default() += icmp_next as u64;
     *rep.tx.entry("atomic_acks".to_string()).or_default() += tx.get("atomic_acks").copied().unwrap_or(0);
     problems.len() == had
 }

@@ -170,10 +170,16 @@ fn use_rtl(o: &mut PingpongOpts) {
 
 #[test]
 fn rtl_pingpong_our_server_mtu1024() {
-    let Some(r) = run("rtl_pingpong_our_server_mtu1024", Role::Server, 1024, use_rtl) else {
+    // and first `ping -c 5` from the VM to the RTL's address: its ICMP echo responder answers
+    let Some(r) = run("rtl_pingpong_our_server_mtu1024", Role::Server, 1024, |o| {
+        use_rtl(o);
+        o.pings = 5;
+    }) else {
         return;
     };
     assert!(r.endpoint.starts_with("RTL"), "{}", r.endpoint);
+    let replies = r.endpoint_counters.iter().find(|c| c.0 == "icmp_echo_replies").map(|c| c.1);
+    assert_eq!(replies, Some(5), "{:?}: {:?}", r.ping, r.endpoint_counters);
     // each of the VM's SENDs landed once: exactly 100 receive completions, 4 KiB each
     assert_eq!(r.ours.bytes_received, 100 * 4096);
 }

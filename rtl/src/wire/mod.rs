@@ -1,6 +1,8 @@
 //! The Ethernet side: frames out to the MAC (TX request arbiter → TX Packet Build → ICRC append → TX Frame
 //! Buffer → TX frame mux) and frames in from it (RX Parse with its ICRC check, the ARP responder).
 pub mod arp;
+pub mod csum;
+pub mod icmp;
 pub mod icrc;
 pub mod rx_parse;
 pub mod tx_arb;

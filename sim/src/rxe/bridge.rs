@@ -30,6 +30,10 @@ pub trait Endpoint {
     fn on_frame(&mut self, frame: &[u8], now_ns: u64) -> Vec<Vec<u8>>;
     /// Called periodically (every [`BridgeConfig::poll_interval`] at least) and after each received burst.
     fn poll(&mut self, now_ns: u64) -> Vec<Vec<u8>>;
+    /// The endpoint answers ICMP echo itself (the RTL's echo responder): a host in front of it hands pings on.
+    fn answers_icmp(&self) -> bool {
+        false
+    }
 }
 
 impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
@@ -38,6 +42,9 @@ impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
     }
     fn poll(&mut self, now_ns: u64) -> Vec<Vec<u8>> {
         (**self).poll(now_ns)
+    }
+    fn answers_icmp(&self) -> bool {
+        (**self).answers_icmp()
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use testbench::wire::frame::{
-    internet_checksum, parse_ethernet, ArpFrame, Frame, MacAddr, ARP_OP_REPLY, ARP_OP_REQUEST,
+    icmp_echo_reply, parse_ethernet, ArpFrame, Frame, MacAddr, ARP_OP_REPLY, ARP_OP_REQUEST,
     ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, IP_PROTO_TCP, IP_PROTO_UDP,
     ROCE_V2_UDP_DPORT,
 };
@@ -14,10 +14,7 @@ use testbench::wire::frame::{
 use super::bridge::{Endpoint, NullEndpoint};
 use super::mgmt::Mgmt;
 
-/// IP protocol number of ICMP.
-pub const IP_PROTO_ICMP: u8 = 1;
-const ICMP_ECHO_REQUEST: u8 = 8;
-const ICMP_ECHO_REPLY: u8 = 0;
+pub use testbench::wire::frame::IP_PROTO_ICMP;
 
 /// Our side's addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +45,8 @@ pub struct HostStats {
     pub arp_replies_sent: u64,
     /// ICMP echo requests to our IP that we answered.
     pub icmp_echo_replies_sent: u64,
+    /// ICMP frames to our IP handed to the inner endpoint (which answers echo itself).
+    pub icmp_to_inner: u64,
     /// RoCEv2 frames handed to the inner endpoint.
     pub roce_to_inner: u64,
     /// Frames the inner endpoint sent.
@@ -166,44 +165,18 @@ impl<R: Endpoint> HostStack<R> {
         out
     }
 
+    /// Echo requests answered by the golden rules (the RTL's echo responder follows the same).
     fn icmp(&mut self, frame: &[u8]) -> Vec<Vec<u8>> {
-        let l3 = &frame[ETH_HEADER_LEN..];
-        let ihl = usize::from(l3[0] & 0x0F) * 4;
-        let total = usize::from(u16::from_be_bytes([l3[2], l3[3]]));
-        if ihl < 20 || total < ihl + 8 || total > l3.len() || l3[ihl] != ICMP_ECHO_REQUEST {
-            self.stats.ignored += 1;
-            return Vec::new();
+        match icmp_echo_reply(frame, self.cfg.mac, self.cfg.ip) {
+            Some(r) => {
+                self.stats.icmp_echo_replies_sent += 1;
+                vec![r]
+            }
+            None => {
+                self.stats.ignored += 1;
+                Vec::new()
+            }
         }
-        let icmp_in = &l3[ihl..total];
-        let mut out = Vec::with_capacity(ETH_HEADER_LEN + 20 + icmp_in.len());
-        out.extend_from_slice(&frame[6..12]); // dst = requester
-        out.extend_from_slice(&self.cfg.mac.0);
-        out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-        let ip_start = out.len();
-        out.push(0x45);
-        out.push(0);
-        out.extend_from_slice(&((20 + icmp_in.len()) as u16).to_be_bytes());
-        out.extend_from_slice(&l3[4..6]); // identification
-        out.extend_from_slice(&[0, 0]); // no fragmentation
-        out.push(64);
-        out.push(IP_PROTO_ICMP);
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&self.cfg.ip.octets());
-        out.extend_from_slice(&l3[12..16]);
-        let sum = internet_checksum(&out[ip_start..]);
-        out[ip_start + 10..ip_start + 12].copy_from_slice(&sum.to_be_bytes());
-        let icmp_start = out.len();
-        out.extend_from_slice(icmp_in);
-        out[icmp_start] = ICMP_ECHO_REPLY;
-        out[icmp_start + 2] = 0;
-        out[icmp_start + 3] = 0;
-        let sum = internet_checksum(&out[icmp_start..]);
-        out[icmp_start + 2..icmp_start + 4].copy_from_slice(&sum.to_be_bytes());
-        if out.len() < 60 {
-            out.resize(60, 0);
-        }
-        self.stats.icmp_echo_replies_sent += 1;
-        vec![out]
     }
 }
 
@@ -257,6 +230,11 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
             },
             ETHERTYPE_IPV4 if self.for_us_v4(&frame[ETH_HEADER_LEN..]) => {
                 match frame[ETH_HEADER_LEN + 9] {
+                    IP_PROTO_ICMP if self.inner.answers_icmp() => {
+                        self.stats.icmp_to_inner += 1;
+                        let out = self.inner.on_frame(frame, now_ns);
+                        self.out_of_inner(out)
+                    }
                     IP_PROTO_ICMP => self.icmp(frame),
                     IP_PROTO_TCP => {
                         self.stats.tcp_to_mgmt += 1;

@@ -104,6 +104,9 @@ pub struct PingpongOpts {
     pub port: u16,
     /// Who plays our side: the golden model or the RTL.
     pub endpoint: EndpointKind,
+    /// ICMP echo requests the VM sends to our address before the tool (`ping -c N`; 0: none). Our side's
+    /// echo responder answers them: the RTL's own for an RTL endpoint, the host stack's for the model.
+    pub pings: u32,
 }
 
 impl Default for PingpongOpts {
@@ -125,6 +128,7 @@ impl Default for PingpongOpts {
             image: None,
             port: PINGPONG_PORT,
             endpoint: EndpointKind::Model,
+            pings: 0,
         }
     }
 }
@@ -248,6 +252,8 @@ pub struct PingpongReport {
     pub kmsgs: Vec<String>,
     /// rxe's active MTU as ibv_devinfo reported it.
     pub vm_active_mtu: Option<u32>,
+    /// The VM's ping summary ("N packets transmitted, M received, ...") when it pinged us.
+    pub ping: Option<String>,
     pub bridge: BridgeStats,
     pub bridge_error: Option<String>,
     /// How often the link paused the VM for our endpoint (RTL runs; see [`super::LinkPause`]).
@@ -294,6 +300,20 @@ impl PingpongReport {
         }
         if self.vm_rc != Some(0) {
             p.push(format!("ibv_rc_pingpong exited with {:?}", self.vm_rc));
+        }
+        if o.pings > 0 {
+            // "5 packets transmitted, 5 packets received, 0% packet loss" (busybox; iputils: "5 received")
+            let counts: Vec<Option<u32>> = self
+                .ping
+                .as_deref()
+                .unwrap_or("")
+                .split(", ")
+                .take(2)
+                .map(|f| f.split_whitespace().next().and_then(|n| n.parse().ok()))
+                .collect();
+            if counts != [Some(o.pings), Some(o.pings)] {
+                p.push(format!("ping: {n} echo requests sent and {n} replies expected, the VM said {:?}", self.ping, n = o.pings));
+            }
         }
         if !self.tool_output.contains(&format!("{} iters in", o.iters)) {
             p.push("ibv_rc_pingpong did not report its iterations".into());
@@ -1022,8 +1042,8 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         Role::Client => ("server", String::new()),
     };
     cfg.script = Some(format!(
-        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\n{GID_SCRIPT}\n{VM_SCRIPT}",
-        o.port, o.mtu, o.size, o.iters, o.rx_depth
+        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\nPP_PINGS={}\nPP_OUR_IP={our_ip}\n{GID_SCRIPT}\n{VM_SCRIPT}",
+        o.port, o.mtu, o.size, o.iters, o.rx_depth, o.pings
     ));
 
     // the RTL's own MAC pcaps (rnic-tx.pcap, rnic-rx.pcap, in simulated time) beside the link's
@@ -1077,6 +1097,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     }
     let (out, report) = session.finish()?;
     let (tool_output, hw_counters, kmsgs, vm_active_mtu) = parse_vm_log(&out.log);
+    let ping = out.log.lines().find_map(|l| l.strip_prefix("ping ").filter(|r| r.contains("packets transmitted")).map(str::to_string));
     let model = dev.model_counters().unwrap_or_default();
     let endpoint_counters = dev.counters();
     let unexpected_drops = dev.unexpected_drops();
@@ -1093,6 +1114,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         hw_counters,
         kmsgs,
         vm_active_mtu,
+        ping,
         bridge: report.stats,
         pause: out.pause.clone(),
         bridge_error: report.error.map(|e| format!("{e:#}")),

@@ -164,7 +164,8 @@ pub fn rx_counter_slots() -> Vec<u32> {
 }
 
 /// The RNIC's counter window, named (index = `COUNTER[i]`): RX Parse's first nine, then ARP's, the
-/// Responder's and the Completer's, and RX Parse's MAC-error count in the last slot (31).
+/// Responder's and the Completer's, RX Parse's MAC-error count (31), the ICMP echo responder's and ARP's
+/// other two (32..36).
 pub fn counter_names() -> Vec<String> {
     let rx = rx_counter_names();
     let mut v: Vec<String> = rx[..9].to_vec();
@@ -196,6 +197,9 @@ pub fn counter_names() -> Vec<String> {
     }
     v.push(rx[9].clone());
     assert_eq!(v.len(), 32);
+    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped"] {
+        v.push(n.into());
+    }
     v
 }
 
@@ -529,6 +533,9 @@ impl Endpoint for RtlEndpoint {
     }
     fn poll(&mut self, _now_ns: u64) -> Vec<Vec<u8>> {
         self.dev.frames_out()
+    }
+    fn answers_icmp(&self) -> bool {
+        true
     }
 }
 

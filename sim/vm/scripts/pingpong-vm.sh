@@ -8,6 +8,10 @@
 #   PP_TIMEOUT  seconds before the tool is killed (so the counters still get printed)
 # Prints the tool's output between PINGPONG_BEGIN/END markers, its exit status, then rxe's hw_counters
 # ("hw_counter NAME VALUE") and any rxe kernel messages; exits with the tool's status.
+#   PP_PINGS PP_OUR_IP  ICMP echo requests to our address first (0: none), their summary line "ping ..."
+if [ "${PP_PINGS:-0}" -gt 0 ]; then
+    ping -c "$PP_PINGS" -i 0.2 -W 5 "$PP_OUR_IP" 2>&1 | grep -e 'packets transmitted' -e 'rtt' | sed 's/^/ping /'
+fi
 echo "=== PINGPONG_BEGIN mode=$PP_MODE mtu=$PP_MTU size=$PP_SIZE iters=$PP_ITERS ==="
 echo "active_mtu $(ibv_devinfo -d rxe0 | awk '/active_mtu/ {print $2}')"
 if [ "$PP_MODE" = server ]; then

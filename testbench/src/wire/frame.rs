@@ -170,6 +170,99 @@ pub fn internet_checksum(data: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// IP protocol number of ICMP.
+pub const IP_PROTO_ICMP: u8 = 1;
+/// ICMP echo request and reply types.
+pub const ICMP_ECHO_REQUEST: u8 = 8;
+pub const ICMP_ECHO_REPLY: u8 = 0;
+/// The longest echo request (IP total length) the RNIC answers: a 9,000-byte jumbo MTU.
+pub const ICMP_ECHO_MAX_IP_LEN: usize = 9000;
+/// TTL of our echo replies (Linux's default).
+pub const ICMP_REPLY_TTL: u8 = 64;
+
+/// Ones-complement 16-bit addition (end-around carry).
+pub fn ones_add(a: u16, b: u16) -> u16 {
+    let s = u32::from(a) + u32::from(b);
+    ((s & 0xFFFF) + (s >> 16)) as u16
+}
+
+/// The echo reply the RNIC sends for `frame`, or None when it sends none. The rules (the RTL's
+/// `wire::icmp::IcmpEcho` follows them byte for byte):
+/// - answered: an untagged IPv4 frame, header without options (0x45) and with a right header checksum,
+///   to `my_ip`, not a fragment (MF and offset 0), protocol ICMP, type 8 (echo request), IP total length
+///   28..=[`ICMP_ECHO_MAX_IP_LEN`] and all of it in the frame (Ethernet padding and trailers are not echoed);
+/// - the reply: Ethernet to the requester's MAC from `my_mac`; IPv4 with TOS 0, the request's total length and
+///   identification, no flags, TTL 64, from `my_ip` to the requester, a fresh header checksum; the ICMP
+///   message echoed with type 0, its checksum updated from the request's (RFC 1624: the ICMP checksum is not
+///   verified, a request with a bad one gets a reply with a bad one, which its sender drops); padded with
+///   zeros to 60 bytes.
+pub fn icmp_echo_reply(frame: &[u8], my_mac: MacAddr, my_ip: Ipv4Addr) -> Option<Vec<u8>> {
+    let ip = ETH_HEADER_LEN;
+    if frame.len() < ip + IPV4_HEADER_LEN + 8
+        || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4
+        || frame[ip] != 0x45
+        || frame[ip + 16..ip + 20] != my_ip.octets()
+        || u16::from_be_bytes([frame[ip + 6], frame[ip + 7]]) & 0x3FFF != 0
+        || frame[ip + 9] != IP_PROTO_ICMP
+        || frame[ip + IPV4_HEADER_LEN] != ICMP_ECHO_REQUEST
+        || internet_checksum(&frame[ip..ip + IPV4_HEADER_LEN]) != 0
+    {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]));
+    if !(IPV4_HEADER_LEN + 8..=ICMP_ECHO_MAX_IP_LEN).contains(&total) || ip + total > frame.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity((ip + total).max(ETH_MIN_FRAME_LEN));
+    out.extend_from_slice(&frame[6..12]);
+    out.extend_from_slice(&my_mac.0);
+    out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    out.extend_from_slice(&[0x45, 0]);
+    out.extend_from_slice(&frame[ip + 2..ip + 6]); // total length, identification
+    out.extend_from_slice(&[0, 0, ICMP_REPLY_TTL, IP_PROTO_ICMP, 0, 0]);
+    out.extend_from_slice(&my_ip.octets());
+    out.extend_from_slice(&frame[ip + 12..ip + 16]);
+    let sum = internet_checksum(&out[ip..ip + IPV4_HEADER_LEN]);
+    out[ip + 10..ip + 12].copy_from_slice(&sum.to_be_bytes());
+    let icmp = ip + IPV4_HEADER_LEN;
+    out.extend_from_slice(&frame[icmp..ip + total]);
+    out[icmp] = ICMP_ECHO_REPLY;
+    // type 8 -> 0: HC' = ~(~HC + ~0x0800 + 0x0000) (RFC 1624, eqn. 3)
+    let hc = u16::from_be_bytes([out[icmp + 2], out[icmp + 3]]);
+    let hc2 = !ones_add(!hc, !(u16::from(ICMP_ECHO_REQUEST) << 8));
+    out[icmp + 2..icmp + 4].copy_from_slice(&hc2.to_be_bytes());
+    if out.len() < ETH_MIN_FRAME_LEN {
+        out.resize(ETH_MIN_FRAME_LEN, 0);
+    }
+    Some(out)
+}
+
+/// An echo request from (`mac`, `ip`) to `dst` with identifier, sequence number and payload, every checksum
+/// right, unpadded.
+pub fn icmp_echo_request(mac: MacAddr, ip: Ipv4Addr, dst_mac: MacAddr, dst: Ipv4Addr, id: u16, seq: u16, payload: &[u8]) -> Vec<u8> {
+    let total = IPV4_HEADER_LEN + 8 + payload.len();
+    let mut f = Vec::with_capacity(ETH_HEADER_LEN + total);
+    f.extend_from_slice(&dst_mac.0);
+    f.extend_from_slice(&mac.0);
+    f.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    f.extend_from_slice(&[0x45, 0]);
+    f.extend_from_slice(&(total as u16).to_be_bytes());
+    f.extend_from_slice(&seq.wrapping_mul(31).to_be_bytes());
+    f.extend_from_slice(&[0x40, 0, 64, IP_PROTO_ICMP, 0, 0]);
+    f.extend_from_slice(&ip.octets());
+    f.extend_from_slice(&dst.octets());
+    let sum = internet_checksum(&f[ETH_HEADER_LEN..]);
+    f[ETH_HEADER_LEN + 10..ETH_HEADER_LEN + 12].copy_from_slice(&sum.to_be_bytes());
+    let icmp = f.len();
+    f.extend_from_slice(&[ICMP_ECHO_REQUEST, 0, 0, 0]);
+    f.extend_from_slice(&id.to_be_bytes());
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.extend_from_slice(payload);
+    let sum = internet_checksum(&f[icmp..]);
+    f[icmp + 2..icmp + 4].copy_from_slice(&sum.to_be_bytes());
+    f
+}
+
 /// IPv4 header of a RoCEv2 packet (rxe `prepare_ipv4_hdr`). Version 4, IHL 5 and protocol 17 are fixed;
 /// total length and header checksum are computed on build and checked on parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -947,5 +1040,44 @@ pub fn parse_ethernet(bytes: &[u8]) -> Result<Frame, WireError> {
             }))
         }
         _ => other(None),
+    }
+}
+
+#[cfg(test)]
+mod icmp_tests {
+    use super::*;
+
+    /// For requests with right checksums the reply's ICMP checksum (updated, RFC 1624) is the one computed
+    /// afresh, both checksums of the reply verify, and the reply's ICMP message is the request's with type 0.
+    #[test]
+    fn echo_replies_carry_checksums_as_if_computed_afresh() {
+        let (me, my_ip) = (MacAddr([2, 0, 0, 0, 0, 2]), Ipv4Addr::new(10, 0, 0, 2));
+        let peer = MacAddr([0x52, 0x54, 0, 0, 0, 1]);
+        let mut x = 0x1234_5678u32;
+        for n in 0..3000usize {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let payload: Vec<u8> = (0..n % 1500).map(|i| (x >> (i % 24)) as u8 ^ i as u8).collect();
+            let req = icmp_echo_request(peer, Ipv4Addr::from(x | 1), me, my_ip, x as u16, (x >> 16) as u16, &payload);
+            let r = icmp_echo_reply(&req, me, my_ip).expect("answered");
+            let icmp = ETH_HEADER_LEN + IPV4_HEADER_LEN;
+            assert_eq!(internet_checksum(&r[ETH_HEADER_LEN..icmp]), 0);
+            let end = ETH_HEADER_LEN + IPV4_HEADER_LEN + 8 + payload.len();
+            assert_eq!(internet_checksum(&r[icmp..end]), 0, "request {n}");
+            let mut fresh = r[icmp..end].to_vec();
+            fresh[2] = 0;
+            fresh[3] = 0;
+            assert_eq!(internet_checksum(&fresh).to_be_bytes(), [r[icmp + 2], r[icmp + 3]], "request {n}");
+            assert_eq!(r[icmp], ICMP_ECHO_REPLY);
+            assert_eq!(r[icmp + 4..end], req[icmp + 4..end]);
+            assert!(r.len() >= ETH_MIN_FRAME_LEN);
+        }
+        // not answered: a bad header checksum, options, a fragment, another address, cut short
+        let req = icmp_echo_request(peer, Ipv4Addr::new(10, 0, 0, 1), me, my_ip, 1, 1, &[7; 56]);
+        for (at, v) in [(ETH_HEADER_LEN + 10, 0x55u8), (ETH_HEADER_LEN, 0x46), (ETH_HEADER_LEN + 7, 1), (ETH_HEADER_LEN + 19, 3)] {
+            let mut bad = req.clone();
+            bad[at] ^= v;
+            assert!(icmp_echo_reply(&bad, me, my_ip).is_none(), "byte {at}");
+        }
+        assert!(icmp_echo_reply(&req[..req.len() - 1], me, my_ip).is_none());
     }
 }
