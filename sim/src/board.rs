@@ -121,6 +121,10 @@ pub struct BoardStats {
     pub rx_beats: u64,
     /// Frames that came while the CMAC's RX was not yet enabled and aligned (dropped, as the MAC does).
     pub rx_dropped_link_down: u64,
+    /// Beats looped from TX to RX in near-end loopback (`LINK_CTL` bit 7), and frames from the wire ignored
+    /// meanwhile.
+    pub loopback_beats: u64,
+    pub rx_ignored_in_loopback: u64,
 }
 
 enum MmioOp {
@@ -194,6 +198,10 @@ pub struct BoardDut {
     tx_in_frame: bool,
     rx_in_frame_dropped: bool,
     rx_in_frame: bool,
+    /// near-end loopback: TX beats on their way back to RX (data, keep, last), and whether a wire frame
+    /// is being ignored
+    loop_q: VecDeque<([u32; 16], u64, bool)>,
+    wire_in_frame: bool,
     core_cycles: u64,
     pub stats: BoardStats,
     trace: bool,
@@ -240,6 +248,8 @@ impl BoardDut {
             tx_in_frame: false,
             rx_in_frame_dropped: false,
             rx_in_frame: false,
+            loop_q: VecDeque::new(),
+            wire_in_frame: false,
             core_cycles: 0,
             stats: BoardStats::default(),
             trace: vcd.is_some(),
@@ -504,6 +514,28 @@ fn check_burst(v: &mut Vec<String>, what: &str, addr: u64, beats: u32) {
 
 impl RnicDut for BoardDut {
     fn drive(&mut self, i: &RnicIn) -> RnicOut {
+        // near-end loopback (the GTs loop TX to RX after a few cycles): the wire's frames are ignored, the
+        // core's own TX beats come back into its RX, and nothing goes out on the wire
+        let looped = self.m.cmac_gt_loopback() != 0;
+        let ext = *i;
+        let mut i = *i;
+        // (a looped frame is delivered whole after the loopback ends, and a wire frame ignored to its end)
+        if looped || !self.loop_q.is_empty() || self.wire_in_frame {
+            if ext.s_axis_tvalid {
+                if !self.wire_in_frame {
+                    self.stats.rx_ignored_in_loopback += 1;
+                }
+                self.wire_in_frame = !ext.s_axis_tlast;
+            }
+            i.s_axis_tvalid = false;
+            i.s_axis_tuser = false;
+            if let Some((d, k, l)) = self.loop_q.pop_front() {
+                (i.s_axis_tvalid, i.s_axis_tdata, i.s_axis_tkeep, i.s_axis_tlast) = (true, d, k, l);
+                self.stats.loopback_beats += 1;
+            }
+            i.m_axis_tready = true;
+        }
+        let i = &i;
         // the CMAC: TX beats only while enabled; RX only while enabled and aligned (else whole frames dropped)
         let tx_en = self.m.cmac_ctl_tx_enable() != 0;
         let aligned = self.m.cmac_ctl_rx_enable() != 0 && self.rx_en_cycles >= CMAC_ALIGN_CYCLES;
@@ -548,6 +580,9 @@ impl RnicDut for BoardDut {
         if tvalid && tx_en && i.m_axis_tready {
             self.tx_in_frame = self.m.cmac_tx_tlast() == 0;
             self.stats.tx_beats += 1;
+            if looped {
+                self.loop_q.push_back((self.m.cmac_tx_tdata(), self.m.cmac_tx_tkeep(), self.m.cmac_tx_tlast() != 0));
+            }
         }
         // the register adapter: a write offered (AW and W together, as the driver's bus does) is taken at once,
         // queued for the PCIe side and answered the next cycle (a posted write); a read is answered when its
@@ -583,7 +618,7 @@ impl RnicDut for BoardDut {
             rvalid: r.is_some(),
             rdata: r.map_or(0, |a| a.1),
             rresp: r.map_or(0, |a| a.2),
-            m_axis_tvalid: tvalid && tx_en,
+            m_axis_tvalid: tvalid && tx_en && !looped,
             m_axis_tdata: m.cmac_tx_tdata(),
             m_axis_tkeep: m.cmac_tx_tkeep(),
             m_axis_tlast: m.cmac_tx_tlast() != 0,

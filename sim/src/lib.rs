@@ -9,6 +9,9 @@ pub mod bench;
 pub mod pair;
 pub mod system;
 pub mod board;
+pub mod bringup;
+pub mod pci;
+pub mod vfio;
 pub mod fuzz;
 pub mod campaign;
 

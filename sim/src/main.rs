@@ -32,6 +32,46 @@ enum BoardCmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Find the card (10ee:903f, bound to vfio-pci) and read what it is: board and RNIC IDs, version, CAPS,
+    /// link state, QSFP and MAC status; each problem named with what it usually means (docs/bringup.md).
+    Probe {
+        #[command(flatten)]
+        dev: DevArgs,
+    },
+    /// Register walk; the MAC in near-end loopback; a QP connected to itself carrying WRITE, READ, SEND and
+    /// FETCH_ADD through DMA and the MAC, every byte checked; counters checked; the link restored.
+    Selftest {
+        #[command(flatten)]
+        dev: DevArgs,
+    },
+    /// Every RNIC and MAC counter by name.
+    Stats {
+        #[command(flatten)]
+        dev: DevArgs,
+    },
+    /// Give the RNIC its Ethernet and IPv4 address (ARP and ping are answered for it from then on).
+    Address {
+        #[command(flatten)]
+        dev: DevArgs,
+        /// e.g. 10.0.0.2
+        #[arg(long)]
+        ip: std::net::Ipv4Addr,
+        /// e.g. 02:00:00:00:00:02 (default: 02:00 followed by the IPv4 address)
+        #[arg(long)]
+        mac: Option<String>,
+    },
+}
+
+/// Which board: the card on this host's PCIe bus, or the simulated one.
+#[derive(clap::Args)]
+struct DevArgs {
+    /// The card's PCI address (e.g. 3b:00.0); default: the only card of ours.
+    #[arg(long)]
+    pci: Option<String>,
+    /// The simulated board instead: the U250 board shell as a Verilator model with its PCIe bridge and 100G
+    /// MAC models (the same commands and checks as on the card).
+    #[arg(long, conflicts_with = "pci")]
+    sim: bool,
 }
 
 #[derive(Subcommand)]
@@ -258,6 +298,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Synth { block } => synth(block.as_deref()),
         Cmd::Board { what: BoardCmd::Build { board, out } } => board_build(&board, &out),
+        Cmd::Board { what: BoardCmd::Probe { dev } } => board_probe(&dev),
+        Cmd::Board { what: BoardCmd::Selftest { dev } } => board_selftest(&dev),
+        Cmd::Board { what: BoardCmd::Stats { dev } } => board_stats(&dev),
+        Cmd::Board { what: BoardCmd::Address { dev, ip, mac } } => board_address(&dev, ip, mac.as_deref()),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
         Cmd::Bench { clock_mhz, host_latency_ns, host, quick, out, verb, mtu, qps, size, vcd, inline, bytes } => {
             bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline, bytes, host })
@@ -576,6 +620,65 @@ fn rxe(
     println!("{rep}");
     println!("result: {}", if rep.ok() { "PASS" } else { "FAIL" });
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The card's register BAR through VFIO, after the checks that name what is missing.
+fn card_bar(dev: &DevArgs) -> Result<sim::vfio::VfioBar> {
+    use sim::pci;
+    let cards = pci::find_cards(Path::new("/sys"))?;
+    let card = pci::select(&cards, dev.pci.as_deref())?;
+    pci::preflight(&card, Path::new("/dev"))?;
+    println!("card    {} ({:04x}:{:04x}), IOMMU group {}, BAR{} {} MiB", card.bdf, card.vendor, card.device, card.iommu_group.unwrap_or(0), pci::REG_BAR, card.bars[pci::REG_BAR] >> 20);
+    sim::vfio::VfioBar::open(sim::vfio::Real, Path::new("/dev"), card.iommu_group.unwrap_or(0), &card.bdf, pci::REG_BAR as u32)
+}
+
+fn board_probe(dev: &DevArgs) -> Result<ExitCode> {
+    let p = if dev.sim {
+        println!("card    the simulated board (U250 board shell, PCIe bridge and CMAC models)");
+        sim::bringup::probe(sim::bringup::SimBoard::open()?.drv.bus())?
+    } else {
+        sim::bringup::probe(&mut card_bar(dev)?)?
+    };
+    print!("{p}");
+    Ok(if p.problems().is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn board_stats(dev: &DevArgs) -> Result<ExitCode> {
+    let st = if dev.sim { sim::bringup::stats(sim::bringup::SimBoard::open()?.drv.bus())? } else { sim::bringup::stats(&mut card_bar(dev)?)? };
+    for (n, v) in st {
+        println!("{n:<28} {v:>12}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn board_address(dev: &DevArgs, ip: std::net::Ipv4Addr, mac: Option<&str>) -> Result<ExitCode> {
+    let mac = match mac {
+        Some(m) => sim::bringup::parse_mac(m)?,
+        None => {
+            let o = ip.octets();
+            [0x02, 0x00, o[0], o[1], o[2], o[3]]
+        }
+    };
+    let set = |bus: &mut dyn testbench::driver::CsrBus| sim::bringup::set_address(bus, mac, ip);
+    if dev.sim {
+        set(sim::bringup::SimBoard::open()?.drv.bus())?
+    } else {
+        set(&mut card_bar(dev)?)?
+    };
+    println!("address MAC {}, IPv4 {ip}", mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn board_selftest(dev: &DevArgs) -> Result<ExitCode> {
+    anyhow::ensure!(
+        dev.sim,
+        "selftest needs DMA memory the card can reach (hugepages mapped through the IOMMU), which the VFIO backend \
+         does not provide yet: run `rnic board selftest --sim` for the simulated board; `rnic board probe` and \
+         `rnic board stats` work on the card"
+    );
+    let t = sim::bringup::SimBoard::open()?.selftest()?;
+    println!("{t}");
+    Ok(if t.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn board_build(board: &str, out: &Path) -> Result<ExitCode> {

@@ -477,7 +477,7 @@ mod tests {
                                 assert_eq!(b.cdc.s_bresp.val().to_u64(), 0);
                                 if addr >= BOARD_BASE {
                                     if (addr >> 2) & 63 == 4 {
-                                        shadow_ctl = data & 0x73;
+                                        shadow_ctl = data & 0xF3;
                                     }
                                     done.1 += 1;
                                 }

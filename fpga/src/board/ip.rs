@@ -105,6 +105,8 @@ pub struct Cmac {
     pub ctl_tx_enable: Signal<In, Bit>,
     pub ctl_tx_send_rfi: Signal<In, Bit>,
     pub ctl_rsfec: Signal<In, Bit>,
+    /// `gt_loopback_in`: 3 bits per lane (UG578, the GTY `LOOPBACK` port: 3'b010 near-end PMA loopback).
+    pub gt_loopback: Signal<In, Bits<12>>,
     pub stat_rx_aligned: Signal<Out, Bit>,
     pub stat_rx_bad_fcs: Signal<Out, Bits<3>>,
     pub stat_rx_rsfec_am_lock: Signal<Out, Bits<4>>,
@@ -140,7 +142,7 @@ assign clk_core = txusrclk2;
 cmac0 cmac_inst (
     .gt_rxp_in(gt_rxp_in), .gt_rxn_in(gt_rxn_in), .gt_txp_out(gt_txp_out), .gt_txn_out(gt_txn_out),
     .gt_ref_clk_p(gt_ref_clk_p), .gt_ref_clk_n(gt_ref_clk_n),
-    .gt_txusrclk2(txusrclk2), .rx_clk(txusrclk2), .gt_loopback_in(12'd0),
+    .gt_txusrclk2(txusrclk2), .rx_clk(txusrclk2), .gt_loopback_in(gt_loopback),
     .gtwiz_reset_tx_datapath(1'b0), .gtwiz_reset_rx_datapath(1'b0),
     .sys_reset(sys_reset), .init_clk(init_clk), .core_rx_reset(1'b0), .core_tx_reset(1'b0),
     .core_drp_reset(1'b0), .usr_rx_reset(usr_rx_reset), .usr_tx_reset(usr_tx_reset),

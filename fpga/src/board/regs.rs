@@ -8,7 +8,7 @@
 //! | 1 | `BOARD_VERSION` | [`BOARD_VERSION_VALUE`] (major 31:16, minor 15:0) |
 //! | 2 | `BOARD_KIND` | the card (`0x0250`: Alveo U250) |
 //! | 3 | `CORE_KHZ` | the core clock, kHz (322,266: the CMAC's user clock) |
-//! | 4 | `LINK_CTL` (rw) | 0 link enable (1 after configuration), 1 RS-FEC (1), 4 QSFP RESETL (1), 5 QSFP LPMODE (0), 6 QSFP MODSELL (0) |
+//! | 4 | `LINK_CTL` (rw) | 0 link enable (1 after configuration), 1 RS-FEC (1), 4 QSFP RESETL (1), 5 QSFP LPMODE (0), 6 QSFP MODSELL (0), 7 near-end loopback (0: the GTs loop TX to RX, for `rnic board selftest`) |
 //! | 5 | `LINK_STATUS` | 0 link up (TX enabled), 1 RX aligned, 7:4 RS-FEC lane lock, 8 QSFP MODPRSL (0: module present), 9 QSFP INTL, 10 PCIe in reset |
 //! | 6, 7 | `LINK_UPS`, `LINK_DOWNS` | link-up and link-down events |
 //! | 8 | `RX_BAD_FCS` | frames received with a bad FCS |
@@ -43,6 +43,8 @@ pub struct BoardRegs {
     pub qsfp_resetl: Signal<Out, Bit>,
     pub qsfp_lpmode: Signal<Out, Bit>,
     pub qsfp_modsell: Signal<Out, Bit>,
+    /// LINK_CTL bit 7: the MAC's transceivers in near-end PMA loopback.
+    pub link_loopback: Signal<Out, Bit>,
     /// status
     pub link_up: Signal<In, Bit>,
     pub rx_aligned: Signal<In, Bit>,
@@ -87,6 +89,7 @@ impl BoardRegs {
             qsfp_resetl: Default::default(),
             qsfp_lpmode: Default::default(),
             qsfp_modsell: Default::default(),
+            link_loopback: Default::default(),
             link_up: Default::default(),
             rx_aligned: Default::default(),
             fec_lock: Default::default(),
@@ -110,7 +113,7 @@ impl BoardRegs {
             k_version: k(BOARD_VERSION_VALUE),
             k_kind: k(kind),
             k_khz: k(core_khz),
-            k_ctl_mask: k(0x73),
+            k_ctl_mask: k(0xF3),
             k_ctl_word: k(4),
             k_zero: k(0),
         }
@@ -135,6 +138,7 @@ impl Logic for BoardRegs {
         self.qsfp_resetl.next = self.ctl.q.val().get_bit(4);
         self.qsfp_lpmode.next = self.ctl.q.val().get_bit(5);
         self.qsfp_modsell.next = self.ctl.q.val().get_bit(6);
+        self.link_loopback.next = self.ctl.q.val().get_bit(7);
         if self.reg_rd.val() {
             self.ra.d.next = self.reg_addr.val();
         }

@@ -87,6 +87,8 @@ pub struct BoardShell {
     pub cmac_ctl_tx_enable: Signal<Out, Bit>,
     pub cmac_ctl_tx_send_rfi: Signal<Out, Bit>,
     pub cmac_ctl_rsfec: Signal<Out, Bit>,
+    /// The CMAC's `gt_loopback_in`: near-end PMA loopback on all four lanes while `LINK_CTL` bit 7 is set.
+    pub cmac_gt_loopback: Signal<Out, Bits<12>>,
     /// QSFP0 sideband and LEDs.
     pub qsfp0_intl: Signal<In, Bit>,
     pub qsfp0_modprsl: Signal<In, Bit>,
@@ -106,6 +108,9 @@ pub struct BoardShell {
     link: CmacCtl,
     beat: DFF<Bits<28>>,
     k_one28: Constant<Bits<28>>,
+    /// `gt_loopback_in`: normal, and near-end PMA loopback (3'b010) on each of the four lanes
+    k_noloop: Constant<Bits<12>>,
+    k_pma_loop: Constant<Bits<12>>,
 }
 
 impl Default for BoardShell {
@@ -172,6 +177,7 @@ impl Default for BoardShell {
             cmac_ctl_tx_enable: Default::default(),
             cmac_ctl_tx_send_rfi: Default::default(),
             cmac_ctl_rsfec: Default::default(),
+            cmac_gt_loopback: Default::default(),
             qsfp0_intl: Default::default(),
             qsfp0_modprsl: Default::default(),
             qsfp0_modsell: Default::default(),
@@ -189,6 +195,8 @@ impl Default for BoardShell {
             link: Default::default(),
             beat: Default::default(),
             k_one28: k(1),
+            k_noloop: k(0),
+            k_pma_loop: k(0b010_010_010_010),
         }
     }
 }
@@ -324,6 +332,10 @@ impl Logic for BoardShell {
         self.cmac_ctl_tx_enable.next = self.link.ctl_tx_enable.val();
         self.cmac_ctl_tx_send_rfi.next = self.link.ctl_tx_send_rfi.val();
         self.cmac_ctl_rsfec.next = self.link.ctl_rsfec.val();
+        self.cmac_gt_loopback.next = self.k_noloop.val();
+        if self.regs.link_loopback.val() {
+            self.cmac_gt_loopback.next = self.k_pma_loop.val();
+        }
         self.link.stat_rx_aligned.next = self.cmac_stat_rx_aligned.val();
         self.link.stat_rx_bad_fcs.next = self.cmac_stat_rx_bad_fcs.val();
         self.link.tx_unfout.next = self.cmac_tx_unfout.val();

@@ -206,6 +206,7 @@ impl Logic for U250Top {
         self.cmac.ctl_tx_enable.next = self.shell.cmac_ctl_tx_enable.val();
         self.cmac.ctl_tx_send_rfi.next = self.shell.cmac_ctl_tx_send_rfi.val();
         self.cmac.ctl_rsfec.next = self.shell.cmac_ctl_rsfec.val();
+        self.cmac.gt_loopback.next = self.shell.cmac_gt_loopback.val();
         self.shell.qsfp0_intl.next = self.qsfp0_intl.val();
         self.shell.qsfp0_modprsl.next = self.qsfp0_modprsl.val();
         self.qsfp0_modsell.next = self.shell.qsfp0_modsell.val();
