@@ -56,7 +56,7 @@ use crate::wire::tx_build::TxPacketBuild;
 use crate::wire::tx_arb::TxReqArb;
 use crate::wire::tx_buf::TxFrameBuffer;
 use crate::wire::tx_mux::TxFrameMux;
-use testbench::host::*;
+use rnic_driver::host::*;
 use testbench::wire::opcode::{RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST};
 
 /// QPs and MR entries of this build.
@@ -445,6 +445,7 @@ impl Logic for Rnic {
             2 => self.ctr_g[4].d.next = self.icmp.overflow.val(),
             3 => self.ctr_g[4].d.next = self.arp.ignored.val(),
             4 => self.ctr_g[4].d.next = self.arp.dropped.val(),
+            5 => self.ctr_g[4].d.next = self.arp.requests.val(),
             _ => self.ctr_g[4].d.next = self.zero32.val(),
         }
         match self.ctr_hi.q.val().index() {
@@ -912,6 +913,10 @@ impl Logic for Rnic {
         self.arp.s_axis.tvalid.next = self.s_axis.tvalid.val();
         self.arp.my_mac.next = self.csr.mac.val();
         self.arp.my_ip.next = self.csr.ipv4.val();
+        self.arp.q_ip.next = self.csr.arp_query.val();
+        self.arp.q_go.next = self.csr.arp_go.val();
+        self.csr.arp_mac.next = self.arp.q_mac.val();
+        self.csr.arp_valid.next = self.arp.q_valid.val();
         self.icmp.s_axis.tdata.next = self.s_axis.tdata.val();
         self.icmp.s_axis.tkeep.next = self.s_axis.tkeep.val();
         self.icmp.s_axis.tlast.next = self.s_axis.tlast.val();

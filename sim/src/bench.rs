@@ -27,8 +27,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
-use testbench::driver::DriverError;
-use testbench::host::MAX_INLINE;
+use rnic_driver::DriverError;
+use rnic_driver::host::MAX_INLINE;
 use testbench::model::{HostMemory, QpAttr, RecvWr, SendWr, Sge, VerbsError, WcStatus, WrOpcode};
 
 use crate::pair::PairRig;

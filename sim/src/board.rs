@@ -659,10 +659,10 @@ impl RnicDut for BoardDut {
 /// Step the system until the board reports its Ethernet link up and RX aligned (`LINK_STATUS` bits 0 and 1:
 /// the CMAC model aligns, `CmacCtl` enables TX after 32,768 cycles of alignment), through the driver's bus.
 pub fn wait_link_up<D: RnicDut>(
-    drv: &mut testbench::driver::Driver<crate::system::SimBus<D>>,
+    drv: &mut rnic_driver::Driver<crate::system::SimBus<D>>,
     sys: &std::rc::Rc<std::cell::RefCell<crate::system::System<D>>>,
 ) -> anyhow::Result<()> {
-    use testbench::driver::CsrBus;
+    use rnic_driver::CsrBus;
     for _ in 0..40 {
         let st = drv.bus().read32(BoardDut::board_reg(5)).map_err(|e| anyhow::anyhow!("LINK_STATUS: {e}"))?;
         if st & 3 == 3 {

@@ -6,8 +6,8 @@ use anyhow::{anyhow, bail, Result};
 use fpga::board::axil::BOARD_BASE;
 use fpga::board::regs::{BOARD_ID_VALUE, BOARD_VERSION_VALUE};
 use std::fmt;
-use testbench::driver::CsrBus;
-use testbench::host::{
+use rnic_driver::CsrBus;
+use rnic_driver::host::{
     CAP_ATOMIC, CAP_INLINE, CAP_MASKED_ATOMIC, CAP_RC, CAP_UC, CAP_UD, ID_VALUE, REG_CAPS, REG_COUNTERS, REG_ID,
     REG_SIZES, REG_VERSION,
 };
@@ -41,7 +41,7 @@ pub fn parse_mac(s: &str) -> Result<[u8; 6]> {
 
 /// Program the RNIC's MAC and IPv4 address and read them back (`docs/host-interface.md`: MAC_LO, MAC_HI, IPV4).
 pub fn set_address(bus: &mut dyn CsrBus, mac: [u8; 6], ip: std::net::Ipv4Addr) -> Result<()> {
-    use testbench::host::{REG_IPV4, REG_MAC_HI, REG_MAC_LO};
+    use rnic_driver::host::{REG_IPV4, REG_MAC_HI, REG_MAC_LO};
     let lo = u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]]);
     let hi = u32::from_be_bytes([0, 0, mac[0], mac[1]]);
     for (a, v) in [(REG_MAC_LO, lo), (REG_MAC_HI, hi), (REG_IPV4, u32::from(ip))] {
@@ -223,7 +223,7 @@ pub fn stats<B: CsrBus>(bus: &mut B) -> Result<Vec<(String, u64)>> {
 /// (`sim::board`), its link up, a driver on its register BAR. `wait` runs 500 core cycles.
 pub struct SimBoard {
     pub sys: std::rc::Rc<std::cell::RefCell<crate::system::System<crate::board::BoardDut>>>,
-    pub drv: testbench::driver::Driver<crate::system::SimBus<crate::board::BoardDut>>,
+    pub drv: rnic_driver::Driver<crate::system::SimBus<crate::board::BoardDut>>,
     pub mem: std::sync::Arc<std::sync::Mutex<testbench::model::HostMemory>>,
 }
 
@@ -234,7 +234,7 @@ impl SimBoard {
         let dut = BoardDut::new(mem.clone(), PcieHost::gen3_x16(), 1, None);
         let sys = crate::system::System::detached_with(dut, mem.clone(), None, 100.0).map_err(|e| anyhow!("the board model: {e}"))?;
         let sys = std::rc::Rc::new(std::cell::RefCell::new(sys));
-        let mut drv = testbench::driver::Driver::open(crate::system::SimBus::new(sys.clone()), mem.clone())
+        let mut drv = rnic_driver::Driver::open(crate::system::SimBus::new(sys.clone()), mem.clone())
             .map_err(|e| anyhow!("the driver on the simulated board: {e}"))?;
         drv.set_address(crate::system::OUR_MAC, crate::system::OUR_IP).map_err(|e| anyhow!("{e}"))?;
         crate::board::wait_link_up(&mut drv, &sys)?;
@@ -296,12 +296,12 @@ pub const LINK_CTL_LOOPBACK: u32 = 1 << 7;
 /// WRITE, a READ, a SEND and a FETCH_ADD through DMA and the MAC, every byte and the old value checked; the
 /// counters checked (frames received, nothing dropped, no retransmission); the link as it was. `wait` lets
 /// time pass while completions are due (the simulator runs cycles; on the card it sleeps).
-pub fn selftest<B: CsrBus>(
-    drv: &mut testbench::driver::Driver<B>,
-    mem: &std::sync::Arc<std::sync::Mutex<testbench::model::HostMemory>>,
+pub fn selftest<B: CsrBus, M: rnic_driver::DmaMemory>(
+    drv: &mut rnic_driver::Driver<B, M>,
+    mem: &std::sync::Arc<std::sync::Mutex<M>>,
     wait: &mut dyn FnMut(),
 ) -> Result<Selftest> {
-    use testbench::host::{REG_IPV4, REG_MAC_HI, REG_MAC_LO};
+    use rnic_driver::host::{REG_IPV4, REG_MAC_HI, REG_MAC_LO};
     let mut t = Selftest::default();
     let p = probe(drv.bus())?;
     let ctl0 = p.board[4];
@@ -379,6 +379,19 @@ pub fn selftest<B: CsrBus>(
             })();
             t.push("counters", c);
         }
+        // ARP resolution: our own request comes back through the loopback and answers the query
+        let arp = (|| -> Result<String> {
+            let ip = std::net::Ipv4Addr::from(drv.bus().read32(REG_IPV4).map_err(|e| anyhow!("{e}"))?);
+            let (lo, hi) = (drv.bus().read32(REG_MAC_LO).map_err(|e| anyhow!("{e}"))?, drv.bus().read32(REG_MAC_HI).map_err(|e| anyhow!("{e}"))?);
+            let b = ((u64::from(hi) << 32) | u64::from(lo)).to_be_bytes();
+            let mine = testbench::wire::MacAddr([b[2], b[3], b[4], b[5], b[6], b[7]]);
+            let m = drv.resolve(ip, wait).map_err(|e| anyhow!("{e}"))?;
+            if m != mine {
+                bail!("the resolver learned {m} for {ip}, our MAC is {mine}");
+            }
+            Ok(format!("our own request for {ip} came back through the loopback: {m}"))
+        })();
+        t.push("arp", arp);
     }
     let restore = (|| -> Result<String> {
         drv.bus().write32(BOARD_BASE as u32 + 16, ctl0).map_err(|e| anyhow!("{e}"))?;
@@ -390,15 +403,15 @@ pub fn selftest<B: CsrBus>(
 
 /// The QP connected to itself through the loopback: WRITE, READ, SEND, FETCH_ADD. Returns what it did and the
 /// counters before.
-fn loopback_traffic<B: CsrBus>(
-    drv: &mut testbench::driver::Driver<B>,
-    mem: &std::sync::Arc<std::sync::Mutex<testbench::model::HostMemory>>,
+fn loopback_traffic<B: CsrBus, M: rnic_driver::DmaMemory>(
+    drv: &mut rnic_driver::Driver<B, M>,
+    mem: &std::sync::Arc<std::sync::Mutex<M>>,
     wait: &mut dyn FnMut(),
 ) -> Result<(String, Vec<(String, u64)>)> {
     use testbench::model::*;
-    let e = |e: testbench::driver::DriverError| anyhow!("{e}");
+    let e = |e: rnic_driver::DriverError| anyhow!("{e}");
     const LEN: u64 = 1 << 16;
-    let buf = mem.lock().unwrap().alloc(4 * LEN as usize);
+    let buf = mem.lock().unwrap().alloc(4 * LEN as usize).map_err(|x| anyhow!("DMA memory: {x}"))?;
     let pattern: Vec<u8> = (0..LEN).map(|i| (i as u8) ^ (i >> 8) as u8 ^ 0xA5).collect();
     mem.lock().unwrap().write(buf, &pattern).map_err(|x| anyhow!("{x:?}"))?;
     let pd = drv.alloc_pd();
@@ -408,12 +421,12 @@ fn loopback_traffic<B: CsrBus>(
     let qpn = drv.create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true }).map_err(e)?;
     let mac = {
         let b = drv.bus();
-        let (lo, hi) = (b.read32(testbench::host::REG_MAC_LO).map_err(e)?, b.read32(testbench::host::REG_MAC_HI).map_err(e)?);
+        let (lo, hi) = (b.read32(rnic_driver::host::REG_MAC_LO).map_err(e)?, b.read32(rnic_driver::host::REG_MAC_HI).map_err(e)?);
         let v = (u64::from(hi) << 32) | u64::from(lo);
         let x = v.to_be_bytes();
         testbench::wire::frame::MacAddr([x[2], x[3], x[4], x[5], x[6], x[7]])
     };
-    let ip = drv.bus().read32(testbench::host::REG_IPV4).map_err(e)?;
+    let ip = drv.bus().read32(rnic_driver::host::REG_IPV4).map_err(e)?;
     let av = AddressVector::new(mac, std::net::IpAddr::V4(ip.into()));
     for attr in [
         QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
@@ -470,7 +483,7 @@ fn loopback_traffic<B: CsrBus>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use testbench::driver::DriverError;
+    use rnic_driver::DriverError;
 
     /// A register file: the board registers from a table, the core's ID and CAPS, every counter its index.
     struct Regs {
@@ -505,7 +518,7 @@ mod tests {
         let t = b.selftest().unwrap();
         eprintln!("{t}");
         assert!(t.ok(), "{t}");
-        assert_eq!(t.steps.len(), 5);
+        assert_eq!(t.steps.len(), 6);
         let p = probe(b.drv.bus()).unwrap();
         assert!(p.problems().is_empty() && p.board[4] & LINK_CTL_LOOPBACK == 0, "{p}");
         let st = b.sys.borrow().rnic.stats.clone();

@@ -738,7 +738,7 @@ pub fn atomics(seed: u64, per_qp: usize, masked: usize, locks: usize, timeout: u
 /// its retransmissions read the data slots from the ring again.
 fn inline_every_other(w: &mut SendWr, mem: &std::sync::Arc<std::sync::Mutex<HostMemory>>) {
     let Some(sge) = w.sg_list.first().copied() else { return };
-    if w.opcode.may_be_inline() && sge.length as usize <= testbench::host::MAX_INLINE && w.wr_id % 2 == 1 {
+    if w.opcode.may_be_inline() && sge.length as usize <= rnic_driver::host::MAX_INLINE && w.wr_id % 2 == 1 {
         w.set_inline(mem.lock().unwrap().read(sge.addr, sge.length as usize).unwrap());
     }
 }

@@ -86,8 +86,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::system::{rig, Rig, OUR_IP, OUR_MAC};
 use testbench::crc::{crc32_update, icrc_seed_state};
-use testbench::driver::CsrBus;
-use testbench::host::{RecvWqe, REG_COUNTERS, WQE_BYTES};
+use rnic_driver::CsrBus;
+use rnic_driver::host::{RecvWqe, REG_COUNTERS, WQE_BYTES};
 use testbench::model::*;
 use testbench::wire::frame::{
     icmp_echo_reply, icmp_echo_request, icrc, icrc_header_mask, internet_checksum, ArpFrame, MacAddr, ETHERTYPE_ARP,
@@ -1448,7 +1448,7 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
     // host memory: the rig's MR, CQ and first QP's rings come first; then the fuzz buffer (canary, MR, canary)
     let rig_regions: Vec<(u64, usize)> = r.mem.lock().unwrap().regions().iter().map(|(b, v)| (*b, v.len())).collect();
     anyhow::ensure!(
-        rig_regions.len() == 4 && rig_regions[0].0 == r.src && rig_regions[1].1 == 64 * testbench::host::CQE_BYTES && rig_regions[3].1 == RQ_DEPTH * WQE_BYTES,
+        rig_regions.len() == 4 && rig_regions[0].0 == r.src && rig_regions[1].1 == 64 * rnic_driver::host::CQE_BYTES && rig_regions[3].1 == RQ_DEPTH * WQE_BYTES,
         "unexpected rig host memory layout {rig_regions:x?} (src, CQ ring, SQ ring, RQ ring expected)"
     );
     let cq_ring = (rig_regions[1].0, rig_regions[1].1 as u64);

@@ -10,8 +10,6 @@ pub mod pair;
 pub mod system;
 pub mod board;
 pub mod bringup;
-pub mod pci;
-pub mod vfio;
 pub mod fuzz;
 pub mod campaign;
 

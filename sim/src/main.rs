@@ -44,6 +44,15 @@ enum BoardCmd {
         #[command(flatten)]
         dev: DevArgs,
     },
+    /// Ask the wire for a neighbour's MAC with the RNIC's own ARP requests (what the tool peers do for the
+    /// peer in its GID): up to 3 requests, 300 ms each.
+    Arp {
+        #[command(flatten)]
+        dev: DevArgs,
+        /// The neighbour's IPv4 address on the 100G link, e.g. 10.0.0.1
+        #[arg(long)]
+        ip: std::net::Ipv4Addr,
+    },
     /// Every RNIC and MAC counter by name.
     Stats {
         #[command(flatten)]
@@ -102,10 +111,24 @@ enum Cmd {
     },
     /// Run an unmodified rdma-core/perftest tool in a Linux soft-RoCE (rxe) VM against our endpoint.
     Rxe {
-        /// Our side: `model` (the golden transport model), `rtl` (the Verilator RNIC) or `board-sim` (the
-        /// RNIC inside the U250 board shell, with models of the PCIe bridge and the 100G MAC).
+        /// Our side: `model` (the golden transport model), `rtl` (the Verilator RNIC), `board-sim` (the
+        /// RNIC inside the U250 board shell, with models of the PCIe bridge and the 100G MAC), or `board`: the
+        /// card's own host code (the driver in this thread over a register bus and DMA memory, the tools'
+        /// exchange over the host's ordinary network). Without --pci, `board` runs over the simulated board
+        /// against the lab's VM (its second NIC carries the exchange); with --pci and --peer, over the card
+        /// against the tool you start on a remote rxe host.
         #[arg(long, default_value = "model")]
         endpoint: String,
+        /// With `--endpoint board`: the card's PCI address (e.g. 3b:00.0), bound to vfio-pci.
+        #[arg(long)]
+        pci: Option<String>,
+        /// With `--endpoint board --pci`: the rxe host's address on the ordinary network (the tools' TCP
+        /// exchange goes there; the RoCE traffic goes over the card's link to the address in its GID).
+        #[arg(long)]
+        peer: Option<std::net::Ipv4Addr>,
+        /// The exchange's TCP port (the tools' -p).
+        #[arg(long, default_value_t = 18515)]
+        port: u16,
         /// ibv_rc_pingpong, ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw (fetch-and-add),
         /// ib_atomic_bw_cas, ib_send_lat, ib_write_lat, ib_read_lat.
         #[arg(long)]
@@ -301,6 +324,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Board { what: BoardCmd::Probe { dev } } => board_probe(&dev),
         Cmd::Board { what: BoardCmd::Selftest { dev } } => board_selftest(&dev),
         Cmd::Board { what: BoardCmd::Stats { dev } } => board_stats(&dev),
+        Cmd::Board { what: BoardCmd::Arp { dev, ip } } => board_arp(&dev, ip),
         Cmd::Board { what: BoardCmd::Address { dev, ip, mac } } => board_address(&dev, ip, mac.as_deref()),
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
         Cmd::Bench { clock_mhz, host_latency_ns, host, quick, out, verb, mtu, qps, size, vcd, inline, bytes } => {
@@ -310,7 +334,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
             campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, host_latency_ns, out, vcd)
         }
-        Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, seed, pcap } => {
+        Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, seed, pcap, pci, peer, port } => {
+            if pci.is_some() || peer.is_some() {
+                anyhow::ensure!(endpoint == "board", "--pci and --peer go with --endpoint board");
+                let peer = peer.context("--endpoint board --pci needs --peer (the rxe host's address)")?;
+                return rxe_card(&DevArgs { pci, sim: false }, peer, port, &tool, &role, mtu, size, iters);
+            }
             rxe(&endpoint, &tool, &role, mtu, size, iters, drop, seed, pcap)
         }
     }
@@ -622,14 +651,102 @@ fn rxe(
     Ok(if rep.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// DMA memory mapped for the card (rings, buffers): hugepages where reserved.
+const CARD_DMA_BYTES: usize = 256 << 20;
+
+/// The card's register BAR and DMA memory through VFIO.
+fn card_open(dev: &DevArgs) -> Result<(rnic_driver::vfio::VfioBar, rnic_driver::vfio::VfioDma)> {
+    let bar = card_bar(dev)?;
+    let dma = bar.vfio().dma(CARD_DMA_BYTES)?;
+    let (n, huge) = dma.size();
+    println!("dma     {} MiB mapped through the IOMMU at IOVA {:#x} ({})", n >> 20, rnic_driver::vfio::DMA_IOVA_BASE, if huge { "hugepages" } else { "4 KiB pages: reserve hugepages for fewer IOMMU entries" });
+    Ok((bar, dma))
+}
+
+/// `rnic rxe --endpoint board --pci BDF --peer IP`: the tool peers over the card against a tool started on a
+/// remote rxe host.
+#[allow(clippy::too_many_arguments)]
+fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, role: &str, mtu: u32, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
+    use sim::rxe::{card_ep, perftest, pingpong};
+    let (mut bar, dma) = card_open(dev)?;
+    let p = sim::bringup::probe(&mut bar)?;
+    anyhow::ensure!(p.problems().is_empty(), "the card is not ready for traffic:\n{p}");
+    let our_ip = std::net::Ipv4Addr::from(rnic_driver::CsrBus::read32(&mut bar, rnic_driver::host::REG_IPV4).map_err(|e| anyhow::anyhow!("{e}"))?);
+    anyhow::ensure!(!our_ip.is_unspecified(), "the card has no address: `rnic board address --pci BDF --ip A.B.C.D` first");
+    let d: sim::rxe::verbs::Dev = std::sync::Arc::new(card_ep::CardDevice::open(
+        bar,
+        std::sync::Arc::new(std::sync::Mutex::new(dma)),
+        "the card (VFIO)",
+        Box::new(|_, _| ()),
+    )?);
+    let mut tell = |c: &str| println!("on the rxe host {peer}, run:\n  {c}");
+    if tool == "ibv_rc_pingpong" {
+        let o = pingpong::PingpongOpts {
+            role: role.parse().map_err(|e| anyhow::anyhow!("--role: {e}"))?,
+            mtu,
+            port,
+            size: size.map_or(4096, |s| s as u32),
+            iters: iters.unwrap_or(1000) as u32,
+            endpoint: sim::rxe::verbs::EndpointKind::Card,
+            timeout: std::time::Duration::from_secs(120),
+            ..Default::default()
+        };
+        let r = card_ep::pingpong_remote(&o, d.clone(), our_ip, peer, &mut tell)?;
+        for l in &r.lines {
+            println!("  {l}");
+        }
+        println!("peer MAC {}", r.peer_mac.map_or("-".into(), |m| m.to_string()));
+        return Ok(match &r.error {
+            None => {
+                println!("result: PASS");
+                ExitCode::SUCCESS
+            }
+            Some(e) => {
+                println!("result: FAIL: {e}");
+                ExitCode::FAILURE
+            }
+        });
+    }
+    let t = perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?;
+    let r = perftest::Role::parse(role).with_context(|| format!("--role must be server or client, not `{role}`"))?;
+    let mut o = perftest::PerftestOpts::new(t, r);
+    o.mtu = mtu;
+    o.port = port;
+    o.iters = iters.unwrap_or(1000);
+    o.endpoint = sim::rxe::verbs::EndpointKind::Card;
+    o.timeout = std::time::Duration::from_secs(120);
+    if let Some(s) = size {
+        o.size = s;
+    }
+    let r = card_ep::perftest_remote(&o, &d, our_ip, peer, &mut tell)?;
+    println!(
+        "ours: completed {} {}; QPN {:#x} <-> {:#x}, MTU {}, {} messages, {} bytes, {} completions ({} bad), {:.3} s, {:.2} MB/s; peer MAC {}",
+        r.completed,
+        r.error.as_deref().unwrap_or(""),
+        r.our_qpn,
+        r.remote_qpn,
+        r.path_mtu,
+        r.messages,
+        r.bytes,
+        r.completions,
+        r.bad_completions.len(),
+        r.elapsed.as_secs_f64(),
+        r.bw_mbs,
+        r.peer_mac.map_or("-".into(), |m| m.to_string())
+    );
+    let ok = r.completed && r.bad_completions.is_empty() && r.unexpected_drops.is_empty();
+    println!("result: {}", if ok { "PASS" } else { "FAIL" });
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
 /// The card's register BAR through VFIO, after the checks that name what is missing.
-fn card_bar(dev: &DevArgs) -> Result<sim::vfio::VfioBar> {
-    use sim::pci;
+fn card_bar(dev: &DevArgs) -> Result<rnic_driver::vfio::VfioBar> {
+    use rnic_driver::pci;
     let cards = pci::find_cards(Path::new("/sys"))?;
     let card = pci::select(&cards, dev.pci.as_deref())?;
     pci::preflight(&card, Path::new("/dev"))?;
     println!("card    {} ({:04x}:{:04x}), IOMMU group {}, BAR{} {} MiB", card.bdf, card.vendor, card.device, card.iommu_group.unwrap_or(0), pci::REG_BAR, card.bars[pci::REG_BAR] >> 20);
-    sim::vfio::VfioBar::open(sim::vfio::Real, Path::new("/dev"), card.iommu_group.unwrap_or(0), &card.bdf, pci::REG_BAR as u32)
+    rnic_driver::vfio::VfioBar::open(rnic_driver::vfio::Real, Path::new("/dev"), card.iommu_group.unwrap_or(0), &card.bdf, pci::REG_BAR as u32)
 }
 
 fn board_probe(dev: &DevArgs) -> Result<ExitCode> {
@@ -659,7 +776,7 @@ fn board_address(dev: &DevArgs, ip: std::net::Ipv4Addr, mac: Option<&str>) -> Re
             [0x02, 0x00, o[0], o[1], o[2], o[3]]
         }
     };
-    let set = |bus: &mut dyn testbench::driver::CsrBus| sim::bringup::set_address(bus, mac, ip);
+    let set = |bus: &mut dyn rnic_driver::CsrBus| sim::bringup::set_address(bus, mac, ip);
     if dev.sim {
         set(sim::bringup::SimBoard::open()?.drv.bus())?
     } else {
@@ -669,14 +786,35 @@ fn board_address(dev: &DevArgs, ip: std::net::Ipv4Addr, mac: Option<&str>) -> Re
     Ok(ExitCode::SUCCESS)
 }
 
-fn board_selftest(dev: &DevArgs) -> Result<ExitCode> {
+fn board_arp(dev: &DevArgs, ip: std::net::Ipv4Addr) -> Result<ExitCode> {
     anyhow::ensure!(
-        dev.sim,
-        "selftest needs DMA memory the card can reach (hugepages mapped through the IOMMU), which the VFIO backend \
-         does not provide yet: run `rnic board selftest --sim` for the simulated board; `rnic board probe` and \
-         `rnic board stats` work on the card"
+        !dev.sim,
+        "arp asks a neighbour on the card's link; the simulated board has none (its self-test resolves its own \
+         address through the MAC's loopback: `rnic board selftest --sim`)"
     );
-    let t = sim::bringup::SimBoard::open()?.selftest()?;
+    let mem = std::sync::Arc::new(std::sync::Mutex::new(rnic_driver::HostMemory::new()));
+    let mut drv = rnic_driver::Driver::open(card_bar(dev)?, mem).map_err(|e| anyhow::anyhow!("the driver on the card: {e}"))?;
+    match drv.resolve(ip, &mut || std::thread::sleep(std::time::Duration::from_millis(1))) {
+        Ok(m) => {
+            println!("arp     {ip} is at {m}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("arp     {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn board_selftest(dev: &DevArgs) -> Result<ExitCode> {
+    let t = if dev.sim {
+        sim::bringup::SimBoard::open()?.selftest()?
+    } else {
+        let (bar, dma) = card_open(dev)?;
+        let mem = std::sync::Arc::new(std::sync::Mutex::new(dma));
+        let mut drv = rnic_driver::Driver::open(bar, mem.clone()).map_err(|e| anyhow::anyhow!("the driver on the card: {e}"))?;
+        sim::bringup::selftest(&mut drv, &mem, &mut || std::thread::sleep(std::time::Duration::from_millis(1)))?
+    };
     println!("{t}");
     Ok(if t.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -831,7 +969,7 @@ fn demo(n: usize, clock_mhz: f64, vcd: Option<&Path>) -> Result<ExitCode> {
 
 /// Go-back-N passes started (`comp_retries`) and frames dropped by RX Parse (`rx_drop_*`) at the RNIC behind
 /// `drv`, from its counter window.
-fn recovery<B: testbench::driver::CsrBus>(drv: &mut testbench::driver::Driver<B>) -> Result<(u64, u64)> {
+fn recovery<B: rnic_driver::CsrBus>(drv: &mut rnic_driver::Driver<B>) -> Result<(u64, u64)> {
     let w = sim::rxe::rtl_ep::read_counter_window(drv)?;
     let rx_drops = w.iter().filter(|(n, _)| n.starts_with("rx_drop")).map(|(_, v)| *v).sum();
     Ok((sim::rxe::rtl_ep::counter(&w, "comp_retries"), rx_drops))
@@ -841,7 +979,7 @@ fn recovery<B: testbench::driver::CsrBus>(drv: &mut testbench::driver::Driver<B>
 /// (`cqe_order.cqes_seen`) each one's CQE in the cycle the RNIC writes it to host memory.
 fn watch_cqes<D: sim::system::RnicDut>(
     sys: &std::cell::RefCell<sim::system::System<D>>,
-    drv: &testbench::driver::Driver<sim::system::SimBus<D>>,
+    drv: &rnic_driver::Driver<sim::system::SimBus<D>>,
     cq: testbench::model::Cq,
     bufs: impl Iterator<Item = (u64, (u64, u64))>,
 ) -> Result<()> {

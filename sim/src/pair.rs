@@ -88,7 +88,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Mutex;
 
-use testbench::driver::Driver;
+use rnic_driver::Driver;
 use testbench::model::{
     AccessFlags, AddressVector, Cq, HostMemory, Pd, QpAttr, QpCap, QpInitAttr, QpState, QpType, WorkCompletion,
 };

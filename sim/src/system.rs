@@ -1,4 +1,4 @@
-//! The whole RNIC as a Verilator model in a simulated system: the driver (`testbench::driver`) on the register
+//! The whole RNIC as a Verilator model in a simulated system: the driver (`rnic_driver`) on the register
 //! slave, host memory with PCIe latency behind the DMA ports (`testbench::mac::DmaHost`), and a 100G link with
 //! MAC pacing (`testbench::mac::MacLink`, one per direction, each with a pcap) to a peer: the golden model
 //! (`testbench::model::Device`), which plays rxe.
@@ -24,8 +24,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::vmodels::rnic::Rnic as VRnic;
 use crate::Clocked;
-use testbench::driver::{CsrBus, Driver, DriverError};
-use testbench::host::CAP_RC;
+use rnic_driver::{CsrBus, Driver, DriverError};
+use rnic_driver::host::CAP_RC;
 use testbench::mac::{DmaHost, DmaRead, MacLink, CORE_HZ};
 use testbench::model::*;
 use testbench::wire::frame::MacAddr;

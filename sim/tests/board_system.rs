@@ -9,7 +9,7 @@
 use sim::board::{BoardDut, PcieHost};
 use sim::rxe::rtl_ep::{counter, read_counter_window};
 use sim::system::{rig_on, Rig};
-use testbench::driver::CsrBus;
+use rnic_driver::CsrBus;
 use testbench::mac::MacFaults;
 use testbench::model::*;
 

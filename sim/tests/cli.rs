@@ -151,3 +151,28 @@ fn campaign_runs_a_round_and_refuses_bad_arguments() {
     assert!(err.contains("fault rates"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Without a card, the card's commands say what is missing and exit 2; none panics.
+#[test]
+fn board_commands_without_a_card_say_what_is_missing() {
+    if std::path::Path::new("/sys/bus/pci/devices").read_dir().is_ok_and(|mut d| {
+        d.any(|e| e.is_ok_and(|e| std::fs::read_to_string(e.path().join("device")).is_ok_and(|v| v.trim() == "0x903f")))
+    }) {
+        return; // a card of ours is here: these are not the messages it gets
+    }
+    for args in [
+        &["board", "probe"][..],
+        &["board", "selftest", "--pci", "3b:00.0"],
+        &["board", "arp", "--ip", "10.0.0.1"],
+        &["rxe", "--endpoint", "board", "--pci", "3b:00.0", "--peer", "10.0.0.1", "--tool", "ib_write_bw"],
+    ] {
+        let (code, _, err) = rnic(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("no card with 10ee:903f on the PCIe bus") && err.contains("rescan"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let (code, _, err) = rnic(&["rxe", "--endpoint", "board", "--pci", "3b:00.0", "--tool", "ib_write_bw"]);
+    assert!(code == 2 && err.contains("needs --peer"), "{err}");
+    let (code, _, err) = rnic(&["rxe", "--endpoint", "rtl", "--peer", "10.0.0.1", "--tool", "ib_write_bw"]);
+    assert!(code == 2 && err.contains("go with --endpoint board"), "{err}");
+}

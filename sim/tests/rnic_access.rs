@@ -6,8 +6,8 @@
 //! keeps a shadow copy of the whole host memory from before the bad request and compares every byte after.
 
 use sim::system::{rig, Rig};
-use testbench::driver::CsrBus;
-use testbench::host::REG_COUNTERS;
+use rnic_driver::CsrBus;
+use rnic_driver::host::REG_COUNTERS;
 use testbench::model::*;
 
 /// `COUNTER[i]` of the top (see `sim::rxe::rtl_ep::counter_names`).

@@ -57,8 +57,8 @@ fn reference_verdict_agrees_with_the_golden_model() {
 #[test]
 fn a_frame_cut_short_with_a_right_icrc_is_a_length_error_and_rx_goes_on() {
     use sim::system::{rig, OUR_MAC};
-    use testbench::driver::CsrBus;
-    use testbench::host::REG_COUNTERS;
+    use rnic_driver::CsrBus;
+    use rnic_driver::host::REG_COUNTERS;
     use testbench::wire::{opcode, Bth, MacAddr, RocePacket, RoceFrame};
     let dir = std::env::temp_dir().join(format!("rnic-fuzz-cut-{}", std::process::id()));
     let mut r = rig(1024, &dir);

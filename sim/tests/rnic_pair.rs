@@ -131,6 +131,7 @@ fn run(kind: EndpointKind, mtu: u32, nqp: usize, ops: &[Op], tag: &str, gbps: f6
             let (da, db) = RtlDevice::pair(rc(1, "a"), rc(2, "b")).unwrap();
             (da, db, None)
         }
+        EndpointKind::Board | EndpointKind::Card => unreachable!("the pair runs the model or the RTL"),
     };
     let a = side(da, 1, nqp);
     let b = side(db, 2, nqp);

@@ -3,7 +3,7 @@
 //! golden model (which behaves as rxe on the wire) and land byte for byte in the peer's memory.
 
 use sim::system::rig;
-use testbench::driver::CsrBus;
+use rnic_driver::CsrBus;
 use testbench::model::*;
 
 /// RDMA WRITE of every interesting size lands in the golden model's memory, and the model ACKs each.
@@ -44,7 +44,7 @@ fn writes(mtu: u32) {
     assert!(d.ok(), "{:?}", d.problems);
     // the peer's ACKs reached our RX Parse as good frames
     drop(s);
-    let good = r.drv.bus().read32(testbench::host::REG_COUNTERS).unwrap();
+    let good = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS).unwrap();
     assert!(good >= 1, "RX Parse counted {good} good frames");
 }
 
@@ -186,7 +186,7 @@ fn reads(mtu: u32) {
     let c0 = r.sys.borrow().cycle;
     let wcs = r.our_completions(sizes.len(), 3_000_000);
     let cycles = r.sys.borrow().cycle - c0;
-    let ctr: Vec<u32> = (0..9).map(|i| r.drv.bus().read32(testbench::host::REG_COUNTERS + 4 * i).unwrap()).collect();
+    let ctr: Vec<u32> = (0..9).map(|i| r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * i).unwrap()).collect();
     assert_eq!(wcs.len(), sizes.len(), "RX counters {ctr:?}: {wcs:?}");
     assert!(ctr[1..].iter().all(|&c| c == 0), "RX Parse dropped frames (counters 1..8 by reason, 8 = overflow): {ctr:?}");
     let total: u64 = sizes.iter().map(|&l| u64::from(l)).sum();
@@ -246,7 +246,7 @@ fn the_rnic_answers_arp_for_its_address_only() {
     assert_eq!(a.arp.oper, ARP_OP_REPLY);
     assert_eq!((a.arp.sha.0, a.arp.spa, a.arp.tha, a.arp.tpa), (sim::system::OUR_MAC, ours, asker, who));
     drop(s);
-    assert_eq!(r.drv.bus().read32(testbench::host::REG_COUNTERS + 4 * 9).unwrap(), 1, "ARP answered counter");
+    assert_eq!(r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 9).unwrap(), 1, "ARP answered counter");
 }
 
 /// The golden model as the requester, the RTL Responder executing: WRITE and READ against our memory, SEND and
@@ -374,7 +374,7 @@ fn eight_qps_at_once() {
 fn rtl_atomics_at_the_golden_peer_return_the_original_values() {
     let dir = std::env::temp_dir().join(format!("rnic-system-atomics-{}", std::process::id()));
     let mut r = rig(1024, &dir);
-    assert_ne!(r.drv.info.caps & testbench::host::CAP_ATOMIC, 0, "the RNIC advertises atomics");
+    assert_ne!(r.drv.info.caps & rnic_driver::host::CAP_ATOMIC, 0, "the RNIC advertises atomics");
     let words = [0x1111_2222_3333_4444u64, u64::MAX, 0x0123_4567_89AB_CDEF, 42];
     {
         let mut s = r.sys.borrow_mut();
@@ -469,7 +469,7 @@ fn rtl_masked_atomics_at_the_golden_peer_return_the_original_values() {
     use testbench::model::responder::{masked_cmp_swap, masked_fetch_add};
     let dir = std::env::temp_dir().join(format!("rnic-system-masked-{}", std::process::id()));
     let mut r = rig(1024, &dir);
-    assert_ne!(r.drv.info.caps & testbench::host::CAP_MASKED_ATOMIC, 0, "the RNIC advertises masked atomics");
+    assert_ne!(r.drv.info.caps & rnic_driver::host::CAP_MASKED_ATOMIC, 0, "the RNIC advertises masked atomics");
     let words = [0x0000_00FF_0000_FFFFu64, 0x1111_2222_3333_4444, 0xFFFF_FFFF_FFFF_FFFF, 0x8000_0000_7FFF_FFFF, 5, 0x1234_5678_9ABC_DEF0];
     {
         let mut s = r.sys.borrow_mut();
@@ -628,7 +628,7 @@ fn rtl_inline_sends_and_writes_land_at_the_golden_peer() {
     use std::rc::Rc;
     let dir = std::env::temp_dir().join(format!("rnic-system-inline-{}", std::process::id()));
     let mut r = rig(256, &dir);
-    assert_ne!(r.drv.info.caps & testbench::host::CAP_INLINE, 0, "the RNIC advertises inline WQEs");
+    assert_ne!(r.drv.info.caps & rnic_driver::host::CAP_INLINE, 0, "the RNIC advertises inline WQEs");
     let (requests, lost) = (Rc::new(Cell::new(0usize)), Rc::new(Cell::new(0usize)));
     {
         let (requests, lost) = (requests.clone(), lost.clone());
@@ -669,7 +669,7 @@ fn rtl_inline_sends_and_writes_land_at_the_golden_peer() {
             wr.rkey = r.peer_rkey;
             wr.imm_data = 0x1E00_0000 + i as u32;
             let n = 1 + len.div_ceil(64);
-            let p = testbench::host::group_pad(slot_total as u16, n, 64).unwrap();
+            let p = rnic_driver::host::group_pad(slot_total as u16, n, 64).unwrap();
             pads += p;
             slot_total += p + n;
             r.drv.post_send(r.qpn, &wr).unwrap();

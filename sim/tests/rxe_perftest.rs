@@ -502,6 +502,19 @@ fn write_bw_mtu4096_ours_client() {
 // Each side's retransmit timer is sized for the other's clock: the VM's by `rtl_ep::vm_qp_timeout` (wall
 // time), ours by `rtl_ep::rtl_qp_timeout` (simulated time); why there.
 
+/// Frames of the VM's that never reached the link on a run without drops: gaps in its PSNs in the bridge's
+/// pcap. qemu discards the frames it still holds for the link's socket when the link pauses the VM (QMP
+/// `stop`; qemu's "complete all queued packets on VM stop"), rarely, when the harness lags behind a burst.
+/// A run with such a loss recovers by go-back-N as from any loss, and its exact frame counts are not checked.
+fn vm_frames_lost(r: &PerftestReport) -> u64 {
+    let pcap = r.pcap.as_ref().expect("the runs write a pcap");
+    let n = sim::rxe::perftest::count_gaps(pcap, std::net::Ipv4Addr::new(10, 0, 0, 1).into(), 1024).unwrap();
+    if n > 0 {
+        eprintln!("the link lost {n} of the VM's frames inside qemu (a pause): exact counts not checked");
+    }
+    n
+}
+
 fn rtl_counter(r: &PerftestReport, name: &str) -> u64 {
     r.ours.endpoint_counters.iter().find(|(n, _)| n == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no counter {name}:\n{r}"))
 }
@@ -513,7 +526,9 @@ fn rtl_write_bw_ours_server() {
     };
     assert_eq!(r.ours.remote_report.map(|x| (x.size, x.iters)), Some((65536, 100)));
     // every one of the 64 x 100 WRITE packets reached our Responder once, and each message was ACKed
-    assert_eq!(rtl_counter(&r, "resp_requests"), 6400, "{r}");
+    if vm_frames_lost(&r) == 0 {
+        assert_eq!(rtl_counter(&r, "resp_requests"), 6400, "{r}");
+    }
     assert!(rtl_counter(&r, "resp_acks") >= 100, "{r}");
 }
 
@@ -551,7 +566,9 @@ fn rtl_read_bw_ours_server() {
         return;
     };
     assert_eq!(r.ours.remote_report.map(|x| x.iters), Some(100));
-    assert_eq!(rtl_counter(&r, "resp_read_responses"), 6400, "{r}");
+    if vm_frames_lost(&r) == 0 {
+        assert_eq!(rtl_counter(&r, "resp_read_responses"), 6400, "{r}");
+    }
 }
 
 #[test]
@@ -560,7 +577,11 @@ fn rtl_read_bw_ours_client() {
         return;
     };
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
-    assert_eq!(rtl_counter(&r, "rx_good_frames"), 6400, "every read response arrived good:\n{r}");
+    assert_resolved_the_vm(&r);
+    if vm_frames_lost(&r) == 0 {
+        assert_eq!(rtl_counter(&r, "rx_good_frames"), 6400, "every read response arrived good:\n{r}");
+        assert_eq!(rtl_counter(&r, "comp_retries"), 0, "no go-back-N on a clean link:\n{r}");
+    }
 }
 
 // ---- the RTL as our endpoint with 1 % loss each way (seeded) ----
@@ -730,14 +751,36 @@ fn rtl_atomic_faa_drop_ours_client() {
 // ---- the core inside the U250 board shell (`sim::board`: PCIe bridge and CMAC models at the IPs' ports,
 // the PCIe clock asynchronous to the core's) as our endpoint: the same tools through the board top ----
 
+// ---- the card's own host code (`--endpoint board`: the driver in the application's thread over a register
+// bus into the simulated board and its DMA memory, the peer's MAC by the RTL's ARP, the tools' exchange over
+// the VM's second NIC as over a real host's ordinary network): what runs on the card, but the two backends ----
+
+/// The peer's MAC our QP used: the VM's, as the RTL's ARP resolver learned it from the VM's kernel.
+fn assert_resolved_the_vm(r: &sim::rxe::perftest::PerftestReport) {
+    assert_eq!(r.ours.peer_mac, Some(testbench::wire::MacAddr([0x52, 0x54, 0, 0, 0, 1])), "{r}");
+    assert!(rtl_counter(r, "arp_requests") >= 1, "{r}");
+}
+
 #[test]
-fn board_sim_write_bw_ours_client() {
-    let Some(r) = run_on("board_sim_write_bw_client", Tool::WriteBw, Role::Client, 16384, 100, 0.0, 1024, EndpointKind::BoardSim) else {
+fn board_write_bw_ours_client() {
+    let Some(r) = run_on("board_write_bw_client", Tool::WriteBw, Role::Client, 16384, 100, 0.0, 1024, EndpointKind::Board) else {
         return;
     };
-    assert!(r.ours.endpoint.contains("board"), "{}", r.ours.endpoint);
+    assert!(r.ours.endpoint.contains("card's host code"), "{}", r.ours.endpoint);
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
     assert_eq!(r.hw("rcvd_pkts"), Some(1600), "rxe took every packet of ours:\n{r}");
+    assert_resolved_the_vm(&r);
+    // the exchange went over the VM's second NIC, not the RoCE link: no TCP reached the RNIC's side
+    assert_eq!(rtl_counter(&r, "rx_drop_not_roce_udp"), 0, "{r}");
+}
+
+#[test]
+fn board_read_bw_ours_server() {
+    let Some(r) = run_on("board_read_bw_server", Tool::ReadBw, Role::Server, 16384, 100, 0.0, 1024, EndpointKind::Board) else {
+        return;
+    };
+    assert_eq!(r.ours.remote_report.map(|x| x.iters), Some(100), "{r}");
+    assert_resolved_the_vm(&r);
 }
 
 #[test]

@@ -114,7 +114,7 @@ cp /bin/busybox "$R/bin/busybox"
 for a in $(/bin/busybox --list); do [ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"; done
 BINS="ibv_devinfo ibv_devices ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong
       ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_atomic_bw ib_atomic_lat
-      rdma rping ucmatose udaddy rdma_server rdma_client rdma_xserver rdma_xclient"
+      rdma rping ucmatose udaddy rdma_server rdma_client rdma_xserver rdma_xclient tc"
 libs=""
 for b in $BINS; do
     p=$(command -v "$b") || { echo "build-vm.sh: missing $b" >&2; exit 1; }
@@ -160,6 +160,9 @@ ip link set lo up
 ip link set eth0 mtu "$MTU"
 ip addr add "$IP" dev eth0
 ip link set eth0 up                 # the rxe port state follows the netdev: up before rdma link add
+if [ -e /sys/class/net/eth1 ]; then  # the management NIC (qemu user networking), when the run has one
+    ip addr add 10.0.2.15/24 dev eth1 && ip link set eth1 up
+fi
 rdma link add rxe0 type rxe netdev eth0 || echo "RNIC_RXE_LINK_ADD_FAILED"
 i=0; while [ $i -lt 50 ]; do grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break; sleep 0.1; i=$((i+1)); done
 echo "=== RNIC_READY name=$NAME ip=$IP mtu=$MTU uptime=$(cut -d' ' -f1 /proc/uptime) ==="

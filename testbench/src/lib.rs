@@ -1,7 +1,5 @@
 pub mod crc;
 pub mod decode;
-pub mod driver;
-pub mod host;
 pub mod mac;
 pub mod model;
 pub mod wire;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::TsResolution;
 
-use crate::host::{dma_beats, DMA_BEAT_BYTES, DMA_MAX_BYTES};
+use rnic_driver::host::{dma_beats, DMA_BEAT_BYTES, DMA_MAX_BYTES};
 use crate::model::link::{LinkStats, SplitMix64};
 use crate::model::memory::HostMemory;
 

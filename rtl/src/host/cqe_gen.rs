@@ -2,11 +2,11 @@
 //!
 //! **Per CQ** (`N` CQs, `N = 2^AW`): ring base (64-byte aligned; the low 6 bits of `setup_base` are ignored),
 //! log2 entries (1..16, [`CQ_LOG2_MAX`]), producer index `pi`, phase (1 on a fresh ring, flipped each time
-//! `pi` wraps), consumer index `ci` (the driver's CQ doorbell, `testbench::host::cq_doorbell`), error flag.
+//! `pi` wraps), consumer index `ci` (the driver's CQ doorbell, `rnic_driver::host::cq_doorbell`), error flag.
 //! A setup (`CMD_WRITE_CQ`) resets `pi = ci = 0`, phase 1, error 0; a setup with log2 outside 1..16 leaves the
 //! CQ "not set up". Setups and doorbells for `cqn >= N` are ignored.
 //!
-//! **Completions** (`cq_*`, valid/ready): the CQE is formed exactly as `testbench::host::Cqe::encode` does,
+//! **Completions** (`cq_*`, valid/ready): the CQE is formed exactly as `rnic_driver::host::Cqe::encode` does,
 //! by a [`ByteMap`] whose table is found by probing the golden `encode` ([`cqe_byte_map`]). `cq_imm` carries
 //! CQE bytes 12..15 as they stand, byte 12 in bits 7:0 ([`cqe_imm_field`]): the producer has already put
 //! immediate data in wire order or the invalidated rkey little-endian. A CQE goes to slot `pi mod entries`,
@@ -52,7 +52,7 @@ use crate::common::fifo::{DistRam, Fifo, SdpRam};
 use crate::transport::key_cache::PipeAdd64;
 use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
-use testbench::host::{Cqe, CQE_BYTES, DMA_BEAT_BYTES};
+use rnic_driver::host::{Cqe, CQE_BYTES, DMA_BEAT_BYTES};
 use testbench::model::verbs::WcFlags;
 
 /// Smallest and largest log2 of a CQ's number of entries (`RingCmd`: 1..16; the indices are 16 bits).
@@ -646,7 +646,7 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::{HashMap, VecDeque};
-    use testbench::host::{WC_RDMA_WRITE, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND};
+    use rnic_driver::host::{WC_RDMA_WRITE, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND};
 
     const NQ: usize = 16;
     type Gen = CqeGen<NQ, 4>;

@@ -1,6 +1,6 @@
 //! Register and Doorbell slave: the host's window into the RNIC, AXI4-Lite shaped (32-bit data,
-//! `testbench::host::CSR_ADDR_BITS` = 20-bit byte address). The register map, command words and error codes
-//! are `testbench::host`'s; every one of them enters the logic as a `Constant<>` computed in [`Csr::new`].
+//! `rnic_driver::host::CSR_ADDR_BITS` = 20-bit byte address). The register map, command words and error codes
+//! are `rnic_driver::host`'s; every one of them enters the logic as a `Constant<>` computed in [`Csr::new`].
 //!
 //! * **Read-only**: `ID`, `VERSION`, `CAPS` (given at construction, default 0: the top sets it), `SIZES` (log2
 //!   QPs 7:0, log2 MR entries 15:8, log2 CQs 23:16, largest path MTU enum 31:24, given at construction),
@@ -8,11 +8,15 @@
 //! * **Read/write**: `MAC_LO`, `MAC_HI` (bits 15:0; 31:16 read 0), `IPV4`, `CMD_DATA[0..16]`, honouring `wstrb`
 //!   per byte. `mac` is MAC byte 0 in 47:40 ... byte 5 in 7:0 (the datapath's big-endian fold); `ipv4` is
 //!   `IPV4` as written.
+//! * **ARP resolution**: `ARP_QUERY` (read/write, an IPv4 address as `IPV4`): a write (any strobe) pulses
+//!   `arp_go` with `arp_query` the new value, and the ARP block sends a request for it; `ARP_MAC_LO` /
+//!   `ARP_MAC_HI` (read-only) show the answer, `arp_mac` as `MAC_LO`/`MAC_HI` lay out ours, with
+//!   `arp_valid` in `ARP_MAC_HI` bit 31 (cleared by the next query).
 //! * **CMD** (`op` 7:0, `index` 31:8; reads back the last command word taken): starts a table command.
 //!   `CMD_DATA` is copied into `cmd_data` (word i in bits 32i+31:32i) when the command starts, so `cmd_op`,
 //!   `cmd_index` and `cmd_data` stay stable from `cmd_valid` until `cmd_done`, and the driver may stage the
 //!   next command meanwhile. `cmd_valid` drops at `cmd_ready`; `cmd_done` (one cycle, with `cmd_err`) ends
-//!   the command (it may come in the `cmd_ready` cycle). An op not among `testbench::host`'s `CMD_*` completes
+//!   the command (it may come in the `cmd_ready` cycle). An op not among `rnic_driver::host`'s `CMD_*` completes
 //!   at once with `CMD_ERR_BAD_OP` and raises no `cmd_valid`; a `CMD` write while busy is ignored and sets
 //!   `CMD_ERR_BUSY`. `CMD_STATUS` fields (busy, last error, completed count) change together, one cycle after
 //!   `cmd_done` (or the bad-op write), and busy is already set when the `CMD` write's B response leaves.
@@ -37,11 +41,11 @@ use crate::common::consts::k;
 use crate::common::fifo::Fifo;
 use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
-use testbench::host::{
+use rnic_driver::host::{
     CMD_DATA_WORDS, CMD_ERR_BAD_OP, CMD_ERR_BUSY, CMD_INVALIDATE_MR, CMD_WRITE_CQ, CMD_WRITE_MR, CMD_WRITE_QP,
     CMD_WRITE_QP_REQ, CMD_WRITE_QP_RESP, CMD_WRITE_RQ, CMD_WRITE_SQ, CQ_DB_BASE, CQ_DB_STRIDE, CSR_ADDR_BITS, DB_BASE,
     DB_RQ, DB_SQ, DB_STRIDE, ID_VALUE, REG_CAPS, REG_CMD, REG_CMD_DATA, REG_CMD_STATUS, REG_COUNTERS, REG_ID, REG_IPV4,
-    REG_MAC_HI, REG_MAC_LO, REG_SIZES, REG_VERSION, VERSION_VALUE,
+    REG_MAC_HI, REG_MAC_LO, REG_SIZES, REG_VERSION, VERSION_VALUE, REG_ARP_QUERY, REG_ARP_MAC_LO, REG_ARP_MAC_HI,
 };
 
 /// Cycles from a change of `ctr_index` to the cycle whose `ctr_value` is sampled.
@@ -57,7 +61,7 @@ pub const DB_KIND_CQ: u64 = 2;
 /// AXI response codes.
 pub const RESP_OKAY: u64 = 0;
 pub const RESP_SLVERR: u64 = 2;
-/// The table commands the slave passes on (`testbench::host`'s `CMD_*` list).
+/// The table commands the slave passes on (`rnic_driver::host`'s `CMD_*` list).
 pub const COMMAND_OPS: [u8; 8] = [
     CMD_WRITE_MR,
     CMD_INVALIDATE_MR,
@@ -83,6 +87,9 @@ const SEL_IPV4: u64 = 22;
 const SEL_CMD: u64 = 23;
 const SEL_STATUS: u64 = 24;
 const SEL_COUNTER: u64 = 25;
+const SEL_ARP_QUERY: u64 = 26;
+const SEL_ARP_MAC_LO: u64 = 27;
+const SEL_ARP_MAC_HI: u64 = 28;
 const SEL_NONE: u64 = 31;
 
 /// Bytes covered by the register-page decode table (256 words, indexed by address bits 9:2).
@@ -108,6 +115,9 @@ fn page_table(base: u32) -> Vec<u64> {
         (REG_IPV4, SEL_IPV4),
         (REG_CMD, SEL_CMD),
         (REG_CMD_STATUS, SEL_STATUS),
+        (REG_ARP_QUERY, SEL_ARP_QUERY),
+        (REG_ARP_MAC_LO, SEL_ARP_MAC_LO),
+        (REG_ARP_MAC_HI, SEL_ARP_MAC_HI),
     ] {
         put(a, s << 16);
     }
@@ -290,6 +300,11 @@ pub struct Csr {
     // to the datapath
     pub mac: Signal<Out, Bits<48>>,
     pub ipv4: Signal<Out, Bits<32>>,
+    // ARP resolution: a query (the address, and a pulse when it is written) and its answer
+    pub arp_query: Signal<Out, Bits<32>>,
+    pub arp_go: Signal<Out, Bit>,
+    pub arp_mac: Signal<In, Bits<48>>,
+    pub arp_valid: Signal<In, Bit>,
     // table commands
     pub cmd_valid: Signal<Out, Bit>,
     pub cmd_ready: Signal<In, Bit>,
@@ -331,6 +346,8 @@ pub struct Csr {
     mac_lo: [DFF<Bits<8>>; 4],
     mac_hi: [DFF<Bits<8>>; 2],
     ip: [DFF<Bits<8>>; 4],
+    arp_q: [DFF<Bits<8>>; 4],
+    arp_p: DFF<Bit>,
     cmd_b: [DFF<Bits<8>>; 64],
     // command
     busy: DFF<Bit>,
@@ -366,6 +383,8 @@ pub struct Csr {
     mac_lo_w: Signal<Local, Bits<32>>,
     mac_hi_w: Signal<Local, Bits<32>>,
     ip_w: Signal<Local, Bits<32>>,
+    arp_q_w: Signal<Local, Bits<32>>,
+    arp_hi_w: Signal<Local, Bits<32>>,
     cw: [Signal<Local, Bits<32>>; 16],
     staged: Signal<Local, Bits<512>>,
     status: Signal<Local, Bits<32>>,
@@ -379,6 +398,7 @@ pub struct Csr {
     k_sel_mac_lo: Constant<Bits<5>>,
     k_sel_mac_hi: Constant<Bits<5>>,
     k_sel_ipv4: Constant<Bits<5>>,
+    k_sel_arp: Constant<Bits<5>>,
     k_sel_cmd: Constant<Bits<5>>,
     k_sel_ctr: Constant<Bits<5>>,
     k_err_bad_op: Constant<Bits<8>>,
@@ -408,8 +428,8 @@ impl Csr {
         }
         // the read mux's literal arms (see `update`) follow these codes
         assert_eq!(
-            [SEL_ID, SEL_VERSION, SEL_CAPS, SEL_SIZES, SEL_MAC_LO, SEL_MAC_HI, SEL_IPV4, SEL_CMD, SEL_STATUS],
-            [16, 17, 18, 19, 20, 21, 22, 23, 24]
+            [SEL_ID, SEL_VERSION, SEL_CAPS, SEL_SIZES, SEL_MAC_LO, SEL_MAC_HI, SEL_IPV4, SEL_CMD, SEL_STATUS, SEL_ARP_QUERY, SEL_ARP_MAC_LO, SEL_ARP_MAC_HI],
+            [16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27, 28]
         );
         Self {
             clock: Default::default(),
@@ -432,6 +452,10 @@ impl Csr {
             rresp: Default::default(),
             mac: Default::default(),
             ipv4: Default::default(),
+            arp_query: Default::default(),
+            arp_go: Default::default(),
+            arp_mac: Default::default(),
+            arp_valid: Default::default(),
             cmd_valid: Default::default(),
             cmd_ready: Default::default(),
             cmd_op: Default::default(),
@@ -467,6 +491,8 @@ impl Csr {
             mac_lo: Default::default(),
             mac_hi: Default::default(),
             ip: Default::default(),
+            arp_q: Default::default(),
+            arp_p: Default::default(),
             cmd_b: std::array::from_fn(|_| Default::default()),
             busy: Default::default(),
             c_valid: Default::default(),
@@ -498,6 +524,8 @@ impl Csr {
             mac_lo_w: Default::default(),
             mac_hi_w: Default::default(),
             ip_w: Default::default(),
+            arp_q_w: Default::default(),
+            arp_hi_w: Default::default(),
             cw: std::array::from_fn(|_| Default::default()),
             staged: Default::default(),
             status: Default::default(),
@@ -510,6 +538,7 @@ impl Csr {
             k_sel_mac_lo: k(SEL_MAC_LO),
             k_sel_mac_hi: k(SEL_MAC_HI),
             k_sel_ipv4: k(SEL_IPV4),
+            k_sel_arp: k(SEL_ARP_QUERY),
             k_sel_cmd: k(SEL_CMD),
             k_sel_ctr: k(SEL_COUNTER),
             k_err_bad_op: k(u64::from(CMD_ERR_BAD_OP)),
@@ -529,7 +558,7 @@ impl Logic for Csr {
         dff_setup!(
             self, clock, aw_full, aw_addr, aw_dv, w_full, w_data, w_strb, w_dv, w_opok, wd_oh, wd_code, wd_ok, wd_db,
             wd_kind, wd_index, b_valid, b_resp, busy, c_valid, c_op, c_index, c_data, last_err, count, fin, fin_err,
-            rej, rd_busy, ar_addr, r1, r2, r3, r4, rd_code, rd_ok, rd_ctr, ctr_idx, rd_pre, r_valid, r_data, r_resp
+            rej, arp_p, rd_busy, ar_addr, r1, r2, r3, r4, rd_code, rd_ok, rd_ctr, ctr_idx, rd_pre, r_valid, r_data, r_resp
         );
         clock!(self, clock, dbq);
         for i in 0..64 {
@@ -541,6 +570,8 @@ impl Logic for Csr {
             self.mac_lo[i].d.next = self.mac_lo[i].q.val();
             self.ip[i].clock.next = self.clock.val();
             self.ip[i].d.next = self.ip[i].q.val();
+            self.arp_q[i].clock.next = self.clock.val();
+            self.arp_q[i].d.next = self.arp_q[i].q.val();
         }
         for i in 0..2 {
             self.mac_hi[i].clock.next = self.clock.val();
@@ -598,6 +629,9 @@ impl Logic for Csr {
                 }
                 if self.wd_code.q.val() == self.k_sel_ipv4.val() {
                     self.ip[b].d.next = self.w_data.q.val().get_bits::<8>(8 * b);
+                }
+                if self.wd_code.q.val() == self.k_sel_arp.val() {
+                    self.arp_q[b].d.next = self.w_data.q.val().get_bits::<8>(8 * b);
                 }
             }
         }
@@ -690,6 +724,18 @@ impl Logic for Csr {
             | bit_cast::<32, 8>(self.ip[0].q.val());
         self.mac.next = (bit_cast::<48, 32>(self.mac_hi_w.val()) << 32) | bit_cast::<48, 32>(self.mac_lo_w.val());
         self.ipv4.next = self.ip_w.val();
+        // an ARP query goes out the cycle after its write, with the address as written
+        self.arp_p.d.next = self.exec.val() & (self.wd_code.q.val() == self.k_sel_arp.val()) & self.w_strb.q.val().any();
+        self.arp_q_w.next = (bit_cast::<32, 8>(self.arp_q[3].q.val()) << 24)
+            | (bit_cast::<32, 8>(self.arp_q[2].q.val()) << 16)
+            | (bit_cast::<32, 8>(self.arp_q[1].q.val()) << 8)
+            | bit_cast::<32, 8>(self.arp_q[0].q.val());
+        self.arp_query.next = self.arp_q_w.val();
+        self.arp_go.next = self.arp_p.q.val();
+        self.arp_hi_w.next = bit_cast::<32, 16>(self.arp_mac.val().get_bits::<16>(32));
+        if self.arp_valid.val() {
+            self.arp_hi_w.next = self.arp_hi_w.val() | (self.k_one32.val() << 31);
+        }
 
         // ---------------- table commands ----------------
         self.staged.next = bit_cast::<512, 32>(self.cw[0].val())
@@ -813,6 +859,9 @@ impl Logic for Csr {
             22 => self.rd_pre.d.next = self.ip_w.val(),
             23 => self.rd_pre.d.next = self.cmdword.val(),
             24 => self.rd_pre.d.next = self.status.val(),
+            26 => self.rd_pre.d.next = self.arp_q_w.val(),
+            27 => self.rd_pre.d.next = self.arp_mac.val().get_bits::<32>(0),
+            28 => self.rd_pre.d.next = self.arp_hi_w.val(),
             _ => self.rd_pre.d.next = self.k_zero32.val(),
         }
         // r4: CTR_LATENCY cycles after ctr_index changed (at r2), sample the counter; respond
@@ -843,7 +892,7 @@ mod tests {
     use rand::seq::SliceRandom;
     use rand::{Rng, SeedableRng};
     use std::collections::HashMap;
-    use testbench::host::*;
+    use rnic_driver::host::*;
 
     const OKAY: u8 = RESP_OKAY as u8;
     const SLVERR: u8 = RESP_SLVERR as u8;
@@ -924,6 +973,8 @@ mod tests {
         // B/R stability
         last_b: Option<u8>,
         last_r: Option<(u8, u32)>,
+        // ARP: the queries pulsed (arp_query with arp_go)
+        arp_gos: Vec<u32>,
     }
 
     impl Tb {
@@ -940,6 +991,7 @@ mod tests {
                 rd: None,
                 sink: Sink::Always,
                 dbs: Vec::new(),
+                arp_gos: Vec::new(),
                 ready_delay: 0,
                 done_delay: Some(0),
                 finish: false,
@@ -1097,6 +1149,9 @@ mod tests {
                 self.held = None;
                 self.finish = false;
             }
+            if self.u.arp_go.val() {
+                self.arp_gos.push(self.u.arp_query.val().to_u64() as u32);
+            }
             let idx = self.u.ctr_index.val().to_u64() as usize;
 
             // ---- clock edge
@@ -1182,7 +1237,33 @@ mod tests {
     }
 
     const UNMAPPED: [u32; 14] =
-        [0x1C, 0x20, 0x3C, 0x88, 0xFC, 0x200, 0x3FC, 0x400, 0x8000, 0xFFFC, 0x1_1000, 0x2_0004, 0x3_0000, 0xF_FFFC];
+        [0x28, 0x30, 0x3C, 0x88, 0xFC, 0x200, 0x3FC, 0x400, 0x8000, 0xFFFC, 0x1_1000, 0x2_0004, 0x3_0000, 0xF_FFFC];
+
+    /// ARP_QUERY: each write pulses `arp_go` once with the address as written (strobes honoured) and reads
+    /// back; ARP_MAC_LO/HI show `arp_mac` with `arp_valid` in bit 31; the answer registers are read-only.
+    #[test]
+    fn arp_query_and_answer_registers() {
+        let mut tb = Tb::new(Csr::default(), 3);
+        assert_eq!(tb.write(REG_ARP_QUERY, 0x0A00_0001), OKAY);
+        tb.run(3);
+        assert_eq!(tb.arp_gos, vec![0x0A00_0001], "one pulse per write");
+        assert_eq!(tb.read(REG_ARP_QUERY), (OKAY, 0x0A00_0001));
+        assert_eq!(tb.write_t(REG_ARP_QUERY, 0xFFFF_FF07, 0b0001, Timing { aw: 2, w: 0, b: 1 }), OKAY);
+        tb.run(3);
+        assert_eq!(tb.arp_gos, vec![0x0A00_0001, 0x0A00_0007], "the byte strobes apply before the pulse");
+        assert_eq!(tb.write_t(REG_ARP_QUERY, 0x1234_5678, 0, Timing { aw: 0, w: 0, b: 0 }), OKAY);
+        tb.run(3);
+        assert_eq!(tb.arp_gos.len(), 2, "a write with no strobe asks nothing");
+        tb.u.arp_mac.next = bits(0x5254_0012_3456);
+        tb.u.arp_valid.next = false;
+        assert_eq!(tb.read(REG_ARP_MAC_HI), (OKAY, 0x5254));
+        assert_eq!(tb.read(REG_ARP_MAC_LO), (OKAY, 0x0012_3456));
+        tb.u.arp_valid.next = true;
+        assert_eq!(tb.read(REG_ARP_MAC_HI), (OKAY, 0x5254 | ARP_VALID));
+        assert_eq!(tb.write(REG_ARP_MAC_HI, 0), OKAY);
+        assert_eq!(tb.read(REG_ARP_MAC_HI), (OKAY, 0x5254 | ARP_VALID), "read-only");
+        assert_eq!(tb.arp_gos.len(), 2);
+    }
 
     #[test]
     fn registers_read_as_the_host_map_in_every_handshake_order() {

@@ -4,7 +4,7 @@
 //!
 //! - Command side: each segment with a length (1..=4096) becomes one DMA read request (byte address and byte
 //!   length as given; the DMA port returns the 64-byte-aligned beats covering them, see
-//!   `testbench::host::dma_beats`). The request leaves through a register; its segment's plan (shift = address
+//!   `rnic_driver::host::dma_beats`). The request leaves through a register; its segment's plan (shift = address
 //!   mod 64, the bytes missing from the last output beat, and whether a flush beat ends it) goes into a
 //!   32-entry FIFO in request order, so up to 32 reads are outstanding while earlier segments still stream.
 //! - A segment of length 0 is accepted and dropped: no DMA read and no beat out (TX Packet Build is told the
@@ -403,7 +403,7 @@ pub(crate) mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::VecDeque;
-    use testbench::host::{dma_beats, DMA_BEAT_BYTES, DMA_MAX_BYTES};
+    use rnic_driver::host::{dma_beats, DMA_BEAT_BYTES, DMA_MAX_BYTES};
 
     /// Where the test memory sits in the host address space: index i of the memory is address HOST + i. Its
     /// 64 KiB straddle 2^60, so a command crossing there carries through every bit of the beat address.

@@ -1,5 +1,5 @@
 //! WQE Check: the requester's front end between WQE Prefetch and the Requester. One send WQE at a time:
-//! decode the 64-byte slot (`testbench::host::SendWqe` layout), read the QP's send context (state, path MTU,
+//! decode the 64-byte slot (`rnic_driver::host::SendWqe` layout), read the QP's send context (state, path MTU,
 //! destination QPN and path, PD) and send PSN, check the lkey, range and access of the local buffer in the
 //! Key Cache (translating its VA to a DMA address), hand a [`ReqDesc`] to the Requester, write the Requester's
 //! next PSN and AckReq counter back, and report the WQE to the completer as a [`ReqIssued`] record.
@@ -11,7 +11,7 @@
 //! error here, as rxe's requester does: the WQEs behind it complete with WR_FLUSH_ERR without being sent,
 //! until the next CMD_WRITE_QP_REQ (modify_qp to RTS); the WQEs before it complete as their responses say.
 //!
-//! Masked atomics: a mask slot (opcode byte `WR_MASK_SLOT`, `testbench::host::mask_slot`) goes before its WQE.
+//! Masked atomics: a mask slot (opcode byte `WR_MASK_SLOT`, `rnic_driver::host::mask_slot`) goes before its WQE.
 //! It is taken in two cycles without a record: its masks and ring index go into the QP's entry of the mask RAM
 //! (one entry per QP, so other QPs' slots may come between the two). The masked WQE (flag `ext`) takes the
 //! entry if it holds the slot just before its own (`idx - 1`), else it completes with LOC_QP_OP_ERR (a WQE
@@ -66,7 +66,7 @@ use crate::common::consts::k;
 use crate::common::fifo::{DistRam, SdpRam};
 use crate::transport::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
 use crate::transport::requester::{ReqDesc, ReqDone};
-use testbench::host::{
+use rnic_driver::host::{
     MAX_INLINE, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD,
     WR_MASK_SLOT, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_NOP_SLOT, WR_RDMA_READ,
     WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM,
@@ -1088,8 +1088,8 @@ impl Logic for ReqFront {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use testbench::host::{SendWqe, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM};
-    use testbench::host::{WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD};
+    use rnic_driver::host::{SendWqe, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM};
+    use rnic_driver::host::{WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD};
 
     struct Rig {
         u: ReqFront,
@@ -1360,7 +1360,7 @@ mod tests {
     /// data reaches the stream.
     #[test]
     fn inline_wqes_bring_their_data_slots_to_the_inline_stream() {
-        use testbench::host::nop_slot;
+        use rnic_driver::host::nop_slot;
         let mut r = Rig::new();
         for q in [1, 2] {
             r.ctx(q, ctx(QpState::Rts));
@@ -1426,7 +1426,7 @@ mod tests {
     /// with LOC_QP_OP_ERR and sends nothing.
     #[test]
     fn a_masked_atomic_takes_the_masks_of_the_slot_before_it() {
-        use testbench::host::mask_slot;
+        use rnic_driver::host::mask_slot;
         let mut r = Rig::new();
         r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
         r.mr(0x0402, 7, 0x7E00_0000_0000, 0x10000, 0x9_0000_0000, 0x0);

@@ -379,7 +379,7 @@ mod tests {
     use crate::host::gather::GatherPath;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
-    use testbench::host::{dma_beats, DMA_MAX_BYTES};
+    use rnic_driver::host::{dma_beats, DMA_MAX_BYTES};
 
     /// The host memory's write side: checks every write beat against the commands in order (beat address,
     /// `wr_last`, strobes only inside [addr, addr + len), each such byte strobed exactly once) and applies it.

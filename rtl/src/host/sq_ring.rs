@@ -36,7 +36,7 @@
 //! - WQE output: `wqe_valid`/`wqe_ready`, `wqe_qpn`, `wqe_idx` (the 16-bit ring index of this slot),
 //!   `wqe_data` (the raw 64-byte slot exactly as in host memory, byte k in bits 8k+7:8k). One slot per
 //!   transfer, per QP in ring order. Multi-slot WQEs (inline data, the masked-atomic mask slot:
-//!   `testbench::host::SendWqe::slots`) are passed through slot by slot: the consumer reassembles them. No
+//!   `rnic_driver::host::SendWqe::slots`) are passed through slot by slot: the consumer reassembles them. No
 //!   read crosses an aligned group of 8 slots, so a WQE the driver keeps inside one group (an inline WQE and
 //!   its data slots, `docs/host-interface.md`) comes out with its slots together, no other QP's between. The
 //!   consumer index goes back to the driver through CQEs (the completer), not through this block.
@@ -925,7 +925,7 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::{HashMap, VecDeque};
-    use testbench::host::{
+    use rnic_driver::host::{
         mask_slot, SendWqe, WQE_BYTES, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_RDMA_READ,
         WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM,
     };
@@ -1084,7 +1084,7 @@ mod tests {
         }
         v.push(w.encode());
         v.extend(extra);
-        assert_eq!(v.len(), w.slots(), "the WQE's slot count is testbench::host's");
+        assert_eq!(v.len(), w.slots(), "the WQE's slot count is rnic_driver::host's");
         v
     }
 

@@ -103,7 +103,7 @@ use crate::transport::key_cache::PipeAdd64;
 use crate::common::lut::Lut8;
 use crate::host::req_front::ReqIssued;
 use crate::wire::rx_parse::RxHeader;
-use testbench::host::{wc_opcode_code, wc_status_code, wr_opcode_of};
+use rnic_driver::host::{wc_opcode_code, wc_status_code, wr_opcode_of};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{AETH_TYPE_ACK, AETH_TYPE_MASK, AETH_TYPE_NAK, AETH_TYPE_RESERVED, AETH_TYPE_RNR_NAK};
 use testbench::wire::opcode::{
@@ -2006,7 +2006,7 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::{BTreeMap, VecDeque};
-    use testbench::host::{wc_opcode_code, wc_status_code, wr_opcode_code};
+    use rnic_driver::host::{wc_opcode_code, wc_status_code, wr_opcode_code};
     use testbench::model::harness::{ConnOpts, Pair};
     use testbench::model::*;
     use testbench::wire::frame::{parse_ethernet, Frame};
@@ -2469,7 +2469,7 @@ mod tests {
     /// nothing twice; a WQE that completes in error or flushed is counted; a CMD_WRITE_QP to RESET clears it.
     #[test]
     fn retired_reads_and_atomics_are_counted_once_each() {
-        use testbench::host::{WR_RDMA_READ, WR_SEND};
+        use rnic_driver::host::{WR_RDMA_READ, WR_SEND};
         let mut rig = Rig::new(13);
         let q = 0x24u32;
         // timeout 1: 2 units
@@ -2555,7 +2555,7 @@ mod tests {
     /// complete the head WQE with their own status.
     #[test]
     fn go_back_n_on_nak_timeout_and_rnr() {
-        use testbench::host::{WR_RDMA_WRITE, WR_SEND};
+        use rnic_driver::host::{WR_RDMA_WRITE, WR_SEND};
         let st = |w: WcStatus| wc_status_code(w) as u64;
         let mut rig = Rig::new(5);
         let q = 0x21u32;
@@ -2624,7 +2624,7 @@ mod tests {
     /// the first 5,280 cycles, with the responses still coming).
     #[test]
     fn stale_responses_push_the_retransmit_timer_back() {
-        use testbench::host::WR_RDMA_READ;
+        use rnic_driver::host::WR_RDMA_READ;
         let mut rig = Rig::new(11);
         let q = 0x23u32;
         // timeout 2: 4 units (5,280 cycles)
@@ -2655,7 +2655,7 @@ mod tests {
     /// its first PSN).
     #[test]
     fn an_ack_before_its_wqes_record_counts_for_the_window() {
-        use testbench::host::{WR_RDMA_READ, WR_RDMA_WRITE};
+        use rnic_driver::host::{WR_RDMA_READ, WR_RDMA_WRITE};
         let mut rig = Rig::new(23);
         let q = 0x31u32;
         rig.set_cq(q, 0x41);
@@ -2704,7 +2704,7 @@ mod tests {
     /// `comp_psn` with nothing pending stays a stale response.
     #[test]
     fn a_nak_before_its_wqes_record_goes_back_when_the_record_comes() {
-        use testbench::host::WR_RDMA_WRITE;
+        use rnic_driver::host::WR_RDMA_WRITE;
         let mut rig = Rig::new(29);
         let q = 0x32u32;
         // no retransmit timer: only the NAK can start the go-back-N
@@ -2733,7 +2733,7 @@ mod tests {
     /// before it; an atomic ACK for a WRITE is a bad response.
     #[test]
     fn an_atomic_ack_writes_the_original_value_and_completes_the_atomic() {
-        use testbench::host::{WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_WRITE, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_WRITE};
+        use rnic_driver::host::{WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_WRITE, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_WRITE};
         let atomic_ack = |qpn: u32, psn: u32, orig: u64| {
             let mut r = ack(qpn, psn, AETH_TYPE_ACK | 0x1F);
             r.h.opcode = bits(RC_ATOMIC_ACKNOWLEDGE as u64);
@@ -2778,7 +2778,7 @@ mod tests {
     /// reported some of them: found by `rnic campaign --role atomics`, QPs hung with lost ACKs).
     #[test]
     fn every_expired_timer_is_served() {
-        use testbench::host::WR_RDMA_WRITE;
+        use rnic_driver::host::WR_RDMA_WRITE;
         let mut rig = Rig::new(17);
         let qs: Vec<u32> = (0x40..0x50).collect();
         for &q in &qs {
@@ -2800,7 +2800,7 @@ mod tests {
     /// was dropped as "the head sent again").
     #[test]
     fn a_head_wqe_that_fails_when_sent_again_completes_with_its_error() {
-        use testbench::host::{WR_RDMA_WRITE, WR_SEND};
+        use rnic_driver::host::{WR_RDMA_WRITE, WR_SEND};
         let mut rig = Rig::new(5);
         let q = 0x21;
         rig.set_qp(q, 0x44, 1, 7, 7);
@@ -2820,7 +2820,7 @@ mod tests {
 
     #[test]
     fn stale_unmatched_errors_in_order_and_bad_responses() {
-        use testbench::host::{WC_RDMA_READ, WC_SEND, WR_RDMA_READ, WR_SEND};
+        use rnic_driver::host::{WC_RDMA_READ, WC_SEND, WR_RDMA_READ, WR_SEND};
         let mut rig = Rig::new(3);
         let q = 0x15;
         rig.set_cq(q, 0x42);
@@ -2915,7 +2915,7 @@ mod tests {
     /// PSN (implied NAK), a duplicate (stale), and another QP's response in between (the QP is reloaded).
     #[test]
     fn fast_path_edges_fall_back_to_the_rules() {
-        use testbench::host::WR_RDMA_READ;
+        use rnic_driver::host::WR_RDMA_READ;
         let mut rig = Rig::new(5);
         let (q, q2) = (0x31, 0x32);
         rig.set_cq(q, 0x9);
@@ -2987,7 +2987,7 @@ mod tests {
     /// of READ `window` and later took the fast path (before it, a record may be the first of its QP's empty
     /// list, which takes the general path).
     fn read_stream(mtu: u32, npk: u32, last: u32, qps: u32, nreads: usize, window: usize) -> (Vec<u64>, usize) {
-        use testbench::host::WR_RDMA_READ;
+        use rnic_driver::host::WR_RDMA_READ;
         let mut rig = Rig::new(11);
         for q in 0..qps {
             rig.set_cq(0x21 + q, 0x7);
@@ -3171,7 +3171,7 @@ mod tests {
     /// path takes more than 10 cycles per response).
     #[test]
     fn responses_after_a_gap_are_dropped_at_line_rate() {
-        use testbench::host::WR_RDMA_READ;
+        use rnic_driver::host::WR_RDMA_READ;
         let mut rig = Rig::new(31);
         let q = 0x27u32;
         rig.set_cq(q, 0x54);

@@ -34,7 +34,7 @@ use crate::common::consts::k;
 use crate::transport::key_cache::PipeAdd64;
 use crate::common::lut::Lut8;
 use crate::wire::tx_build::{TxHeader, EXT_BITS, MAX_EXT};
-use testbench::host::{
+use rnic_driver::host::{
     WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD,
     WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM,
 };
@@ -47,7 +47,7 @@ pub struct ReqDesc {
     /// Passed through to [`ReqDone`].
     pub qpn: Bits<24>,
     pub slot: Bits<16>,
-    /// `testbench::host::WR_*`.
+    /// `rnic_driver::host::WR_*`.
     pub wr_op: Bits<8>,
     pub solicited: Bit,
     /// Immediate data as the 4 wire bytes read big-endian.
@@ -687,7 +687,7 @@ mod tests {
     use crate::wire::tx_build::tx_header_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
-    use testbench::host::wr_opcode_code;
+    use rnic_driver::host::wr_opcode_code;
     use testbench::model::*;
     use testbench::wire::frame::{parse_ethernet, Frame};
 
@@ -957,7 +957,7 @@ mod tests {
     fn an_unimplemented_opcode_sends_nothing_and_completes_with_an_error() {
         let mut rng = SmallRng::seed_from_u64(2);
         let mut rig = Rig::new();
-        for op in [testbench::host::WR_SEND_WITH_INV, 77, 0xFF] {
+        for op in [rnic_driver::host::WR_SEND_WITH_INV, 77, 0xFF] {
             let d = ReqDesc { wr_op: bits(op as u64), len: bits(100), psn: bits(5), mtu_log2: bits(10), ..Default::default() };
             let (pkts, done) = rig.run(d, &mut rng);
             assert!(pkts.is_empty());

@@ -124,7 +124,7 @@ use crate::transport::qp_context::{QpContext, QpResp, QpStatic};
 use crate::common::ring_dist::RingDist;
 use crate::wire::rx_parse::RxHeader;
 use crate::wire::tx_build::{TxHeader, EXT_BITS};
-use testbench::host::{wc_opcode_code, wc_status_code};
+use rnic_driver::host::{wc_opcode_code, wc_status_code};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED, DEFAULT_PKEY};
 use testbench::wire::opcode::*;
@@ -2856,7 +2856,7 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::{HashMap, VecDeque};
-    use testbench::host::RecvWqe as HostRecvWqe;
+    use rnic_driver::host::RecvWqe as HostRecvWqe;
     use testbench::model::harness::{connect, ConnOpts};
     use testbench::model::*;
     use testbench::wire::frame::{parse_ethernet, Frame};

@@ -1,5 +1,6 @@
-//! ARP responder: answers ARP requests for our IPv4 address from the RX stream, as the golden host does
-//! (`testbench::wire::frame::ArpFrame::reply_from`, the rule of `sim::rxe::HostStack`).
+//! ARP responder and resolver: answers ARP requests for our IPv4 address from the RX stream, as the golden
+//! host does (`testbench::wire::frame::ArpFrame::reply_from`, the rule of `sim::rxe::HostStack`), and asks
+//! the wire for a neighbour's MAC when the host wants one.
 //!
 //! - Watches the RX AXI4-Stream (`s_axis`) and never back-pressures it (`tready` is always 1). Only a frame's
 //!   first beat is looked at; the rest of a multi-beat frame (padding, trailer) is skipped until `tlast`, and
@@ -27,6 +28,14 @@
 //! when the FIFO was empty. Bytes past `tkeep` are
 //! never trusted: a request needs 42 kept bytes, an ignored frame its ethertype (and tag) within `tkeep`.
 //!
+//! **Resolution** (`q_*`, from the register slave's `ARP_QUERY`): a `q_go` pulse takes `q_ip`, clears the
+//! answer and queues one broadcast ARP request (oper 1, sender our MAC and IP, target hardware address 0,
+//! target `q_ip`; the golden `ArpFrame` builder's bytes, padded to 60). Replies to our own requests go out
+//! first. The first whole, unflagged, untagged ARP request or reply whose sender IP is `q_ip` (a reply to
+//! us, or the neighbour asking for us) sets `q_mac` to its sender MAC and `q_valid`; later ones change
+//! nothing until the next query. Retries, timeouts and the neighbour cache are the driver's
+//! (`rnic_driver::Driver::resolve`). `requests` counts the requests sent.
+//!
 //! `my_mac` is the 48-bit number whose most significant byte is the first on the wire; `my_ip` likewise
 //! (`u32::from(Ipv4Addr)`), as RX Parse's `my_ip`.
 
@@ -38,8 +47,8 @@ use crate::common::fifo::Fifo;
 use rust_hdl::prelude::*;
 use std::net::Ipv4Addr;
 use testbench::wire::frame::{
-    ArpFrame, ArpPacket, Ethernet, MacAddr, ARP_LEN, ARP_OP_REQUEST, ETHERTYPE_ARP, ETH_HEADER_LEN, ETH_MIN_FRAME_LEN,
-    VLAN_TAG_LEN,
+    ArpFrame, ArpPacket, Ethernet, MacAddr, ARP_LEN, ARP_OP_REPLY, ARP_OP_REQUEST, ETHERTYPE_ARP, ETH_HEADER_LEN,
+    ETH_MIN_FRAME_LEN, VLAN_TAG_LEN,
 };
 
 /// Bytes of a whole untagged ARP request (Ethernet header + ARP packet).
@@ -64,8 +73,17 @@ pub struct ArpReplySrc {
     pub mac: Bits<48>,
 }
 
+/// What a request of ours is formed from: our addresses and the one asked for.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct ArpQuerySrc {
+    pub mac: Bits<48>,
+    pub ip: Bits<32>,
+    pub tpa: Bits<32>,
+}
+
 const REQ_BITS: usize = <ArpReq as Synth>::BITS;
 const SRC_BITS: usize = <ArpReplySrc as Synth>::BITS;
+const QSRC_BITS: usize = <ArpQuerySrc as Synth>::BITS;
 
 impl From<Bits<REQ_BITS>> for ArpReq {
     /// Unpack (the inverse of the derived packing; the byte map produces the packed form).
@@ -114,6 +132,8 @@ pub struct ArpLayout {
     pub parse: Vec<ByteSrc>,
     pub req_mask: [u8; 64],
     pub req_tmpl: [u8; 64],
+    /// the same bytes of a reply (oper 2)
+    pub rep_tmpl: [u8; 64],
     pub et_mask: [u8; 64],
     pub et_tmpl: [u8; 64],
     pub vet_mask: [u8; 64],
@@ -171,19 +191,22 @@ pub fn arp_layout() -> ArpLayout {
         }
     }
     let base = req(0, 0, 0, 0, 0, 0);
-    let (mut req_mask, mut req_tmpl) = ([0u8; 64], [0u8; 64]);
+    let rbase = golden_arp(ARP_OP_REPLY, 0, 0, 0, 0, 0, 0).build();
+    let (mut req_mask, mut req_tmpl, mut rep_tmpl) = ([0u8; 64], [0u8; 64], [0u8; 64]);
     for j in 0..ARP_FRAME_BYTES {
         if !variable[j] {
             req_mask[j] = 0xFF;
             req_tmpl[j] = base[j];
+            rep_tmpl[j] = rbase[j];
         }
     }
+    assert_eq!((0..64).filter(|&j| req_tmpl[j] != rep_tmpl[j]).count(), 1, "only the oper byte tells them apart");
     let (et_mask, et_tmpl) = eth_arp_template(false);
     let (vet_mask, vet_tmpl) = eth_arp_template(true);
     assert_eq!(et_mask.iter().filter(|&&m| m != 0).count(), 2, "the ethertype");
     assert_eq!(vet_mask.iter().filter(|&&m| m != 0).count(), 4, "TPID and the inner ethertype");
     assert!(ARP_FRAME_BYTES <= 8 * SLICES);
-    ArpLayout { parse, req_mask, req_tmpl, et_mask, et_tmpl, vet_mask, vet_tmpl }
+    ArpLayout { parse, req_mask, req_tmpl, rep_tmpl, et_mask, et_tmpl, vet_mask, vet_tmpl }
 }
 
 /// The byte map [`ArpReplySrc`] -> the 64-byte reply beat, probed from the golden `reply_from(..).build()`.
@@ -221,6 +244,39 @@ pub fn arp_reply_map() -> Vec<ByteSrc> {
     (0..64).map(|j| map[j].unwrap_or(ByteSrc::Const(if j < base.len() { base[j] } else { 0 }))).collect()
 }
 
+/// Our request for `tpa` from (`mac`, `ip`): the golden `ArpFrame::request` (broadcast, target hardware
+/// address 0), padded to 60 bytes.
+pub fn arp_query_frame(mac: u64, ip: u32, tpa: u32) -> Vec<u8> {
+    let r = ArpFrame::request(mac_of(mac), Ipv4Addr::from(ip), Ipv4Addr::from(tpa)).build();
+    assert_eq!(r.len(), ETH_MIN_FRAME_LEN);
+    r
+}
+
+/// The byte map [`ArpQuerySrc`] -> the 64-byte request beat, probed from [`arp_query_frame`].
+pub fn arp_query_map() -> Vec<ByteSrc> {
+    let s = ArpQuerySrc::default();
+    let fields = [(s.get_my_offset_mac(), 6), (s.get_my_offset_ip(), 4), (s.get_my_offset_tpa(), 4)];
+    let build = |x: &[u64; 3]| arp_query_frame(x[0], x[1] as u32, x[2] as u32);
+    let base = build(&[0; 3]);
+    let mut map: Vec<Option<ByteSrc>> = vec![None; 64];
+    for (fi, (off, n)) in fields.iter().enumerate() {
+        for kb in 0..*n {
+            for v in [0xFFu64, 0x5A] {
+                let mut x = [0u64; 3];
+                x[fi] = v << (8 * kb);
+                let r = build(&x);
+                for j in (0..r.len()).filter(|&j| r[j] != base[j]) {
+                    assert_eq!((base[j], r[j] as u64), (0, v), "request byte {j} is a copy of an input byte");
+                    let src = ByteSrc::In(off + 8 * kb);
+                    assert!(map[j].is_none() || map[j] == Some(src));
+                    map[j] = Some(src);
+                }
+            }
+        }
+    }
+    (0..64).map(|j| map[j].unwrap_or(ByteSrc::Const(if j < base.len() { base[j] } else { 0 }))).collect()
+}
+
 fn slice_consts(bytes: &[u8; 64]) -> [Constant<Bits<64>>; SLICES] {
     std::array::from_fn(|i| k(u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap())))
 }
@@ -235,11 +291,17 @@ pub struct ArpResponder {
     pub s_err: Signal<In, Bit>,
     pub my_mac: Signal<In, Bits<48>>,
     pub my_ip: Signal<In, Bits<32>>,
-    /// ARP replies, one beat each.
+    /// ARP replies and our requests, one beat each.
     pub m_axis: AxisSource,
     pub answered: Signal<Out, Bits<32>>,
     pub ignored: Signal<Out, Bits<32>>,
     pub dropped: Signal<Out, Bits<32>>,
+    /// resolution: the address to ask for, taken at a `q_go` pulse; the answer
+    pub q_ip: Signal<In, Bits<32>>,
+    pub q_go: Signal<In, Bit>,
+    pub q_mac: Signal<Out, Bits<48>>,
+    pub q_valid: Signal<Out, Bit>,
+    pub requests: Signal<Out, Bits<32>>,
 
     in_frame: DFF<Bit>,
     parse: ByteMap<512, REQ_BITS>,
@@ -250,6 +312,7 @@ pub struct ArpResponder {
     a1_v: DFF<Bit>,
     a1_req: DFF<ArpReq>,
     a1_mreq: [DFF<Bit>; SLICES],
+    a1_mrep: [DFF<Bit>; SLICES],
     a1_marp: [DFF<Bit>; SLICES],
     a1_mvarp: [DFF<Bit>; SLICES],
     a1_keep: DFF<Bit>,
@@ -257,6 +320,17 @@ pub struct ArpResponder {
     a1_k_veth: DFF<Bit>,
     // S2
     is_req: Signal<Local, Bit>,
+    is_rep: Signal<Local, Bit>,
+    heard: Signal<Local, Bit>,
+    // resolution
+    q_addr: DFF<Bits<32>>,
+    q_armed: DFF<Bit>,
+    q_mac_r: DFF<Bits<48>>,
+    q_val: DFF<Bit>,
+    q_send: DFF<Bit>,
+    cnt_requests: EventCounter,
+    qsrc: Signal<Local, ArpQuerySrc>,
+    qform: ByteMap<QSRC_BITS, 512>,
     is_arp: Signal<Local, Bit>,
     answer: Signal<Local, Bit>,
     pend: Fifo<ArpReq, 2, 3>,
@@ -269,6 +343,7 @@ pub struct ArpResponder {
     // constants from the golden model
     k_rmask: [Constant<Bits<64>>; SLICES],
     k_rtmpl: [Constant<Bits<64>>; SLICES],
+    k_ptmpl: [Constant<Bits<64>>; SLICES],
     k_emask: [Constant<Bits<64>>; SLICES],
     k_etmpl: [Constant<Bits<64>>; SLICES],
     k_vmask: [Constant<Bits<64>>; SLICES],
@@ -294,6 +369,11 @@ impl Default for ArpResponder {
             answered: Default::default(),
             ignored: Default::default(),
             dropped: Default::default(),
+            q_ip: Default::default(),
+            q_go: Default::default(),
+            q_mac: Default::default(),
+            q_valid: Default::default(),
+            requests: Default::default(),
             in_frame: Default::default(),
             parse: ByteMap::new(l.parse.clone()),
             first: Default::default(),
@@ -301,12 +381,23 @@ impl Default for ArpResponder {
             a1_v: Default::default(),
             a1_req: Default::default(),
             a1_mreq: Default::default(),
+            a1_mrep: Default::default(),
             a1_marp: Default::default(),
             a1_mvarp: Default::default(),
             a1_keep: Default::default(),
             a1_k_eth: Default::default(),
             a1_k_veth: Default::default(),
             is_req: Default::default(),
+            is_rep: Default::default(),
+            heard: Default::default(),
+            q_addr: Default::default(),
+            q_armed: Default::default(),
+            q_mac_r: Default::default(),
+            q_val: Default::default(),
+            q_send: Default::default(),
+            cnt_requests: Default::default(),
+            qsrc: Default::default(),
+            qform: ByteMap::new(arp_query_map()),
             is_arp: Default::default(),
             answer: Default::default(),
             pend: Default::default(),
@@ -317,6 +408,7 @@ impl Default for ArpResponder {
             form: ByteMap::new(arp_reply_map()),
             k_rmask: slice_consts(&l.req_mask),
             k_rtmpl: slice_consts(&l.req_tmpl),
+            k_ptmpl: slice_consts(&l.rep_tmpl),
             k_emask: slice_consts(&l.et_mask),
             k_etmpl: slice_consts(&l.et_tmpl),
             k_vmask: slice_consts(&l.vet_mask),
@@ -333,11 +425,13 @@ impl Default for ArpResponder {
 impl Logic for ArpResponder {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, in_frame, hold, a1_v, a1_req, a1_keep, a1_k_eth, a1_k_veth);
-        clock!(self, clock, pend, cnt_answered, cnt_ignored, cnt_dropped);
+        dff_setup!(self, clock, in_frame, hold, a1_v, a1_req, a1_keep, a1_k_eth, a1_k_veth, q_addr, q_armed, q_mac_r, q_val, q_send);
+        clock!(self, clock, pend, cnt_answered, cnt_ignored, cnt_dropped, cnt_requests);
         self.first.next = self.s_axis.tvalid.val() & !self.in_frame.q.val();
         for i in 0..6 {
             self.a1_mreq[i].clock.next = self.clock.val();
+            self.a1_mrep[i].clock.next = self.clock.val();
+            self.a1_mrep[i].d.next = self.a1_mrep[i].q.val();
             self.a1_marp[i].clock.next = self.clock.val();
             self.a1_mvarp[i].clock.next = self.clock.val();
             self.a1_mreq[i].d.next = self.a1_mreq[i].q.val();
@@ -346,6 +440,8 @@ impl Logic for ArpResponder {
             if self.first.val() {
                 self.a1_mreq[i].d.next =
                     (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_rmask[i].val()) == self.k_rtmpl[i].val();
+                self.a1_mrep[i].d.next =
+                    (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_rmask[i].val()) == self.k_ptmpl[i].val();
                 self.a1_marp[i].d.next =
                     (self.s_axis.tdata.val().get_bits::<64>(64 * i) & self.k_emask[i].val()) == self.k_etmpl[i].val();
                 self.a1_mvarp[i].d.next =
@@ -383,6 +479,13 @@ impl Logic for ArpResponder {
             & self.a1_mreq[3].q.val()
             & self.a1_mreq[4].q.val()
             & self.a1_mreq[5].q.val();
+        self.is_rep.next = self.a1_keep.q.val()
+            & self.a1_mrep[0].q.val()
+            & self.a1_mrep[1].q.val()
+            & self.a1_mrep[2].q.val()
+            & self.a1_mrep[3].q.val()
+            & self.a1_mrep[4].q.val()
+            & self.a1_mrep[5].q.val();
         self.is_arp.next = (self.a1_k_eth.q.val()
             & self.a1_marp[0].q.val()
             & self.a1_marp[1].q.val()
@@ -404,19 +507,52 @@ impl Logic for ArpResponder {
         self.cnt_dropped.inc.next = self.answer.val() & self.pend.full.val();
         self.cnt_ignored.inc.next = self.a1_v.q.val() & self.is_arp.val() & !self.answer.val();
 
-        // ---- output: the reply formed from the head of the queue and our MAC ----
+        // ---- resolution: a query, and the first ARP frame from the address asked for ----
+        self.heard.next = self.a1_v.q.val()
+            & (self.is_req.val() | self.is_rep.val())
+            & self.q_armed.q.val()
+            & (self.a1_req.q.val().spa == self.q_addr.q.val());
+        if self.heard.val() {
+            self.q_mac_r.d.next = self.a1_req.q.val().sha;
+            self.q_val.d.next = true;
+            self.q_armed.d.next = false;
+        }
+        if self.q_go.val() {
+            self.q_addr.d.next = self.q_ip.val();
+            self.q_armed.d.next = true;
+            self.q_val.d.next = false;
+            self.q_send.d.next = true;
+        }
+        self.q_mac.next = self.q_mac_r.q.val();
+        self.q_valid.next = self.q_val.q.val();
+
+        // ---- output: the reply formed from the head of the queue and our MAC, else our request ----
         self.rsrc.next = self.k_src0.val();
         self.rsrc.next.req = self.pend.dout.val();
         self.rsrc.next.mac = self.my_mac.val();
         self.form.x.next = self.rsrc.val().into();
-        self.m_axis.tdata.next = self.form.y.val();
+        self.qsrc.next.mac = self.my_mac.val();
+        self.qsrc.next.ip = self.my_ip.val();
+        self.qsrc.next.tpa = self.q_addr.q.val();
+        self.qform.x.next = self.qsrc.val().into();
         self.m_axis.tkeep.next = self.k_keep_reply.val();
         self.m_axis.tlast.next = true;
-        self.m_axis.tvalid.next = !self.pend.empty.val();
+        self.m_axis.tvalid.next = !self.pend.empty.val() | self.q_send.q.val();
         self.pend.pop.next = self.m_axis.tready.val() & !self.pend.empty.val();
+        self.cnt_requests.inc.next = false;
+        if self.pend.empty.val() {
+            self.m_axis.tdata.next = self.qform.y.val();
+            if self.m_axis.tready.val() & self.q_send.q.val() & !self.q_go.val() {
+                self.q_send.d.next = false;
+                self.cnt_requests.inc.next = true;
+            }
+        } else {
+            self.m_axis.tdata.next = self.form.y.val();
+        }
         self.answered.next = self.cnt_answered.value.val();
         self.ignored.next = self.cnt_ignored.value.val();
         self.dropped.next = self.cnt_dropped.value.val();
+        self.requests.next = self.cnt_requests.value.val();
     }
 }
 
@@ -785,5 +921,83 @@ mod tests {
             b.n[0], b.n[1], b.n[2], b.n[3]
         );
         assert!(b.n.iter().all(|&x| x > 200) && multi_beat_answers > 100 && b2b_firsts > 1000 && flagged_requests > 100);
+    }
+
+    /// Resolution: a query sends the golden request (after a reply already queued, and held while the port
+    /// stalls); the first whole, unflagged ARP frame from the address asked for gives its MAC, nothing else
+    /// does, and a new query forgets the answer.
+    #[test]
+    fn resolves_a_neighbour_from_the_golden_frames() {
+        let peer_ip = Ipv4Addr::new(10, 0, 0, 1);
+        let peer_mac = 0x5254_0012_3456u64;
+        let mut u = ArpResponder::default();
+        u.connect_all();
+        u.my_mac.next = bits(MY_MAC);
+        u.my_ip.next = bits(MY_IP as u64);
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut cyc = |u: &mut ArpResponder, frame: Option<(&[u8], bool)>, go: Option<Ipv4Addr>, ready: bool, out: &mut Vec<Vec<u8>>| {
+            u.s_axis.tvalid.next = frame.is_some();
+            if let Some((f, err)) = frame {
+                let mut d = Bits::<512>::default();
+                for (j, &x) in f.iter().enumerate() {
+                    d.set_bits::<8>(8 * j, bits::<8>(x as u64));
+                }
+                u.s_axis.tdata.next = d;
+                u.s_axis.tkeep.next = keep_bits((1u64 << f.len()) - 1);
+                u.s_axis.tlast.next = true;
+                u.s_err.next = err;
+            }
+            u.q_go.next = go.is_some();
+            u.q_ip.next = bits(go.map_or(0, |ip| u32::from(ip) as u64));
+            u.m_axis.tready.next = ready;
+            u.clock.next = false.into();
+            assert!(simulate(u, 100));
+            if u.m_axis.tvalid.val() && ready {
+                let d = u.m_axis.tdata.val();
+                out.push((0..ETH_MIN_FRAME_LEN).map(|j| d.get_bits::<8>(8 * j).to_u64() as u8).collect());
+            }
+            u.clock.next = true.into();
+            assert!(simulate(u, 100));
+        };
+        let idle = |u: &mut ArpResponder, n: usize, ready: bool, out: &mut Vec<Vec<u8>>, cyc: &mut dyn FnMut(&mut ArpResponder, Option<(&[u8], bool)>, Option<Ipv4Addr>, bool, &mut Vec<Vec<u8>>)| {
+            for _ in 0..n {
+                cyc(u, None, None, ready, out);
+            }
+        };
+        // a request for us arrives, then the query is written while the port stalls
+        let asks_us = ArpFrame::request(mac_of(0x0200_0000_0099), Ipv4Addr::new(10, 0, 0, 9), Ipv4Addr::from(MY_IP));
+        cyc(&mut u, Some((&asks_us.build(), false)), None, false, &mut out);
+        cyc(&mut u, None, Some(peer_ip), false, &mut out);
+        idle(&mut u, 5, false, &mut out, &mut cyc);
+        assert!(out.is_empty() && u.m_axis.tvalid.val(), "held while the port stalls");
+        idle(&mut u, 3, true, &mut out, &mut cyc);
+        let ours = ArpFrame::request(mac_of(MY_MAC), Ipv4Addr::from(MY_IP), peer_ip).build();
+        assert_eq!(out, vec![asks_us.reply_from(mac_of(MY_MAC)).build(), ours.clone()], "the reply first, then our request, byte for byte");
+        assert_eq!(ours[..6], [0xFF; 6], "broadcast");
+        assert_eq!(u.requests.val().to_u64(), 1);
+        assert!(!u.q_valid.val());
+        // replies that do not count: from another address, the right one flagged by the MAC
+        let req = ArpFrame::request(mac_of(MY_MAC), Ipv4Addr::from(MY_IP), peer_ip);
+        let other = ArpFrame::request(mac_of(MY_MAC), Ipv4Addr::from(MY_IP), Ipv4Addr::new(10, 0, 0, 3)).reply_from(mac_of(0x0200_0000_0003));
+        cyc(&mut u, Some((&other.build(), false)), None, true, &mut out);
+        cyc(&mut u, Some((&req.reply_from(mac_of(peer_mac)).build(), true)), None, true, &mut out);
+        idle(&mut u, 3, true, &mut out, &mut cyc);
+        assert!(!u.q_valid.val(), "no answer from another address or a flagged frame");
+        // the reply: its MAC; a later one from the same address changes nothing
+        cyc(&mut u, Some((&req.reply_from(mac_of(peer_mac)).build(), false)), None, true, &mut out);
+        idle(&mut u, 3, true, &mut out, &mut cyc);
+        assert!(u.q_valid.val() && u.q_mac.val().to_u64() == peer_mac);
+        cyc(&mut u, Some((&req.reply_from(mac_of(0x0200_0000_00EE)).build(), false)), None, true, &mut out);
+        idle(&mut u, 3, true, &mut out, &mut cyc);
+        assert_eq!(u.q_mac.val().to_u64(), peer_mac);
+        // a new query forgets it; the neighbour asking for us answers it too
+        cyc(&mut u, None, Some(peer_ip), true, &mut out);
+        idle(&mut u, 2, true, &mut out, &mut cyc);
+        assert!(!u.q_valid.val() && u.requests.val().to_u64() == 2 && out.last() == Some(&ours));
+        let from_peer = ArpFrame::request(mac_of(0x0200_0000_0042), peer_ip, Ipv4Addr::from(MY_IP));
+        cyc(&mut u, Some((&from_peer.build(), false)), None, true, &mut out);
+        idle(&mut u, 4, true, &mut out, &mut cyc);
+        assert!(u.q_valid.val() && u.q_mac.val().to_u64() == 0x0200_0000_0042);
+        assert_eq!(out.last(), Some(&from_peer.reply_from(mac_of(MY_MAC)).build()), "and is answered");
     }
 }

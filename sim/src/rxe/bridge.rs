@@ -34,6 +34,11 @@ pub trait Endpoint {
     fn answers_icmp(&self) -> bool {
         false
     }
+    /// The endpoint speaks ARP itself (the RTL's responder and resolver): a host in front of it hands ARP
+    /// frames on instead of answering them.
+    fn answers_arp(&self) -> bool {
+        false
+    }
 }
 
 impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
@@ -45,6 +50,9 @@ impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
     }
     fn answers_icmp(&self) -> bool {
         (**self).answers_icmp()
+    }
+    fn answers_arp(&self) -> bool {
+        (**self).answers_arp()
     }
 }
 

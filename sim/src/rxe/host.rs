@@ -47,6 +47,8 @@ pub struct HostStats {
     pub icmp_echo_replies_sent: u64,
     /// ICMP frames to our IP handed to the inner endpoint (which answers echo itself).
     pub icmp_to_inner: u64,
+    /// ARP frames handed to the inner endpoint (which answers and resolves itself).
+    pub arp_to_inner: u64,
     /// RoCEv2 frames handed to the inner endpoint.
     pub roce_to_inner: u64,
     /// Frames the inner endpoint sent.
@@ -150,12 +152,17 @@ impl<R: Endpoint> HostStack<R> {
         if a.spa != Ipv4Addr::UNSPECIFIED {
             self.stats.neighbors.insert(a.spa, a.sha);
         }
-        if a.tpa != self.cfg.ip {
+        let mut out = Vec::new();
+        if self.inner.answers_arp() {
+            // the RNIC answers requests for us and learns from replies to its own requests (the RTL's ARP)
+            self.stats.arp_to_inner += 1;
+            let i = self.inner.on_frame(raw, now_ns);
+            out.extend(self.out_of_inner(i));
+        } else if a.tpa != self.cfg.ip {
             self.stats.ignored += 1;
             return Vec::new();
         }
-        let mut out = Vec::new();
-        if a.oper == ARP_OP_REQUEST {
+        if a.oper == ARP_OP_REQUEST && a.tpa == self.cfg.ip && !self.inner.answers_arp() {
             out.push(f.reply_from(self.cfg.mac).build());
             self.stats.arp_replies_sent += 1;
         }

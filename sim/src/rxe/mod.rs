@@ -42,7 +42,9 @@ mod host;
 mod mgmt;
 mod vm;
 
+pub mod card_ep;
 pub mod model_ep;
+pub mod oob;
 pub mod rtl_ep;
 pub mod verbs;
 pub mod perftest;

@@ -49,9 +49,10 @@ use testbench::model::{
 };
 use testbench::wire::frame::MacAddr;
 
+use super::oob::{Listening, Oob, OobConn};
 use super::verbs::{open_endpoint_with, Dev, EndpointKind};
 use super::{
-    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage, GID_SCRIPT,
+    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT,
 };
 
 /// The perftest version string we announce (the VM's build: Debian perftest 4.5+0.17 = "6.06").
@@ -285,8 +286,8 @@ impl PerftestOpts {
     /// bounded by the Completer's 16 records per QP.
     pub fn our_qp_timeout(&self) -> u8 {
         match self.endpoint {
-            EndpointKind::Model => QP_TIMEOUT,
-            EndpointKind::Rtl | EndpointKind::BoardSim => {
+            EndpointKind::Model | EndpointKind::Card => QP_TIMEOUT,
+            EndpointKind::Rtl | EndpointKind::BoardSim | EndpointKind::Board => {
                 let n = TX_DEPTH.min(rtl::transport::completer::COMP_RING).min(self.iters.max(1)) as u64;
                 super::rtl_ep::rtl_qp_timeout(n * super::rtl_ep::wire_bytes(self.eff_size() as u64, self.mtu), super::rtl_ep::INBOUND_GBPS)
             }
@@ -324,12 +325,18 @@ impl PerftestOpts {
 
     /// The command line run in the VM.
     pub fn vm_command(&self) -> String {
+        self.vm_command_to("10.0.0.2", self.port)
+    }
+
+    /// The peer's command line, its exchange with us at `ours:port` (our address when the peer's tool is the
+    /// client; the port it listens on otherwise). Also what a user runs on a remote rxe host against the card.
+    pub fn vm_command_to(&self, ours: &str, port: u16) -> String {
         let mut c = format!(
             "{} -d rxe0 -x $RNIC_GID -F -n {} -m {} -p {}",
             self.tool.binary(),
             self.iters,
             self.mtu,
-            self.port
+            port
         );
         match self.tool {
             Tool::AtomicBw(AtomicOp::FetchAdd) => c.push_str(" -A FETCH_AND_ADD"),
@@ -344,7 +351,7 @@ impl PerftestOpts {
         }
         if self.role == Role::Server {
             // the VM tool is the client
-            c.push_str(" 10.0.0.2");
+            c.push_str(&format!(" {ours}"));
         }
         c
     }
@@ -386,6 +393,8 @@ pub struct OurResult {
     pub path_mtu: u32,
     pub our_qpn: u32,
     pub remote_qpn: u32,
+    /// The peer's MAC our QP sends to (the RNIC's ARP answer, or the lab's known VM).
+    pub peer_mac: Option<MacAddr>,
     /// Messages we sent or received (bw: the data messages; lat: our sends/writes/reads).
     pub messages: u64,
     pub bytes: u64,
@@ -664,13 +673,13 @@ fn be_f64(x: f64) -> [u8; 8] {
 }
 
 /// The OOB connection with perftest's write-first (client) / read-first (server) order.
-struct Oob {
-    conn: TcpConn,
+struct Exch {
+    conn: Box<dyn OobConn>,
     role: Role,
     deadline: Instant,
 }
 
-impl Oob {
+impl Exch {
     fn left(&self) -> Duration {
         self.deadline
             .saturating_duration_since(Instant::now())
@@ -713,8 +722,10 @@ struct Peer<'a> {
     opts: &'a PerftestOpts,
     size: usize,
     local: Local,
-    oob: Oob,
+    oob: Exch,
     my: Dest,
+    /// The peer's address when it is known beforehand (the lab's VM): its GID must say so.
+    peer_ip: Option<Ipv4Addr>,
     rem: Dest,
     res: OurResult,
     /// When the run last printed its progress (every [`PROGRESS_EVERY`] on stderr).
@@ -732,7 +743,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         Some(i) => i.clone(),
         None => super::build_vm()?,
     };
-    let mtu_e = mtu_enum(opts.mtu)?;
+    mtu_enum(opts.mtu)?;
     if opts.iters == 0 {
         bail!("iters must be at least 1");
     }
@@ -752,18 +763,13 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         .unwrap_or_else(|| super::run_dir(&format!("perftest-{tool_s}-{role_s}")));
     std::fs::create_dir_all(&run_dir)?;
     let netmtu = netdev_mtu(opts.mtu);
-    let vm_cmd = opts.vm_command();
     let budget = opts.budget()?;
     let tool_timeout = budget.as_secs().max(10);
-
     let mut vm_cfg = VmConfig::new("vm", img, super::temp_socket_path("perftest"), &run_dir);
     vm_cfg.mtu = netmtu;
     vm_cfg.timeout = budget + Duration::from_secs(30);
-    vm_cfg.script = Some(format!(
-        "PT_CMD='{vm_cmd}'\nPT_TIMEOUT={tool_timeout}\n{GID_SCRIPT}\n{VM_SCRIPT}"
-    ));
 
-    // Our side: host stack + the model at 10.0.0.2.
+    // Our side: host stack + the endpoint at 10.0.0.2.
     let host_cfg = HostConfig {
         mtu: netmtu as usize,
         ..HostConfig::default()
@@ -781,14 +787,25 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         super::rtl_ep::INBOUND_GBPS,
         opts.endpoint.is_rtl().then(|| run_dir.clone()),
     )?;
-    let size = opts.eff_size();
-    let local = setup_local(&dev, size, opts.iters)?;
-    let host = HostStack::new(host_cfg).with_roce(ep);
-    let mgmt = host.mgmt();
-    let listener = match opts.role {
-        Role::Server => Some(mgmt.listen(opts.port)?),
-        Role::Client => None,
+    let host = HostStack::new(host_cfg.clone()).with_roce(ep);
+    // The exchange: on the link (the lab's TCP stack), or over the VM's second NIC as over a real host's
+    // ordinary network (the card's code path)
+    let (oob, vm_cmd) = if opts.endpoint.oob_over_net() {
+        let fwd = super::oob::free_port()?;
+        vm_cfg.mgmt_net = Some((fwd, opts.port));
+        let oob = Oob::Net {
+            connect: std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, fwd)),
+            listen: std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        };
+        (oob, None)
+    } else {
+        (Oob::Lab { mgmt: host.mgmt(), peer: VM_IP }, Some(opts.vm_command()))
     };
+    let side = OurSide::prepare(opts, &dev, &oob)?;
+    let vm_cmd = vm_cmd.unwrap_or_else(|| opts.vm_command_to(&super::vm::MGMT_HOST_IP.to_string(), side.listen_port().unwrap_or(opts.port)));
+    vm_cfg.script = Some(format!(
+        "PT_CMD='{vm_cmd}'\nPT_TIMEOUT={tool_timeout}\n{GID_SCRIPT}\n{VM_SCRIPT}"
+    ));
     let bcfg = BridgeConfig {
         pcap: opts.pcap.clone(),
         drop_from_vm: opts.drop,
@@ -799,66 +816,8 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
     let session = Session::start_paced(&vm_cfg, bcfg, host, dev.inbound_backlog())?;
     // The VM boots in about 4 s (TCG); the tool's own timeout starts after that.
     let deadline = Instant::now() + budget + Duration::from_secs(20);
-
-    let mut res = OurResult {
-        our_qpn: local.qpn,
-        ..Default::default()
-    };
-    let conn = match listener {
-        Some(l) => l.accept(deadline.saturating_duration_since(Instant::now())),
-        None => mgmt.connect(
-            VM_IP,
-            opts.port,
-            deadline.saturating_duration_since(Instant::now()),
-        ),
-    };
-    match conn {
-        Ok(conn) => {
-            let oob = Oob {
-                conn,
-                role: opts.role,
-                deadline,
-            };
-            let my_psn = (opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 & 0xFF_FFFF;
-            let my = Dest {
-                lid: 0,
-                out_reads: if opts.tool.uses_rd_atomic() {
-                    u32::from(OUR_OUT_READS)
-                } else {
-                    1
-                },
-                qpn: local.qpn,
-                psn: my_psn,
-                rkey: local.lkey,
-                vaddr: local.target,
-                gid: v4_gid(host_cfg.ip),
-                srqn: 0,
-            };
-            let mut peer = Peer {
-                opts,
-                size,
-                local,
-                oob,
-                my,
-                rem: my,
-                res,
-                shown: Instant::now(),
-                started: Instant::now(),
-            };
-            match peer.run(mtu_e) {
-                Ok(()) => peer.res.completed = true,
-                Err(e) => {
-                    peer.res.error = Some(format!("{e:#}"));
-                    peer.oob.conn.abort();
-                }
-            }
-            res = peer.res;
-            drop(peer.oob);
-        }
-        Err(e) => {
-            res.error = Some(format!("{e:#}"));
-        }
-    }
+    let size = opts.eff_size();
+    let mut res = side.run(opts, &oob, host_cfg.ip, Some(VM_IP), deadline);
     res.model_counters = dev.model_counters().unwrap_or_default();
     res.endpoint = dev.describe();
     res.endpoint_counters = dev.counters();
@@ -922,6 +881,87 @@ fn between(log: &str, a: &str, b: &str) -> Option<String> {
     let i = log.find(a)? + a.len();
     let j = log[i..].find(b)? + i;
     Some(log[i..j].trim_start_matches('\n').to_string())
+}
+
+/// Our side of one run before the peer's tool starts: the QP set up and, when we are the server, the
+/// exchange listening. The same for the lab's VM and for a remote rxe host against the card.
+pub struct OurSide {
+    local: Local,
+    listening: Option<Listening>,
+}
+
+impl OurSide {
+    pub fn prepare(opts: &PerftestOpts, dev: &Dev, oob: &Oob) -> Result<Self> {
+        mtu_enum(opts.mtu)?;
+        let local = setup_local(dev, opts.eff_size(), opts.iters)?;
+        let listening = match opts.role {
+            Role::Server => Some(oob.listen(opts.port)?),
+            Role::Client => None,
+        };
+        Ok(OurSide { local, listening })
+    }
+
+    /// The port our exchange listens on, when we are the server over the host's network.
+    pub fn listen_port(&self) -> Option<u16> {
+        self.listening.as_ref().and_then(|l| l.port())
+    }
+
+    /// Exchange with the peer's tool, connect the QP and run the tool's protocol until `deadline`. Our
+    /// address `our_ip` goes in our GID; `peer_ip`, when known, must be the peer's GID.
+    pub fn run(self, opts: &PerftestOpts, oob: &Oob, our_ip: Ipv4Addr, peer_ip: Option<Ipv4Addr>, deadline: Instant) -> OurResult {
+        let OurSide { local, listening } = self;
+        let mut res = OurResult { our_qpn: local.qpn, ..Default::default() };
+        let mtu_e = match mtu_enum(opts.mtu) {
+            Ok(m) => m,
+            Err(e) => {
+                res.error = Some(format!("{e:#}"));
+                return res;
+            }
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let conn = match listening {
+            Some(l) => l.accept(left),
+            None => oob.connect(opts.port, left),
+        };
+        let conn = match conn {
+            Ok(c) => c,
+            Err(e) => {
+                res.error = Some(format!("{e:#}"));
+                return res;
+            }
+        };
+        let my_psn = (opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 & 0xFF_FFFF;
+        let my = Dest {
+            lid: 0,
+            out_reads: if opts.tool.uses_rd_atomic() { u32::from(OUR_OUT_READS) } else { 1 },
+            qpn: local.qpn,
+            psn: my_psn,
+            rkey: local.lkey,
+            vaddr: local.target,
+            gid: v4_gid(our_ip),
+            srqn: 0,
+        };
+        let mut peer = Peer {
+            opts,
+            size: opts.eff_size(),
+            local,
+            oob: Exch { conn, role: opts.role, deadline },
+            my,
+            peer_ip,
+            rem: my,
+            res,
+            shown: Instant::now(),
+            started: Instant::now(),
+        };
+        match peer.run(mtu_e) {
+            Ok(()) => peer.res.completed = true,
+            Err(e) => {
+                peer.res.error = Some(format!("{e:#}"));
+                peer.oob.conn.abort();
+            }
+        }
+        peer.res
+    }
 }
 
 fn setup_local(dev: &Dev, size: usize, iters: usize) -> Result<Local> {
@@ -1065,9 +1105,17 @@ impl Peer<'_> {
         } else {
             IpAddr::V6(std::net::Ipv6Addr::from(gid))
         };
-        if dip != IpAddr::V4(VM_IP) {
-            bail!("the peer's GID {dip} is not the VM's address {VM_IP}");
+        let IpAddr::V4(dip4) = dip else {
+            bail!("the peer's GID {dip} is IPv6: the RTL speaks RoCEv2 over IPv4");
+        };
+        if let Some(want) = self.peer_ip {
+            if dip4 != want {
+                bail!("the peer's GID {dip} is not its address {want}");
+            }
         }
+        // the peer's MAC: asked on the wire by the RNIC itself (ARP), or the lab's known VM
+        let dmac = self.local.dev.resolve(dip4).context("resolving the peer's MAC")?.unwrap_or(VM_MAC);
+        self.res.peer_mac = Some(dmac);
         let rd = self.opts.tool.uses_rd_atomic();
         let max_rd = (rem.out_reads.clamp(1, u32::from(OUR_OUT_READS))) as u8;
         let d = &self.local.dev;
@@ -1080,7 +1128,7 @@ impl Peer<'_> {
                 rq_psn: Some(rem.psn),
                 max_dest_rd_atomic: Some(if rd { OUR_OUT_READS } else { 1 }),
                 min_rnr_timer: Some(MIN_RNR_TIMER),
-                av: Some(AddressVector::new(VM_MAC, dip)),
+                av: Some(AddressVector::new(dmac, dip)),
                 ..Default::default()
             },
         )
@@ -1469,9 +1517,96 @@ pub fn count_retransmissions(path: &std::path::Path) -> Result<Retransmissions> 
     Ok(out)
 }
 
+/// PSNs that the sender at `from` skipped on the link: per destination QP, requests and read responses
+/// (not ACKs, whose PSNs coalesce) must follow each other, a READ request advancing the PSN by its response
+/// packets at path MTU `mtu`. A clean run has none; the bridge's own drops and frames qemu lost before
+/// they reached the bridge (it discards what it still holds for the link when the VM is paused) show as
+/// gaps. Retransmissions (PSNs at or behind the highest seen) are not gaps.
+pub fn count_gaps(path: &std::path::Path, from: std::net::IpAddr, mtu: u32) -> Result<u64> {
+    use std::collections::HashMap;
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut r = pcap_file::pcap::PcapReader::new(f)?;
+    let mut next: HashMap<(u32, bool), u32> = HashMap::new();
+    let mut gaps = 0u64;
+    while let Some(p) = r.next_packet() {
+        let p = p?;
+        let Ok(Frame::Roce(fr)) = parse_ethernet(&p.data) else {
+            continue;
+        };
+        if fr.ip.src() != from {
+            continue;
+        }
+        let bth = &fr.packet.bth;
+        let Some(info) = testbench::wire::opcode::info(bth.opcode) else {
+            continue;
+        };
+        let op = bth.opcode & 0x1F;
+        if !info.is_request() && !(0x0D..=0x10).contains(&op) {
+            continue; // ACKNOWLEDGE, ATOMIC ACKNOWLEDGE
+        }
+        let span = if info.is_request() && op == 0x0C {
+            fr.packet.reth().map_or(1, |r| r.dma_len.div_ceil(mtu).max(1))
+        } else {
+            1
+        };
+        let key = (bth.dest_qpn, info.is_request());
+        if let Some(&want) = next.get(&key) {
+            let ahead = testbench::model::psn_compare(bth.psn, want);
+            if ahead > 0 {
+                gaps += u64::from(testbench::model::qp::psn_diff(bth.psn, want));
+            } else if ahead < 0 {
+                continue; // a retransmission
+            }
+        }
+        next.insert(key, testbench::model::psn_add(bth.psn, span));
+    }
+    Ok(gaps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Gaps in a sender's PSNs: a skipped READ response, READ requests that advance by their responses,
+    /// retransmissions and ACKs (not gaps), another sender's frames (not counted).
+    #[test]
+    fn gaps_count_the_psns_a_sender_skipped() {
+        use testbench::wire::frame::RoceFrame;
+        use testbench::wire::headers::{Aeth, Bth, Reth};
+        use testbench::wire::{ExtHeader, RocePacket};
+        let vm = Ipv4Addr::new(10, 0, 0, 1);
+        let us = Ipv4Addr::new(10, 0, 0, 2);
+        let frame = |src: Ipv4Addr, op: u8, psn: u32, ext: Vec<ExtHeader>, len: usize| {
+            let pkt = RocePacket::new(Bth::new(op, 0x11, psn), ext, vec![0; len]);
+            RoceFrame::ipv4(MacAddr([2; 6]), MacAddr([4; 6]), src, if src == vm { us } else { vm }, 0xC011, pkt).build().unwrap()
+        };
+        let aeth = || vec![ExtHeader::Aeth(Aeth { syndrome: 0, msn: 0 })];
+        let mut fs = Vec::new();
+        // READ responses 100..=103 with 102 missing, then 101 again (a retransmission), an ACK in between
+        fs.push(frame(vm, 0x0D, 100, aeth(), 1024));
+        fs.push(frame(vm, 0x0E, 101, vec![], 1024));
+        fs.push(frame(vm, 0x11, 140, aeth(), 0));
+        fs.push(frame(vm, 0x10, 103, aeth(), 1024));
+        fs.push(frame(vm, 0x0E, 101, vec![], 1024));
+        // READ requests: 3 KiB at MTU 1024 advances the PSN by 3; 500 -> 503 is no gap, 503 -> 508 is 2
+        let rd = |psn| frame(vm, 0x0C, psn, vec![ExtHeader::Reth(Reth { va: 0, rkey: 1, dma_len: 3072 })], 0);
+        fs.extend([rd(500), rd(503), rd(508)]);
+        // our frames: not the VM's
+        fs.push(frame(us, 0x0D, 900, aeth(), 1024));
+        fs.push(frame(us, 0x10, 950, aeth(), 1024));
+        let dir = std::env::temp_dir().join(format!("rnic-gaps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("g.pcap");
+        let mut w = pcap_file::pcap::PcapWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+        for f in &fs {
+            w.write_packet(&pcap_file::pcap::PcapPacket::new(Duration::ZERO, f.len() as u32, f)).unwrap();
+        }
+        drop(w);
+        assert_eq!(count_gaps(&path, IpAddr::V4(vm), 1024).unwrap(), 1 + 2);
+        assert_eq!(count_gaps(&path, IpAddr::V4(us), 1024).unwrap(), 49);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn key_record_round_trip() {

@@ -38,9 +38,10 @@ use testbench::model::{
 };
 use testbench::wire::{parse_ethernet, Frame};
 
+use super::oob::{Listening, Oob};
 use super::verbs::{open_endpoint_with, Dev, EndpointKind};
 use super::{
-    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, TcpConn, VmConfig, VmImage, GID_SCRIPT,
+    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT,
 };
 
 /// rc_pingpong's default TCP port.
@@ -197,6 +198,8 @@ impl Dest {
 pub struct OurResult {
     pub local: Option<Dest>,
     pub remote: Option<Dest>,
+    /// The peer's MAC our QP sends to (the RNIC's ARP answer, or the lab's known VM).
+    pub peer_mac: Option<testbench::wire::MacAddr>,
     /// Successful SEND completions (rc_pingpong's `scnt`).
     pub sends: u32,
     /// Successful RECV completions (`rcnt`).
@@ -618,18 +621,25 @@ impl Peer {
             .map_err(|e| anyhow!("couldn't post send: {e:#}"))
     }
 
-    /// `pp_connect_ctx`: RTR then RTS.
+    /// `pp_connect_ctx`: RTR then RTS. The peer's MAC is asked on the wire by the RNIC itself (ARP) when
+    /// the endpoint can; `known_mac` otherwise (the lab's VM, against the golden model).
     fn connect(
         &self,
         o: &PingpongOpts,
         my_psn: u32,
         rem: &Dest,
-        vm_mac: testbench::wire::MacAddr,
+        known_mac: testbench::wire::MacAddr,
+        res: &mut OurResult,
     ) -> Result<()> {
         let d = &self.dev;
+        let IpAddr::V4(ip) = rem.ip() else {
+            bail!("the peer's GID {} is IPv6: the RTL speaks RoCEv2 over IPv4", rem.ip());
+        };
+        let mac = d.resolve(ip).context("resolving the peer's MAC")?.unwrap_or(known_mac);
+        res.peer_mac = Some(mac);
         // hop_limit 1 in rc_pingpong's ah_attr is replaced by the route's (64) for RoCEv2 (guide 1a):
         // AddressVector::new's default.
-        let av = AddressVector::new(vm_mac, rem.ip());
+        let av = AddressVector::new(mac, rem.ip());
         d.modify_qp(
             self.qpn,
             &QpAttr {
@@ -750,18 +760,22 @@ fn fmt_gid(g: &[u8; 16]) -> String {
 
 /// The addresses on the link.
 #[derive(Clone, Copy)]
-struct LinkAddrs {
-    vm_ip: Ipv4Addr,
-    vm_mac: testbench::wire::MacAddr,
-    our_ip: Ipv4Addr,
+pub struct LinkAddrs {
+    /// The peer's address, when known beforehand (the lab's VM): its GID must say so.
+    pub vm_ip: Option<Ipv4Addr>,
+    /// The peer's MAC when the endpoint does not resolve it itself (the golden model in the lab).
+    pub vm_mac: testbench::wire::MacAddr,
+    pub our_ip: Ipv4Addr,
 }
 
-/// Our side of one run, in the calling thread: exchange, connect, iterate.
-fn our_side(
+/// Our side of one run, in the calling thread: exchange (over `oob`; `listener`, made before the peer's
+/// tool started, when we are the server), connect, iterate. The same for the lab's VM and a remote rxe host.
+#[allow(clippy::too_many_arguments)]
+pub fn our_side(
     o: &PingpongOpts,
     dev: Dev,
-    listener: Option<super::TcpListener>,
-    mgmt: &super::Mgmt,
+    listener: Option<Listening>,
+    oob: &Oob,
     link: LinkAddrs,
     deadline: Instant,
     last_posted: &AtomicBool,
@@ -792,14 +806,14 @@ fn our_side(
     let rem = match o.role {
         Role::Server => {
             // pp_server_exch_dest
-            let conn: TcpConn = listener
+            let conn = listener
                 .expect("listener")
                 .accept(t())
-                .context("waiting for the VM's ibv_rc_pingpong to connect")?;
+                .context("waiting for the peer's ibv_rc_pingpong to connect")?;
             let msg = conn.recv_exact(RECORD_LEN, t()).context("server read")?;
             let rem = Dest::from_wire(&msg)?;
             res.remote = Some(rem);
-            peer.connect(o, my.psn, &rem, vm_mac)?;
+            peer.connect(o, my.psn, &rem, vm_mac, res)?;
             conn.send_all(&my.to_wire(), t()).context("server write")?;
             let done = conn.recv_exact(5, t()).context("reading \"done\"")?;
             ensure!(done == b"done\0", "expected \"done\\0\", got {done:?}");
@@ -808,9 +822,7 @@ fn our_side(
         }
         Role::Client => {
             // pp_client_exch_dest
-            let conn = mgmt
-                .connect(vm_ip, o.port, t())
-                .context("connecting to the VM's ibv_rc_pingpong server")?;
+            let conn = oob.connect(o.port, t()).context("connecting to the peer's ibv_rc_pingpong server")?;
             conn.send_all(&my.to_wire(), t()).context("client write")?;
             let msg = conn.recv_exact(RECORD_LEN, t()).context("client read")?;
             conn.send_all(b"done\0", t()).context("client write done")?;
@@ -827,13 +839,15 @@ fn our_side(
         rem.psn,
         fmt_gid(&rem.gid)
     ));
-    ensure!(
-        rem.ip() == IpAddr::V4(vm_ip),
-        "the VM's GID {} is not its address {vm_ip} (is -g the IPv4-mapped GID?)",
-        fmt_gid(&rem.gid)
-    );
+    if let Some(vm_ip) = vm_ip {
+        ensure!(
+            rem.ip() == IpAddr::V4(vm_ip),
+            "the peer's GID {} is not its address {vm_ip} (is -g the IPv4-mapped GID?)",
+            fmt_gid(&rem.gid)
+        );
+    }
     if o.role == Role::Client {
-        peer.connect(o, my.psn, &rem, vm_mac)?;
+        peer.connect(o, my.psn, &rem, vm_mac, res)?;
     }
     let start = Instant::now();
     let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, last_posted, res);
@@ -993,8 +1007,8 @@ impl PingpongOpts {
     /// time).
     pub fn our_qp_timeout(&self) -> u8 {
         match self.endpoint {
-            EndpointKind::Model => 14,
-            EndpointKind::Rtl | EndpointKind::BoardSim => super::rtl_ep::rtl_qp_timeout(
+            EndpointKind::Model | EndpointKind::Card => 14,
+            EndpointKind::Rtl | EndpointKind::BoardSim | EndpointKind::Board => super::rtl_ep::rtl_qp_timeout(
                 super::rtl_ep::wire_bytes(u64::from(self.size), self.mtu),
                 super::rtl_ep::INBOUND_GBPS,
             ),
@@ -1037,14 +1051,6 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         .saturating_sub(Duration::from_secs(12))
         .as_secs()
         .max(5);
-    let (mode, peer) = match o.role {
-        Role::Server => ("client", our_ip.to_string()),
-        Role::Client => ("server", String::new()),
-    };
-    cfg.script = Some(format!(
-        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\nPP_PINGS={}\nPP_OUR_IP={our_ip}\n{GID_SCRIPT}\n{VM_SCRIPT}",
-        o.port, o.mtu, o.size, o.iters, o.rx_depth, o.pings
-    ));
 
     // the RTL's own MAC pcaps (rnic-tx.pcap, rnic-rx.pcap, in simulated time) beside the link's
     let (dev, ep) = open_endpoint_with(
@@ -1060,11 +1066,29 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         o.endpoint.is_rtl().then(|| dir.clone()),
     )?;
     let host = HostStack::new(host_cfg).with_roce(ep);
-    let mgmt = host.mgmt();
+    // The exchange: on the link (the lab's TCP stack), or over the VM's second NIC as over a real host's
+    // ordinary network (the card's code path: the VM's tool reaches us at 10.0.2.2)
+    let (oob, peer_ip) = if o.endpoint.oob_over_net() {
+        let fwd = super::oob::free_port()?;
+        cfg.mgmt_net = Some((fwd, o.port));
+        let loopback = |p| std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, p));
+        (Oob::Net { connect: loopback(fwd), listen: loopback(0) }, super::vm::MGMT_HOST_IP)
+    } else {
+        (Oob::Lab { mgmt: host.mgmt(), peer: vm_ip }, our_ip)
+    };
     let listener = match o.role {
-        Role::Server => Some(mgmt.listen(o.port)?),
+        Role::Server => Some(oob.listen(o.port)?),
         Role::Client => None,
     };
+    let port = listener.as_ref().and_then(|l| l.port()).unwrap_or(o.port);
+    let (mode, peer) = match o.role {
+        Role::Server => ("client", peer_ip.to_string()),
+        Role::Client => ("server", String::new()),
+    };
+    cfg.script = Some(format!(
+        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={port}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\nPP_PINGS={}\nPP_OUR_IP={our_ip}\n{GID_SCRIPT}\n{VM_SCRIPT}",
+        o.mtu, o.size, o.iters, o.rx_depth, o.pings
+    ));
     // ibv_rc_pingpong destroys its QP once its own last completion is in: the exchange after our last post
     // runs loss-free (`BridgeConfig::drops_end`)
     let last_posted = Arc::new(AtomicBool::new(false));
@@ -1083,9 +1107,9 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         o,
         dev.clone(),
         listener,
-        &mgmt,
+        &oob,
         LinkAddrs {
-            vm_ip,
+            vm_ip: Some(vm_ip),
             vm_mac,
             our_ip,
         },

@@ -1,5 +1,5 @@
 //! The RNIC's RTL (the Verilator model of the emitted Verilog, [`crate::system::System`]) as our side of the
-//! rxe link, driven by the repo's driver (`testbench::driver`) through its register slave and host-memory
+//! rxe link, driven by the repo's driver (`rnic_driver`) through its register slave and host-memory
 //! rings, exactly as the board will be over PCIe.
 //!
 //! ```text
@@ -33,14 +33,14 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use testbench::driver::{CsrBus, Driver};
-use testbench::host::{CAP_RC, REG_COUNTERS};
+use rnic_driver::{CsrBus, Driver, DriverError};
+use rnic_driver::host::{CAP_RC, REG_COUNTERS};
 use testbench::mac::CORE_HZ;
 use testbench::model::{AccessFlags, Cq, HostMemory, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
 
@@ -129,6 +129,9 @@ const STEP_CYCLES: usize = 64;
 pub struct Side {
     pub sys: Rc<RefCell<System<Dut>>>,
     pub drv: Driver<SimBus<Dut>>,
+    /// Send WQEs outstanding by a driver outside this thread ([`ThreadBus`]'s): the clock keeps running while
+    /// it is not zero, as for this thread's own driver.
+    pub ext_outstanding: Arc<AtomicU32>,
 }
 
 /// The RNIC a side runs: the bare core's Verilator model, or the board shell with its IP models.
@@ -197,7 +200,7 @@ pub fn counter_names() -> Vec<String> {
     }
     v.push(rx[9].clone());
     assert_eq!(v.len(), 32);
-    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped"] {
+    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped", "arp_requests"] {
         v.push(n.into());
     }
     v
@@ -221,7 +224,7 @@ pub fn counter(window: &[(String, u64)], name: &str) -> u64 {
 }
 
 /// Counters that a lossless link leaves at zero.
-const UNEXPECTED: [&str; 9] = [
+pub const UNEXPECTED: [&str; 9] = [
     "mac_tx_underruns",
     "rx_drop_mac_error",
     "rx_drop_bad_length",
@@ -332,7 +335,7 @@ impl RtlDevice {
                         if c.board {
                             crate::board::wait_link_up(&mut drv, &sys)?;
                         }
-                        sides.push(Side { sys, drv });
+                        sides.push(Side { sys, drv, ext_outstanding: Arc::new(AtomicU32::new(0)) });
                     }
                     Ok(Core { sides })
                 })();
@@ -384,6 +387,18 @@ impl RtlDevice {
         self.call(|c| c.sys.borrow().cycle)
     }
 
+    /// A register bus into this RNIC for a driver in another thread ([`ThreadBus`]), with the count of its
+    /// outstanding send WQEs that keeps the clock running.
+    pub fn thread_bus(self: &Arc<Self>) -> Result<ThreadBus> {
+        let hint = self.call(|c| c.ext_outstanding.clone())?;
+        Ok(ThreadBus { dev: self.clone(), hint })
+    }
+
+    /// The host memory behind this RNIC's DMA ports.
+    pub fn memory(&self) -> Arc<Mutex<HostMemory>> {
+        self.mem.clone()
+    }
+
     fn frames_out(&self) -> Vec<Vec<u8>> {
         self.outbox.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect()
     }
@@ -415,7 +430,9 @@ fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<
         // is only recovered when it expires.
         let quiet = core.sides.iter().all(|x| {
             let s = x.sys.borrow();
-            s.cycle.saturating_sub(s.last_activity) > QUIET_CYCLES && x.drv.send_outstanding() == 0
+            s.cycle.saturating_sub(s.last_activity) > QUIET_CYCLES
+                && x.drv.send_outstanding() == 0
+                && x.ext_outstanding.load(Ordering::Relaxed) == 0
         });
         if quiet {
             match rx.recv_timeout(Duration::from_millis(1)) {
@@ -445,6 +462,30 @@ fn rtl_thread(mut core: Core, rx: Receiver<Msg>, outbox: Arc<Mutex<VecDeque<Vec<
             }
             s.received.clear();
         }
+    }
+}
+
+/// A register bus into an [`RtlDevice`] from another thread: each access is a call into the RTL thread
+/// (which keeps the clock running between them, as a card's runs), so a driver in the application thread
+/// drives the simulated RNIC exactly as it drives the card's BAR.
+pub struct ThreadBus {
+    dev: Arc<RtlDevice>,
+    hint: Arc<AtomicU32>,
+}
+
+impl ThreadBus {
+    /// Tell the RTL thread how many send WQEs the driver has outstanding (its clock runs while any are).
+    pub fn set_outstanding(&self, n: u32) {
+        self.hint.store(n, Ordering::Relaxed);
+    }
+}
+
+impl CsrBus for ThreadBus {
+    fn write32(&mut self, addr: u32, value: u32) -> Result<(), DriverError> {
+        self.dev.call(move |c| c.drv.bus().write32(addr, value)).map_err(|e| DriverError::Bus(format!("{e:#}")))?
+    }
+    fn read32(&mut self, addr: u32) -> Result<u32, DriverError> {
+        self.dev.call(move |c| c.drv.bus().read32(addr)).map_err(|e| DriverError::Bus(format!("{e:#}")))?
     }
 }
 
@@ -512,6 +553,17 @@ impl Verbs for RtlDevice {
     fn inbound_backlog(&self) -> Option<super::Backlog> {
         Some(self.inner.backlog.clone())
     }
+    fn resolve(&self, ip: std::net::Ipv4Addr) -> Result<Option<testbench::wire::MacAddr>> {
+        // polled from this (the application's) thread, so the RTL thread runs on between the polls
+        let bus = |e: anyhow::Error| DriverError::Bus(format!("{e:#}"));
+        let m = rnic_driver::driver::resolve_by(
+            ip,
+            &mut |ip| self.call(move |c| c.drv.arp_query(ip)).map_err(bus)?,
+            &mut || self.call(|c| c.drv.arp_answer()).map_err(bus)?,
+            &mut || std::thread::sleep(Duration::from_millis(1)),
+        )?;
+        Ok(Some(m))
+    }
     fn unexpected_drops(&self) -> Vec<(String, u64)> {
         self.counters()
             .into_iter()
@@ -535,6 +587,9 @@ impl Endpoint for RtlEndpoint {
         self.dev.frames_out()
     }
     fn answers_icmp(&self) -> bool {
+        true
+    }
+    fn answers_arp(&self) -> bool {
         true
     }
 }

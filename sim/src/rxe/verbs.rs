@@ -45,6 +45,11 @@ pub trait Verbs: Send + Sync {
     fn inbound_backlog(&self) -> Option<super::Backlog> {
         None
     }
+    /// The MAC of the neighbour `ip`, asked on the wire by the endpoint itself (the RNIC's ARP); `None` when
+    /// the endpoint does not resolve (the golden model: the lab's host stack knows the VM).
+    fn resolve(&self, _ip: std::net::Ipv4Addr) -> Result<Option<testbench::wire::MacAddr>> {
+        Ok(None)
+    }
 }
 
 /// The device handle the peers hold.
@@ -121,12 +126,24 @@ pub enum EndpointKind {
     /// The same core inside the U250 board shell, with models of the PCIe bridge and the 100G MAC at the
     /// vendor IPs' ports (`sim::board`).
     BoardSim,
+    /// The card's host code path ([`super::card_ep::CardDevice`]: the driver in the application's thread over
+    /// a register bus and DMA memory, the tools' exchange over the host's network). In the lab its backends
+    /// are the simulated board's (the board shell as in `BoardSim`); on the card, VFIO's.
+    Board,
+    /// The same code path over the card itself (the BAR and DMA memory through VFIO), against a remote rxe
+    /// host whose tool the user starts: `rnic rxe --endpoint board --pci BDF --peer IP`. Timers as against the
+    /// model (both sides in wall time).
+    Card,
 }
 
 impl EndpointKind {
     /// The RTL, bare or in the board shell (timers and budgets by the RTL's simulated clock).
     pub fn is_rtl(self) -> bool {
-        matches!(self, EndpointKind::Rtl | EndpointKind::BoardSim)
+        matches!(self, EndpointKind::Rtl | EndpointKind::BoardSim | EndpointKind::Board)
+    }
+    /// The tools' exchange goes over the host's network (a second NIC in the lab's VM), not the RoCE link.
+    pub fn oob_over_net(self) -> bool {
+        matches!(self, EndpointKind::Board | EndpointKind::Card)
     }
 }
 
@@ -137,7 +154,8 @@ impl std::str::FromStr for EndpointKind {
             "model" => Ok(EndpointKind::Model),
             "rtl" => Ok(EndpointKind::Rtl),
             "board-sim" => Ok(EndpointKind::BoardSim),
-            other => anyhow::bail!("unknown endpoint `{other}` (model, rtl or board-sim)"),
+            "board" => Ok(EndpointKind::Board),
+            other => anyhow::bail!("unknown endpoint `{other}` (model, rtl, board-sim or board)"),
         }
     }
 }
@@ -148,6 +166,8 @@ impl std::fmt::Display for EndpointKind {
             EndpointKind::Model => "model",
             EndpointKind::Rtl => "rtl",
             EndpointKind::BoardSim => "board-sim",
+            EndpointKind::Board => "board",
+            EndpointKind::Card => "card",
         })
     }
 }
@@ -184,6 +204,25 @@ pub fn open_endpoint_with(
             let d = super::rtl_ep::RtlDevice::start_with(cfg)?;
             let ep = d.endpoint();
             Ok((d, Box::new(ep)))
+        }
+        EndpointKind::Card => anyhow::bail!("the card is opened by `rnic rxe --endpoint board --pci BDF` (sim::rxe::card_ep), not in the lab"),
+        EndpointKind::Board => {
+            // the card's code path over the simulated board: the board shell in the RTL thread, the driver here
+            let ip = match model.ip {
+                std::net::IpAddr::V4(v4) => u32::from(v4),
+                std::net::IpAddr::V6(_) => anyhow::bail!("the RTL endpoint speaks IPv4 only"),
+            };
+            let cfg = super::rtl_ep::RtlConfig { mac: model.mac.0, ipv4: ip, inbound_gbps, pcap_dir, board: true };
+            let d = super::rtl_ep::RtlDevice::start_with(cfg)?;
+            let ep = d.endpoint();
+            let card = super::card_ep::CardDevice::open(
+                d.thread_bus()?,
+                d.memory(),
+                "the card's host code (driver, exchange over the host's network) over the simulated U250 board (board shell as a Verilator model; PCIe bridge and CMAC models)",
+                Box::new(|b: &mut super::rtl_ep::ThreadBus, n| b.set_outstanding(n)),
+            )?
+            .with_backlog(d.inbound_backlog());
+            Ok((Arc::new(card), Box::new(ep)))
         }
     }
 }

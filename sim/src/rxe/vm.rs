@@ -51,7 +51,15 @@ pub struct VmConfig {
     pub memory_mb: u32,
     /// qemu's machine protocol (QMP) on this unix socket, for [`Qmp`] (pausing the guest). `None`: no QMP.
     pub qmp: Option<PathBuf>,
+    /// A second NIC, eth1, on qemu's user network (the VM at 10.0.2.15, this host's loopback at
+    /// [`MGMT_HOST_IP`] from inside): the ordinary network beside the RoCE link, as a real rxe host has, for
+    /// the tools' exchange when our side is the card's code path. `Some((host, guest))` forwards
+    /// `127.0.0.1:host` here to the VM's `guest` port.
+    pub mgmt_net: Option<(u16, u16)>,
 }
+
+/// This host as the VM sees it on the management NIC (qemu user networking maps it to our loopback).
+pub const MGMT_HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 
 impl VmConfig {
     /// VM `name` at 10.0.0.1/24, MAC 52:54:00:00:00:01, MTU 1500, TCG, 512 MB, timeout 60 s.
@@ -75,6 +83,7 @@ impl VmConfig {
             accel: Accel::Tcg,
             memory_mb: 512,
             qmp: None,
+            mgmt_net: None,
         }
     }
 
@@ -119,6 +128,10 @@ impl VmConfig {
             "virtio-net-pci,netdev=n0,mac={},romfile=",
             self.mac
         ));
+        if let Some((host, guest)) = self.mgmt_net {
+            c.arg("-netdev").arg(format!("user,id=m0,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:{host}-:{guest}"));
+            c.arg("-device").arg("virtio-net-pci,netdev=m0,mac=52:54:00:00:02:0f,romfile=");
+        }
         if let Some(script) = &self.script {
             std::fs::create_dir_all(&self.run_dir)?;
             let p = self.run_dir.join(format!("{}.sh", self.name));

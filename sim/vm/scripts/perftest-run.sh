@@ -17,6 +17,6 @@ for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "hw_counter $
 # frames rxe sent that the VM's own network stack dropped before they reached the link (qdisc, driver)
 for f in tx_packets tx_dropped tx_errors; do echo "netdev_counter $f $(cat /sys/class/net/eth0/statistics/$f)"; done
 echo "netdev_counter default_qdisc $(cat /proc/sys/net/core/default_qdisc 2>/dev/null)"
-tc -s qdisc show dev eth0 2>/dev/null | sed 's/^/qdisc /' 
+/usr/bin/tc -s qdisc show dev eth0 2>/dev/null | sed 's/^/qdisc /' 
 dmesg | grep -i -E 'rxe|icrc' | grep -v -E 'rdma_rxe: loaded|rxe0: added' | sed 's/^/kmsg /' | tail -n 20
 exit $rc

@@ -5,33 +5,7 @@ use std::collections::BTreeMap;
 
 use super::verbs::VerbsError;
 
-/// Protection domain handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Pd(pub u32);
-
-/// MR / QP access flags (`enum ibv_access_flags`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct AccessFlags(pub u32);
-
-impl AccessFlags {
-    pub const LOCAL_WRITE: AccessFlags = AccessFlags(1 << 0);
-    pub const REMOTE_WRITE: AccessFlags = AccessFlags(1 << 1);
-    pub const REMOTE_READ: AccessFlags = AccessFlags(1 << 2);
-    pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(1 << 3);
-    pub const NONE: AccessFlags = AccessFlags(0);
-    /// Every flag above.
-    pub const ALL: AccessFlags = AccessFlags(0xF);
-    pub fn contains(self, other: AccessFlags) -> bool {
-        self.0 & other.0 == other.0
-    }
-}
-
-impl std::ops::BitOr for AccessFlags {
-    type Output = AccessFlags;
-    fn bitor(self, o: AccessFlags) -> AccessFlags {
-        AccessFlags(self.0 | o.0)
-    }
-}
+pub use rnic_driver::verbs::{AccessFlags, Pd};
 
 /// Whether the MR can be invalidated remotely (SEND_WITH_INV). rxe `rxe_invalidate_mr` only invalidates
 /// fast-registration MRs (`IB_MR_TYPE_MEM_REG`); a user MR from `reg_mr` makes the invalidate fail.

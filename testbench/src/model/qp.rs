@@ -8,25 +8,7 @@ use crate::wire::headers::BTH_PSN_MASK;
 use super::mr::{AccessFlags, Pd};
 use super::verbs::{AddressVector, Cq, QpCap, RecvWr, SendWr, WcStatus};
 
-/// QP transport type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpType {
-    Rc,
-    Uc,
-    Ud,
-}
-
-/// QP state (`enum ibv_qp_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpState {
-    Reset,
-    Init,
-    Rtr,
-    Rts,
-    Sqd,
-    Sqe,
-    Error,
-}
+pub use rnic_driver::verbs::{QpState, QpType};
 
 /// `(a + n) mod 2^24`.
 pub fn psn_add(a: u32, n: u32) -> u32 {

@@ -64,25 +64,8 @@ pub const ARP_OP_REPLY: u16 = 2;
 /// ARP packet length for Ethernet/IPv4.
 pub const ARP_LEN: usize = 28;
 
-/// A MAC address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
-pub struct MacAddr(pub [u8; 6]);
-
-impl MacAddr {
-    pub const BROADCAST: MacAddr = MacAddr([0xFF; 6]);
-    pub const ZERO: MacAddr = MacAddr([0; 6]);
-}
-
-impl std::fmt::Display for MacAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let m = self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        )
-    }
-}
+/// A MAC address (the verbs vocabulary's type, shared with the driver).
+pub use rnic_driver::verbs::MacAddr;
 
 /// An 802.1Q tag (TPID 0x8100).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]

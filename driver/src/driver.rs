@@ -2,8 +2,10 @@
 //! `post_recv`, `poll_cq`) spoken only through the host interface of `docs/host-interface.md`: 32-bit register
 //! reads and writes ([`CsrBus`]) and rings in host memory.
 //!
-//! The bus is a trait so that one driver runs the simulated RNIC (a bus over the register slave's ports, host
-//! memory shared with the DMA model) and, later, the board (a bus over a PCIe BAR, DMA to pinned pages).
+//! Two traits stand between the driver and the device, each with a simulated and a card implementation:
+//! the register bus ([`CsrBus`]: the simulator's AXI4-Lite ports, or the card's BAR through VFIO,
+//! [`crate::vfio::VfioBar`]) and the DMA memory ([`DmaMemory`]: the simulator's host memory shared with its DMA
+//! model, or pinned memory mapped through the IOMMU, [`crate::vfio::VfioDma`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -11,10 +13,9 @@ use std::sync::{Arc, Mutex};
 use thiserror::Error;
 
 use crate::host::*;
-use crate::model::memory::HostMemory;
-use crate::model::mr::{AccessFlags, Pd};
-use crate::model::qp::{QpState, QpType};
-use crate::model::verbs::{
+use crate::memory::{DmaMemory, HostMemory};
+use crate::verbs::{AccessFlags, MacAddr, Pd, QpState, QpType};
+use crate::verbs::{
     Cq, QpAttr, QpInitAttr, RecvWr, SendWr, Sge, VerbsError, WcFlags, WorkCompletion, WrOpcode,
 };
 
@@ -41,6 +42,52 @@ pub enum DriverError {
     Unsupported(u32),
     #[error("CQE with unknown status {status} or opcode {opcode}")]
     BadCqe { status: u8, opcode: u8 },
+    #[error("no ARP answer from {ip} to {tries} requests (is the peer up, on this link, with this address?)")]
+    Unreachable { ip: std::net::Ipv4Addr, tries: u32 },
+}
+
+/// ARP requests sent for one address before [`Driver::resolve`] gives up.
+pub const ARP_TRIES: u32 = 3;
+/// Polls of `ARP_MAC_HI` per request (with the caller's pause between them: 1 ms on the card).
+pub const ARP_POLLS: u32 = 300;
+/// How long a resolved neighbour is trusted before it is asked again (Linux ages a reachable entry after
+/// 15 to 45 s; a stale one is re-verified on its next use, as here).
+pub const NEIGH_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A neighbour cache: IPv4 address to MAC, each entry with the time it was learned.
+#[derive(Clone, Debug, Default)]
+pub struct Neighbours {
+    map: HashMap<std::net::Ipv4Addr, (MacAddr, std::time::Instant)>,
+}
+
+impl Neighbours {
+    /// The MAC of `ip`, if learned less than [`NEIGH_TTL`] before `now`.
+    pub fn get(&self, ip: std::net::Ipv4Addr, now: std::time::Instant) -> Option<MacAddr> {
+        self.map.get(&ip).filter(|(_, t)| now.saturating_duration_since(*t) < NEIGH_TTL).map(|(m, _)| *m)
+    }
+    pub fn put(&mut self, ip: std::net::Ipv4Addr, mac: MacAddr, now: std::time::Instant) {
+        self.map.insert(ip, (mac, now));
+    }
+}
+
+/// ARP resolution by the RNIC's registers, whoever makes the accesses: `query` writes `ARP_QUERY`, `answer`
+/// reads the answer; up to [`ARP_TRIES`] requests of [`ARP_POLLS`] polls each, `pause` between polls.
+pub fn resolve_by(
+    ip: std::net::Ipv4Addr,
+    query: &mut dyn FnMut(std::net::Ipv4Addr) -> Result<(), DriverError>,
+    answer: &mut dyn FnMut() -> Result<Option<MacAddr>, DriverError>,
+    pause: &mut dyn FnMut(),
+) -> Result<MacAddr, DriverError> {
+    for _ in 0..ARP_TRIES {
+        query(ip)?;
+        for _ in 0..ARP_POLLS {
+            if let Some(m) = answer()? {
+                return Ok(m);
+            }
+            pause();
+        }
+    }
+    Err(DriverError::Unreachable { ip, tries: ARP_TRIES })
 }
 
 /// What the device reported at open.
@@ -83,9 +130,9 @@ struct QpState_ {
 }
 
 /// The host side of one RNIC.
-pub struct Driver<B: CsrBus> {
+pub struct Driver<B: CsrBus, M: DmaMemory = HostMemory> {
     bus: B,
-    mem: Arc<Mutex<HostMemory>>,
+    mem: Arc<Mutex<M>>,
     pub info: DeviceInfo,
     pds: u32,
     next_mr_index: u32,
@@ -96,6 +143,7 @@ pub struct Driver<B: CsrBus> {
     next_qpn: u32,
     /// Polls of CMD_STATUS before a command counts as hung.
     pub command_polls: u32,
+    neighbours: Neighbours,
 }
 
 /// IB MTU code (`enum ibv_mtu`) of a path MTU in bytes.
@@ -114,9 +162,9 @@ fn log2_ceil(n: u32) -> u8 {
     (32 - n.max(2).saturating_sub(1).leading_zeros()) as u8
 }
 
-impl<B: CsrBus> Driver<B> {
+impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
     /// Open the device: check `ID`, read `CAPS` and `SIZES`.
-    pub fn open(mut bus: B, mem: Arc<Mutex<HostMemory>>) -> Result<Self, DriverError> {
+    pub fn open(mut bus: B, mem: Arc<Mutex<M>>) -> Result<Self, DriverError> {
         let id = bus.read32(REG_ID)?;
         if id != ID_VALUE {
             return Err(DriverError::NotAnRnic(id));
@@ -145,6 +193,7 @@ impl<B: CsrBus> Driver<B> {
             // rxe numbers user QPs from 0x11; QPN 0 and 1 are the special QPs
             next_qpn: 0x11,
             command_polls: 10_000,
+            neighbours: Neighbours::default(),
         })
     }
 
@@ -158,7 +207,7 @@ impl<B: CsrBus> Driver<B> {
         self.qps.values().map(|q| q.sq.outstanding).sum()
     }
 
-    pub fn memory(&self) -> Arc<Mutex<HostMemory>> {
+    pub fn memory(&self) -> Arc<Mutex<M>> {
         self.mem.clone()
     }
 
@@ -167,6 +216,35 @@ impl<B: CsrBus> Driver<B> {
         self.bus.write32(REG_MAC_LO, u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]]))?;
         self.bus.write32(REG_MAC_HI, u32::from(u16::from_be_bytes([mac[0], mac[1]])))?;
         self.bus.write32(REG_IPV4, ipv4)
+    }
+
+    /// Send an ARP request for `ip` (`ARP_QUERY`); the answer comes to [`Driver::arp_answer`].
+    pub fn arp_query(&mut self, ip: std::net::Ipv4Addr) -> Result<(), DriverError> {
+        self.bus.write32(REG_ARP_QUERY, u32::from(ip))
+    }
+
+    /// The MAC the last query was answered with, once it has come.
+    pub fn arp_answer(&mut self) -> Result<Option<MacAddr>, DriverError> {
+        let hi = self.bus.read32(REG_ARP_MAC_HI)?;
+        if hi & ARP_VALID == 0 {
+            return Ok(None);
+        }
+        let lo = self.bus.read32(REG_ARP_MAC_LO)?.to_be_bytes();
+        let h = (hi as u16).to_be_bytes();
+        Ok(Some(MacAddr([h[0], h[1], lo[0], lo[1], lo[2], lo[3]])))
+    }
+
+    /// The MAC of the neighbour `ip`: from the cache, or asked on the wire by the RNIC (ARP, see
+    /// [`resolve_by`]), `pause` between polls of the answer.
+    pub fn resolve(&mut self, ip: std::net::Ipv4Addr, pause: &mut dyn FnMut()) -> Result<MacAddr, DriverError> {
+        let now = std::time::Instant::now();
+        if let Some(m) = self.neighbours.get(ip, now) {
+            return Ok(m);
+        }
+        let me = std::cell::RefCell::new(&mut *self);
+        let m = resolve_by(ip, &mut |ip| me.borrow_mut().arp_query(ip), &mut || me.borrow_mut().arp_answer(), pause)?;
+        self.neighbours.put(ip, m, std::time::Instant::now());
+        Ok(m)
     }
 
     /// One table command: stage, start, wait.
@@ -229,10 +307,10 @@ impl<B: CsrBus> Driver<B> {
         self.command(&c)
     }
 
-    fn alloc_ring(&mut self, log2: u8, entry: usize) -> u64 {
+    fn alloc_ring(&mut self, log2: u8, entry: usize) -> Result<u64, DriverError> {
         let bytes = (1usize << log2) * entry;
-        // HostMemory allocations are page aligned, so rings are 64-byte aligned
-        self.mem.lock().unwrap().alloc(bytes)
+        // DMA memory allocations are page aligned, so rings are 64-byte aligned
+        Ok(self.mem.lock().unwrap().alloc(bytes)?)
     }
 
     /// `ibv_create_cq` with room for at least `cqe` entries.
@@ -242,7 +320,7 @@ impl<B: CsrBus> Driver<B> {
             return Err(VerbsError::QueueFull.into());
         }
         let log2 = log2_ceil(cqe.max(2)).min(16);
-        let base = self.alloc_ring(log2, CQE_BYTES);
+        let base = self.alloc_ring(log2, CQE_BYTES)?;
         self.command(&RingCmd { base, log2_entries: log2, cqn: 0 }.command(CMD_WRITE_CQ, cqn))?;
         self.cqs.push((Ring { base, log2, idx: 0, outstanding: 0 }, true));
         Ok(Cq(cqn))
@@ -273,8 +351,8 @@ impl<B: CsrBus> Driver<B> {
         self.next_qpn += 1;
         let slog2 = log2_ceil(init.cap.max_send_wr.max(1) * 2).min(15);
         let rlog2 = log2_ceil(init.cap.max_recv_wr.max(1)).min(15);
-        let sbase = self.alloc_ring(slog2, WQE_BYTES);
-        let rbase = self.alloc_ring(rlog2, WQE_BYTES);
+        let sbase = self.alloc_ring(slog2, WQE_BYTES)?;
+        let rbase = self.alloc_ring(rlog2, WQE_BYTES)?;
         self.command(&RingCmd { base: sbase, log2_entries: slog2, cqn: init.send_cq.0 }.command(CMD_WRITE_SQ, qpn))?;
         self.command(&RingCmd { base: rbase, log2_entries: rlog2, cqn: init.recv_cq.0 }.command(CMD_WRITE_RQ, qpn))?;
         let cmd = QpCmd {
@@ -521,7 +599,7 @@ impl<B: CsrBus> Driver<B> {
                 wc_flags: WcFlags(u32::from(c.wc_flags)),
             };
             if let Some(qp) = self.qps.get_mut(&c.qp_num) {
-                if wc.opcode as u8 >= crate::model::verbs::WcOpcode::Recv as u8 && qp.recv_cq == cq {
+                if wc.opcode as u8 >= crate::verbs::WcOpcode::Recv as u8 && qp.recv_cq == cq {
                     qp.rq.outstanding = qp.rq.outstanding.saturating_sub(1);
                 } else if qp.send_cq == cq {
                     while let Some((n, signaled)) = qp.sq_posted.pop_front() {

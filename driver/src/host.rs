@@ -5,7 +5,7 @@
 //! host memory is little-endian except the fields that are copied to or from the wire as they stand (immediate
 //! data, which is kept in wire byte order exactly as `ibv_send_wr.imm_data` is a `__be32`).
 
-use crate::model::verbs::{WcFlags, WcOpcode, WcStatus, WrOpcode};
+use crate::verbs::{WcFlags, WcOpcode, WcStatus, WrOpcode};
 
 // ---------------------------------------------------------------------------------------------------------
 // Register map (byte addresses in a 1 MiB BAR; every register is 32 bits, AXI4-Lite shaped, 32-bit aligned).
@@ -27,6 +27,14 @@ pub const REG_SIZES: u32 = 0x0_000C;
 pub const REG_MAC_LO: u32 = 0x0_0010;
 pub const REG_MAC_HI: u32 = 0x0_0014;
 pub const REG_IPV4: u32 = 0x0_0018;
+/// ARP resolution (the RNIC asks the wire for a neighbour's MAC): write an IPv4 address (as `IPV4`) to send
+/// a broadcast ARP request for it; `ARP_MAC_LO`/`ARP_MAC_HI` then show the MAC of the first ARP request or
+/// reply from that address (laid out as `MAC_LO`/`MAC_HI`), `ARP_MAC_HI` bit 31 set once it came.
+pub const REG_ARP_QUERY: u32 = 0x0_001C;
+pub const REG_ARP_MAC_LO: u32 = 0x0_0020;
+pub const REG_ARP_MAC_HI: u32 = 0x0_0024;
+/// `ARP_MAC_HI` bit 31: the answer has come.
+pub const ARP_VALID: u32 = 1 << 31;
 /// `CMD_DATA[0..16]`: the 64-byte staging window of a table command.
 pub const REG_CMD_DATA: u32 = 0x0_0040;
 pub const CMD_DATA_WORDS: usize = 16;

@@ -5,9 +5,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use testbench::driver::{CsrBus, Driver, DriverError};
-use testbench::host::*;
-use testbench::model::*;
+use rnic_driver::driver::{ARP_POLLS, ARP_TRIES};
+use rnic_driver::{CsrBus, Driver, DriverError};
+use rnic_driver::host::*;
+use rnic_driver::verbs::*;
+use rnic_driver::memory::HostMemory;
 
 /// What the device saw.
 #[derive(Default)]
@@ -25,6 +27,12 @@ struct Dev {
     sq_db: Vec<(u32, u16)>,
     rq_db: Vec<(u32, u16)>,
     caps: u32,
+    /// ARP: the addresses queried, polls of ARP_MAC_HI in all, the poll after which the
+    /// neighbour answers (None: never), and its MAC
+    arp_queries: Vec<u32>,
+    arp_polls: u32,
+    arp_answers_after: Option<u32>,
+    arp_mac: [u8; 6],
 }
 
 #[derive(Clone)]
@@ -76,6 +84,9 @@ impl CsrBus for Bus {
                     _ => return Err(DriverError::Bus(format!("SLVERR at 0x{a:x}"))),
                 }
             }
+            REG_ARP_QUERY => {
+                d.arp_queries.push(v);
+            }
             _ => {
                 d.regs.insert(addr, v);
             }
@@ -83,8 +94,15 @@ impl CsrBus for Bus {
         Ok(())
     }
     fn read32(&mut self, addr: u32) -> Result<u32, DriverError> {
-        let d = self.0.lock().unwrap();
+        let mut d = self.0.lock().unwrap();
+        let m = d.arp_mac;
         Ok(match addr {
+            REG_ARP_MAC_HI => {
+                d.arp_polls += 1;
+                let valid = d.arp_answers_after.is_some_and(|n| d.arp_polls > n);
+                u32::from(u16::from_be_bytes([m[0], m[1]])) | if valid { ARP_VALID } else { 0 }
+            }
+            REG_ARP_MAC_LO => u32::from_be_bytes([m[2], m[3], m[4], m[5]]),
             REG_ID => ID_VALUE,
             REG_VERSION => VERSION_VALUE,
             REG_CAPS => d.caps,
@@ -122,7 +140,7 @@ fn rts(drv: &mut Driver<Bus>, send_wr: u32) -> (u32, Cq, Cq) {
         .create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: scq, recv_cq: rcq, cap, sq_sig_all: false })
         .unwrap();
     let av = AddressVector {
-        dmac: testbench::wire::frame::MacAddr([0x52, 0x54, 0, 0, 0, 1]),
+        dmac: MacAddr([0x52, 0x54, 0, 0, 0, 1]),
         smac: None,
         sip: None,
         dip: "10.0.0.1".parse().unwrap(),
@@ -339,4 +357,31 @@ fn the_driver_refuses_what_the_device_lacks() {
     i.set_inline(vec![1, 2, 3]);
     assert_eq!(drv.post_send(qpn, &i).err(), Some(DriverError::Unsupported(CAP_INLINE)));
     assert!(dev.lock().unwrap().sq_db.is_empty(), "nothing reached the device");
+}
+
+/// ARP resolution: the answer read from ARP_MAC_LO/HI once bit 31 is set, asked again up to three times, then
+/// a clear error; a resolved neighbour comes from the cache without a request.
+#[test]
+fn resolves_a_neighbour_by_the_arp_registers() {
+    let (mut drv, dev, _) = setup(CAP_RC);
+    let ip = std::net::Ipv4Addr::new(10, 0, 0, 1);
+    {
+        let mut d = dev.lock().unwrap();
+        d.arp_mac = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
+        d.arp_answers_after = Some(ARP_POLLS + 5); // the first request goes unanswered
+    }
+    let mut pauses = 0;
+    let m = drv.resolve(ip, &mut || pauses += 1).unwrap();
+    assert_eq!(m, MacAddr([0x52, 0x54, 0, 0x12, 0x34, 0x56]));
+    assert_eq!(dev.lock().unwrap().arp_queries, vec![0x0A00_0001, 0x0A00_0001], "asked again after ARP_POLLS polls");
+    assert_eq!(pauses, ARP_POLLS + 5);
+    // cached: no request on the wire
+    assert_eq!(drv.resolve(ip, &mut || ()).unwrap(), m);
+    assert_eq!(dev.lock().unwrap().arp_queries.len(), 2);
+    // nobody answers: three requests, then the error names the address
+    dev.lock().unwrap().arp_answers_after = None;
+    let e = drv.resolve(std::net::Ipv4Addr::new(10, 0, 0, 7), &mut || ()).unwrap_err();
+    assert_eq!(e, DriverError::Unreachable { ip: std::net::Ipv4Addr::new(10, 0, 0, 7), tries: ARP_TRIES });
+    assert!(e.to_string().contains("no ARP answer from 10.0.0.7"), "{e}");
+    assert_eq!(dev.lock().unwrap().arp_queries.len(), 2 + ARP_TRIES as usize);
 }
