@@ -512,6 +512,10 @@ impl Logic for Rnic {
         self.comp.cqw_retry.next = self.l_data.val().get_bits::<3>(48);
         self.comp.cqw_rnr.next = self.l_data.val().get_bits::<3>(56);
         self.comp.cqw_reset.next = self.l_w0.val().get_bits::<3>(0) == self.st_reset.val();
+        // CMD_WRITE_QP_REQ's sq_psn for the completer too, in the cycle WQE Check takes it
+        self.comp.cqp_we.next = false;
+        self.comp.cqp_qpn.next = self.c_index.q.val();
+        self.comp.cqp_psn.next = self.l_w0.val().get_bits::<24>(0);
         // CQ ring set-up
         self.cq_gen.setup_valid.next = false;
         self.cq_gen.setup_cqn.next = self.c_index.q.val();
@@ -608,6 +612,7 @@ impl Logic for Rnic {
                         }
                         if self.c_op.q.val() == self.op_req.val() {
                             self.front.psn_we.next = true;
+                            self.comp.cqp_we.next = self.front.psn_ready.val();
                             if !self.front.psn_ready.val() {
                                 self.cst.d.next = CmdState::Exec;
                             }

@@ -7,8 +7,10 @@
 //! **State.** Per QP (256, index = QPN[7:0]): a ring of 16 ([`COMP_RING`]) pending records in block RAM (`ring`, address
 //! {QPN, slot}), and one state word (`qst`: head, tail with wrap bits, `comp_psn`, bytes received of the
 //! head READ, read-in-progress, error flag) plus the send CQ (`cqw_*`, CMD_WRITE_QP word 9). `comp_psn` is
-//! set from the first PSN of a WQE pushed onto an empty list (all earlier PSNs are then acknowledged, which
-//! is where the model's `comp.psn` stands too; CMD_WRITE_QP_REQ does not reach this block), or kept if an ACK
+//! the QP's sq_psn from CMD_WRITE_QP_REQ (`cqp_*`; rxe sets `comp.psn` to `sq_psn` at modify_qp to RTS, so
+//! a NAK about the first WQE, even one whose PSNs wrap, is compared with the right PSN before that WQE's
+//! record comes); it is set from the first PSN of a WQE pushed onto an empty list (all earlier PSNs are then
+//! acknowledged, which is where the model's `comp.psn` stands too), or kept if an ACK
 //! that found the list empty already covers part of that SEND/WRITE (the Requester reports a WQE after its
 //! last packet, so the ACKs of its first packets can come first; rxe knows the WQE before it sends it). A
 //! PSN-sequence NAK that finds the list empty (`NHint`) likewise sets `comp_psn` to its PSN and marks the
@@ -382,6 +384,11 @@ pub struct Completer {
     pub cqw_rnr: Signal<In, Bits<3>>,
     /// The CMD_WRITE_QP puts the QP in RESET: its retired READ/atomic count starts again from 0.
     pub cqw_reset: Signal<In, Bit>,
+    /// CMD_WRITE_QP_REQ: the QP's sq_psn, where its `comp_psn` stands from now on (rxe sets `comp.psn` to
+    /// `sq_psn` at modify_qp to RTS): everything before it counts as acknowledged.
+    pub cqp_we: Signal<In, Bit>,
+    pub cqp_qpn: Signal<In, Bits<24>>,
+    pub cqp_psn: Signal<In, Bits<24>>,
     /// Go-back-N: send QP `rw_qpn` again from its ring index `rw_idx` and PSN `rw_psn`, the first WQE resumed
     /// after `rw_skip` packets (to WQE Check).
     pub rw_valid: Signal<Out, Bit>,
@@ -459,9 +466,14 @@ pub struct Completer {
     /// A read response that can only be dropped (see `FDrop`).
     l_fdrop: Signal<Local, Bit>,
     c_rst: DFF<Bit>,
-    k100_9: Constant<Bits<9>>,
+    /// the table write being applied is a CMD_WRITE_QP_REQ, with this sq_psn
+    c_req: DFF<Bit>,
+    c_psn: DFF<Bits<24>>,
+    k100_34: Constant<Bits<34>>,
+    k200_34: Constant<Bits<34>>,
     k128_24: Constant<Bits<24>>,
-    cqwq: Fifo<Bits<9>, 4, 5>,
+    /// QP-table writes in order: {sq_psn 33:10, CMD_WRITE_QP_REQ 9, to RESET 8, QPN 7:0}
+    cqwq: Fifo<Bits<34>, 4, 5>,
     cls_lut: Lut8<12>,
     cmp_last: PsnCmp,
     cmp_comp: PsnCmp,
@@ -692,6 +704,9 @@ impl Default for Completer {
             cqw_retry: Default::default(),
             cqw_rnr: Default::default(),
             cqw_reset: Default::default(),
+            cqp_we: Default::default(),
+            cqp_qpn: Default::default(),
+            cqp_psn: Default::default(),
             rw_valid: Default::default(),
             rw_ready: Default::default(),
             qerr_valid: Default::default(),
@@ -749,7 +764,10 @@ impl Default for Completer {
             s_hra: Default::default(),
             l_fdrop: Default::default(),
             c_rst: Default::default(),
-            k100_9: k(0x100),
+            c_req: Default::default(),
+            c_psn: Default::default(),
+            k100_34: k(0x100),
+            k200_34: k(0x200),
             k128_24: k(testbench::model::requester::RXE_MAX_UNACKED_PSNS as u64),
             cqwq: Default::default(),
             cls_lut: Lut8::new(wr_class_table()),
@@ -958,7 +976,7 @@ impl Logic for Completer {
             o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
             pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
             tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
-            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l, w1_f, w2_f, s_fin, c_rst, s_hra
+            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l, w1_f, w2_f, s_fin, c_rst, c_req, c_psn, s_hra
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room, add_rd, pa_addr,
@@ -1102,11 +1120,16 @@ impl Logic for Completer {
         self.rwq.din.next.idx = self.rec.q.val().idx;
         self.rwq.din.next.psn = self.s_comp.q.val();
         self.rwq.din.next.skip = self.skip.q.val();
-        self.cqwq.push.next = self.cqw_we.val();
-        // {to RESET, QPN}
-        self.cqwq.din.next = bit_cast::<9, 8>(self.cqw_qpn.val().get_bits::<8>(0));
+        self.cqwq.push.next = self.cqw_we.val() | self.cqp_we.val();
+        // {sq_psn, CMD_WRITE_QP_REQ, to RESET, QPN} (one command at a time: never both in a cycle)
+        self.cqwq.din.next = bit_cast::<34, 8>(self.cqw_qpn.val().get_bits::<8>(0));
         if self.cqw_reset.val() {
-            self.cqwq.din.next = bit_cast::<9, 8>(self.cqw_qpn.val().get_bits::<8>(0)) | self.k100_9.val();
+            self.cqwq.din.next = bit_cast::<34, 8>(self.cqw_qpn.val().get_bits::<8>(0)) | self.k100_34.val();
+        }
+        if self.cqp_we.val() {
+            self.cqwq.din.next = (bit_cast::<34, 24>(self.cqp_psn.val()) << 10)
+                | self.k200_34.val()
+                | bit_cast::<34, 8>(self.cqp_qpn.val().get_bits::<8>(0));
         }
         self.cqwq.pop.next = false;
 
@@ -1250,6 +1273,8 @@ impl Logic for Completer {
                     self.cqwq.pop.next = true;
                     self.qpn.d.next = bit_cast::<24, 8>(self.cqwq.dout.val().get_bits::<8>(0));
                     self.c_rst.d.next = self.cqwq.dout.val().get_bit(8);
+                    self.c_req.d.next = self.cqwq.dout.val().get_bit(9);
+                    self.c_psn.d.next = self.cqwq.dout.val().get_bits::<24>(10);
                     self.qst.raddr.next = self.cqwq.dout.val().get_bits::<8>(0);
                     self.cqn_ram.raddr.next = self.cqwq.dout.val().get_bits::<8>(0);
                     self.state.d.next = CompState::CRd;
@@ -1331,6 +1356,23 @@ impl Logic for Completer {
                 self.s_comp.d.next = self.qst.rdata.val().comp_psn;
                 self.s_rd.d.next = self.qst.rdata.val().rd;
                 self.s_reading.d.next = self.qst.rdata.val().reading;
+                if self.c_req.q.val() {
+                    // CMD_WRITE_QP_REQ: only comp_psn moves (to sq_psn) and a NAK hint is forgotten; a PSN
+                    // compare against a comp_psn left from before (0 on a new QP) would take a NAK or an ACK
+                    // of the first WQE for stale, or for already covering it (rxe: comp.psn = sq_psn)
+                    self.s_comp.d.next = self.c_psn.q.val();
+                    self.s_err.d.next = self.qst.rdata.val().err;
+                    self.s_retrying.d.next = self.qst.rdata.val().retrying;
+                    self.s_skip.d.next = self.qst.rdata.val().skip_head;
+                    self.s_started.d.next = self.qst.rdata.val().started;
+                    self.s_nakh.d.next = false;
+                    self.s_rl.d.next = self.qst.rdata.val().rl;
+                    self.s_nl.d.next = self.qst.rdata.val().nl;
+                    self.s_fin.d.next = self.qst.rdata.val().fin;
+                    self.s_hra.d.next = self.qst.rdata.val().hra;
+                    self.qc.d.next = self.cqn_ram.rdata.val();
+                    self.state.d.next = CompState::Done;
+                } else {
                 self.s_err.d.next = false;
                 // (re)configured: retry counters full, no go-back-N in progress, timer off
                 self.s_retrying.d.next = false;
@@ -1349,6 +1391,7 @@ impl Logic for Completer {
                 self.tm_set.d.next = true;
                 self.tm_arm.d.next = false;
                 self.state.d.next = CompState::Done;
+                }
             }
             CompState::IRd => {
                 self.s_head.d.next = self.qst.rdata.val().head;
@@ -2111,6 +2154,17 @@ mod tests {
         fn set_qp(&mut self, qpn: u32, cqn: u32, timeout: u64, retry: u64, rnr: u64) {
             self.set_qp_to(qpn, cqn, timeout, retry, rnr, false);
         }
+        /// CMD_WRITE_QP_REQ: the QP's sq_psn.
+        fn set_sq_psn(&mut self, qpn: u32, psn: u32) {
+            self.u.cqp_we.next = true;
+            self.u.cqp_qpn.next = bits(qpn as u64);
+            self.u.cqp_psn.next = bits(psn as u64);
+            self.tick();
+            self.u.cqp_we.next = false;
+            for _ in 0..10 {
+                self.tick();
+            }
+        }
         /// CMD_WRITE_QP, `reset` when to RESET; the window write that follows is recorded.
         fn set_qp_to(&mut self, qpn: u32, cqn: u32, timeout: u64, retry: u64, rnr: u64, reset: bool) {
             self.u.cqw_reset.next = reset;
@@ -2726,6 +2780,32 @@ mod tests {
         rig.run(&[rec(q, 2, WR_RDMA_WRITE, psn_add(p, 64), 2, 512, true, WcStatus::Success)], &[ack(q, psn_add(p, 65), 0x1F)]);
         assert_eq!(rig.rewinds.len(), 1);
         assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, 0), (2, 0)]);
+    }
+
+    /// A QP's first WQE starting high in the PSN space (sq_psn 0xFFFFF0, its 40 packets across the wrap), a NAK
+    /// at 0xFFFFFB before the WQE's record. The QP's comp_psn is its sq_psn from CMD_WRITE_QP_REQ (rxe: comp.psn
+    /// = sq_psn at RTS), so the NAK is taken and the go-back-N starts at 0xFFFFFB (skip 11). Before, comp_psn
+    /// was 0: the NAK looked stale, the record then took 0 for an ACK already covering 16 packets, and every
+    /// retransmission resumed at PSN 0 while the peer waited for 0xFFFFFB (a requester campaign at MTU 256 hung).
+    #[test]
+    fn a_first_wqe_across_the_psn_wrap_goes_back_to_the_naks_psn() {
+        use rnic_driver::host::WR_RDMA_WRITE;
+        let mut rig = Rig::new(31);
+        let q = 0x33u32;
+        rig.set_qp(q, 0x53, 0, 7, 7);
+        let p = 0xFF_FFF0u32;
+        rig.set_sq_psn(q, p);
+        rig.run(&[], &[ack(q, psn_add(p, 11), 0x60)]);
+        assert_eq!(rig.counter(CNT_DROPPED), 0, "the NAK is not stale");
+        rig.run(&[rec(q, 1, WR_RDMA_WRITE, p, 40, 40 * 256, true, WcStatus::Success)], &[]);
+        assert_eq!(rig.rewinds, vec![(q as u64, 1, psn_add(p, 11) as u64, 11)], "back to the NAK's PSN");
+        rig.run(&[], &[ack(q, psn_add(p, 39), 0x1F)]);
+        assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, 0)]);
+        // without the sq_psn, the same NAK finds comp_psn 0 ahead of it: the failure this guards against
+        let mut old = Rig::new(31);
+        old.set_qp(q, 0x53, 0, 7, 7);
+        old.run(&[], &[ack(q, psn_add(p, 11), 0x60)]);
+        assert_eq!(old.counter(CNT_DROPPED), 1, "stale against comp_psn 0");
     }
 
     /// ATOMIC_ACKNOWLEDGE: the original value (big-endian in AtomicAckETH) lands in the WQE's local buffer in
