@@ -14,6 +14,9 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The reference top (see `sim/ref/README.md`).
+const REF_TOP: &str = "ref/rnic-1edd0f5.v";
+
 struct Port {
     name: String,
     input: bool,
@@ -106,11 +109,19 @@ fn main() -> Result<()> {
 
     // Only the blocks a harness drives get a Verilator model; every block is linted and synthesised by the
     // gates (fpga/tests/gates.rs). Each model costs a C++ build, the top's the most.
-    // the blocks, and the board shell (the board top between its vendor IPs: `sim::board`)
-    const MODELS: &[&str] = &["icrc_engine", "key_cache", "psn_check", "qp_context", "rnic", "rx_parse", "tx_packet_build", "board_shell"];
+    // the blocks, the board shell (the board top between its vendor IPs: `sim::board`), and the reference top:
+    // the whole RNIC as emitted before the Responder and Completer were split into stages (`sim/ref/`), run in
+    // lockstep with today's by `sim::system::RefLockstep`
+    const MODELS: &[&str] =
+        &["icrc_engine", "key_cache", "psn_check", "qp_context", "rnic", "rx_parse", "tx_packet_build", "board_shell", "rnic_ref"];
+    let ref_path = Path::new(env!("CARGO_MANIFEST_DIR")).join(REF_TOP);
+    println!("cargo:rerun-if-changed={}", ref_path.display());
     for &model in MODELS {
         let block = if model == "board_shell" {
             fpga::Emitted { name: "board_shell", verilog: fpga::board::shell::verilog(), depth_budget: None }
+        } else if model == "rnic_ref" {
+            let verilog = std::fs::read_to_string(&ref_path).with_context(|| format!("reading {}", ref_path.display()))?;
+            fpga::Emitted { name: "rnic_ref", verilog, depth_budget: None }
         } else {
             fpga::block(model).with_context(|| format!("no block {model} in fpga::blocks()"))?
         };

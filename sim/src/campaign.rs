@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use crate::rxe::rtl_ep::{counter, read_counter_window};
-use crate::system::rig;
+use crate::system::{rig, AnyDut};
 use testbench::mac::MacFaults;
 use testbench::model::link::LinkStats;
 
@@ -56,7 +56,7 @@ struct Msg {
     imm: u32,
 }
 
-fn counters(r: &mut crate::system::Rig) -> Vec<(String, u64)> {
+fn counters<D: crate::system::RnicDut>(r: &mut crate::system::Rig<D>) -> Vec<(String, u64)> {
     read_counter_window(&mut r.drv).expect("counter read")
 }
 
@@ -67,8 +67,8 @@ fn link_faults(l: &LinkStats) -> String {
 
 /// The rig of the RTL against the golden model with [`QPS`] QP pairs (ours, the peer's), and a VCD of the RTL
 /// from the start on request.
-fn golden_rig(mtu: u32, dir: &Path, vcd: Option<&Path>) -> (crate::system::Rig, Vec<(u32, u32)>) {
-    let mut r = rig(mtu, dir);
+fn golden_rig(dut: AnyDut, mtu: u32, dir: &Path, vcd: Option<&Path>) -> (crate::system::Rig<AnyDut>, Vec<(u32, u32)>) {
+    let mut r = crate::system::rig_with(dut, mtu, dir);
     if let Some(v) = vcd {
         r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
     }
@@ -80,9 +80,20 @@ fn golden_rig(mtu: u32, dir: &Path, vcd: Option<&Path>) -> (crate::system::Rig, 
 }
 
 pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+    responder_on(rtl_dut(), seed, mtu, rounds, faults, dir, vcd, progress)
+}
+
+/// The RTL as today's Verilator model of the top.
+pub fn rtl_dut() -> AnyDut {
+    Box::new(crate::Clocked::<crate::vmodels::rnic::Rnic>::new(None))
+}
+
+/// [`responder`] on any implementation of the top (e.g. `sim::system::RefLockstep`).
+#[allow(clippy::too_many_arguments)]
+pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let dir = dir.to_path_buf();
     let mut summary = String::new();
-    let (mut r, qps) = golden_rig(mtu, &dir, vcd);
+    let (mut r, qps) = golden_rig(dut, mtu, &dir, vcd);
     let mut rng = SmallRng::seed_from_u64(seed);
     {
         let mut s = r.sys.borrow_mut();
@@ -230,9 +241,15 @@ pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Pa
 
 /// The RTL as requester: our driver posts the messages, the golden model answers.
 pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+    requester_on(rtl_dut(), seed, mtu, rounds, faults, dir, vcd, progress)
+}
+
+/// [`requester`] on any implementation of the top.
+#[allow(clippy::too_many_arguments)]
+pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let dir = dir.to_path_buf();
     let mut summary = String::new();
-    let (mut r, qps) = golden_rig(mtu, &dir, vcd);
+    let (mut r, qps) = golden_rig(dut, mtu, &dir, vcd);
     let mut rng = SmallRng::seed_from_u64(seed);
     // our retransmit timer: 4.096 us x 2^4 = 65.5 us (21,000 cycles)
     for &(q, _) in &qps {

@@ -23,6 +23,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::vmodels::rnic::Rnic as VRnic;
+use crate::vmodels::rnic_ref::RnicRef as VRnicRef;
 use crate::Clocked;
 use rnic_driver::{CsrBus, Driver, DriverError};
 use rnic_driver::host::CAP_RC;
@@ -98,68 +99,77 @@ pub trait RnicDut {
 /// An implementation chosen at run time (the bare core or the board shell: the rxe lab, the bench).
 pub type AnyDut = Box<dyn RnicDut>;
 
-impl RnicDut for Clocked<VRnic> {
-    fn drive(&mut self, i: &RnicIn) -> RnicOut {
-        let m = &mut self.m;
-        m.set_awvalid(i.awvalid as u64);
-        m.set_awaddr(u64::from(i.awaddr));
-        m.set_wvalid(i.wvalid as u64);
-        m.set_wdata(u64::from(i.wdata));
-        m.set_wstrb(0xF);
-        m.set_bready(i.bready as u64);
-        m.set_arvalid(i.arvalid as u64);
-        m.set_araddr(u64::from(i.araddr));
-        m.set_rready(i.rready as u64);
-        m.set_rd_req_ready(i.rd_req_ready as u64);
-        m.set_rd_resp_valid(i.rd_resp_valid as u64);
-        m.set_rd_resp_data(&i.rd_resp_data);
-        m.set_rd_resp_tag(u64::from(i.rd_resp_tag));
-        m.set_rd_resp_last(i.rd_resp_last as u64);
-        m.set_wr_ready(i.wr_ready as u64);
-        m.set_m_axis_tready(i.m_axis_tready as u64);
-        m.set_s_axis_tvalid(i.s_axis_tvalid as u64);
-        m.set_s_axis_tdata(&i.s_axis_tdata);
-        m.set_s_axis_tkeep(i.s_axis_tkeep);
-        m.set_s_axis_tlast(i.s_axis_tlast as u64);
-        m.set_s_axis_tuser(i.s_axis_tuser as u64);
-        self.settle();
-        let m = &self.m;
-        RnicOut {
-            awready: m.awready() != 0,
-            wready: m.wready() != 0,
-            bvalid: m.bvalid() != 0,
-            bresp: m.bresp() as u8,
-            arready: m.arready() != 0,
-            rvalid: m.rvalid() != 0,
-            rdata: m.rdata() as u32,
-            rresp: m.rresp() as u8,
-            rd_req_valid: m.rd_req_valid() != 0,
-            rd_req_addr: m.rd_req_addr(),
-            rd_req_len: m.rd_req_len() as u32,
-            rd_req_tag: m.rd_req_tag() as u8,
-            rd_resp_ready: m.rd_resp_ready() != 0,
-            wr_valid: m.wr_valid() != 0,
-            wr_addr: m.wr_addr(),
-            wr_data: m.wr_data(),
-            wr_strb: m.wr_strb(),
-            wr_last: m.wr_last() != 0,
-            m_axis_tvalid: m.m_axis_tvalid() != 0,
-            m_axis_tdata: m.m_axis_tdata(),
-            m_axis_tkeep: m.m_axis_tkeep(),
-            m_axis_tlast: m.m_axis_tlast() != 0,
-            s_axis_tready: m.s_axis_tready() != 0,
+/// The RNIC's ports on a Verilator model of the whole top (today's, or the reference top of `sim/ref/`: the
+/// same port list).
+macro_rules! verilator_rnic_dut {
+    ($t:ty) => {
+        impl RnicDut for Clocked<$t> {
+            fn drive(&mut self, i: &RnicIn) -> RnicOut {
+                let m = &mut self.m;
+                m.set_awvalid(i.awvalid as u64);
+                m.set_awaddr(u64::from(i.awaddr));
+                m.set_wvalid(i.wvalid as u64);
+                m.set_wdata(u64::from(i.wdata));
+                m.set_wstrb(0xF);
+                m.set_bready(i.bready as u64);
+                m.set_arvalid(i.arvalid as u64);
+                m.set_araddr(u64::from(i.araddr));
+                m.set_rready(i.rready as u64);
+                m.set_rd_req_ready(i.rd_req_ready as u64);
+                m.set_rd_resp_valid(i.rd_resp_valid as u64);
+                m.set_rd_resp_data(&i.rd_resp_data);
+                m.set_rd_resp_tag(u64::from(i.rd_resp_tag));
+                m.set_rd_resp_last(i.rd_resp_last as u64);
+                m.set_wr_ready(i.wr_ready as u64);
+                m.set_m_axis_tready(i.m_axis_tready as u64);
+                m.set_s_axis_tvalid(i.s_axis_tvalid as u64);
+                m.set_s_axis_tdata(&i.s_axis_tdata);
+                m.set_s_axis_tkeep(i.s_axis_tkeep);
+                m.set_s_axis_tlast(i.s_axis_tlast as u64);
+                m.set_s_axis_tuser(i.s_axis_tuser as u64);
+                self.settle();
+                let m = &self.m;
+                RnicOut {
+                    awready: m.awready() != 0,
+                    wready: m.wready() != 0,
+                    bvalid: m.bvalid() != 0,
+                    bresp: m.bresp() as u8,
+                    arready: m.arready() != 0,
+                    rvalid: m.rvalid() != 0,
+                    rdata: m.rdata() as u32,
+                    rresp: m.rresp() as u8,
+                    rd_req_valid: m.rd_req_valid() != 0,
+                    rd_req_addr: m.rd_req_addr(),
+                    rd_req_len: m.rd_req_len() as u32,
+                    rd_req_tag: m.rd_req_tag() as u8,
+                    rd_resp_ready: m.rd_resp_ready() != 0,
+                    wr_valid: m.wr_valid() != 0,
+                    wr_addr: m.wr_addr(),
+                    wr_data: m.wr_data(),
+                    wr_strb: m.wr_strb(),
+                    wr_last: m.wr_last() != 0,
+                    m_axis_tvalid: m.m_axis_tvalid() != 0,
+                    m_axis_tdata: m.m_axis_tdata(),
+                    m_axis_tkeep: m.m_axis_tkeep(),
+                    m_axis_tlast: m.m_axis_tlast() != 0,
+                    s_axis_tready: m.s_axis_tready() != 0,
+                }
+            }
+            fn tick(&mut self) {
+                Clocked::tick(self)
+            }
+            fn start_trace(&mut self, path: &str) {
+                Clocked::start_trace(self, path)
+            }
+            fn stop_trace(&mut self) {
+                Clocked::stop_trace(self)
+            }
         }
-    }
-    fn tick(&mut self) {
-        Clocked::tick(self)
-    }
-    fn start_trace(&mut self, path: &str) {
-        Clocked::start_trace(self, path)
-    }
-    fn stop_trace(&mut self) {
-        Clocked::stop_trace(self)
-    }
+    };
 }
+
+verilator_rnic_dut!(VRnic);
+verilator_rnic_dut!(VRnicRef);
 
 /// The rust-hdl model of the same top, in rust-hdl's own simulator (direct drive).
 pub struct RustHdlRnic(Box<rtl::rnic::Rnic>);
@@ -269,6 +279,75 @@ impl RnicDut for Lockstep {
         self.v.tick();
         self.r.tick();
         self.cycle += 1;
+    }
+}
+
+/// Today's top against the reference top (`sim/ref/`: the whole RNIC as emitted before the Responder and
+/// Completer were split into stage blocks), both Verilator models on the same stimulus: every output compared
+/// every cycle; the first difference panics with the cycle number, the outputs that differ and both values.
+pub struct RefLockstep {
+    pub now: Clocked<VRnic>,
+    pub reference: Clocked<VRnicRef>,
+    pub cycle: u64,
+}
+
+impl Default for RefLockstep {
+    fn default() -> Self {
+        RefLockstep { now: Clocked::new(None), reference: Clocked::new(None), cycle: 0 }
+    }
+}
+
+/// The fields of two outputs that differ, each as `name: now != reference`.
+pub fn out_diff(a: &RnicOut, b: &RnicOut) -> Vec<String> {
+    let (fa, fb) = (format!("{a:?}"), format!("{b:?}"));
+    // `RnicOut { awready: true, ..., wr_data: [..], ... }`: split at the top-level commas
+    let split = |s: &str| -> Vec<String> {
+        let inner = &s[s.find('{').map_or(0, |i| i + 1)..s.rfind('}').unwrap_or(s.len())];
+        let (mut out, mut depth, mut cur) = (Vec::new(), 0, String::new());
+        for c in inner.chars() {
+            match c {
+                '[' | '(' | '{' => depth += 1,
+                ']' | ')' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(cur.trim().to_string());
+                    cur.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            cur.push(c);
+        }
+        out.push(cur.trim().to_string());
+        out
+    };
+    split(&fa).into_iter().zip(split(&fb)).filter(|(x, y)| x != y).map(|(x, y)| format!("{x} != {}", y.split_once(": ").map_or(y.as_str(), |p| p.1))).collect()
+}
+
+impl RnicDut for RefLockstep {
+    fn drive(&mut self, i: &RnicIn) -> RnicOut {
+        let a = self.now.drive(i);
+        let b = self.reference.drive(i);
+        if a != b {
+            panic!(
+                "cycle {}: today's top and the reference top (sim/ref) differ on the same inputs: {}",
+                self.cycle,
+                out_diff(&a, &b).join("; ")
+            );
+        }
+        a
+    }
+    fn tick(&mut self) {
+        self.now.tick();
+        self.reference.tick();
+        self.cycle += 1;
+    }
+    fn start_trace(&mut self, path: &str) {
+        self.now.start_trace(path);
+        self.reference.start_trace(&format!("{path}.reference.vcd"));
+    }
+    fn stop_trace(&mut self) {
+        self.now.stop_trace();
+        self.reference.stop_trace();
     }
 }
 
