@@ -65,6 +65,11 @@ impl<const IN: usize, const OUT: usize> Logic for ByteMap<IN, OUT> {
     }
 }
 
+/// A 64-bit value's bytes reversed (host order to wire order).
+pub fn swap64_map() -> ByteMap<64, 64> {
+    ByteMap::new((0..8).map(|j| ByteSrc::In(8 * (7 - j))).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,7 +61,7 @@
 use rust_hdl::prelude::*;
 
 use crate::common::bytemap::{ByteMap, ByteSrc};
-use crate::transport::completer::PsnCmp;
+use crate::common::psn_cmp::PsnCmp;
 use crate::common::consts::k;
 use crate::common::fifo::{DistRam, SdpRam};
 use crate::transport::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};

@@ -719,7 +719,6 @@ mod tests {
     use crate::common::axis::beat_of;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
-    use std::collections::VecDeque;
     use std::net::Ipv4Addr;
     use testbench::wire::frame::{icmp_echo_reply, icmp_echo_request, internet_checksum, MacAddr};
 

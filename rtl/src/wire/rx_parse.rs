@@ -943,12 +943,8 @@ mod tests {
     pub(crate) const MY_IP: u32 = 0x0A00_0002;
 
     /// What came out: (header, ext_words, pay_len, payload bytes) per good frame, the counters, and how many
-    /// headers left while the payload of a header before them was still coming.
-    pub(crate) fn run(frames: &[Vec<u8>], seed: u64) -> (Vec<(RxHeader, u64, u64, Vec<u8>)>, Vec<u64>, usize) {
-        run_paced(frames, seed, 3)
-    }
-
-    /// [`run`] with the payload output ready `pay_ready` cycles in 4.
+    /// headers left while the payload of a header before them was still coming; the payload output ready
+    /// `pay_ready` cycles in 4.
     pub(crate) fn run_paced(frames: &[Vec<u8>], seed: u64, pay_ready: u32) -> (Vec<(RxHeader, u64, u64, Vec<u8>)>, Vec<u64>, usize) {
         run_flagged(frames, &vec![false; frames.len()], seed, pay_ready)
     }

@@ -1,0 +1,1990 @@
+//! Responder (rxe `rxe_resp.c` `rxe_responder`, as `testbench::model::responder` implements it), RC only:
+//! request packets in (`hdr_*` + `pay` from RX Parse, the top routes request opcodes here), ACK / NAK / RNR NAK
+//! / RDMA READ RESPONSE headers out (`hdr_*` TxHeader stream, with gather commands `g_*` for read-response
+//! payload, issued together with their header and in order, as the Requester does), SEND/WRITE payload to
+//! the Scatter Path (`s_*` + `s_pay`), receive completions to CQE Generation (`cq_*`), receive WQEs read
+//! through a DMA read port (`rd_req_*`/`rd_resp_*`, one 64-byte `RecvWqe` slot per request) into one of the
+//! QP's [`PF_DEPTH`] (8) entries of `pf_ram` (by the ring index's low three bits), tagged with its ring index:
+//! eight WQEs ahead per QP (when a SEND takes its QP's receive WQE at index i, the one at i + 8 is read if
+//! posted; an RQ doorbell has its new WQEs read that lie within eight of the one the QP takes next and are
+//! neither there nor on their way), else when the SEND needs it (queued behind the reads on their way, never
+//! waiting for them to land first). An entry on its way is marked pending, so no slot is read twice. An RQ
+//! doorbell's reads are made by a doorbell engine of its own (`dbs`: `Pf`..`Pf3` find the window, then
+//! `Rd`/`Chk`/`Go` one index per three cycles, waiting for the request slot rather than skipping an index)
+//! while the state machine waits in `Db`, between packets; CMD_WRITE_RQ drops the QP's eight entries (`Clr`).
+//!
+//! **Tables it owns** (written by the top's command dispatcher, 256 QPs, index = QPN[7:0]):
+//! * `attr_*`: the QP attributes ([`QpStatic`], CMD_WRITE_QP) into its own [`QpContext`] (lookup with the
+//!   rxe_recv.c drop reasons; responder state [`QpResp`] written back here);
+//! * `rp_*` (valid/ready): CMD_WRITE_QP_RESP: ePSN; also `ack_psn = ePSN`, MSN 0, `sent_psn_nak` 0 and the
+//!   extended responder state ([`RespExt`]: message in progress, current receive WQE, WRITE context, the last
+//!   READ, the QP's error flag) cleared;
+//! * `rqs_*` (valid/ready): CMD_WRITE_RQ: ring base, log2 entries, receive CQ; resets the ring's indices;
+//! * `rqdb_*` (valid/ready): RQ doorbell: new producer index;
+//! * `kc_*`: the RX copy of the Key Cache (same fields as `req_front`'s `kc_*`).
+//! Commands are taken only between packets (the FSM is in `Idle`), so they never race a packet's write-back.
+//! A request header is taken in `Idle`, or already in the write-back's cycle (which is the ACK header's
+//! cycle when the packet is ACKed) when it is another QP's and no command waits, so back-to-back packets of
+//! different QPs skip `Idle`; a same-QP packet goes through `Idle`, after its QP's state is written.
+//!
+//! **Rules** (the golden model's order): QP lookup drops (counted), a QP in error (after a class-C error)
+//! drops everything until the next `rp_*` write; `check_psn` by a [`PsnCheck`] (in order; duplicate SEND/WRITE
+//! re-ACKed with PSN `ack_psn - 1`, nothing executed; first out-of-sequence packet: NAK PSN sequence error
+//! with ePSN, then silence until the gap closes); `check_op_seq`; `check_op_valid` (QP access REMOTE_READ /
+//! REMOTE_WRITE); `check_resource` (READ with `max_dest_rd_atomic` 0: NAK invalid request; no posted receive
+//! for SEND FIRST/ONLY or WRITE LAST/ONLY WITH IMMEDIATE: RNR NAK `0x20 | min_rnr_timer` with the packet's
+//! PSN); `check_length` (ONLY <= PMTU, FIRST/MIDDLE == PMTU, LAST 1..PMTU, RETH length <= 2^31);
+//! `check_rkey` through the Key Cache (NAK remote access error); the WRITE length / PadCnt rule; SEND: the
+//! receive buffer's room and its lkey with LOCAL_WRITE (either failing: rxe `copy_data`'s -EINVAL, a
+//! malformed WQE: NAK remote operational error, LOC_QP_OP_ERR, nothing of the packet written); execute; MSN +1 at the end of a SEND/WRITE and
+//! on a READ; receive completions (RECV with `byte_len` = bytes received, RECV_RDMA_WITH_IMM with the whole
+//! write length, GRH flag always, WITH_IMM and the immediate as its wire bytes); ACK (0x1F, MSN) when AckReq
+//! is set. Class-C errors NAK with the packet's PSN and the current MSN, complete the receive in progress
+//! (if the rule says so), flush every posted receive WQE with WR_FLUSH_ERR (rxe `qp_error`, flags 0) and
+//! put the QP in error. `src_qp` of an RC receive completion is 0, as rxe and the model give it (rxe fills
+//! it from a DETH only).
+//!
+//! **READ**: responses FIRST/MIDDLE/LAST/ONLY of PMTU bytes from the rkey-translated address, PSN = request
+//! PSN + k, AETH (0x1F, MSN after the READ's increment) on FIRST/LAST/ONLY, ePSN = PSN + packets. Each READ is
+//! saved in the QP's ring of [`READ_RESOURCES`] responder resources ([`ReadRes`] in block RAM, address
+//! {QPN[7:0], slot}: PSN range, VA, rkey, length, DMA address; the oldest is overwritten; rxe
+//! `rxe_prepare_res`). **A duplicate READ** (rxe `duplicate_request`, the model's order): the 16 slots are
+//! scanned (one read per cycle, the PSN range compared by two pipelined `PsnCmp`s, ~20 cycles) for the first
+//! valid one whose range holds the PSN; if its rkey is the request's and [VA, VA + len) lies inside the saved
+//! range, the responses are replayed from the request's PSN and VA: FIRST/ONLY when the PSN is the READ's first,
+//! **MIDDLE..LAST otherwise** (a mid-range retry never gets FIRST at a later PSN, which would put rxe's QP in
+//! error); else it is dropped and counted (`CNT_DROP_DUP`). A replay changes no QP state.
+//! **Atomics** (COMPARE_SWAP, FETCH_ADD; rxe `atomic_reply`): REMOTE_ATOMIC in the QP's access flags and
+//! `max_dest_rd_atomic` > 0 (else NAK invalid request), an 8-byte-aligned VA (else NAK invalid request), the
+//! R_Key for 8 bytes with REMOTE_ATOMIC (else NAK remote access error); then the Atomic Unit: the 64-byte
+//! block holding the target is read through the DMA read port, the [`AtomicAlu`] computes the new value, one
+//! 8-byte Scatter command writes it back, and ATOMIC_ACKNOWLEDGE (AETH with MSN + 1, the original value
+//! big-endian) answers; ePSN + 1. The Responder takes one packet at a time and the read of the next operation
+//! is issued after this write, so an atomic is indivisible with respect to every other operation of this RNIC
+//! on those bytes (other QPs included). The original value is saved in the QP's resource ring (`atomic` set);
+//! a duplicate atomic at that PSN is answered from it and never executed again; one whose resource is gone is
+//! dropped (rxe). **Masked atomics** (this project's opcodes 0xD3 / 0xD4, `testbench::wire::opcode`): the same
+//! path with MaskedCmpSwapETH / MaskedFetchAddETH operands. ATOMIC_WRITE and FLUSH: NAK invalid request, QP
+//! to error.
+//!
+//! **The payload mover**: a SEND/WRITE payload is handed in `PayFwd` to a mover (`mv_on`: `pay` to `s_pay`
+//! until its last beat; the next one is handed over once `mv_on` is clear, one cycle after the last beat, so
+//! the Scatter Path's ready never reaches the state) and the state machine goes on with the ACK, the
+//! write-back and the next header (the top hands on the next request header while a request payload still
+//! flows). A receive completion (SEND LAST/ONLY, WITH IMMEDIATE, class-C, flush) is held in its registers
+//! (`o_c*`, its CQ and QP latched too) until the payload in the mover when it was raised is through
+//! (`cq_hold`), while the state machine goes on; a packet that raises the next completion waits for that one
+//! to go. A READ response's gather and an atomic's read go out only with the mover done and the Scatter Path
+//! `idle` (`s_idle`: every byte written before them is on the DMA write port); `Drain` and the atomic's write
+//! wait for the mover.
+//!
+//! **Timing** (<= 6 LUT6 levels): one packet's checks at a time through a state machine; every wide sum (PSN/MSN +1,
+//! ack_psn - 1, addresses, offsets, residues) goes through a [`PipeAdd64`] whose operands are registers; the
+//! checks are registered in the `Pre` state from registered inputs; the 24-bit PSN compare is the PsnCheck's.
+//! **The hot QP's fast path**: after an executed in-order WRITE FIRST/MIDDLE the QP stays *hot* (its state in
+//! the registers) until another packet or a command comes; its next packet, if it is the expected WRITE
+//! MIDDLE (PMTU bytes while more than PMTU is left) or LAST (the rest, its pad) at ePSN from the QP's remote
+//! address with the default P_Key (matched in `Idle`, into a register and into the Scatter command raised in
+//! the next cycle), goes from `LkWait` straight to its payload and ends in `FastEnd` (PSN + 1, pointer and
+//! residue summed from `Idle` on; a one-beat payload waits there for the sums): with the mover, one packet per
+//! payload beats + 1 cycles (16.9 for 1 KiB with a Scatter Path that takes the beats at once, 20 before the
+//! mover; the 100G wire brings one every 28.5).
+//! Anything else (another QP, a PSN gap or duplicate, a wrong length) takes the general path, which runs every
+//! check. Rate of the general path: about 15 cycles per WRITE MIDDLE/LAST, its payload beats (one per cycle)
+//! overlapping the next packet's checks in the mover; a RETH's R_Key check is issued in `Look` beside the PSN
+//! check and answers 2 cycles after it (a 1 KiB WRITE ONLY: 18 cycles, 33 before the mover); a SEND adds the
+//! WQE fetch (prefetched eight ahead) and its receive buffer's checks: the address and end sums (3), then the
+//! Key Cache's lkey check (9), issued straight after the fetch (`SendFirst`), with the bounds compare summed
+//! beside it (a 1 KiB SEND ONLY: 29.4 cycles, `send_only_rate`; 51.4 before the mover, the completion hold
+//! and `SendFirst`); a READ takes about 18 cycles (by the state count) plus 5 per response packet; a duplicate READ
+//! about 30 more (the resource scan and the subset check) before its first response.
+//!
+//! **Counters** (`counters[i]`): [`CNT_REQUESTS`] requests past the QP lookup, [`CNT_DUPLICATES`],
+//! [`CNT_NAK_SEQ`] PSN-sequence NAKs sent, [`CNT_RNR_NAKS`], [`CNT_CLASS_C`] class-C errors (NAK invalid
+//! request / remote access / remote operational), [`CNT_DROP_LOOKUP`] QP lookup drops (last reason on
+//! `last_drop_reason`, a `testbench::model::DropReason` code), [`CNT_DROP_OOS`] out-of-sequence drops after
+//! the NAK, [`CNT_DROP_DUP`] duplicates without a resource, [`CNT_DROP_ERR`] packets of a QP in error,
+//! [`CNT_DROP_MALFORMED`] opcodes that are not RC requests, [`CNT_ACKS`] ACKs sent, [`CNT_READ_RESP`] read
+//! responses sent.
+
+use rust_hdl::prelude::*;
+
+use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::k;
+use crate::common::counter::EventCounter;
+use crate::common::fifo::SdpRam;
+use crate::transport::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
+use crate::common::lut::Lut8;
+use crate::transport::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
+    VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
+use crate::transport::qp_context::{QpContext, QpResp, QpStatic};
+use crate::wire::rx_parse::RxHeader;
+use crate::wire::tx_build::{TxHeader, EXT_BITS};
+use rnic_driver::host::{wc_opcode_code, wc_status_code};
+use testbench::model::{WcFlags, WcOpcode, WcStatus};
+use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED, DEFAULT_PKEY};
+use testbench::wire::opcode::*;
+use testbench::wire::HeaderKind;
+
+pub mod recv_queue;
+use recv_queue::RecvQueue;
+pub use recv_queue::{PfEnt, RqCfg, PF_DEPTH};
+pub mod read_res;
+pub mod checks;
+pub mod read_reply;
+pub mod atomic;
+pub mod acknowledge;
+use acknowledge::RespTx;
+pub mod completion;
+use completion::RecvCompletion;
+use atomic::AtomicRmw;
+use read_reply::ReadReply;
+use checks::{RespChecks, I_ATOMIC, I_BAD, I_END, I_IMM, I_OTHER, I_READ, I_RETH, I_SEND, I_START, I_WRITE};
+use read_res::ReadResources;
+pub use read_res::{ReadRes, READ_RESOURCES};
+
+pub const CNT_REQUESTS: usize = 0;
+pub const CNT_DUPLICATES: usize = 1;
+pub const CNT_NAK_SEQ: usize = 2;
+pub const CNT_RNR_NAKS: usize = 3;
+pub const CNT_CLASS_C: usize = 4;
+pub const CNT_DROP_LOOKUP: usize = 5;
+pub const CNT_DROP_OOS: usize = 6;
+pub const CNT_DROP_DUP: usize = 7;
+pub const CNT_DROP_ERR: usize = 8;
+pub const CNT_DROP_MALFORMED: usize = 9;
+pub const CNT_ACKS: usize = 10;
+pub const CNT_READ_RESP: usize = 11;
+pub const RESP_COUNTERS: usize = 12;
+
+/// `info[opcode]` from the golden opcode table.
+pub fn info_table() -> Vec<u64> {
+    (0..256u32)
+        .map(|c| match info(c as u8) {
+            Some(i) if i.transport == Transport::Rc && i.is_request() => {
+                let mut v = 0u64;
+                let mut set = |b: usize, on: bool| {
+                    if on {
+                        v |= 1 << b
+                    }
+                };
+                set(I_SEND, i.kind == OpKind::Send);
+                set(I_WRITE, i.kind == OpKind::Write);
+                set(I_READ, i.kind == OpKind::ReadRequest);
+                set(I_ATOMIC, matches!(i.kind, OpKind::Atomic | OpKind::MaskedAtomic));
+                set(I_START, i.pos.is_start());
+                set(I_END, i.pos.is_end());
+                set(I_IMM, i.has(HeaderKind::ImmDt));
+                set(I_RETH, i.has(HeaderKind::Reth));
+                set(
+                    I_OTHER,
+                    !matches!(
+                        i.kind,
+                        OpKind::Send | OpKind::Write | OpKind::ReadRequest | OpKind::Atomic | OpKind::MaskedAtomic
+                    ),
+                );
+                v
+            }
+            _ => 1 << I_BAD,
+        })
+        .collect()
+}
+
+/// The RETH of a request (extension bytes 0..16, big-endian) as numbers: va in 63:0, rkey in 95:64, DMA length
+/// in 127:96.
+fn reth_map() -> ByteMap<352, 128> {
+    let mut m = Vec::new();
+    for j in 0..8 {
+        m.push(ByteSrc::In(8 * (7 - j)));
+    }
+    for j in 0..4 {
+        m.push(ByteSrc::In(8 * (8 + 3 - j)));
+    }
+    for j in 0..4 {
+        m.push(ByteSrc::In(8 * (12 + 3 - j)));
+    }
+    ByteMap::new(m)
+}
+
+/// Extended per-QP responder state (beyond [`QpResp`]).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct RespExt {
+    /// A class-C error put the QP in error: every packet is dropped.
+    pub err: Bit,
+    /// A SEND or WRITE message is in progress (the last packet was FIRST or MIDDLE) and which.
+    pub mip: Bit,
+    pub mip_write: Bit,
+    /// The receive WQE at the consumer index is loaded, and where the SEND stands in it.
+    pub have_wqe: Bit,
+    pub wr_id: Bits<64>,
+    pub r_addr: Bits<64>,
+    pub r_len: Bits<32>,
+    pub r_lkey: Bits<32>,
+    pub r_off: Bits<32>,
+    /// WRITE context: DMA address of the next byte, bytes left, whole length.
+    pub w_valid: Bit,
+    pub w_ptr: Bits<64>,
+    pub w_resid: Bits<32>,
+    pub w_len: Bits<32>,
+    /// The READ responder resources: the next slot of the ring to take and which slots hold a READ.
+    pub res_head: Bits<4>,
+    pub res_valid: Bits<16>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+enum RespState {
+    Idle,
+    LkWait,
+    Look,
+    Pre,
+    Wait,
+    Verdict,
+    Check,
+    Kc,
+    KcWait,
+    RkeyRes,
+    Fetch,
+    SendFirst,
+    SendChk,
+    SendChk2,
+    SendKc,
+    WExec,
+    WExec2,
+    SCmd,
+    PayFwd,
+    Finish,
+    CqOut,
+    TxAck,
+    Read,
+    ReadEnd,
+    DupScan,
+    DupRead,
+    DupGot,
+    DupSub,
+    ClassC,
+    CcCq,
+    Flush,
+    FlushF,
+    FlushCq,
+    WriteBack,
+    Drain,
+    AtRmw,
+    AtEnd,
+    AtAck,
+    FastEnd,
+    Db,
+}
+
+/// The Responder (see the module documentation).
+#[derive(LogicBlock)]
+pub struct Responder {
+    pub clock: Signal<In, Clock>,
+    /// Our MAC and IPv4 address (the source of every response).
+    pub my_mac: Signal<In, Bits<48>>,
+    pub my_ip: Signal<In, Bits<32>>,
+    /// Request headers (request opcodes) from RX Parse and their payload (`hdr_pay_len` bytes, no beat when 0).
+    pub hdr: Signal<In, RxHeader>,
+    pub hdr_ext_words: Signal<In, Bits<4>>,
+    pub hdr_pay_len: Signal<In, Bits<13>>,
+    pub hdr_valid: Signal<In, Bit>,
+    pub hdr_ready: Signal<Out, Bit>,
+    pub pay: AxisSink,
+    /// CMD_WRITE_QP: the static attributes.
+    pub attr_we: Signal<In, Bit>,
+    pub attr_qpn: Signal<In, Bits<24>>,
+    pub attr_data: Signal<In, QpStatic>,
+    /// CMD_WRITE_QP_RESP: the responder's ePSN (resets the responder state).
+    pub rp_valid: Signal<In, Bit>,
+    pub rp_ready: Signal<Out, Bit>,
+    pub rp_qpn: Signal<In, Bits<24>>,
+    pub rp_epsn: Signal<In, Bits<24>>,
+    /// CMD_WRITE_RQ: receive ring base (64-byte aligned), log2 entries (<= 15), receive CQ.
+    pub rqs_valid: Signal<In, Bit>,
+    pub rqs_ready: Signal<Out, Bit>,
+    pub rqs_qpn: Signal<In, Bits<24>>,
+    pub rqs_base: Signal<In, Bits<64>>,
+    pub rqs_log2: Signal<In, Bits<4>>,
+    pub rqs_cqn: Signal<In, Bits<24>>,
+    /// RQ doorbell: new producer index.
+    pub rqdb_valid: Signal<In, Bit>,
+    pub rqdb_ready: Signal<Out, Bit>,
+    pub rqdb_qpn: Signal<In, Bits<24>>,
+    pub rqdb_pi: Signal<In, Bits<16>>,
+    /// Key Cache write port (RX copy).
+    pub kc_wr_en: Signal<In, Bit>,
+    pub kc_inv_en: Signal<In, Bit>,
+    pub kc_wr_index: Signal<In, Bits<10>>,
+    pub kc_wr_valid: Signal<In, Bit>,
+    pub kc_wr_tag: Signal<In, Bits<8>>,
+    pub kc_wr_pd: Signal<In, Bits<PD_BITS>>,
+    pub kc_wr_access: Signal<In, Bits<4>>,
+    pub kc_wr_va: Signal<In, Bits<64>>,
+    pub kc_wr_len: Signal<In, Bits<64>>,
+    pub kc_wr_base: Signal<In, Bits<64>>,
+    /// Receive WQE fetch (one 64-byte beat per request).
+    pub rd_req_valid: Signal<Out, Bit>,
+    pub rd_req_ready: Signal<In, Bit>,
+    pub rd_req_addr: Signal<Out, Bits<64>>,
+    pub rd_req_len: Signal<Out, Bits<13>>,
+    pub rd_req_tag: Signal<Out, Bits<8>>,
+    pub rd_resp_valid: Signal<In, Bit>,
+    pub rd_resp_ready: Signal<Out, Bit>,
+    pub rd_resp_data: Signal<In, Bits<512>>,
+    pub rd_resp_tag: Signal<In, Bits<8>>,
+    pub rd_resp_last: Signal<In, Bit>,
+    /// Scatter commands (SEND / WRITE payload placement) and the payload.
+    pub s_valid: Signal<Out, Bit>,
+    pub s_ready: Signal<In, Bit>,
+    pub s_addr: Signal<Out, Bits<64>>,
+    pub s_len: Signal<Out, Bits<13>>,
+    pub s_pay: AxisSource,
+    /// The Scatter Path has no command and no beat left to write (every beat it was given is out on the DMA
+    /// write port): a READ response or an atomic's read is issued only then, after the payload mover is done.
+    pub s_idle: Signal<In, Bit>,
+    /// Response headers (ACK, NAK, RNR NAK, READ RESPONSE) to TX Packet Build.
+    pub tx_hdr: Signal<Out, TxHeader>,
+    pub tx_hdr_valid: Signal<Out, Bit>,
+    pub tx_hdr_ready: Signal<In, Bit>,
+    /// Gather commands for read-response payload (issued with their header, in order).
+    pub g_valid: Signal<Out, Bit>,
+    pub g_ready: Signal<In, Bit>,
+    pub g_addr: Signal<Out, Bits<64>>,
+    pub g_len: Signal<Out, Bits<13>>,
+    /// Receive completions to CQE Generation.
+    pub cq_valid: Signal<Out, Bit>,
+    pub cq_ready: Signal<In, Bit>,
+    pub cq_cqn: Signal<Out, Bits<24>>,
+    pub cq_wr_id: Signal<Out, Bits<64>>,
+    pub cq_byte_len: Signal<Out, Bits<32>>,
+    pub cq_imm: Signal<Out, Bits<32>>,
+    pub cq_qp_num: Signal<Out, Bits<24>>,
+    pub cq_src_qp: Signal<Out, Bits<24>>,
+    pub cq_status: Signal<Out, Bits<8>>,
+    pub cq_opcode: Signal<Out, Bits<8>>,
+    pub cq_wc_flags: Signal<Out, Bits<8>>,
+    /// Event counters (`CNT_*`) and the reason of the last QP lookup drop.
+    pub counters: [Signal<Out, Bits<32>>; RESP_COUNTERS],
+    pub last_drop_reason: Signal<Out, Bits<8>>,
+
+    qpc: QpContext<256, 8>,
+    /// Receive Queue and WQE Prefetch: the receive rings, the WQE reads eight ahead, the doorbell engine.
+    rq: RecvQueue,
+    /// The checks that need no lookup (check_op_seq, check_op_valid, check_resource, check_length).
+    chk: RespChecks,
+    /// READ and atomic resources: the per-QP ring and the duplicate scan.
+    rr: ReadResources,
+    /// READ responses and the replay of a duplicate READ.
+    rd: ReadReply,
+    /// The Atomic Unit's read-modify-write (its ALU inside).
+    at: AtomicRmw,
+    /// The TX header and gather command registers (ACK/NAK, READ responses, ATOMIC ACKNOWLEDGE).
+    tx: RespTx,
+    /// The receive completion held until the payload before it is through.
+    cqe: RecvCompletion,
+    kc: KeyCache<1024, 10>,
+    psnc: PsnCheck,
+    x_ram: SdpRam<RespExt, 8>,
+    info_lut: Lut8<10>,
+    reth: ByteMap<352, 128>,
+    add_a: PipeAdd64,
+    add_b: PipeAdd64,
+    add_c: PipeAdd64,
+    add_d: PipeAdd64,
+    /// A WRITE MIDDLE/LAST's next write pointer and residue (`w_ptr + len`, `w_resid - len`), summed from Pre on
+    /// with the checks, so an in-order continuation goes from Check straight to its Scatter command.
+    add_e: PipeAdd64,
+    add_f: PipeAdd64,
+    /// the packet's write-back happens this cycle (WriteBack, or TxAck as its ACK header goes out when the
+    /// write-back comes next: the write-back reads only registers TxAck leaves alone)
+    l_wb: Signal<Local, Bit>,
+    /// `l_wb` as the next header's take sees it: in TxAck without the TX side's ready (the take there also needs
+    /// the output registers empty, when the ACK header goes out anyway), so `hdr_ready` never depends on it
+    l_wbq: Signal<Local, Bit>,
+    /// a request header is taken this cycle (Idle, or the write-back's cycle: see below the state match)
+    l_take: Signal<Local, Bit>,
+    /// the header on offer in the last cycle was another QP's than the packet's (per-QP RAM index)
+    hq_diff: DFF<Bit>,
+    cnt: [EventCounter; RESP_COUNTERS],
+    inc: [Signal<Local, Bit>; RESP_COUNTERS],
+
+    state: DFF<RespState>,
+    /// The hot QP (the fast path for in-order WRITE MIDDLE/LAST): `hot` = the last packet was an in-order WRITE
+    /// FIRST/MIDDLE of QP `h_qpn` that this block executed, and no command or other packet came since; the
+    /// next packet it may take is `f_op` with `f_plen` payload bytes and pad `f_pad` at PSN `n_epsn`.
+    hot: DFF<Bit>,
+    f_arm: DFF<Bit>,
+    f_op: DFF<Bits<8>>,
+    f_plen: DFF<Bits<13>>,
+    f_pad: DFF<Bits<2>>,
+    /// The header taken in `Idle` matched the hot QP's expectation (fast path).
+    h_fast: DFF<Bit>,
+    /// Cycles until the fast path's sums (started in `Idle`) are out: `FastEnd` waits for 0.
+    f_wait: DFF<Bits<2>>,
+    /// A WRITE FIRST went to its Scatter command straight from the R_Key check: its pointer and residue sums
+    /// (started there) are taken in Finish.
+    w_late: DFF<Bit>,
+    ret: DFF<RespState>,
+    fret: DFF<RespState>,
+    kret: DFF<RespState>,
+    ack_nxt: DFF<RespState>,
+    wait_n: DFF<Bits<2>>,
+    // adder operands
+    aa_a: DFF<Bits<64>>,
+    aa_b: DFF<Bits<64>>,
+    aa_c: DFF<Bit>,
+    ab_a: DFF<Bits<64>>,
+    ab_b: DFF<Bits<64>>,
+    ab_c: DFF<Bit>,
+    ac_a: DFF<Bits<64>>,
+    ac_b: DFF<Bits<64>>,
+    ae_a: DFF<Bits<64>>,
+    ae_b: DFF<Bits<64>>,
+    af_a: DFF<Bits<64>>,
+    af_b: DFF<Bits<64>>,
+    ac_c: DFF<Bit>,
+    ad_a: DFF<Bits<64>>,
+    ad_b: DFF<Bits<64>>,
+    // the request
+    h_qpn: DFF<Bits<24>>,
+    h_op: DFF<Bits<8>>,
+    h_info: DFF<Bits<10>>,
+    h_psn: DFF<Bits<24>>,
+    h_ack: DFF<Bit>,
+    h_pad: DFF<Bits<2>>,
+    h_plen: DFF<Bits<13>>,
+    h_va: DFF<Bits<64>>,
+    h_rkey: DFF<Bits<32>>,
+    h_dlen: DFF<Bits<32>>,
+    h_imm: DFF<Bits<32>>,
+    pay_pend: DFF<Bit>,
+    /// The payload mover: a WRITE's (or a SEND FIRST/MIDDLE's) payload, handed on in `PayFwd`, flows from
+    /// `pay` to `s_pay` while the state machine goes on with the ACK, the write-back and the next header.
+    mv_on: DFF<Bit>,
+    /// the mover's last beat is taken this cycle
+    l_mv_done: Signal<Local, Bit>,
+    /// no payload in the mover and the Scatter Path idle: memory holds every byte written so far
+    l_quiet: Signal<Local, Bit>,
+    /// the packet ends a SEND or a WRITE WITH IMMEDIATE (Finish raises a receive completion)
+    l_sync: Signal<Local, Bit>,
+    /// a WRITE FIRST's pointer and residue sums (taken in Finish) are ready, or not needed
+    l_fin_ok: Signal<Local, Bit>,
+    // QP state
+    lk_drop: DFF<Bit>,
+    lk_reason: DFF<Bits<8>>,
+    st: DFF<QpStatic>,
+    rs: DFF<QpResp>,
+    x: DFF<RespExt>,
+    mtu: DFF<Bits<13>>,
+    rs_epsn: DFF<Bits<24>>,
+    rs_ack: DFF<Bits<24>>,
+    rs_msn: DFF<Bits<24>>,
+    rs_sent: DFF<Bit>,
+    p_kind: DFF<Bits<2>>,
+    // sums
+    ackm1: DFF<Bits<24>>,
+    msn1: DFF<Bits<24>>,
+    psn1: DFF<Bits<24>>,
+    wqe_addr: DFF<Bits<64>>,
+    end_s: DFF<Bits<32>>,
+    // key cache result
+    kc_ok: DFF<Bit>,
+    kc_dma: DFF<Bits<64>>,
+    kl_key: DFF<Bits<32>>,
+    kl_va: DFF<Bits<64>>,
+    kl_len: DFF<Bits<32>>,
+    kl_acc: DFF<Bits<4>>,
+    // write-back values
+    n_epsn: DFF<Bits<24>>,
+    n_ack: DFF<Bits<24>>,
+    n_msn: DFF<Bits<24>>,
+    n_sent: DFF<Bit>,
+    // ACK / NAK
+    syn: DFF<Bits<8>>,
+    apsn: DFF<Bits<24>>,
+    amsn: DFF<Bits<24>>,
+    cc_cq: DFF<Bit>,
+    cc_status: DFF<Bits<8>>,
+    o_sv: DFF<Bit>,
+    o_saddr: DFF<Bits<64>>,
+    o_reason: DFF<Bits<8>>,
+    // locals
+    l_ext: Signal<Local, Bits<352>>,
+    l_bth1: Signal<Local, Bits<8>>,
+    l_bth8: Signal<Local, Bits<8>>,
+    l_rqpn: Signal<Local, Bits<24>>,
+    l_reth: Signal<Local, Bits<128>>,
+    l_info: Signal<Local, Bits<10>>,
+    l_pm: Signal<Local, Bits<3>>,
+    l_access: Signal<Local, Bits<8>>,
+    l_mda: Signal<Local, Bits<8>>,
+    l_pd: Signal<Local, Bits<32>>,
+    l_send: Signal<Local, Bit>,
+    l_write: Signal<Local, Bit>,
+    l_read: Signal<Local, Bit>,
+    l_atomic: Signal<Local, Bit>,
+    l_start: Signal<Local, Bit>,
+    l_end: Signal<Local, Bit>,
+    l_imm: Signal<Local, Bit>,
+    l_has_reth: Signal<Local, Bit>,
+    l_other: Signal<Local, Bit>,
+    l_fmatch: Signal<Local, Bit>,
+    /// `l_fmatch` with a payload: the fast path is taken (`h_fast`) and its Scatter command raised
+    l_fpay: Signal<Local, Bit>,
+    l_pkey: Signal<Local, Bits<16>>,
+    l_aeth_ack: Signal<Local, Bits<32>>,
+    l_wqe: Signal<Local, Bits<512>>,
+    // constants
+    zero2: Constant<Bits<2>>,
+    zero4: Constant<Bits<4>>,
+    one4: Constant<Bits<4>>,
+    zero8: Constant<Bits<8>>,
+    zero13: Constant<Bits<13>>,
+    zero16: Constant<Bits<16>>,
+    zero24: Constant<Bits<24>>,
+    zero32: Constant<Bits<32>>,
+    zero64: Constant<Bits<64>>,
+    ones64: Constant<Bits<64>>,
+    one16: Constant<Bits<16>>,
+    two2: Constant<Bits<2>>,
+    three2: Constant<Bits<2>>,
+    one2: Constant<Bits<2>>,
+    zero3: Constant<Bits<3>>,
+    len64: Constant<Bits<13>>,
+    mtu256: Constant<Bits<13>>,
+    mtu512: Constant<Bits<13>>,
+    mtu1024: Constant<Bits<13>>,
+    mtu2048: Constant<Bits<13>>,
+    mtu4096: Constant<Bits<13>>,
+    pm2: Constant<Bits<3>>,
+    pm3: Constant<Bits<3>>,
+    pm4: Constant<Bits<3>>,
+    pm5: Constant<Bits<3>>,
+    kacc_lw: Constant<Bits<4>>,
+    kacc_rr: Constant<Bits<4>>,
+    kacc_rw: Constant<Bits<4>>,
+    kacc_ra: Constant<Bits<4>>,
+    op_atack: Constant<Bits<8>>,
+    three4: Constant<Bits<4>>,
+    eight13: Constant<Bits<13>>,
+    eight32: Constant<Bits<32>>,
+    k_send_write: Constant<Bits<2>>,
+    k_read: Constant<Bits<2>>,
+    k_atomic: Constant<Bits<2>>,
+    v_in_order: Constant<Bits<3>>,
+    v_dup_ack: Constant<Bits<3>>,
+    v_dup_res: Constant<Bits<3>>,
+    v_nak_seq: Constant<Bits<3>>,
+    syn_ack: Constant<Bits<8>>,
+    syn_seq: Constant<Bits<8>>,
+    syn_inv: Constant<Bits<8>>,
+    syn_acc: Constant<Bits<8>>,
+    syn_op: Constant<Bits<8>>,
+    syn_rnr: Constant<Bits<8>>,
+    op_ack: Constant<Bits<8>>,
+    op_wr_middle: Constant<Bits<8>>,
+    op_wr_last: Constant<Bits<8>>,
+    pkey_low: Constant<Bits<15>>,
+    wc_recv: Constant<Bits<8>>,
+    wc_recv_imm: Constant<Bits<8>>,
+    wcf_grh: Constant<Bits<8>>,
+    wcf_grh_imm: Constant<Bits<8>>,
+    st_ok: Constant<Bits<8>>,
+    st_qp_op: Constant<Bits<8>>,
+    st_flush: Constant<Bits<8>>,
+}
+
+impl Default for Responder {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            my_mac: Default::default(),
+            my_ip: Default::default(),
+            hdr: Default::default(),
+            hdr_ext_words: Default::default(),
+            hdr_pay_len: Default::default(),
+            hdr_valid: Default::default(),
+            hdr_ready: Default::default(),
+            pay: Default::default(),
+            attr_we: Default::default(),
+            attr_qpn: Default::default(),
+            attr_data: Default::default(),
+            rp_valid: Default::default(),
+            rp_ready: Default::default(),
+            rp_qpn: Default::default(),
+            rp_epsn: Default::default(),
+            rqs_valid: Default::default(),
+            rqs_ready: Default::default(),
+            rqs_qpn: Default::default(),
+            rqs_base: Default::default(),
+            rqs_log2: Default::default(),
+            rqs_cqn: Default::default(),
+            rqdb_valid: Default::default(),
+            rqdb_ready: Default::default(),
+            rqdb_qpn: Default::default(),
+            rqdb_pi: Default::default(),
+            kc_wr_en: Default::default(),
+            kc_inv_en: Default::default(),
+            kc_wr_index: Default::default(),
+            kc_wr_valid: Default::default(),
+            kc_wr_tag: Default::default(),
+            kc_wr_pd: Default::default(),
+            kc_wr_access: Default::default(),
+            kc_wr_va: Default::default(),
+            kc_wr_len: Default::default(),
+            kc_wr_base: Default::default(),
+            rd_req_valid: Default::default(),
+            rd_req_ready: Default::default(),
+            rd_req_addr: Default::default(),
+            rd_req_len: Default::default(),
+            rd_req_tag: Default::default(),
+            rd_resp_valid: Default::default(),
+            rd_resp_ready: Default::default(),
+            rd_resp_data: Default::default(),
+            rd_resp_tag: Default::default(),
+            rd_resp_last: Default::default(),
+            s_valid: Default::default(),
+            s_ready: Default::default(),
+            s_addr: Default::default(),
+            s_len: Default::default(),
+            s_pay: Default::default(),
+            s_idle: Default::default(),
+            tx_hdr: Default::default(),
+            tx_hdr_valid: Default::default(),
+            tx_hdr_ready: Default::default(),
+            g_valid: Default::default(),
+            g_ready: Default::default(),
+            g_addr: Default::default(),
+            g_len: Default::default(),
+            cq_valid: Default::default(),
+            cq_ready: Default::default(),
+            cq_cqn: Default::default(),
+            cq_wr_id: Default::default(),
+            cq_byte_len: Default::default(),
+            cq_imm: Default::default(),
+            cq_qp_num: Default::default(),
+            cq_src_qp: Default::default(),
+            cq_status: Default::default(),
+            cq_opcode: Default::default(),
+            cq_wc_flags: Default::default(),
+            counters: Default::default(),
+            last_drop_reason: Default::default(),
+            qpc: Default::default(),
+            rq: Default::default(),
+            chk: Default::default(),
+            rr: Default::default(),
+            rd: Default::default(),
+            at: Default::default(),
+            tx: Default::default(),
+            cqe: Default::default(),
+            kc: Default::default(),
+            psnc: Default::default(),
+            x_ram: Default::default(),
+            info_lut: Lut8::new(info_table()),
+            reth: reth_map(),
+            add_a: Default::default(),
+            add_b: Default::default(),
+            add_c: Default::default(),
+            add_d: Default::default(),
+            add_e: Default::default(),
+            add_f: Default::default(),
+            l_wb: Default::default(),
+            l_wbq: Default::default(),
+            l_take: Default::default(),
+            hq_diff: Default::default(),
+            cnt: Default::default(),
+            inc: Default::default(),
+            state: Default::default(),
+            hot: Default::default(),
+            f_arm: Default::default(),
+            f_op: Default::default(),
+            f_plen: Default::default(),
+            f_pad: Default::default(),
+            h_fast: Default::default(),
+            f_wait: Default::default(),
+            w_late: Default::default(),
+            ret: Default::default(),
+            fret: Default::default(),
+            kret: Default::default(),
+            ack_nxt: Default::default(),
+            wait_n: Default::default(),
+            aa_a: Default::default(),
+            aa_b: Default::default(),
+            aa_c: Default::default(),
+            ab_a: Default::default(),
+            ab_b: Default::default(),
+            ab_c: Default::default(),
+            ac_a: Default::default(),
+            ac_b: Default::default(),
+            ae_a: Default::default(),
+            ae_b: Default::default(),
+            af_a: Default::default(),
+            af_b: Default::default(),
+            ac_c: Default::default(),
+            ad_a: Default::default(),
+            ad_b: Default::default(),
+            h_qpn: Default::default(),
+            h_op: Default::default(),
+            h_info: Default::default(),
+            h_psn: Default::default(),
+            h_ack: Default::default(),
+            h_pad: Default::default(),
+            h_plen: Default::default(),
+            h_va: Default::default(),
+            h_rkey: Default::default(),
+            h_dlen: Default::default(),
+            h_imm: Default::default(),
+            pay_pend: Default::default(),
+            mv_on: Default::default(),
+            l_mv_done: Default::default(),
+            l_quiet: Default::default(),
+            l_sync: Default::default(),
+            l_fin_ok: Default::default(),
+            lk_drop: Default::default(),
+            lk_reason: Default::default(),
+            st: Default::default(),
+            rs: Default::default(),
+            x: Default::default(),
+            mtu: Default::default(),
+            rs_epsn: Default::default(),
+            rs_ack: Default::default(),
+            rs_msn: Default::default(),
+            rs_sent: Default::default(),
+            p_kind: Default::default(),
+            ackm1: Default::default(),
+            msn1: Default::default(),
+            psn1: Default::default(),
+            wqe_addr: Default::default(),
+            end_s: Default::default(),
+            kc_ok: Default::default(),
+            kc_dma: Default::default(),
+            kl_key: Default::default(),
+            kl_va: Default::default(),
+            kl_len: Default::default(),
+            kl_acc: Default::default(),
+            n_epsn: Default::default(),
+            n_ack: Default::default(),
+            n_msn: Default::default(),
+            n_sent: Default::default(),
+            syn: Default::default(),
+            apsn: Default::default(),
+            amsn: Default::default(),
+            cc_cq: Default::default(),
+            cc_status: Default::default(),
+            o_sv: Default::default(),
+            o_saddr: Default::default(),
+            o_reason: Default::default(),
+            l_ext: Default::default(),
+            l_bth1: Default::default(),
+            l_bth8: Default::default(),
+            l_rqpn: Default::default(),
+            l_reth: Default::default(),
+            l_info: Default::default(),
+            l_pm: Default::default(),
+            l_access: Default::default(),
+            l_mda: Default::default(),
+            l_pd: Default::default(),
+            l_send: Default::default(),
+            l_write: Default::default(),
+            l_read: Default::default(),
+            l_atomic: Default::default(),
+            l_start: Default::default(),
+            l_end: Default::default(),
+            l_imm: Default::default(),
+            l_has_reth: Default::default(),
+            l_other: Default::default(),
+            l_fmatch: Default::default(),
+            l_fpay: Default::default(),
+            l_pkey: Default::default(),
+            l_aeth_ack: Default::default(),
+            l_wqe: Default::default(),
+            zero2: k(0),
+            zero4: k(0),
+            one4: k(1),
+            zero8: k(0),
+            zero13: k(0),
+            zero16: k(0),
+            zero24: k(0),
+            zero32: k(0),
+            zero64: k(0),
+            ones64: k(u64::MAX),
+            one16: k(1),
+            two2: k(2),
+            three2: k(3),
+            one2: k(1),
+            zero3: k(0),
+            len64: k(64),
+            mtu256: k(256),
+            mtu512: k(512),
+            mtu1024: k(1024),
+            mtu2048: k(2048),
+            mtu4096: k(4096),
+            pm2: k(2),
+            pm3: k(3),
+            pm4: k(4),
+            pm5: k(5),
+            kacc_lw: k(ACC_LOCAL_WRITE),
+            kacc_rr: k(ACC_REMOTE_READ),
+            kacc_rw: k(ACC_REMOTE_WRITE),
+            kacc_ra: k(ACC_REMOTE_ATOMIC),
+            op_atack: k(RC_ATOMIC_ACKNOWLEDGE as u64),
+            three4: k(3),
+            eight13: k(8),
+            eight32: k(8),
+            k_send_write: k(KIND_SEND_WRITE),
+            k_read: k(KIND_READ),
+            k_atomic: k(KIND_ATOMIC),
+            v_in_order: k(VERDICT_IN_ORDER),
+            v_dup_ack: k(VERDICT_DUP_ACK),
+            v_dup_res: k(VERDICT_DUP_RESOURCE),
+            v_nak_seq: k(VERDICT_NAK_SEQ),
+            syn_ack: k(AETH_ACK_UNLIMITED as u64),
+            syn_seq: k(Aeth::nak(NakCode::PsnSequenceError, 0).syndrome as u64),
+            syn_inv: k(Aeth::nak(NakCode::InvalidRequest, 0).syndrome as u64),
+            syn_acc: k(Aeth::nak(NakCode::RemoteAccessError, 0).syndrome as u64),
+            syn_op: k(Aeth::nak(NakCode::RemoteOperationalError, 0).syndrome as u64),
+            syn_rnr: k(Aeth::rnr_nak(0, 0).syndrome as u64),
+            op_ack: k(RC_ACKNOWLEDGE as u64),
+            op_wr_middle: k(RC_RDMA_WRITE_MIDDLE as u64),
+            op_wr_last: k(RC_RDMA_WRITE_LAST as u64),
+            pkey_low: k((DEFAULT_PKEY & 0x7FFF) as u64),
+            wc_recv: k(wc_opcode_code(WcOpcode::Recv) as u64),
+            wc_recv_imm: k(wc_opcode_code(WcOpcode::RecvRdmaWithImm) as u64),
+            wcf_grh: k(WcFlags::GRH as u64),
+            wcf_grh_imm: k((WcFlags::GRH | WcFlags::WITH_IMM) as u64),
+            st_ok: k(wc_status_code(WcStatus::Success) as u64),
+            st_qp_op: k(wc_status_code(WcStatus::LocQpOpErr) as u64),
+            st_flush: k(wc_status_code(WcStatus::WrFlushErr) as u64),
+        }
+    }
+}
+
+/// The Verilog of a default [`Responder`], built in a frame of its own and on the heap: the block is large and
+/// `fpga::blocks()` builds every block in one stack frame (a test thread has 2 MiB).
+#[inline(never)]
+pub fn verilog() -> String {
+    let mut b = Box::new(Responder::default());
+    crate::verilog_of(&mut *b)
+}
+
+impl Logic for Responder {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, state, hot, f_arm, f_op, f_plen, f_pad, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt,
+            wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, h_qpn,
+            h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_va, h_rkey, h_dlen, h_imm, pay_pend, mv_on, lk_drop,
+            lk_reason, st, rs, x, mtu, rs_epsn, rs_ack, rs_msn, rs_sent, p_kind, ackm1, msn1, psn1, wqe_addr, end_s,
+            kc_ok, kc_dma, kl_key, kl_va, kl_len, kl_acc, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq,
+            cc_status, o_sv, o_saddr, o_reason, hq_diff
+        );
+        clock!(self, clock, qpc, kc, psnc, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe);
+        for i in 0..12 {
+            self.cnt[i].clock.next = self.clock.val();
+            self.cnt[i].inc.next = self.inc[i].val();
+            self.counters[i].next = self.cnt[i].value.val();
+            self.inc[i].next = false;
+        }
+        self.last_drop_reason.next = self.o_reason.q.val();
+
+        // ---- adders: operands are registers
+        self.add_a.a.next = self.aa_a.q.val();
+        self.add_a.b.next = self.aa_b.q.val();
+        self.add_a.cin.next = self.aa_c.q.val();
+        self.add_b.a.next = self.ab_a.q.val();
+        self.add_b.b.next = self.ab_b.q.val();
+        self.add_b.cin.next = self.ab_c.q.val();
+        self.add_c.a.next = self.ac_a.q.val();
+        self.add_c.b.next = self.ac_b.q.val();
+        self.add_c.cin.next = self.ac_c.q.val();
+        self.add_d.a.next = self.ad_a.q.val();
+        self.add_d.b.next = self.ad_b.q.val();
+        self.add_d.cin.next = false;
+        self.add_e.a.next = self.ae_a.q.val();
+        self.add_e.b.next = self.ae_b.q.val();
+        self.add_e.cin.next = false;
+        self.add_f.a.next = self.af_a.q.val();
+        self.add_f.b.next = self.af_b.q.val();
+        self.add_f.cin.next = true;
+
+        // ---- request header decode
+        self.l_ext.next = self.hdr.val().ext;
+        self.l_bth1.next = self.hdr.val().bth1;
+        self.l_bth8.next = self.hdr.val().bth8;
+        self.l_rqpn.next = self.hdr.val().dest_qpn;
+        self.reth.x.next = self.l_ext.val();
+        self.l_reth.next = self.reth.y.val();
+        self.info_lut.x.next = self.hdr.val().opcode;
+        self.l_info.next = self.h_info.q.val();
+        self.l_send.next = self.l_info.val().get_bit(0);
+        self.l_write.next = self.l_info.val().get_bit(1);
+        self.l_read.next = self.l_info.val().get_bit(2);
+        self.l_atomic.next = self.l_info.val().get_bit(3);
+        self.l_start.next = self.l_info.val().get_bit(4);
+        self.l_end.next = self.l_info.val().get_bit(5);
+        self.l_imm.next = self.l_info.val().get_bit(6);
+        self.l_sync.next = self.l_end.val() & (self.l_send.val() | self.l_imm.val());
+        self.l_has_reth.next = self.l_info.val().get_bit(7);
+        self.l_other.next = self.l_info.val().get_bit(9);
+        // the Atomic Unit's read-modify-write (atomic.rs): operands latched at the take, started by RkeyRes
+        self.at.take.next = false;
+        self.at.ext.next = self.l_ext.val();
+        self.at.op.next = self.h_op.q.val();
+        self.at.dma.next = self.kc_dma.q.val();
+        self.at.start.next = false;
+        self.at.rd_req_ready.next = self.rd_req_ready.val();
+        self.at.rd_resp_valid.next = self.rd_resp_valid.val();
+        self.at.rd_resp_data.next = self.rd_resp_data.val();
+        self.at.rd_resp_last.next = self.rd_resp_last.val();
+        self.at.sv.next = self.o_sv.q.val();
+        self.at.s_tready.next = self.s_pay.tready.val();
+        self.at.orig_we.next = false;
+        self.at.orig_in.next = self.rr.rdata.val().va;
+
+        // ---- QP state decode
+        self.l_pm.next = self.st.q.val().path_mtu;
+        self.l_access.next = self.st.q.val().access;
+        self.l_mda.next = self.st.q.val().max_dest_rd_atomic;
+        self.l_pd.next = self.st.q.val().pd;
+
+        // ---- the checks (Pre registers them; inputs are registers)
+        self.chk.en.next = false;
+        self.chk.info.next = self.h_info.q.val();
+        self.chk.plen.next = self.h_plen.q.val();
+        self.chk.pad.next = self.h_pad.q.val();
+        self.chk.dlen.next = self.h_dlen.q.val();
+        self.chk.access.next = self.l_access.val();
+        self.chk.mda.next = self.l_mda.val();
+        self.chk.mtu.next = self.mtu.q.val();
+        self.chk.mip.next = self.x.q.val().mip;
+        self.chk.mip_write.next = self.x.q.val().mip_write;
+        self.chk.w_valid.next = self.x.q.val().w_valid;
+        self.chk.w_resid.next = self.x.q.val().w_resid;
+        self.chk.pi.next = self.rq.pi.val();
+        self.chk.ci.next = self.rq.ci.val();
+        self.l_wqe.next = self.rd_resp_data.val();
+
+        // ---- AETH words: syndrome, then the MSN big-endian
+        self.l_aeth_ack.next = bit_cast::<32, 8>(self.syn.q.val())
+            | (bit_cast::<32, 8>(self.amsn.q.val().get_bits::<8>(16)) << 8)
+            | (bit_cast::<32, 8>(self.amsn.q.val().get_bits::<8>(8)) << 16)
+            | (bit_cast::<32, 8>(self.amsn.q.val().get_bits::<8>(0)) << 24);
+
+        // ---- outputs are registers; a consumer taking one frees it
+        // the TX header and gather command registers (acknowledge.rs): loaded by TxAck, Read and AtAck
+        self.tx.my_mac.next = self.my_mac.val();
+        self.tx.my_ip.next = self.my_ip.val();
+        self.tx.st.next = self.st.q.val();
+        self.tx.go.next = false;
+        self.tx.opcode.next = self.op_ack.val();
+        self.tx.psn.next = self.apsn.q.val();
+        self.tx.ext.next = bit_cast::<EXT_BITS, 32>(self.l_aeth_ack.val());
+        self.tx.ext_words.next = self.one4.val();
+        self.tx.pay_len.next = self.zero13.val();
+        self.tx.g_go.next = false;
+        self.tx.g_in_addr.next = self.rd.g_addr.val();
+        self.tx.g_in_len.next = self.rd.g_len.val();
+        self.tx.tx_hdr_ready.next = self.tx_hdr_ready.val();
+        self.tx.g_ready.next = self.g_ready.val();
+        self.tx_hdr.next = self.tx.tx_hdr.val();
+        self.tx_hdr_valid.next = self.tx.tx_hdr_valid.val();
+        self.g_valid.next = self.tx.g_valid.val();
+        self.g_addr.next = self.tx.g_addr.val();
+        self.g_len.next = self.tx.g_len.val();
+        // the fast path: the header on offer is the hot QP's next WRITE MIDDLE/LAST, in order, of the expected
+        // length and pad, from the QP's remote address with the default P_Key (the QP lookup's checks); it goes
+        // into a register (h_fast), never into the state choice of the same cycle
+        self.l_pkey.next = self.hdr.val().pkey;
+        self.l_fmatch.next = self.hot.q.val()
+            & (self.l_rqpn.val() == self.h_qpn.q.val())
+            & (self.hdr.val().opcode == self.f_op.q.val())
+            & (self.hdr.val().psn == self.n_epsn.q.val())
+            & (self.hdr_pay_len.val() == self.f_plen.q.val())
+            & (self.l_bth1.val().get_bits::<2>(4) == self.f_pad.q.val())
+            & (self.hdr.val().src_ip == self.st.q.val().remote_ip)
+            & (self.l_pkey.val().get_bits::<15>(0) == self.pkey_low.val());
+        self.l_fpay.next = self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val());
+        self.s_valid.next = self.o_sv.q.val();
+        self.s_addr.next = self.o_saddr.q.val();
+        self.s_len.next = self.h_plen.q.val();
+        // a receive completion (completion.rs) goes out once the payload in the mover when it was raised is
+        // through: after every payload byte handed on before it; the state machine need not wait for it (a
+        // SEND's or a WITH IMMEDIATE's goes on to the ACK and the next packet; a later completion waits for it)
+        self.cqe.raise.next = false;
+        self.cqe.wr_id.next = self.x.q.val().wr_id;
+        self.cqe.cqn.next = self.rq.cfg.val().cqn;
+        self.cqe.qpn.next = self.h_qpn.q.val();
+        self.cqe.byte_len.next = self.zero32.val();
+        self.cqe.imm.next = self.zero32.val();
+        self.cqe.status.next = self.st_ok.val();
+        self.cqe.opcode.next = self.wc_recv.val();
+        self.cqe.flags.next = self.wcf_grh.val();
+        self.cqe.mv_on.next = self.mv_on.q.val();
+        self.cqe.cq_ready.next = self.cq_ready.val();
+        self.cq_valid.next = self.cqe.cq_valid.val();
+        self.cq_cqn.next = self.cqe.cq_cqn.val();
+        self.cq_wr_id.next = self.cqe.cq_wr_id.val();
+        self.cq_byte_len.next = self.cqe.cq_byte_len.val();
+        self.cq_imm.next = self.cqe.cq_imm.val();
+        self.cq_qp_num.next = self.cqe.cq_qp_num.val();
+        self.cq_src_qp.next = self.cqe.cq_src_qp.val();
+        self.cq_status.next = self.cqe.cq_status.val();
+        self.cq_opcode.next = self.cqe.cq_opcode.val();
+        self.cq_wc_flags.next = self.cqe.cq_wc_flags.val();
+        self.s_pay.tdata.next = self.pay.tdata.val();
+        self.s_pay.tkeep.next = self.pay.tkeep.val();
+        self.s_pay.tlast.next = self.pay.tlast.val();
+        self.s_pay.tvalid.next = false;
+        self.pay.tready.next = false;
+        // the payload mover (states that take `pay` or drive `s_pay` wait while it runs)
+        self.l_mv_done.next = self.mv_on.q.val() & self.pay.tvalid.val() & self.s_pay.tready.val() & self.pay.tlast.val();
+        self.cqe.mv_done.next = self.l_mv_done.val();
+        self.l_quiet.next = !self.mv_on.q.val() & self.s_idle.val();
+        self.l_fin_ok.next = !self.w_late.q.val() | (self.f_wait.q.val() == self.zero2.val());
+        if self.mv_on.q.val() {
+            self.s_pay.tvalid.next = self.pay.tvalid.val();
+            self.pay.tready.next = self.s_pay.tready.val();
+            if self.l_mv_done.val() {
+                self.mv_on.d.next = false;
+            }
+        }
+        self.rd_req_len.next = self.len64.val();
+        self.rd_req_tag.next = self.zero8.val();
+
+        // ---- sub-blocks
+        self.qpc.attr_we.next = self.attr_we.val();
+        self.qpc.attr_qpn.next = self.attr_qpn.val();
+        self.qpc.attr_data.next = self.attr_data.val();
+        self.qpc.lk_valid.next = false;
+        self.qpc.lk_qpn.next = self.l_rqpn.val();
+        self.qpc.lk_opcode.next = self.hdr.val().opcode;
+        self.qpc.lk_pkey.next = self.hdr.val().pkey;
+        self.qpc.lk_src_ip.next = self.hdr.val().src_ip;
+        self.qpc.upd_we.next = false;
+        self.qpc.upd_qpn.next = self.h_qpn.q.val();
+        self.qpc.upd_data.next.epsn = self.n_epsn.q.val();
+        self.qpc.upd_data.next.ack_psn = self.n_ack.q.val();
+        self.qpc.upd_data.next.msn = self.n_msn.q.val();
+        self.qpc.upd_data.next.sent_psn_nak = self.n_sent.q.val();
+        self.qpc.upd_data.next.rq_idx = self.rq.ci.val();
+        self.qpc.upd_data.next.res_head = self.zero8.val();
+        self.qpc.req_we.next = false;
+        self.qpc.req_qpn.next = self.zero24.val();
+        self.qpc.req_wdata.next = self.qpc.req_rdata.val();
+        self.qpc.req_rd_qpn.next = self.zero24.val();
+        self.kc.wr_en.next = self.kc_wr_en.val();
+        self.kc.inv_en.next = self.kc_inv_en.val();
+        self.kc.wr_index.next = self.kc_wr_index.val();
+        self.kc.wr_valid.next = self.kc_wr_valid.val();
+        self.kc.wr_tag.next = self.kc_wr_tag.val();
+        self.kc.wr_pd.next = self.kc_wr_pd.val();
+        self.kc.wr_access.next = self.kc_wr_access.val();
+        self.kc.wr_va.next = self.kc_wr_va.val();
+        self.kc.wr_len.next = self.kc_wr_len.val();
+        self.kc.wr_base.next = self.kc_wr_base.val();
+        self.kc.lk_valid.next = false;
+        self.kc.lk_key.next = self.kl_key.q.val();
+        self.kc.lk_pd.next = self.l_pd.val().get_bits::<PD_BITS>(0);
+        self.kc.lk_va.next = self.kl_va.q.val();
+        self.kc.lk_len.next = self.kl_len.q.val();
+        self.kc.lk_access.next = self.kl_acc.q.val();
+        self.kc.lk_remote.next = true;
+        self.psnc.in_valid.next = false;
+        self.psnc.psn.next = self.h_psn.q.val();
+        self.psnc.epsn.next = self.rs_epsn.q.val();
+        self.psnc.kind.next = self.p_kind.q.val();
+        self.psnc.sent_psn_nak.next = self.rs_sent.q.val();
+        // READ and atomic resources: a new READ's record (ReadEnd) or an atomic's (AtEnd) at the ring head
+        self.rr.qpn.next = self.h_qpn.q.val();
+        self.rr.psn.next = self.h_psn.q.val();
+        self.rr.res_head.next = self.x.q.val().res_head;
+        self.rr.res_valid.next = self.x.q.val().res_valid;
+        self.rr.we.next = false;
+        self.rr.w.next.first = self.h_psn.q.val();
+        self.rr.w.next.end = self.rd.cur_psn.val();
+        self.rr.w.next.va = self.h_va.q.val();
+        self.rr.w.next.rkey = self.h_rkey.q.val();
+        self.rr.w.next.len = self.h_dlen.q.val();
+        self.rr.w.next.dma = self.kc_dma.q.val();
+        self.rr.w.next.atomic = false;
+        self.rr.scan_start.next = false;
+        self.rr.scan.next = self.state.q.val() == RespState::DupScan;
+        self.rr.pick.next = false;
+        // READ responses: the request, its translated address and the MSNs; headers go out through the output
+        // registers when they are free and the payload before the READ is written
+        self.rd.psn.next = self.h_psn.q.val();
+        self.rd.va.next = self.h_va.q.val();
+        self.rd.rkey.next = self.h_rkey.q.val();
+        self.rd.dlen.next = self.h_dlen.q.val();
+        self.rd.dma.next = self.kc_dma.q.val();
+        self.rd.msn1.next = self.msn1.q.val();
+        self.rd.msn.next = self.rs_msn.q.val();
+        self.rd.mtu.next = self.mtu.q.val();
+        self.rd.start.next = false;
+        self.rd.dup_go.next = false;
+        self.rd.res.next = self.rr.rdata.val();
+        self.rd.go_ok.next = self.tx.free.val() & self.l_quiet.val();
+        self.at.rd_ok.next = self.rq.idle.val() & self.l_quiet.val();
+        // per-QP RAMs: read at the request's QPN (the header's while idle)
+        self.x_ram.raddr.next = self.h_qpn.q.val().get_bits::<8>(0);
+        self.x_ram.we.next = false;
+        self.x_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
+        self.x_ram.wdata.next = self.x.q.val();
+        // the Receive Queue: its ports from registers and from the state decode below (see recv_queue.rs)
+        self.rq.qpn.next = self.h_qpn.q.val();
+        self.rq.rqs_go.next = false;
+        self.rq.rqs_qpn.next = self.rqs_qpn.val();
+        self.rq.rqs_base.next = self.rqs_base.val();
+        self.rq.rqs_log2.next = self.rqs_log2.val();
+        self.rq.rqs_cqn.next = self.rqs_cqn.val();
+        self.rq.rqdb_go.next = false;
+        self.rq.rqdb_qpn.next = self.rqdb_qpn.val();
+        self.rq.rqdb_pi.next = self.rqdb_pi.val();
+        self.rq.take.next = false;
+        self.rq.take_qpn.next = self.l_rqpn.val();
+        self.rq.load.next = false;
+        self.rq.pre.next = false;
+        self.rq.fetch.next = false;
+        self.rq.fetch_pf.next = self.fret.q.val() != RespState::FlushCq;
+        self.rq.wqe_addr.next = self.wqe_addr.q.val();
+        self.rq.ci1_we.next = false;
+        self.rq.ci1_in.next = self.add_c.sum.val().get_bits::<16>(0);
+        self.rq.raise.next = false;
+        self.rq.wb.next = false;
+        self.rq.db_run.next = self.state.q.val() == RespState::Db;
+        self.rq.have_wqe.next = self.x_ram.rdata.val().have_wqe;
+        self.rq.rd_req_ready.next = self.rd_req_ready.val();
+        self.rq.rd_resp_valid.next = self.rd_resp_valid.val();
+        self.rq.rd_resp_data.next = self.rd_resp_data.val();
+        self.rd_req_valid.next = self.rq.rd_req_valid.val();
+        self.rd_req_addr.next = self.rq.rd_req_addr.val();
+        self.rd_resp_ready.next = self.rq.rd_resp_ready.val() | self.at.rd_resp_ready.val();
+        // (an atomic's block read goes out only when the Receive Queue has none on its way)
+        if self.at.rd_req_valid.val() {
+            self.rd_req_valid.next = true;
+            self.rd_req_addr.next = self.at.rd_req_addr.val();
+        }
+        self.l_wb.next = false;
+        self.l_wbq.next = false;
+        self.l_take.next = false;
+
+        self.hdr_ready.next = false;
+        self.rp_ready.next = false;
+        self.rqs_ready.next = false;
+        self.rqdb_ready.next = false;
+
+        if self.f_wait.q.val() != self.zero2.val() {
+            self.f_wait.d.next = self.f_wait.q.val() - self.one2.val();
+        }
+        // a Scatter command or the atomic's beat taken: its valid drops, and the states move on by the register
+        // (the Scatter Path's readies, which the DMA write grant drives, never reach the state)
+        if self.o_sv.q.val() & self.s_ready.val() {
+            self.o_sv.d.next = false;
+        }
+        match self.state.q.val() {
+            RespState::Idle => {
+                // (a header taken here reads its QP's RAM rows below the state match: l_take)
+                if self.rqs_valid.val() & self.rq.idle.val() {
+                    // CMD_WRITE_RQ: ring, CQ, indices reset; taken with no prefetch on its way (none can
+                    // land in the new ring), the QP's prefetched WQEs dropped (the Receive Queue's Clr)
+                    self.rqs_ready.next = true;
+                    self.rq.rqs_go.next = true;
+                    self.state.d.next = RespState::Db;
+                    self.hot.d.next = false;
+                } else if self.rp_valid.val() {
+                    // CMD_WRITE_QP_RESP: ePSN, ack_psn = ePSN, MSN 0; the extended state cleared
+                    self.rp_ready.next = true;
+                    self.hot.d.next = false;
+                    self.qpc.upd_we.next = true;
+                    self.qpc.upd_qpn.next = self.rp_qpn.val();
+                    self.qpc.upd_data.next.epsn = self.rp_epsn.val();
+                    self.qpc.upd_data.next.ack_psn = self.rp_epsn.val();
+                    self.qpc.upd_data.next.msn = self.zero24.val();
+                    self.qpc.upd_data.next.sent_psn_nak = false;
+                    self.qpc.upd_data.next.rq_idx = self.zero16.val();
+                    self.x_ram.we.next = true;
+                    self.x_ram.waddr.next = self.rp_qpn.val().get_bits::<8>(0);
+                    self.x_ram.wdata.next.err = false;
+                    self.x_ram.wdata.next.mip = false;
+                    self.x_ram.wdata.next.have_wqe = false;
+                    self.x_ram.wdata.next.w_valid = false;
+                    self.x_ram.wdata.next.res_valid = self.zero16.val();
+                    self.x_ram.wdata.next.res_head = self.zero4.val();
+                } else if self.rqdb_valid.val() {
+                    // RQ doorbell: the producer index written; the QP's ring state read for the doorbell engine
+                    self.rqdb_ready.next = true;
+                    self.rq.rqdb_go.next = true;
+                    self.x_ram.raddr.next = self.rqdb_qpn.val().get_bits::<8>(0);
+                    self.state.d.next = RespState::Db;
+                } else {
+                    self.hdr_ready.next = true;
+                    self.l_take.next = self.hdr_valid.val();
+                }
+            }
+            RespState::LkWait => {
+                if self.h_fast.q.val() {
+                    // the hot QP's next WRITE MIDDLE/LAST: its state is in the registers (st, x, n_*, msn1,
+                    // mtu), the checks are the match, the lookup's answer is not used; the Scatter command
+                    // (raised in Idle) may be taken now; PayFwd waits for that
+                    self.inc[0].next = true;
+                    self.state.d.next = RespState::PayFwd;
+                } else if self.qpc.out_valid.val() {
+                    // the R_Key check's inputs (issued in Look, once the QP's PD is in `st`)
+                    self.kl_key.d.next = self.h_rkey.q.val();
+                    self.kl_va.d.next = self.h_va.q.val();
+                    self.kl_len.d.next = self.h_dlen.q.val();
+                    self.kl_acc.d.next = self.kacc_rw.val();
+                    if self.l_read.val() {
+                        self.kl_acc.d.next = self.kacc_rr.val();
+                    }
+                    if self.l_atomic.val() {
+                        self.kl_len.d.next = self.eight32.val();
+                        self.kl_acc.d.next = self.kacc_ra.val();
+                    }
+                    self.lk_drop.d.next = self.qpc.out_drop.val();
+                    self.lk_reason.d.next = self.qpc.out_reason.val();
+                    self.st.d.next = self.qpc.out_static.val();
+                    self.rs.d.next = self.qpc.out_resp.val();
+                    self.rs_epsn.d.next = self.qpc.out_resp.val().epsn;
+                    self.rs_ack.d.next = self.qpc.out_resp.val().ack_psn;
+                    self.rs_msn.d.next = self.qpc.out_resp.val().msn;
+                    self.rs_sent.d.next = self.qpc.out_resp.val().sent_psn_nak;
+                    self.x.d.next = self.x_ram.rdata.val();
+                    self.rq.load.next = true;
+                    self.state.d.next = RespState::Look;
+                }
+            }
+            RespState::Look => {
+                // a RETH's or an atomic's R_Key check starts now, beside the PSN check: its answer comes 8 cycles
+                // on, one cycle into KcWait, which Check enters after a fixed 6 (unused if the packet goes
+                // another way)
+                self.kc.lk_valid.next = self.l_has_reth.val() | self.l_atomic.val();
+                self.mtu.d.next = self.mtu256.val();
+                if self.l_pm.val() == self.pm2.val() {
+                    self.mtu.d.next = self.mtu512.val();
+                }
+                if self.l_pm.val() == self.pm3.val() {
+                    self.mtu.d.next = self.mtu1024.val();
+                }
+                if self.l_pm.val() == self.pm4.val() {
+                    self.mtu.d.next = self.mtu2048.val();
+                }
+                if self.l_pm.val() == self.pm5.val() {
+                    self.mtu.d.next = self.mtu4096.val();
+                }
+                self.p_kind.d.next = self.k_send_write.val();
+                if self.l_read.val() {
+                    self.p_kind.d.next = self.k_read.val();
+                }
+                if self.l_atomic.val() | self.l_other.val() {
+                    self.p_kind.d.next = self.k_atomic.val();
+                }
+                if self.l_info.val().get_bit(8) {
+                    self.inc[9].next = true;
+                    self.state.d.next = RespState::Drain;
+                } else if self.lk_drop.q.val() {
+                    self.inc[5].next = true;
+                    self.o_reason.d.next = self.lk_reason.q.val();
+                    self.state.d.next = RespState::Drain;
+                } else if self.x.q.val().err {
+                    self.inc[8].next = true;
+                    self.state.d.next = RespState::Drain;
+                } else {
+                    self.inc[0].next = true;
+                    self.state.d.next = RespState::Pre;
+                }
+            }
+            RespState::Pre => {
+                // sums: ack_psn - 1, MSN + 1, PSN + 1, the WQE slot address
+                self.aa_a.d.next = bit_cast::<64, 24>(self.rs_ack.q.val());
+                self.aa_b.d.next = self.ones64.val();
+                self.aa_c.d.next = false;
+                self.ab_a.d.next = bit_cast::<64, 24>(self.rs_msn.q.val());
+                self.ab_b.d.next = self.zero64.val();
+                self.ab_c.d.next = true;
+                self.ac_a.d.next = bit_cast::<64, 24>(self.h_psn.q.val());
+                self.ac_b.d.next = self.zero64.val();
+                self.ac_c.d.next = true;
+                self.ad_a.d.next = self.rq.cfg.val().base;
+                self.ad_b.d.next = bit_cast::<64, 16>(self.rq.slot.val()) << 6;
+                self.rq.pre.next = true;
+                // a WRITE continuation's next pointer and residue (used by Check's fast path)
+                self.ae_a.d.next = self.x.q.val().w_ptr;
+                self.ae_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
+                self.af_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
+                self.af_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+                self.psnc.in_valid.next = true;
+                // check_op_seq, check_op_valid, check_resource, check_length, the WRITE length rule
+                self.chk.en.next = true;
+                self.wait_n.d.next = self.two2.val();
+                self.ret.d.next = RespState::Verdict;
+                self.state.d.next = RespState::Wait;
+            }
+            RespState::Wait => {
+                self.wait_n.d.next = self.wait_n.q.val() - self.one2.val();
+                if self.wait_n.q.val() == self.zero2.val() {
+                    self.state.d.next = self.ret.q.val();
+                }
+            }
+            RespState::Verdict => {
+                self.ackm1.d.next = self.add_a.sum.val().get_bits::<24>(0);
+                self.msn1.d.next = self.add_b.sum.val().get_bits::<24>(0);
+                self.psn1.d.next = self.add_c.sum.val().get_bits::<24>(0);
+                self.wqe_addr.d.next = self.add_d.sum.val();
+                self.n_epsn.d.next = self.rs_epsn.q.val();
+                self.n_ack.d.next = self.rs_ack.q.val();
+                self.n_msn.d.next = self.rs_msn.q.val();
+                self.n_sent.d.next = false;
+                self.amsn.d.next = self.rs_msn.q.val();
+                self.cc_cq.d.next = false;
+                if self.psnc.verdict.val() == self.v_in_order.val() {
+                    self.state.d.next = RespState::Check;
+                } else if self.psnc.verdict.val() == self.v_nak_seq.val() {
+                    self.inc[2].next = true;
+                    self.n_sent.d.next = true;
+                    self.syn.d.next = self.syn_seq.val();
+                    self.apsn.d.next = self.rs_epsn.q.val();
+                    self.ack_nxt.d.next = RespState::WriteBack;
+                    self.state.d.next = RespState::TxAck;
+                } else if self.psnc.verdict.val() == self.v_dup_ack.val() {
+                    self.inc[1].next = true;
+                    self.syn.d.next = self.syn_ack.val();
+                    self.apsn.d.next = self.add_a.sum.val().get_bits::<24>(0);
+                    self.ack_nxt.d.next = RespState::Drain;
+                    self.state.d.next = RespState::TxAck;
+                } else if self.psnc.verdict.val() == self.v_dup_res.val() {
+                    // a duplicate READ (the PsnCheck gives this verdict to READs only): find its resource
+                    self.inc[1].next = true;
+                    self.rr.scan_start.next = true;
+                    self.state.d.next = RespState::DupScan;
+                } else {
+                    self.inc[6].next = true;
+                    self.state.d.next = RespState::Drain;
+                }
+            }
+            RespState::Check => {
+                self.syn.d.next = self.syn_inv.val();
+                self.kret.d.next = RespState::RkeyRes;
+                if !self.chk.seq_ok.val() | (self.l_atomic.val() & !self.at.plain.val()) | self.l_other.val()
+                    | !self.chk.acc_ok.val() | self.chk.no_res.val()
+                {
+                    self.state.d.next = RespState::ClassC;
+                } else if self.chk.need_rwqe.val() & self.chk.rq_empty.val() {
+                    // RNR NAK with the packet's PSN
+                    self.inc[3].next = true;
+                    self.syn.d.next = self.syn_rnr.val() | bit_cast::<8, 5>(self.st.q.val().min_rnr_timer);
+                    self.apsn.d.next = self.h_psn.q.val();
+                    self.ack_nxt.d.next = RespState::WriteBack;
+                    self.state.d.next = RespState::TxAck;
+                } else if !self.chk.len_ok.val() {
+                    self.state.d.next = RespState::ClassC;
+                } else if self.l_atomic.val() {
+                    // an atomic's target must be 8-byte aligned (NAK invalid request), then its R_Key (check
+                    // issued in Look)
+                    self.state.d.next = RespState::KcWait;
+                    if self.h_va.q.val().get_bits::<3>(0) != self.zero3.val() {
+                        self.state.d.next = RespState::ClassC;
+                    }
+                } else if self.l_has_reth.val() {
+                    self.state.d.next = RespState::KcWait;
+                } else if self.l_write.val() {
+                    if self.chk.wl_resid.val() {
+                        self.state.d.next = RespState::ClassC;
+                    } else if self.chk.need_rwqe.val() {
+                        self.fret.d.next = RespState::WExec;
+                        self.state.d.next = RespState::Fetch;
+                    } else {
+                        // an in-order MIDDLE/LAST: WExec's sums are ready (started in Pre); the Scatter command
+                        // is raised now
+                        self.o_saddr.d.next = self.x.q.val().w_ptr;
+                        self.x.d.next.w_ptr = self.add_e.sum.val();
+                        self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
+                        self.o_sv.d.next = self.pay_pend.q.val();
+                        self.state.d.next = RespState::SCmd;
+                    }
+                } else if self.l_start.val() {
+                    self.fret.d.next = RespState::SendFirst;
+                    self.state.d.next = RespState::Fetch;
+                } else {
+                    self.state.d.next = RespState::SendChk;
+                }
+            }
+            RespState::Kc => {
+                self.kc.lk_valid.next = true;
+                self.state.d.next = RespState::KcWait;
+            }
+            RespState::KcWait => {
+                if self.kc.res_valid.val() {
+                    self.kc_ok.d.next = self.kc.res_ok.val();
+                    self.kc_dma.d.next = self.kc.res_dma.val();
+                    self.state.d.next = self.kret.q.val();
+                }
+            }
+            RespState::RkeyRes => {
+                if !self.kc_ok.q.val() {
+                    self.syn.d.next = self.syn_acc.val();
+                    self.state.d.next = RespState::ClassC;
+                } else if self.l_atomic.val() {
+                    // the Atomic Unit: read the 8 bytes (their 64-byte block), compute, write back, answer
+                    self.n_msn.d.next = self.msn1.q.val();
+                    self.amsn.d.next = self.msn1.q.val();
+                    self.o_saddr.d.next = self.kc_dma.q.val();
+                    self.at.start.next = true;
+                    self.state.d.next = RespState::AtRmw;
+                } else if self.l_write.val() {
+                    if self.chk.wl_dlen.val() {
+                        self.state.d.next = RespState::ClassC;
+                    } else {
+                        self.x.d.next.w_valid = true;
+                        self.x.d.next.w_ptr = self.kc_dma.q.val();
+                        self.x.d.next.w_resid = self.h_dlen.q.val();
+                        self.x.d.next.w_len = self.h_dlen.q.val();
+                        // the Scatter command now; a FIRST's pointer and residue after its payload are summed
+                        // meanwhile (ready 4 cycles on; its PMTU payload takes longer) and taken in Finish, an
+                        // ONLY ends the WRITE and needs neither
+                        self.o_saddr.d.next = self.kc_dma.q.val();
+                        self.o_sv.d.next = self.pay_pend.q.val();
+                        self.ae_a.d.next = self.kc_dma.q.val();
+                        self.ae_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
+                        self.af_a.d.next = bit_cast::<64, 32>(self.h_dlen.q.val());
+                        self.af_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+                        self.w_late.d.next = !self.l_end.val();
+                        self.f_wait.d.next = self.three2.val();
+                        self.state.d.next = RespState::SCmd;
+                        if self.chk.need_rwqe.val() {
+                            self.o_sv.d.next = false;
+                            self.w_late.d.next = false;
+                            self.fret.d.next = RespState::WExec;
+                            self.state.d.next = RespState::Fetch;
+                        }
+                    }
+                } else {
+                    // READ: MSN + 1 (C9-148), the responses; its resource is saved at ReadEnd
+                    self.x.d.next.mip = false;
+                    self.n_msn.d.next = self.msn1.q.val();
+                    self.rd.start.next = true;
+                    self.state.d.next = RespState::Read;
+                }
+            }
+            RespState::Fetch => {
+                // the WQE at the consumer index: taken from its prefetch entry, or its read queued (the Receive
+                // Queue does both; a take also queues the prefetch of the index PF_DEPTH on)
+                self.rq.fetch.next = true;
+                if self.rq.hit.val() {
+                    self.x.d.next.wr_id = self.rq.ent.val().wr_id;
+                    self.x.d.next.r_addr = self.rq.ent.val().addr;
+                    self.x.d.next.r_len = self.rq.ent.val().len;
+                    self.x.d.next.r_lkey = self.rq.ent.val().lkey;
+                    self.x.d.next.r_off = self.zero32.val();
+                    self.x.d.next.have_wqe = true;
+                    self.state.d.next = self.fret.q.val();
+                }
+            }
+            RespState::SendFirst => {
+                // a SEND FIRST/ONLY starts at offset 0 of the WQE just fetched: the lkey check for [addr, addr +
+                // payload) is issued now, and the room (len - payload, its carry) summed while it runs
+                self.end_s.d.next = bit_cast::<32, 13>(self.h_plen.q.val());
+                self.ac_a.d.next = bit_cast::<64, 32>(self.x.q.val().r_len);
+                self.ac_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+                self.ac_c.d.next = true;
+                self.kl_key.d.next = self.x.q.val().r_lkey;
+                self.kl_va.d.next = self.x.q.val().r_addr;
+                self.kl_len.d.next = bit_cast::<32, 13>(self.h_plen.q.val());
+                self.kl_acc.d.next = self.kacc_lw.val();
+                self.kret.d.next = RespState::SendKc;
+                self.state.d.next = RespState::Kc;
+            }
+            RespState::SendChk => {
+                // a SEND MIDDLE/LAST: va = buffer + offset, end = offset + payload
+                self.aa_a.d.next = self.x.q.val().r_addr;
+                self.aa_b.d.next = bit_cast::<64, 32>(self.x.q.val().r_off);
+                self.aa_c.d.next = false;
+                self.ab_a.d.next = bit_cast::<64, 32>(self.x.q.val().r_off);
+                self.ab_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
+                self.ab_c.d.next = false;
+                self.wait_n.d.next = self.two2.val();
+                self.ret.d.next = RespState::SendChk2;
+                self.state.d.next = RespState::Wait;
+            }
+            RespState::SendChk2 => {
+                self.end_s.d.next = self.add_b.sum.val().get_bits::<32>(0);
+                // carry of len - end: the buffer holds the payload (summed while the Key Cache checks the lkey:
+                // the two answers are read together in SendKc)
+                self.ac_a.d.next = bit_cast::<64, 32>(self.x.q.val().r_len);
+                self.ac_b.d.next = !self.add_b.sum.val();
+                self.ac_c.d.next = true;
+                self.kl_key.d.next = self.x.q.val().r_lkey;
+                self.kl_va.d.next = self.add_a.sum.val();
+                self.kl_len.d.next = bit_cast::<32, 13>(self.h_plen.q.val());
+                self.kl_acc.d.next = self.kacc_lw.val();
+                self.kret.d.next = RespState::SendKc;
+                self.state.d.next = RespState::Kc;
+            }
+            RespState::SendKc => {
+                if !self.add_c.cout.val() | !self.kc_ok.q.val() {
+                    // rxe send_data_in: copy_data fails with -EINVAL on a payload longer than the room left
+                    // in the receive (before writing anything) and on a bad lkey alike: malformed WQE, NAK
+                    // remote operational error, the receive completes LOC_QP_OP_ERR
+                    self.syn.d.next = self.syn_op.val();
+                    self.cc_cq.d.next = true;
+                    self.cc_status.d.next = self.st_qp_op.val();
+                    self.state.d.next = RespState::ClassC;
+                } else {
+                    self.o_saddr.d.next = self.kc_dma.q.val();
+                    self.x.d.next.r_off = self.end_s.q.val();
+                    self.state.d.next = RespState::SCmd;
+                }
+            }
+            RespState::WExec => {
+                self.o_saddr.d.next = self.x.q.val().w_ptr;
+                self.aa_a.d.next = self.x.q.val().w_ptr;
+                self.aa_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
+                self.aa_c.d.next = false;
+                self.ab_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
+                self.ab_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+                self.ab_c.d.next = true;
+                self.wait_n.d.next = self.two2.val();
+                self.ret.d.next = RespState::WExec2;
+                self.state.d.next = RespState::Wait;
+            }
+            RespState::WExec2 => {
+                self.x.d.next.w_ptr = self.add_a.sum.val();
+                self.x.d.next.w_resid = self.add_b.sum.val().get_bits::<32>(0);
+                self.state.d.next = RespState::SCmd;
+            }
+            RespState::SCmd => {
+                // the Scatter command: raised here unless raised in the cycle before (Check, RkeyRes: o_sv is
+                // still set, taken at the earliest in this cycle); PayFwd waits until it is taken
+                if !self.pay_pend.q.val() {
+                    self.state.d.next = RespState::Finish;
+                } else {
+                    if !self.o_sv.q.val() {
+                        self.o_sv.d.next = true;
+                    }
+                    self.state.d.next = RespState::PayFwd;
+                }
+            }
+            RespState::PayFwd => {
+                // the payload goes to the mover once the one before it is through (by the register: the Scatter
+                // Path's ready, which the DMA write grant drives, stays out of the state's logic), and the state
+                // machine goes on (a receive completion raised in Finish waits for the mover itself,
+                // `cq_hold`); `l_fin_ok`: a WRITE FIRST's sums, started in RkeyRes, are ready for Finish
+                if self.pay_pend.q.val() {
+                    if !self.mv_on.q.val() & !self.o_sv.q.val() {
+                        self.mv_on.d.next = true;
+                        self.pay_pend.d.next = false;
+                        if self.l_fin_ok.val() {
+                            self.state.d.next = RespState::Finish;
+                            if self.h_fast.q.val() {
+                                self.state.d.next = RespState::FastEnd;
+                            }
+                        }
+                    }
+                } else if self.l_fin_ok.val() {
+                    self.state.d.next = RespState::Finish;
+                    if self.h_fast.q.val() {
+                        self.state.d.next = RespState::FastEnd;
+                    }
+                }
+            }
+            RespState::Finish => {
+                // a packet that raises a completion waits for the one raised before it to go
+                if !(self.cqe.busy.val() & self.l_sync.val()) {
+                    // an executed WRITE FIRST/MIDDLE makes its QP hot (see `hot`)
+                    self.f_arm.d.next = self.l_write.val() & !self.l_end.val();
+                    if self.w_late.q.val() {
+                        self.x.d.next.w_ptr = self.add_e.sum.val();
+                        self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
+                    }
+                    self.n_epsn.d.next = self.psn1.q.val();
+                    self.n_ack.d.next = self.psn1.q.val();
+                    self.x.d.next.mip = !self.l_end.val();
+                    self.x.d.next.mip_write = self.l_write.val();
+                    // the ACK (AckReq) or straight to the write-back; after the completion when one goes first
+                    self.syn.d.next = self.syn_ack.val();
+                    self.apsn.d.next = self.h_psn.q.val();
+                    self.amsn.d.next = self.n_msn.q.val();
+                    self.ack_nxt.d.next = RespState::WriteBack;
+                    self.state.d.next = RespState::WriteBack;
+                    if self.h_ack.q.val() {
+                        self.state.d.next = RespState::TxAck;
+                    }
+                    // (the completion's fields only with a completion: one raised before may still be waiting)
+                    if self.l_sync.val() {
+                        self.cqe.raise.next = true;
+                        self.cqe.status.next = self.st_ok.val();
+                        self.cqe.imm.next = self.zero32.val();
+                        self.cqe.flags.next = self.wcf_grh.val();
+                        if self.l_imm.val() {
+                            self.cqe.imm.next = self.h_imm.q.val();
+                            self.cqe.flags.next = self.wcf_grh_imm.val();
+                        }
+                    }
+                    if self.l_end.val() {
+                        self.n_msn.d.next = self.msn1.q.val();
+                        self.amsn.d.next = self.msn1.q.val();
+                        if self.l_send.val() {
+                            self.cqe.byte_len.next = self.x.q.val().r_off;
+                            self.cqe.opcode.next = self.wc_recv.val();
+                            self.x.d.next.have_wqe = false;
+                            self.x.d.next.r_off = self.zero32.val();
+                        } else {
+                            self.x.d.next.w_valid = false;
+                            if self.l_imm.val() {
+                                self.cqe.byte_len.next = self.x.q.val().w_len;
+                                self.cqe.opcode.next = self.wc_recv_imm.val();
+                                self.x.d.next.have_wqe = false;
+                            }
+                        }
+                    }
+                }
+            }
+            RespState::CqOut => {
+                // (a class-C or flush completion: o_cv is cleared above when it goes)
+                if self.cq_valid.val() & self.cq_ready.val() {
+                    self.state.d.next = RespState::Flush;
+                }
+            }
+            RespState::TxAck => {
+                self.l_wbq.next = self.ack_nxt.q.val() == RespState::WriteBack;
+                if self.tx.free.val() {
+                    // ACK / NAK / RNR NAK: AETH (syndrome, MSN), no payload (the inputs' defaults above)
+                    self.tx.go.next = true;
+                    if self.syn.q.val() == self.syn_ack.val() {
+                        self.inc[10].next = true;
+                    }
+                    self.state.d.next = self.ack_nxt.q.val();
+                    self.l_wb.next = self.ack_nxt.q.val() == RespState::WriteBack;
+                }
+            }
+            RespState::Read => {
+                // the READ's responses (read_reply.rs): each header and gather command into the output registers
+                if self.rd.hdr_go.val() {
+                    self.inc[11].next = true;
+                    self.tx.go.next = true;
+                    self.tx.opcode.next = self.rd.opcode.val();
+                    self.tx.psn.next = self.rd.hdr_psn.val();
+                    self.tx.ext.next = self.rd.ext.val();
+                    self.tx.ext_words.next = self.rd.ext_words.val();
+                    self.tx.pay_len.next = self.rd.pay_len.val();
+                    self.tx.g_go.next = self.rd.g_go.val();
+                }
+                if self.rd.done.val() {
+                    self.state.d.next = RespState::ReadEnd;
+                }
+            }
+            RespState::ReadEnd => {
+                // a new READ: ePSN = PSN + packets (ack_psn unchanged), its resource [PSN, ePSN) at the ring
+                // head (overwriting the oldest); a replay changes nothing
+                self.n_epsn.d.next = self.rd.cur_psn.val();
+                self.state.d.next = RespState::WriteBack;
+                if self.rd.replay.val() {
+                    self.state.d.next = RespState::Drain;
+                } else {
+                    self.rr.we.next = true;
+                    self.x.d.next.res_head = self.x.q.val().res_head + self.one4.val();
+                    self.x.d.next.res_valid =
+                        self.x.q.val().res_valid | (self.one16.val() << bit_cast::<16, 4>(self.x.q.val().res_head));
+                }
+            }
+            RespState::DupScan => {
+                // the resource scan runs (read_res.rs)
+                if self.rr.scan_done.val() {
+                    self.state.d.next = RespState::DupRead;
+                }
+            }
+            RespState::DupRead => {
+                self.rr.pick.next = true;
+                self.state.d.next = RespState::DupGot;
+                if !self.rr.found.val() {
+                    self.inc[7].next = true;
+                    self.state.d.next = RespState::Drain;
+                }
+            }
+            RespState::DupGot => {
+                // a READ's resource: the subset check, then the replay (read_reply.rs)
+                self.rd.dup_go.next = !(self.l_atomic.val() | self.rr.rdata.val().atomic);
+                self.state.d.next = RespState::DupSub;
+                if self.l_atomic.val() | self.rr.rdata.val().atomic {
+                    // a duplicate atomic is answered from its saved original value, never executed again (rxe);
+                    // anything else that lands on an atomic's resource is dropped
+                    self.inc[7].next = true;
+                    self.state.d.next = RespState::Drain;
+                    if self.l_atomic.val()
+                        & self.rr.rdata.val().atomic
+                        & (self.rr.rdata.val().first == self.h_psn.q.val())
+                    {
+                        self.inc[7].next = false;
+                        self.at.orig_we.next = true;
+                        self.syn.d.next = self.syn_ack.val();
+                        self.amsn.d.next = self.rs_msn.q.val();
+                        self.ack_nxt.d.next = RespState::Drain;
+                        self.state.d.next = RespState::AtAck;
+                    }
+                }
+            }
+            RespState::DupSub => {
+                // rxe duplicate_request: same rkey, [VA, VA + len) inside the original (read_reply.rs)
+                if self.rd.dup_ok.val() {
+                    self.state.d.next = RespState::Read;
+                }
+                if self.rd.dup_bad.val() {
+                    self.inc[7].next = true;
+                    self.state.d.next = RespState::Drain;
+                }
+            }
+            RespState::ClassC => {
+                // NAK with the packet's PSN and the current MSN; then the receive in progress, the flush
+                self.inc[4].next = true;
+                self.apsn.d.next = self.h_psn.q.val();
+                self.amsn.d.next = self.rs_msn.q.val();
+                self.n_msn.d.next = self.rs_msn.q.val();
+                self.ack_nxt.d.next = RespState::CcCq;
+                self.state.d.next = RespState::TxAck;
+            }
+            RespState::CcCq => {
+                self.state.d.next = RespState::Flush;
+                if self.cc_cq.q.val() & self.cqe.busy.val() {
+                    // the completion raised before this one has not gone yet
+                    self.state.d.next = RespState::CcCq;
+                } else if self.cc_cq.q.val() {
+                    self.cqe.raise.next = true;
+                    self.cqe.byte_len.next = self.zero32.val();
+                    self.cqe.imm.next = self.zero32.val();
+                    self.cqe.status.next = self.cc_status.q.val();
+                    self.cqe.opcode.next = self.wc_recv.val();
+                    self.cqe.flags.next = self.wcf_grh.val();
+                    self.state.d.next = RespState::CqOut;
+                }
+            }
+            RespState::Flush => {
+                // rxe qp_error: every posted receive completes WR_FLUSH_ERR
+                self.x.d.next.err = true;
+                self.x.d.next.have_wqe = false;
+                self.x.d.next.mip = false;
+                self.x.d.next.w_valid = false;
+                self.x.d.next.res_valid = self.zero16.val();
+                self.state.d.next = RespState::WriteBack;
+                if self.rq.ci.val() != self.rq.pi.val() {
+                    self.ad_a.d.next = self.rq.cfg.val().base;
+                    self.ad_b.d.next = bit_cast::<64, 16>(self.rq.slot.val()) << 6;
+                    self.ac_a.d.next = bit_cast::<64, 16>(self.rq.ci.val());
+                    self.ac_b.d.next = self.zero64.val();
+                    self.ac_c.d.next = true;
+                    self.wait_n.d.next = self.two2.val();
+                    self.ret.d.next = RespState::FlushF;
+                    self.state.d.next = RespState::Wait;
+                }
+            }
+            RespState::FlushF => {
+                self.wqe_addr.d.next = self.add_d.sum.val();
+                self.rq.ci1_we.next = true;
+                self.fret.d.next = RespState::FlushCq;
+                self.state.d.next = RespState::Fetch;
+            }
+            RespState::FlushCq => {
+                // (once the completion raised before it has gone)
+                if !self.cqe.busy.val() {
+                    self.cqe.raise.next = true;
+                    self.cqe.byte_len.next = self.zero32.val();
+                    self.cqe.imm.next = self.zero32.val();
+                    self.cqe.status.next = self.st_flush.val();
+                    self.cqe.opcode.next = self.wc_recv.val();
+                    self.cqe.flags.next = self.zero8.val();
+                    self.state.d.next = RespState::CqOut;
+                }
+            }
+            RespState::AtRmw => {
+                // the target's block read, the new value computed and written back (atomic.rs): its 8-byte
+                // Scatter command and beat go out here
+                if self.at.len8.val() {
+                    self.h_plen.d.next = self.eight13.val();
+                }
+                if self.at.sc_set.val() {
+                    self.o_sv.d.next = true;
+                }
+                if self.at.pay.val() {
+                    self.s_pay.tvalid.next = self.at.s_tvalid.val();
+                    self.s_pay.tdata.next = self.at.s_tdata.val();
+                    self.s_pay.tkeep.next = self.at.s_tkeep.val();
+                    self.s_pay.tlast.next = true;
+                }
+                if self.at.done.val() {
+                    self.state.d.next = RespState::AtEnd;
+                }
+            }
+            RespState::AtEnd => {
+                // executed: ePSN + 1, MSN + 1 (set at RkeyRes), the original value saved at the resource ring's
+                // head for a duplicate
+                self.n_epsn.d.next = self.psn1.q.val();
+                self.n_ack.d.next = self.psn1.q.val();
+                self.x.d.next.mip = false;
+                self.rr.we.next = true;
+                self.rr.w.next.end = self.psn1.q.val();
+                self.rr.w.next.va = self.at.orig.val();
+                self.rr.w.next.len = self.zero32.val();
+                self.rr.w.next.atomic = true;
+                self.x.d.next.res_head = self.x.q.val().res_head + self.one4.val();
+                self.x.d.next.res_valid =
+                    self.x.q.val().res_valid | (self.one16.val() << bit_cast::<16, 4>(self.x.q.val().res_head));
+                self.syn.d.next = self.syn_ack.val();
+                self.ack_nxt.d.next = RespState::WriteBack;
+                self.state.d.next = RespState::AtAck;
+            }
+            RespState::AtAck => {
+                // ATOMIC_ACKNOWLEDGE: AETH (ACK, MSN), then the original value big-endian (AtomicAckETH)
+                if self.tx.free.val() {
+                    self.tx.go.next = true;
+                    self.tx.opcode.next = self.op_atack.val();
+                    self.tx.psn.next = self.h_psn.q.val();
+                    self.tx.ext.next = bit_cast::<EXT_BITS, 32>(self.l_aeth_ack.val())
+                        | (bit_cast::<EXT_BITS, 64>(self.at.orig_be.val()) << 32);
+                    self.tx.ext_words.next = self.three4.val();
+                    self.state.d.next = self.ack_nxt.q.val();
+                }
+            }
+            RespState::WriteBack => {
+                // (below the match: l_wb)
+                self.l_wb.next = true;
+                self.l_wbq.next = true;
+            }
+            RespState::Db => {
+                // the Receive Queue's doorbell engine works; Idle again once it has finished, by its register
+                if self.rq.db_done.val() {
+                    self.state.d.next = RespState::Idle;
+                }
+            }
+            RespState::FastEnd => {
+                // (a payload of one beat gets here before the sums: wait for them)
+                if self.f_wait.q.val() == self.zero2.val() {
+                    // the fast path's Finish: PSN + 1, the WRITE pointer and residue (sums started in Idle); a LAST
+                    // ends the WRITE (MSN + 1, msn1 from the FIRST's Verdict); ACK when AckReq
+                    self.n_epsn.d.next = self.add_c.sum.val().get_bits::<24>(0);
+                    self.n_ack.d.next = self.add_c.sum.val().get_bits::<24>(0);
+                    self.x.d.next.w_ptr = self.add_e.sum.val();
+                    self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
+                    self.f_arm.d.next = !self.l_end.val();
+                    self.syn.d.next = self.syn_ack.val();
+                    self.apsn.d.next = self.h_psn.q.val();
+                    self.amsn.d.next = self.n_msn.q.val();
+                    if self.l_end.val() {
+                        self.n_msn.d.next = self.msn1.q.val();
+                        self.amsn.d.next = self.msn1.q.val();
+                        self.x.d.next.mip = false;
+                        self.x.d.next.w_valid = false;
+                    }
+                    self.ack_nxt.d.next = RespState::WriteBack;
+                    self.state.d.next = RespState::WriteBack;
+                    if self.h_ack.q.val() {
+                        self.state.d.next = RespState::TxAck;
+                    }
+                }
+            }
+            RespState::Drain => {
+                if self.pay_pend.q.val() {
+                    // (behind the mover's payload)
+                    if !self.mv_on.q.val() {
+                        self.pay.tready.next = true;
+                        if self.pay.tvalid.val() & self.pay.tlast.val() {
+                            self.pay_pend.d.next = false;
+                            self.state.d.next = RespState::Idle;
+                        }
+                    }
+                } else {
+                    self.state.d.next = RespState::Idle;
+                }
+            }
+            _ => {
+                self.state.d.next = RespState::Idle;
+            }
+        }
+        // A receive completion raised (Finish, CcCq, FlushCq): its WQE's wr_id, CQ and QP, held until the
+        // payload in the mover now is through; the receive ring's consumer index moves on
+        if self.cqe.raise.val() {
+            self.rq.raise.next = true;
+        }
+        // The write-back of the packet's QP state, then Idle (WriteBack, or TxAck's last cycle, l_wb).
+        if self.l_wb.val() {
+            self.qpc.upd_we.next = true;
+            self.x_ram.we.next = true;
+            self.rq.wb.next = true;
+            // the hot QP's next packet: MIDDLE of PMTU bytes while more than PMTU is left, else LAST of
+            // the rest (the WRITE length rule)
+            self.hot.d.next = self.f_arm.q.val();
+            self.f_op.d.next = self.op_wr_last.val();
+            self.f_plen.d.next = self.x.q.val().w_resid.get_bits::<13>(0);
+            self.f_pad.d.next = self.chk.wr_pad.val();
+            if self.chk.wr_big.val() {
+                self.f_op.d.next = self.op_wr_middle.val();
+                self.f_plen.d.next = self.mtu.q.val();
+                self.f_pad.d.next = self.zero2.val();
+            }
+            self.state.d.next = RespState::Idle;
+            if self.pay_pend.q.val() {
+                self.state.d.next = RespState::Drain;
+            }
+        }
+        // The next request's header is taken in Idle, or already in the write-back's cycle when it is another
+        // QP's (its per-QP RAM entries are not the ones written; `hq_diff`, registered: a header that came
+        // this cycle waits for Idle), no command waits for Idle and no payload is left to drain; in TxAck only
+        // while the output is free by its registers (so `hdr_ready` never waits on the TX side's ready).
+        self.hq_diff.d.next = self.hdr_valid.val() & (self.l_rqpn.val().get_bits::<8>(0) != self.h_qpn.q.val().get_bits::<8>(0));
+        if self.l_wbq.val() & self.hq_diff.q.val() & !self.pay_pend.q.val() & !self.rqs_valid.val() & !self.rp_valid.val()
+            & !self.rqdb_valid.val() & !self.tx.busy.val()
+        {
+            self.hdr_ready.next = true;
+            self.l_take.next = self.hdr_valid.val();
+        }
+        if self.l_take.val() {
+            self.x_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
+            self.rq.take.next = true;
+            self.qpc.lk_valid.next = true;
+            self.h_qpn.d.next = self.l_rqpn.val();
+            self.h_op.d.next = self.hdr.val().opcode;
+            self.h_info.d.next = self.info_lut.y.val();
+            self.h_psn.d.next = self.hdr.val().psn;
+            self.h_ack.d.next = self.l_bth8.val().get_bit(7);
+            self.h_pad.d.next = self.l_bth1.val().get_bits::<2>(4);
+            self.h_plen.d.next = self.hdr_pay_len.val();
+            self.h_va.d.next = self.l_reth.val().get_bits::<64>(0);
+            self.h_rkey.d.next = self.l_reth.val().get_bits::<32>(64);
+            self.h_dlen.d.next = self.l_reth.val().get_bits::<32>(96);
+            // an atomic's operands (see `atomic_map`)
+            self.at.take.next = true;
+            self.h_imm.d.next = self.l_ext.val().get_bits::<32>(0);
+            if self.info_lut.y.val().get_bit(7) {
+                self.h_imm.d.next = self.l_ext.val().get_bits::<32>(128);
+            }
+            self.pay_pend.d.next = self.hdr_pay_len.val() != self.zero13.val();
+            // the fast path's sums start now (PSN + 1, the WRITE pointer and residue after this
+            // payload; ready 4 cycles on, by FastEnd); the general path sets these again in Pre
+            self.h_fast.d.next = self.l_fpay.val();
+            // the fast path's Scatter command goes out in the next cycle (the Scatter Path's plan
+            // pipeline starts while LkWait decides)
+            if self.l_fpay.val() {
+                self.o_sv.d.next = true;
+                self.o_saddr.d.next = self.x.q.val().w_ptr;
+            }
+            self.f_wait.d.next = self.three2.val();
+            self.hot.d.next = false;
+            self.f_arm.d.next = false;
+            self.w_late.d.next = false;
+            self.ac_a.d.next = bit_cast::<64, 24>(self.hdr.val().psn);
+            self.ac_b.d.next = self.zero64.val();
+            self.ac_c.d.next = true;
+            self.ae_a.d.next = self.x.q.val().w_ptr;
+            self.ae_b.d.next = bit_cast::<64, 13>(self.hdr_pay_len.val());
+            self.af_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
+            self.af_b.d.next = !bit_cast::<64, 13>(self.hdr_pay_len.val());
+            self.state.d.next = RespState::LkWait;
+        }
+        // CMD_WRITE_QP may change the hot QP's attributes (state, access, PMTU, address): the fast path's
+        // registers no longer stand for it
+        if self.attr_we.val() {
+            self.hot.d.next = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
