@@ -709,7 +709,8 @@ mod tests {
         }
     }
 
-    /// The reference: the CQ rules written directly from the brief ((pi - ci) mod 2^16 == capacity).
+    /// The reference: the CQ rules of the host interface written out directly, independent of the RTL (the ring
+    /// is full when (pi - ci) mod 2^16 == capacity).
     #[derive(Clone, Debug, Default)]
     struct RefCq {
         set: bool,

@@ -287,7 +287,7 @@ mod tests {
         assert!(per_op.iter().all(|&c| c > 20_000), "{per_op:?}");
     }
 
-    /// The cases the issue names, by hand: masks all ones / all zeros, a carry stopped at a field boundary.
+    /// The corner cases of the ALU, by hand: masks all ones / all zeros, a carry stopped at a field boundary.
     #[test]
     fn atomic_alu_corner_cases() {
         let mut u = AtomicAlu::default();
