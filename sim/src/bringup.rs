@@ -253,6 +253,44 @@ impl SimBoard {
         let sys = self.sys.clone();
         selftest(&mut self.drv, &self.mem, &mut || Self::wait(&sys))
     }
+
+    /// The host at the other end of the simulated board's link (the golden device of its `System`, at
+    /// 10.0.0.9): its MAC and IPv4 address.
+    pub fn neighbour(&self) -> (testbench::wire::MacAddr, std::net::Ipv4Addr) {
+        let s = self.sys.borrow();
+        let c = s.peer.config();
+        let ip = match c.ip {
+            std::net::IpAddr::V4(v) => v,
+            std::net::IpAddr::V6(v) => v.to_ipv4_mapped().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+        };
+        (c.mac, ip)
+    }
+
+    /// `rnic board arp --sim`: the RNIC asks the wire for `ip`'s MAC with its own ARP requests
+    /// (`Driver::resolve`, as on the card), and the host on the link answers those for its own address
+    /// ([`SimBoard::neighbour`]) as a Linux host does (`ArpFrame::reply_from`); a request for any other
+    /// address goes unanswered, as on a link with no such host.
+    pub fn resolve(&mut self, ip: std::net::Ipv4Addr) -> Result<testbench::wire::MacAddr, rnic_driver::DriverError> {
+        use testbench::wire::frame::{parse_ethernet, Frame, ARP_OP_REQUEST};
+        let (mac, addr) = self.neighbour();
+        let sys = self.sys.clone();
+        let mut seen = sys.borrow().sent.len();
+        self.drv.resolve(ip, &mut || {
+            Self::wait(&sys);
+            let mut s = sys.borrow_mut();
+            let replies: Vec<Vec<u8>> = s.sent[seen..]
+                .iter()
+                .filter_map(|f| match parse_ethernet(f) {
+                    Ok(Frame::Arp(a)) if a.arp.oper == ARP_OP_REQUEST && a.arp.tpa == addr => Some(a.reply_from(mac).build()),
+                    _ => None,
+                })
+                .collect();
+            seen = s.sent.len();
+            for r in replies {
+                s.inject(r);
+            }
+        })
+    }
 }
 
 /// One step of `rnic board selftest`.

@@ -45,7 +45,8 @@ enum BoardCmd {
         dev: DevArgs,
     },
     /// Ask the wire for a neighbour's MAC with the RNIC's own ARP requests (what the tool peers do for the
-    /// peer in its GID): up to 3 requests, 300 ms each.
+    /// peer in its GID): up to 3 requests, 300 ms each. With --sim, the host on the simulated board's link
+    /// answers for 10.0.0.9.
     Arp {
         #[command(flatten)]
         dev: DevArgs,
@@ -104,7 +105,9 @@ enum Cmd {
         block: Option<String>,
     },
     /// The board layer: `build` writes a card's Verilog, constraints and Vivado flow (and runs Vivado if it is
-    /// on PATH).
+    /// on PATH); the bring-up commands `probe`, `address`, `arp`, `selftest` and `stats` run on the card
+    /// (`--pci BDF`, bound to vfio-pci) or on the simulated board (`--sim`). The ladder from a bitstream to
+    /// perftest against rxe, with the output to expect at each step: docs/bringup.md.
     Board {
         #[command(subcommand)]
         what: BoardCmd,
@@ -787,14 +790,17 @@ fn board_address(dev: &DevArgs, ip: std::net::Ipv4Addr, mac: Option<&str>) -> Re
 }
 
 fn board_arp(dev: &DevArgs, ip: std::net::Ipv4Addr) -> Result<ExitCode> {
-    anyhow::ensure!(
-        !dev.sim,
-        "arp asks a neighbour on the card's link; the simulated board has none (its self-test resolves its own \
-         address through the MAC's loopback: `rnic board selftest --sim`)"
-    );
-    let mem = std::sync::Arc::new(std::sync::Mutex::new(rnic_driver::HostMemory::new()));
-    let mut drv = rnic_driver::Driver::open(card_bar(dev)?, mem).map_err(|e| anyhow::anyhow!("the driver on the card: {e}"))?;
-    match drv.resolve(ip, &mut || std::thread::sleep(std::time::Duration::from_millis(1))) {
+    let r = if dev.sim {
+        let mut b = sim::bringup::SimBoard::open()?;
+        let (mac, addr) = b.neighbour();
+        println!("card    the simulated board; on its link the host {addr} at {mac} answers ARP for its address");
+        b.resolve(ip)
+    } else {
+        let mem = std::sync::Arc::new(std::sync::Mutex::new(rnic_driver::HostMemory::new()));
+        let mut drv = rnic_driver::Driver::open(card_bar(dev)?, mem).map_err(|e| anyhow::anyhow!("the driver on the card: {e}"))?;
+        drv.resolve(ip, &mut || std::thread::sleep(std::time::Duration::from_millis(1)))
+    };
+    match r {
         Ok(m) => {
             println!("arp     {ip} is at {m}");
             Ok(ExitCode::SUCCESS)

@@ -176,3 +176,93 @@ fn board_commands_without_a_card_say_what_is_missing() {
     let (code, _, err) = rnic(&["rxe", "--endpoint", "rtl", "--peer", "10.0.0.1", "--tool", "ib_write_bw"]);
     assert!(code == 2 && err.contains("go with --endpoint board"), "{err}");
 }
+
+/// `rnic board build --board u250 --out DIR` with no Vivado on PATH: every file of the flow written, and the
+/// command to run on a Vivado machine printed; exit 0.
+#[test]
+fn board_build_writes_the_flow_and_says_what_to_run_without_vivado() {
+    let d = tmp("board-build");
+    let empty = tmp("no-vivado-on-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rnic"))
+        .args(["board", "build", "--board", "u250", "--out", d.to_str().unwrap()])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    for f in ["rnic_u250.v", "u250_pins.xdc", "u250_cdc.xdc", "u250_bitstream.xdc", "build_u250.tcl", "README.md"] {
+        let len = std::fs::metadata(d.join(f)).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{f} not written: {out}");
+        assert!(out.contains(f), "{f} not named: {out}");
+    }
+    let v = std::fs::read_to_string(d.join("rnic_u250.v")).unwrap();
+    assert!(v.contains("module top") && v.contains("cmac0 cmac_inst") && !v.contains("module cmac0"), "the IPs are Vivado's, not the stubs");
+    assert!(std::fs::read_to_string(d.join("u250_pins.xdc")).unwrap().contains("PACKAGE_PIN"));
+    assert!(std::fs::read_to_string(d.join("build_u250.tcl")).unwrap().contains("create_ip -name qdma"));
+    assert!(out.contains("Vivado is not on PATH") && out.contains("vivado -mode batch -source build_u250.tcl"), "{out}");
+    let (code, _, err) = rnic(&["board", "build", "--board", "vcu118", "--out", d.to_str().unwrap()]);
+    assert!(code == 2 && err.contains("the boards are: u250"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The bring-up commands on the simulated board (`--sim`: the U250 board shell as a Verilator model with its
+/// PCIe bridge and MAC models), run as a user runs them: `probe` finds nothing wrong, `stats` names every
+/// counter, `address` sets and reads back the address, `arp` learns the link partner's MAC with the RNIC's own
+/// ARP requests (and says so, exit 1, when nobody answers), `selftest` passes every step. Each command opens
+/// its own simulated board.
+#[test]
+fn board_commands_on_the_simulated_board() {
+    let (code, out, err) = rnic(&["board", "probe", "--sim"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for l in [
+        "board   RNIB 1.0 on Alveo U250",
+        "rnic    ID 0x524e4943",
+        "link    enabled yes, up yes, RX aligned yes, RS-FEC on (lanes locked 0xf)",
+        "qsfp    module present yes",
+        "mac     RX bad FCS 0, TX underflows 0, TX gaps 0",
+        "status  ready for traffic",
+    ] {
+        assert!(out.contains(l), "{l:?} missing:\n{out}");
+    }
+    assert!(!out.contains("problem"), "{out}");
+
+    let (code, out, err) = rnic(&["board", "stats", "--sim"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let named: Vec<(&str, u64)> = out
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(named.len(), 38 + 13, "every RNIC counter and board register, one a line:\n{out}");
+    let get = |n: &str| named.iter().find(|x| x.0 == n).map(|x| x.1);
+    assert_eq!(get("board_id"), Some(0x524E_4942), "{out}");
+    assert_eq!(get("link_ups"), Some(1), "{out}");
+    for n in ["rx_drop_mac_error", "mac_rx_bad_fcs", "mac_tx_underflows", "core_tx_gaps", "arp_requests", "icmp_echo_replies"] {
+        assert_eq!(get(n), Some(0), "{n}:\n{out}");
+    }
+
+    let (code, out, err) = rnic(&["board", "address", "--sim", "--ip", "10.0.0.2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("address MAC 02:00:0a:00:00:02, IPv4 10.0.0.2"), "{out}");
+    let (code, out, err) = rnic(&["board", "address", "--sim", "--ip", "10.0.0.3", "--mac", "02:11:22:33:44:55"]);
+    assert!(code == 0 && out.contains("address MAC 02:11:22:33:44:55, IPv4 10.0.0.3"), "{out}{err}");
+    let (code, _, err) = rnic(&["board", "address", "--sim", "--ip", "10.0.0.3", "--mac", "02:11:22"]);
+    assert!(code == 2 && err.contains("is not a MAC address"), "{err}");
+
+    let (code, out, err) = rnic(&["board", "arp", "--sim", "--ip", "10.0.0.9"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("arp     10.0.0.9 is at 02:00:00:00:00:09"), "{out}");
+    let (code, out, err) = rnic(&["board", "arp", "--sim", "--ip", "10.0.0.1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("arp     no ARP answer from 10.0.0.1 to 3 requests"), "{out}");
+
+    let (code, out, err) = rnic(&["board", "selftest", "--sim"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for step in ["registers", "loopback", "traffic", "counters", "arp", "restore"] {
+        assert!(out.lines().any(|l| l.starts_with(step) && l[10..].starts_with(" ok ")), "{step}:\n{out}");
+    }
+    assert!(out.contains("every byte right") && out.trim_end().ends_with("selftest: PASS"), "{out}");
+}
