@@ -15,6 +15,17 @@ pub const REG_BAR: usize = 2;
 /// The smallest register BAR the design needs (the core's registers and the board registers: 2 MiB).
 pub const REG_BAR_MIN: u64 = 2 << 20;
 
+/// The environment variable that replaces `/sys` as the root [`find_cards`] reads under. **For tests only**:
+/// the CLI tests build a fake sysfs tree (the card bound to another driver, without an IOMMU group, ...) and
+/// run `rnic board` against it to check each failure message and exit code without a card. Nothing on a bench
+/// sets it; `/dev` is never redirected.
+pub const SYSFS_ROOT_ENV: &str = "RNIC_TEST_SYSFS_ROOT";
+
+/// The sysfs root: `/sys`, or the test tree named by [`SYSFS_ROOT_ENV`].
+pub fn sysfs_root() -> PathBuf {
+    std::env::var_os(SYSFS_ROOT_ENV).filter(|v| !v.is_empty()).map_or_else(|| PathBuf::from("/sys"), PathBuf::from)
+}
+
 /// One function of the card as sysfs shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PciCard {

@@ -745,7 +745,7 @@ fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, role
 /// The card's register BAR through VFIO, after the checks that name what is missing.
 fn card_bar(dev: &DevArgs) -> Result<rnic_driver::vfio::VfioBar> {
     use rnic_driver::pci;
-    let cards = pci::find_cards(Path::new("/sys"))?;
+    let cards = pci::find_cards(&pci::sysfs_root())?;
     let card = pci::select(&cards, dev.pci.as_deref())?;
     pci::preflight(&card, Path::new("/dev"))?;
     println!("card    {} ({:04x}:{:04x}), IOMMU group {}, BAR{} {} MiB", card.bdf, card.vendor, card.device, card.iommu_group.unwrap_or(0), pci::REG_BAR, card.bars[pci::REG_BAR] >> 20);

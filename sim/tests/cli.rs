@@ -266,3 +266,74 @@ fn board_commands_on_the_simulated_board() {
     }
     assert!(out.contains("every byte right") && out.trim_end().ends_with("selftest: PASS"), "{out}");
 }
+
+/// A fake sysfs (`rnic_driver::pci::SYSFS_ROOT_ENV`, for tests only) with our card at 0000:3b:00.0, bound to
+/// `driver` (none if `None`), in IOMMU group `group` (none: the IOMMU off), its register BAR 4 MiB.
+fn fake_sysfs(name: &str, driver: Option<&str>, group: Option<u32>) -> std::path::PathBuf {
+    use std::os::unix::fs::symlink;
+    let root = tmp(name);
+    let _ = std::fs::remove_dir_all(&root);
+    let d = root.join("bus/pci/devices/0000:3b:00.0");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("vendor"), "0x10ee\n").unwrap();
+    std::fs::write(d.join("device"), "0x903f\n").unwrap();
+    let bar = |start: u64, size: u64| format!("0x{start:016x} 0x{:016x} 0x0000000000140204\n", start + size - 1);
+    let none = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
+    std::fs::write(d.join("resource"), [bar(0xf000_0000, 256 << 10), none.into(), bar(0xf100_0000, 4 << 20), none.into(), none.into(), none.into()].concat()).unwrap();
+    if let Some(drv) = driver {
+        let t = root.join("bus/pci/drivers").join(drv);
+        std::fs::create_dir_all(&t).unwrap();
+        symlink(&t, d.join("driver")).unwrap();
+    }
+    if let Some(g) = group {
+        let t = root.join("kernel/iommu_groups").join(g.to_string());
+        std::fs::create_dir_all(&t).unwrap();
+        symlink(&t, d.join("iommu_group")).unwrap();
+    }
+    root
+}
+
+/// The card there but not usable: each command that opens it exits 2 with the reason and the commands that
+/// fix it, never a panic (the sysfs tree is a fake one, so this runs without a card).
+#[test]
+fn board_commands_name_what_keeps_the_card_from_vfio() {
+    let run = |root: &std::path::Path, args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rnic")).args(args).env(rnic_driver::pci::SYSFS_ROOT_ENV, root).output().unwrap();
+        (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let commands: [&[&str]; 4] = [
+        &["board", "probe"],
+        &["board", "selftest", "--pci", "3b:00.0"],
+        &["board", "stats", "--pci", "0000:3b:00.0"],
+        &["rxe", "--endpoint", "board", "--pci", "3b:00.0", "--peer", "10.0.0.1", "--tool", "ib_write_bw"],
+    ];
+    // a vendor driver took the card
+    let xdma = fake_sysfs("sysfs-xdma", Some("xdma"), Some(27));
+    // no driver at all
+    let unbound = fake_sysfs("sysfs-unbound", None, Some(27));
+    // vfio-pci, but the IOMMU is off: no group
+    let no_iommu = fake_sysfs("sysfs-noiommu", Some("vfio-pci"), None);
+    // nothing of ours on the bus
+    let empty = tmp("sysfs-empty");
+    std::fs::create_dir_all(empty.join("bus/pci/devices")).unwrap();
+    for args in commands {
+        let (code, out, err) = run(&xdma, args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("0000:3b:00.0 is bound to xdma, not vfio-pci") && err.contains("echo 0000:3b:00.0 > /sys/bus/pci/drivers/xdma/unbind"), "{args:?}: {err}");
+        assert!(err.contains("driver_override") && err.lines().count() == 1 && !err.contains("panicked"), "{args:?}: {err}");
+        let (code, out, err) = run(&unbound, args);
+        assert!(code == 2 && err.contains("is bound to no driver, not vfio-pci") && !err.contains("unbind"), "{args:?}: {out}{err}");
+        let (code, out, err) = run(&no_iommu, args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("0000:3b:00.0 has no IOMMU group: the IOMMU is off") && err.contains("intel_iommu=on"), "{args:?}: {err}");
+        assert!(err.lines().count() == 1 && !err.contains("panicked"), "{args:?}: {err}");
+        let (code, _, err) = run(&empty, args);
+        assert!(code == 2 && err.contains("no card with 10ee:903f on the PCIe bus") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+    // another address than the card's
+    let (code, _, err) = run(&xdma, &["board", "probe", "--pci", "d8:00.0"]);
+    assert!(code == 2 && err.contains("no card of ours at 0000:d8:00.0; found: 0000:3b:00.0"), "{err}");
+    for d in [xdma, unbound, no_iommu, empty] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
