@@ -34,10 +34,10 @@
 //! sum of RX Parse's counters, read over the register bus while frames wait), the FIFO holds at most
 //! `beats(open) + RX_JOB_BEATS` and the queue at most `|open|`; a frame waits while either could be too
 //! many. Likewise an ARP request for us waits while [`ARP_FIFO`] earlier ones have no reply out yet (the ARP
-//! responder drops a request that finds its reply FIFO full, a counter outside the window). Frames still
-//! follow each other back to back whenever the RNIC keeps up, and the RNIC still backs RX Parse up to that
-//! bound (the report counts the frames held back, and those held with the link idle). No frame of the fuzz
-//! may then be an overflow drop, and every counter is compared exactly in every chunk.
+//! responder drops a request that finds its reply FIFO full and counts it in `arp_dropped`, checked to stay
+//! 0). Frames still follow each other back to back whenever the RNIC keeps up, and the RNIC still backs RX
+//! Parse up to that bound (the report counts the frames held back, and those held with the link idle). No
+//! frame of the fuzz may then be an overflow drop, and every counter is compared exactly in every chunk.
 //!
 //! **The overflow probe** keeps RX Parse's overflow path under the fuzz without giving up exactness: in the
 //! link-rate chunks whose index is 1 mod [`PROBE_EVERY`], the chunk's first frames are an RDMA READ of
@@ -421,6 +421,14 @@ fn arp_request_for_us(f: &[u8]) -> bool {
         && f[12..14] == ETHERTYPE_ARP.to_be_bytes()
         && f[14..22] == [0, 1, 8, 0, 6, 4, 0, 1]
         && f[38..42] == OUR_IP.to_be_bytes()
+}
+
+/// An ARP frame as the ARP responder tells one (`rtl/src/wire/arp.rs`, its `ignored` counter): ethertype ARP
+/// after the two MACs, or after one 802.1Q tag, within the frame. Every such frame that is not a request for
+/// us ([`arp_request_for_us`]) is counted ignored; frames of other ethertypes are not counted.
+fn arp_frame(f: &[u8]) -> bool {
+    let arp = ETHERTYPE_ARP.to_be_bytes();
+    (f.len() >= 14 && f[12..14] == arp) || (f.len() >= 18 && f[12..14] == [0x81, 0x00] && f[16..18] == arp)
 }
 
 /// Put a correct ICRC where RX Parse looks for it (the end of [`icrc_extent`]), so that a frame whose headers
@@ -1278,8 +1286,9 @@ struct ChunkPrediction {
     malformed: u64,
     lookup: u64,
     responder: u64,
-    /// ARP requests for us, in order.
+    /// ARP requests for us, in order, and the other ARP frames (the responder's `arp_ignored`).
     arp_for_us: Vec<Vec<u8>>,
+    arp_ignored: u64,
     /// The golden echo replies, in order, and the ICMP frames to us not answered.
     icmp_replies: Vec<Vec<u8>>,
     icmp_ignored: u64,
@@ -1576,6 +1585,8 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
             }
             if arp_request_for_us(&f) {
                 pred.arp_for_us.push(f.clone());
+            } else {
+                pred.arp_ignored += u64::from(arp_frame(&f));
             }
             match icmp_echo_reply(&f, MacAddr(OUR_MAC), Ipv4Addr::from(OUR_IP)) {
                 Some(reply) => pred.icmp_replies.push(reply),
@@ -1793,7 +1804,8 @@ fn check_memory(r: &Rig, shadow: &HostMemory, writable: &[(u64, u64)], problems:
 ///    `resp_nak_psn_seq`, RNR NAK = `resp_rnr_naks`, NAK invalid request / remote access / remote operational
 ///    = `resp_class_c_naks`, READ RESPONSE = `resp_read_responses`, ARP replies = `arp_answered` = the
 ///    chunk's ARP requests for our IP, reply k the golden reply to request k (flow control keeps the ARP
-///    responder's reply FIFO from filling).
+///    responder's reply FIFO from filling: `arp_dropped` stays 0), and `arp_ignored` = the chunk's other ARP
+///    frames, untagged or with one 802.1Q tag.
 #[allow(clippy::too_many_arguments)]
 fn check_chunk(
     n: u64,
@@ -1925,6 +1937,8 @@ fn check_chunk(
         *rep.tx.entry(key.to_string()).or_default() += got;
     }
     cmp("arp_answered", d("arp_answered"), p.arp_for_us.len() as u64, problems);
+    cmp("arp_ignored", d("arp_ignored"), p.arp_ignored, problems);
+    cmp("arp_dropped", d("arp_dropped"), 0, problems);
     cmp("icmp_echo_replies", d("icmp_echo_replies"), p.icmp_replies.len() as u64, problems);
     cmp("ICMP replies sent", icmp_next as u64, p.icmp_replies.len() as u64, problems);
     cmp("icmp_ignored", d("icmp_ignored"), p.icmp_ignored, problems);

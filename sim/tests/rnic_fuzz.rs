@@ -117,6 +117,7 @@ fn fuzz(frames: u64, seed: u64) {
         "rx_drop_bad_tver",
         "rx_drop_bad_icrc",
         "arp_answered",
+        "arp_ignored",
         "resp_requests",
         "resp_class_c_naks",
         "resp_drop_qp_lookup",
