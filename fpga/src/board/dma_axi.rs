@@ -11,7 +11,8 @@
 //!   beats may reach the bridge before its AW (AXI4 allows it); at most 16 beats of an open burst are queued
 //!   ahead of its AW, less than the write data FIFO holds, so a bridge that waits for AW cannot deadlock it. At
 //!   most 32 bursts wait for their write response; `outstanding` and `idle` show them (ordering to the host
-//!   rests on one AXI ID and PCIe's posted-write order: a CQE written after its payload lands after it).
+//!   rests on one AXI ID and PCIe's posted-write order: a CQE written after its payload lands after it, with
+//!   no write-response fence; why, and what the card must confirm: `docs/board-u250.md`, clocks and resets).
 //!
 //! Both run in the core clock; the channels cross to the PCIe clock through [`super::cdc::AsyncFifo`]s in
 //! [`super::DmaAxiCdc`]. Address arithmetic is split over register stages (a 64-bit add would cost more than

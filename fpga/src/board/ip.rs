@@ -3,10 +3,11 @@
 //! the `cores` text is a port-exact stub of each IP for the gates here (Verilator lint, Yosys), removed for
 //! Vivado (`fpga::for_vivado`), which brings the real IP from `create_ip` (`vivado::ip_tcl`).
 //!
-//! Port names and widths, and the tie-offs, come from the open designs that instantiate these IPs in the
-//! same configuration, because the product guides' port tables were not at hand (PG203 and PG302 hold them;
-//! a Vivado `generate_target instantiation_template` of the two IPs is the check to make on a Vivado
-//! machine, `docs/board-u250.md`):
+//! Port names and widths are checked against the product guides' port tables where those tables could be
+//! read (cited at each stub below: PG203 v3.1 for `cmac_usplus`, PG302 v5.0 for `qdma`); the ports whose
+//! table could not be found, and the tie-offs, come from the open designs that instantiate these IPs in the
+//! same configuration, and say so. A Vivado `generate_target instantiation_template` of the two IPs is the
+//! check to make on a Vivado machine (`docs/board-u250.md`). The open designs:
 //!
 //! * `cmac_usplus` 3.1, CAUI-4, AXIS, RS-FEC, no AXI4-Lite, no flow control: corundum/corundum @77bb4b9d
 //!   `fpga/mqnic/AU250/fpga_100g/rtl/fpga.v` lines 1006-1261 (every port with the width of the IP's
@@ -78,6 +79,21 @@ endmodule
 /// `cmac_usplus` (instance of the IP named `cmac0` by `vivado::ip_tcl`): QSFP0's four lanes, the 512-bit AXIS
 /// user interface in `gt_txusrclk2` (the core clock, `clk_core` here; `rx_clk` is tied to it), the
 /// bring-up controls and the status the board uses.
+///
+/// Against PG203 v3.1 (UltraScale+ Devices Integrated 100G Ethernet Subsystem), Port Descriptions:
+/// * "CORE XCI Top-Level Port List" (Table 1 of that section): `sys_reset`, `gt_ref_clk_p`/`_n`, `init_clk`
+///   and `gt_loopback_in` (12 bits in CAUI-4 mode) match; the part of the table that could be read here ends
+///   before the GT serial lanes and the clock and reset outputs;
+/// * the RS-FEC control and status ports table ("Common Ports"): `ctl_rx_rsfec_enable`,
+///   `ctl_rx_rsfec_enable_correction`, `ctl_rx_rsfec_enable_indication`, `ctl_tx_rsfec_enable`,
+///   `ctl_rsfec_ieee_error_indication_mode` and `stat_rx_rsfec_am_lock0..3`, one bit each, match;
+/// * "Without AXI4-Lite Interface" (the bring-up sequence): `ctl_rx_enable`, `ctl_tx_send_rfi`,
+///   `ctl_tx_enable` and RX aligned, as `CmacCtl` drives them.
+///
+/// Not found in the guide here, so from Corundum's instantiation only: the AXIS ports (`tx_axis_*`,
+/// `rx_axis_*`, `tx_unfout`, `tx_preamblein`), `stat_rx_aligned` and `stat_rx_bad_fcs` (3 bits), the GT lanes,
+/// `gt_txusrclk2`, `rx_clk`, `usr_rx_reset`/`usr_tx_reset`, `core_*_reset`, `gtwiz_reset_*`, the other `ctl_*`
+/// inputs and `drp_*`.
 #[derive(LogicBlock, Default)]
 pub struct Cmac {
     pub gt_ref_clk_p: Signal<In, Bit>,
@@ -215,6 +231,25 @@ endmodule
 /// 21 bits), and the AXI-MM bridge slave (`s_axib_*`) into host memory: ID 0, 64-byte beats, INCR, function
 /// 0 in the user bits, byte parity on `s_axib_wuser`. The DMA engine's streaming, bypass, queue-status and
 /// interrupt inputs are tied off as open-nic-shell ties them (readies of status outputs high, valids low).
+///
+/// Against PG302 v5.0 (QDMA Subsystem for PCI Express):
+/// * "AXI Bridge Slave Ports", Table 1 (write address) and Table 2 (write data): `s_axib_awid`
+///   (C_S_AXI_ID_WIDTH), `awaddr`, `awregion[3:0]`, `awlen[7:0]`, `awsize[2:0]`, `awburst[1:0]` (INCR only),
+///   `awvalid`/`awready`, `wdata`, `wstrb` and `wuser` (data width / 8: odd parity per byte), `wlast`,
+///   `wvalid`/`wready` match. `s_axib_awuser` differs: the table gives `[7:0]` (the function number), while
+///   the QDMA instantiations that build in Vivado (open-nic-shell, RecoNIC) connect 12 bits; the stub keeps
+///   12, and the port is tied to 0, which either width carries. The response and read tables of PG302 could
+///   not be read here: `s_axib_b*`, `s_axib_ar*` (`aruser` as `awuser`) and `s_axib_r*` follow the same
+///   section of the Versal QDMA guide (PG344 1.0, "AXI Bridge Slave Ports", the same names) and the open
+///   designs.
+/// * "AXI4-Lite Master Ports", Tables 1 and 2: `m_axil_awaddr[31:0]`, `wdata[31:0]`, `wstrb[3:0]`,
+///   `bresp[1:0]`, `araddr[31:0]`, `rdata[31:0]`, `rresp[1:0]` and the handshakes match; the IP's
+///   `m_axil_awprot`, `awuser[54:0]`, `arprot` and `aruser[54:0]` outputs are left open.
+/// * The clock, reset and PCIe lane ports: PG302's table could not be read here; PG344's "QDMA Global Port
+///   Descriptions" gives the same names (`sys_clk` from the reference buffer's `ODIV2`, `sys_clk_gt` from its
+///   `O`, `sys_rst_n`, `pci_exp_*` of the link width, `user_lnk_up`, `axi_aclk`, `axi_aresetn`,
+///   `soft_reset_n`), as wired here.
+/// * The DMA engine's streaming, bypass, status and interrupt inputs tied off below: from open-nic-shell only.
 #[derive(LogicBlock, Default)]
 pub struct Qdma {
     pub sys_clk: Signal<In, Clock>,
