@@ -50,6 +50,14 @@ fn table() -> Vec<Entry> {
         ("arp_responder", || rtl::verilog_of(&mut rtl::wire::arp::ArpResponder::default()), Some(6)),
         ("icmp_echo", || rtl::verilog_of(&mut rtl::wire::icmp::IcmpEcho::default()), Some(6)),
         ("responder", || rtl::transport::responder::verilog(), Some(6)),
+        // the Responder's stage blocks (their depth is measured in the Responder's gate)
+        ("resp_recv_queue", || rtl::verilog_of(&mut rtl::transport::responder::recv_queue::RecvQueue::default()), Some(6)),
+        ("resp_read_res", || rtl::verilog_of(&mut rtl::transport::responder::read_res::ReadResources::default()), Some(6)),
+        ("resp_checks", || rtl::verilog_of(&mut rtl::transport::responder::checks::RespChecks::default()), Some(6)),
+        ("resp_read_reply", || rtl::verilog_of(&mut rtl::transport::responder::read_reply::ReadReply::default()), Some(6)),
+        ("resp_atomic", || rtl::verilog_of(&mut rtl::transport::responder::atomic::AtomicRmw::default()), Some(6)),
+        ("resp_tx", || rtl::verilog_of(&mut rtl::transport::responder::acknowledge::RespTx::default()), Some(6)),
+        ("resp_completion", || rtl::verilog_of(&mut rtl::transport::responder::completion::RecvCompletion::default()), Some(6)),
         ("axis_slice", || rtl::verilog_of(&mut rtl::common::axis_slice::AxisSlice::default()), Some(6)),
         // the board layer's glue (fpga/src/board): each clock domain's logic within the same budget
         ("async_fifo", || rtl::verilog_of(&mut board::cdc::AsyncFifo::<Bits<72>, 4, 5>::default()), Some(6)),

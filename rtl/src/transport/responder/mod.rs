@@ -516,6 +516,8 @@ pub struct Responder {
     l_reth: Signal<Local, Bits<128>>,
     l_info: Signal<Local, Bits<10>>,
     l_pm: Signal<Local, Bits<3>>,
+    /// the WRITE's residue (the hot QP's next packet length)
+    l_wr: Signal<Local, Bits<32>>,
     l_access: Signal<Local, Bits<8>>,
     l_mda: Signal<Local, Bits<8>>,
     l_pd: Signal<Local, Bits<32>>,
@@ -781,6 +783,7 @@ impl Default for Responder {
             l_reth: Default::default(),
             l_info: Default::default(),
             l_pm: Default::default(),
+            l_wr: Default::default(),
             l_access: Default::default(),
             l_mda: Default::default(),
             l_pd: Default::default(),
@@ -943,6 +946,7 @@ impl Logic for Responder {
 
         // ---- QP state decode
         self.l_pm.next = self.st.q.val().path_mtu;
+        self.l_wr.next = self.x.q.val().w_resid;
         self.l_access.next = self.st.q.val().access;
         self.l_mda.next = self.st.q.val().max_dest_rd_atomic;
         self.l_pd.next = self.st.q.val().pd;
@@ -1912,7 +1916,7 @@ impl Logic for Responder {
             // the rest (the WRITE length rule)
             self.hot.d.next = self.f_arm.q.val();
             self.f_op.d.next = self.op_wr_last.val();
-            self.f_plen.d.next = self.x.q.val().w_resid.get_bits::<13>(0);
+            self.f_plen.d.next = self.l_wr.val().get_bits::<13>(0);
             self.f_pad.d.next = self.chk.wr_pad.val();
             if self.chk.wr_big.val() {
                 self.f_op.d.next = self.op_wr_middle.val();
