@@ -44,6 +44,11 @@ fn table() -> Vec<Entry> {
         ("scatter_path", || rtl::verilog_of(&mut rtl::host::scatter::ScatterPath::default()), Some(6)),
         ("csr", || rtl::verilog_of(&mut rtl::host::csr::Csr::default()), Some(6)),
         ("completer", || rtl::verilog_of(&mut rtl::transport::completer::Completer::default()), Some(6)),
+        // the Completer's stage blocks (their depth is measured in the Completer's gate)
+        ("comp_timer", || rtl::verilog_of(&mut rtl::transport::completer::timer::RetryTimer::default()), Some(6)),
+        ("comp_payload", || rtl::verilog_of(&mut rtl::transport::completer::payload::RespPayload::default()), Some(6)),
+        ("comp_cqe", || rtl::verilog_of(&mut rtl::transport::completer::cqe::CompCqe::default()), Some(6)),
+        ("comp_feedback", || rtl::verilog_of(&mut rtl::transport::completer::feedback::ReqFeedback::default()), Some(6)),
         ("atomic_alu", || rtl::verilog_of(&mut rtl::transport::atomic_unit::AtomicAlu::default()), Some(6)),
         ("sq_ring", || rtl::verilog_of(&mut rtl::host::sq_ring::SqRing::<256, 8>::default()), Some(6)),
         ("cqe_gen", || rtl::verilog_of(&mut rtl::host::cqe_gen::CqeGen::<256, 8>::default()), Some(6)),

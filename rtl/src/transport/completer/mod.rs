@@ -99,6 +99,15 @@ use rust_hdl::prelude::*;
 use crate::common::axis::{AxisSink, AxisSource};
 use crate::common::bytemap::ByteMap;
 use crate::common::psn_cmp::PsnCmp;
+
+pub mod timer;
+use timer::RetryTimer;
+pub mod payload;
+use payload::RespPayload;
+pub mod cqe;
+use cqe::CompCqe;
+pub mod feedback;
+use feedback::ReqFeedback;
 use crate::common::consts::k;
 use crate::common::counter::EventCounter;
 use crate::common::fifo::{Fifo, SdpRam};
@@ -107,7 +116,7 @@ use crate::common::lut::Lut8;
 use crate::host::req_front::ReqIssued;
 use crate::wire::rx_parse::RxHeader;
 use rnic_driver::host::{wc_opcode_code, wc_status_code, wr_opcode_of};
-use testbench::model::{WcFlags, WcOpcode, WcStatus};
+use testbench::model::{WcOpcode, WcStatus};
 use testbench::wire::headers::{AETH_TYPE_ACK, AETH_TYPE_MASK, AETH_TYPE_NAK, AETH_TYPE_RESERVED, AETH_TYPE_RNR_NAK};
 use testbench::wire::opcode::{
     RC_ACKNOWLEDGE, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST, RC_RDMA_READ_RESPONSE_LAST,
@@ -155,15 +164,6 @@ pub struct CompCfg {
     pub timeout: Bits<5>,
     pub retry_cnt: Bits<3>,
     pub rnr_retry: Bits<3>,
-}
-
-/// A rewind on its way to WQE Check.
-#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
-pub struct RwCmd {
-    pub qpn: Bits<8>,
-    pub idx: Bits<16>,
-    pub psn: Bits<24>,
-    pub skip: Bits<24>,
 }
 
 /// A QP's timer: armed, waiting out an RNR NAK (else the retransmit timer), and its deadline in timer units.
@@ -238,14 +238,6 @@ pub struct CompSt {
     pub fin: Bits<8>,
     /// The head WQE is a READ or an atomic (as the last event that read it found; for `FDrop`).
     pub hra: Bit,
-}
-
-/// A payload beat in the Completer's payload FIFO.
-#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
-pub struct PayBeat {
-    pub data: Bits<512>,
-    pub keep: Bits<64>,
-    pub last: Bit,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
@@ -362,34 +354,16 @@ pub struct Completer {
     pub counters: [Signal<Out, Bits<32>>; COMP_COUNTERS],
 
     ring: SdpRam<Pend, 12>,
+    /// The retransmit and RNR timers (timer.rs).
+    tm: RetryTimer,
+    /// The response payload: forwarded into a 16-beat FIFO to the Scatter Path, or dropped (payload.rs).
+    pl: RespPayload,
+    /// The completion register (cqe.rs).
+    cqe: CompCqe,
+    /// Rewinds, QP errors and windows to WQE Check (feedback.rs).
+    fb: ReqFeedback,
     qst: SdpRam<CompSt, 8>,
     cqn_ram: SdpRam<CompCfg, 8>,
-    /// The timers, twice: one copy for the scanner, one for the event machine (same writes).
-    tmr_a: SdpRam<CompTmr, 8>,
-    tmr_b: SdpRam<CompTmr, 8>,
-    per_lut: Lut8<24>,
-    rnr_lut: Lut8<24>,
-    pa_tm: PipeAdd64,
-    cmp_scan: PsnCmp,
-    cmp_tm: PsnCmp,
-    /// Rewinds waiting for WQE Check: one place per QP (a QP has at most one rewind out, until its marker),
-    /// so the Completer never waits for WQE Check, which may itself be waiting for the Completer to take a
-    /// record.
-    rwq: Fifo<RwCmd, 8, 9>,
-    /// The QP-to-error pulse and its QPN (the QPN of the cycle it was raised in).
-    qerr: DFF<Bit>,
-    qerr_q: DFF<Bits<8>>,
-    /// The window's end on its way to WQE Check: the state word written (1), then comp_psn + 128 (2).
-    w1_v: DFF<Bit>,
-    w1_q: DFF<Bits<8>>,
-    w1_p: DFF<Bits<24>>,
-    w1_b: DFF<Bit>,
-    w2_b: DFF<Bit>,
-    w2_v: DFF<Bit>,
-    w2_q: DFF<Bits<8>>,
-    w2_l: DFF<Bits<24>>,
-    w1_f: DFF<Bits<8>>,
-    w2_f: DFF<Bits<8>>,
     /// The QP's retired READ/atomic count, with the other `s_*` state; the CMD_WRITE_QP taken was to RESET.
     s_fin: DFF<Bits<8>>,
     s_hra: DFF<Bit>,
@@ -401,7 +375,6 @@ pub struct Completer {
     c_psn: DFF<Bits<24>>,
     k100_34: Constant<Bits<34>>,
     k200_34: Constant<Bits<34>>,
-    k128_24: Constant<Bits<24>>,
     /// QP-table writes in order: {sq_psn 33:10, CMD_WRITE_QP_REQ 9, to RESET 8, QPN 7:0}
     cqwq: Fifo<Bits<34>, 4, 5>,
     cls_lut: Lut8<12>,
@@ -418,7 +391,6 @@ pub struct Completer {
     pa_addr: PipeAdd64,
     pa_room: PipeAdd64,
     pa_rd: PipeAdd64,
-    pf: Fifo<PayBeat, 4, 5>,
     /// An ATOMIC_ACKNOWLEDGE's original value in host (little-endian) byte order: AtomicAckETH bytes reversed.
     h_orig: DFF<Bits<64>>,
     orig_map: ByteMap<64, 64>,
@@ -429,22 +401,7 @@ pub struct Completer {
     qpn: DFF<Bits<24>>,
     cqn: DFF<Bits<24>>,
     qc: DFF<CompCfg>,
-    // timers: the unit clock, the scanner, the event's timer
-    tick: DFF<Bits<11>>,
-    now: DFF<Bits<24>>,
-    sc_q: DFF<Bits<8>>,
-    t1_v: DFF<Bit>,
-    t1_q: DFF<Bits<8>>,
-    t2_v: DFF<Bit>,
-    t2_q: DFF<Bits<8>>,
-    t3_v: DFF<Bit>,
-    t3_q: DFF<Bits<8>>,
-    to_v: DFF<Bit>,
-    to_q: DFF<Bits<8>>,
     tmo: DFF<Bit>,
-    t_armed: DFF<Bit>,
-    t_rnr: DFF<Bit>,
-    t_dl: DFF<Bits<24>>,
     tm_set: DFF<Bit>,
     tm_arm: DFF<Bit>,
     tm_rnr: DFF<Bit>,
@@ -496,16 +453,6 @@ pub struct Completer {
     inc_lo: DFF<Bits<12>>,
     inc_c: DFF<Bit>,
     psn1: DFF<Bits<24>>,
-    // completion out
-    o_valid: DFF<Bit>,
-    o_cqn: DFF<Bits<24>>,
-    o_wr_id: DFF<Bits<64>>,
-    o_len: DFF<Bits<32>>,
-    o_imm: DFF<Bits<32>>,
-    o_qpn: DFF<Bits<24>>,
-    o_status: DFF<Bits<8>>,
-    o_opcode: DFF<Bits<8>>,
-    o_flags: DFF<Bits<8>>,
     // the fast path: the hot QP's next read response
     hot: DFF<Bit>,
     nx_addr: DFF<Bits<64>>,
@@ -516,14 +463,9 @@ pub struct Completer {
     f_psn: DFF<Bit>,
     f_end: DFF<Bit>,
     f_fit: DFF<Bit>,
-    // the payload of the last header taken: forwarded into the payload FIFO, or dropped
-    pin_fwd: DFF<Bit>,
-    pin_drop: DFF<Bit>,
 
     l_fast: Signal<Local, Bit>,
     l_adv: Signal<Local, Bit>,
-    l_pin: Signal<Local, Bit>,
-    l_take: Signal<Local, Bit>,
     l_qpn8: Signal<Local, Bits<8>>,
     l_head: Signal<Local, Bits<5>>,
     l_tail: Signal<Local, Bits<5>>,
@@ -537,7 +479,6 @@ pub struct Completer {
     l_hop: Signal<Local, Bits<8>>,
     l_hpsn: Signal<Local, Bits<24>>,
     l_hi: Signal<Local, Bits<12>>,
-    l_imm: Signal<Local, Bits<32>>,
     l_cls: Signal<Local, Bits<12>>,
     l_room: Signal<Local, Bits<64>>,
     l_rdsum: Signal<Local, Bits<64>>,
@@ -551,24 +492,17 @@ pub struct Completer {
     k0_2: Constant<Bits<2>>,
     k1_2: Constant<Bits<2>>,
     k3_2: Constant<Bits<2>>,
-    k0_4: Constant<Bits<4>>,
     k1_5: Constant<Bits<5>>,
     k16_5: Constant<Bits<5>>,
     k0_8: Constant<Bits<8>>,
     k0_13: Constant<Bits<13>>,
     k8_13: Constant<Bits<13>>,
-    kff_64: Constant<Bits<64>>,
     k0_19: Constant<Bits<19>>,
     k0_32: Constant<Bits<32>>,
     k0_3: Constant<Bits<3>>,
     k1_3: Constant<Bits<3>>,
     k7_3: Constant<Bits<3>>,
-    k0_5: Constant<Bits<5>>,
     k1_8: Constant<Bits<8>>,
-    k1_11: Constant<Bits<11>>,
-    k0_11: Constant<Bits<11>>,
-    k1_24: Constant<Bits<24>>,
-    tick_last: Constant<Bits<11>>,
     syn_seq: Constant<Bits<8>>,
     syn_inv: Constant<Bits<8>>,
     syn_acc: Constant<Bits<8>>,
@@ -595,7 +529,6 @@ pub struct Completer {
     st_flush: Constant<Bits<8>>,
     st_bad: Constant<Bits<8>>,
     st_len: Constant<Bits<8>>,
-    f_imm: Constant<Bits<8>>,
     a_implied: Constant<Bits<4>>,
     a_coalesce: Constant<Bits<4>>,
     a_ack_last: Constant<Bits<4>>,
@@ -606,8 +539,6 @@ pub struct Completer {
     a_ack_adv: Constant<Bits<4>>,
     a_ack_comp: Constant<Bits<4>>,
     a_ignore: Constant<Bits<4>>,
-    l_tmr: Signal<Local, CompTmr>,
-    l_tmr_armed: Signal<Local, Bit>,
     l_fpsn: Signal<Local, Bits<24>>,
     l_sk_lo: Signal<Local, Bits<13>>,
     l_sk_hi: Signal<Local, Bits<12>>,
@@ -668,28 +599,12 @@ impl Default for Completer {
             cq_wc_flags: Default::default(),
             counters: Default::default(),
             ring: Default::default(),
+            tm: Default::default(),
+            pl: Default::default(),
+            cqe: Default::default(),
+            fb: Default::default(),
             qst: Default::default(),
             cqn_ram: Default::default(),
-            tmr_a: Default::default(),
-            tmr_b: Default::default(),
-            per_lut: Lut8::new(timeout_units_table()),
-            rnr_lut: Lut8::new(rnr_units_table()),
-            pa_tm: Default::default(),
-            cmp_scan: Default::default(),
-            cmp_tm: Default::default(),
-            rwq: Default::default(),
-            qerr: Default::default(),
-            qerr_q: Default::default(),
-            w1_v: Default::default(),
-            w1_q: Default::default(),
-            w1_p: Default::default(),
-            w1_b: Default::default(),
-            w2_b: Default::default(),
-            w2_v: Default::default(),
-            w2_q: Default::default(),
-            w2_l: Default::default(),
-            w1_f: Default::default(),
-            w2_f: Default::default(),
             s_fin: Default::default(),
             s_hra: Default::default(),
             l_fdrop: Default::default(),
@@ -698,7 +613,6 @@ impl Default for Completer {
             c_psn: Default::default(),
             k100_34: k(0x100),
             k200_34: k(0x200),
-            k128_24: k(testbench::model::requester::RXE_MAX_UNACKED_PSNS as u64),
             cqwq: Default::default(),
             cls_lut: Lut8::new(wr_class_table()),
             cmp_last: Default::default(),
@@ -712,7 +626,6 @@ impl Default for Completer {
             pa_addr: Default::default(),
             pa_room: Default::default(),
             pa_rd: Default::default(),
-            pf: Default::default(),
             h_orig: Default::default(),
             orig_map: crate::common::bytemap::swap64_map(),
             cnt: Default::default(),
@@ -721,21 +634,7 @@ impl Default for Completer {
             qpn: Default::default(),
             cqn: Default::default(),
             qc: Default::default(),
-            tick: Default::default(),
-            now: Default::default(),
-            sc_q: Default::default(),
-            t1_v: Default::default(),
-            t1_q: Default::default(),
-            t2_v: Default::default(),
-            t2_q: Default::default(),
-            t3_v: Default::default(),
-            t3_q: Default::default(),
-            to_v: Default::default(),
-            to_q: Default::default(),
             tmo: Default::default(),
-            t_armed: Default::default(),
-            t_rnr: Default::default(),
-            t_dl: Default::default(),
             tm_set: Default::default(),
             tm_arm: Default::default(),
             tm_rnr: Default::default(),
@@ -782,15 +681,6 @@ impl Default for Completer {
             inc_lo: Default::default(),
             inc_c: Default::default(),
             psn1: Default::default(),
-            o_valid: Default::default(),
-            o_cqn: Default::default(),
-            o_wr_id: Default::default(),
-            o_len: Default::default(),
-            o_imm: Default::default(),
-            o_qpn: Default::default(),
-            o_status: Default::default(),
-            o_opcode: Default::default(),
-            o_flags: Default::default(),
             hot: Default::default(),
             nx_addr: Default::default(),
             room: Default::default(),
@@ -800,12 +690,8 @@ impl Default for Completer {
             f_psn: Default::default(),
             f_end: Default::default(),
             f_fit: Default::default(),
-            pin_fwd: Default::default(),
-            pin_drop: Default::default(),
             l_fast: Default::default(),
             l_adv: Default::default(),
-            l_pin: Default::default(),
-            l_take: Default::default(),
             l_qpn8: Default::default(),
             l_head: Default::default(),
             l_tail: Default::default(),
@@ -818,7 +704,6 @@ impl Default for Completer {
             l_hop: Default::default(),
             l_hpsn: Default::default(),
             l_hi: Default::default(),
-            l_imm: Default::default(),
             l_cls: Default::default(),
             l_room: Default::default(),
             l_rdsum: Default::default(),
@@ -831,24 +716,17 @@ impl Default for Completer {
             k0_2: k(0),
             k1_2: k(1),
             k3_2: k(3),
-            k0_4: k(0),
             k1_5: k(1),
             k16_5: k(16),
             k0_8: k(0),
             k0_13: k(0),
             k8_13: k(8),
-            kff_64: k(0xFF),
             k0_19: k(0),
             k0_32: k(0),
             k0_3: k(0),
             k1_3: k(1),
             k7_3: k(7),
-            k0_5: k(0),
             k1_8: k(1),
-            k1_11: k(1),
-            k0_11: k(0),
-            k1_24: k(1),
-            tick_last: k(TIMER_TICK - 1),
             syn_seq: k(0x60),
             syn_inv: k(0x61),
             syn_acc: k(0x62),
@@ -875,7 +753,6 @@ impl Default for Completer {
             st_flush: k(wc_status_code(WcStatus::WrFlushErr) as u64),
             st_bad: k(wc_status_code(WcStatus::BadRespErr) as u64),
             st_len: k(wc_status_code(WcStatus::LocLenErr) as u64),
-            f_imm: k(WcFlags::WITH_IMM as u64),
             a_implied: k(0),
             a_coalesce: k(1),
             a_ack_last: k(2),
@@ -886,8 +763,6 @@ impl Default for Completer {
             a_ack_adv: k(7),
             a_ack_comp: k(8),
             a_ignore: k(9),
-            l_tmr: Default::default(),
-            l_tmr_armed: Default::default(),
             l_fpsn: Default::default(),
             l_sk_lo: Default::default(),
             l_sk_hi: Default::default(),
@@ -900,17 +775,15 @@ impl Logic for Completer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, i_hint, a_hint, s_nakh, cls,
-            resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack,
-            sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, o_valid, o_cqn, o_wr_id, o_len, o_imm, o_qpn,
-            o_status, o_opcode, o_flags, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, pin_fwd,
-            pin_drop, qc, tick, now, sc_q, t1_v, t1_q, t2_v, t2_q, t3_v, t3_q, to_v, to_q, tmo, t_armed, t_rnr, t_dl,
-            tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, s_retrying, s_skip, s_started, s_rl,
-            s_nl, qerr, qerr_q, h_orig, w1_v, w1_q, w1_p, w1_b, w2_b, w2_v, w2_q, w2_l, w1_f, w2_f, s_fin, c_rst, c_req, c_psn, s_hra
+            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, i_hint,
+            a_hint, s_nakh, cls, resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last,
+            d_only, d_atack, sy_ack, sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, hot, nx_addr, room, room_big, fc,
+            f_same, f_psn, f_end, f_fit, qc, tmo, tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn,
+            s_retrying, s_skip, s_started, s_rl, s_nl, h_orig, s_fin, c_rst, c_req, c_psn, s_hra
         );
         clock!(
-            self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room, add_rd, pa_addr,
-            pa_room, pa_rd, pf, tmr_a, tmr_b, pa_tm, cmp_scan, cmp_tm, rwq
+            self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room,
+            add_rd, pa_addr, pa_room, pa_rd, tm, pl, cqe, fb
         );
         for i in 0..9 {
             self.cnt[i].clock.next = self.clock.val();
@@ -925,34 +798,31 @@ impl Logic for Completer {
         self.s_addr.next = self.nx_addr.q.val();
         self.s_len.next = self.h_plen.q.val();
 
-        // ---- payload: the last header's payload into the payload FIFO (or dropped); the FIFO to the Scatter
-        // Path, so that the next header is taken while the Scatter Path still plans and writes this one ----
-        self.l_pin.next = self.pin_fwd.q.val() | self.pin_drop.q.val();
-        self.pay.tready.next = (self.pin_fwd.q.val() & !self.pf.full.val()) | self.pin_drop.q.val();
-        self.l_take.next = self.pay.tvalid.val() & ((self.pin_fwd.q.val() & !self.pf.full.val()) | self.pin_drop.q.val());
-        self.pf.din.next.data = self.pay.tdata.val();
-        self.pf.din.next.keep = self.pay.tkeep.val();
-        self.pf.din.next.last = self.pay.tlast.val();
-        self.pf.push.next = self.pin_fwd.q.val() & self.pay.tvalid.val();
-        if self.l_take.val() & self.pay.tlast.val() {
-            self.pin_fwd.d.next = false;
-            self.pin_drop.d.next = false;
-        }
-        self.s_pay.tdata.next = self.pf.dout.val().data;
-        self.s_pay.tkeep.next = self.pf.dout.val().keep;
-        self.s_pay.tlast.next = self.pf.dout.val().last;
-        self.s_pay.tvalid.next = !self.pf.empty.val();
-        self.pf.pop.next = self.s_pay.tready.val();
-        self.cq_valid.next = self.o_valid.q.val();
-        self.cq_cqn.next = self.o_cqn.q.val();
-        self.cq_wr_id.next = self.o_wr_id.q.val();
-        self.cq_byte_len.next = self.o_len.q.val();
-        self.cq_imm.next = self.o_imm.q.val();
-        self.cq_qp_num.next = self.o_qpn.q.val();
-        self.cq_src_qp.next = bit_cast::<24, 8>(self.k0_8.val());
-        self.cq_status.next = self.o_status.q.val();
-        self.cq_opcode.next = self.o_opcode.q.val();
-        self.cq_wc_flags.next = self.o_flags.q.val();
+        // ---- payload (payload.rs): the last header's payload into the payload FIFO (or dropped); the FIFO to the
+        // Scatter Path, so that the next header is taken while the Scatter Path still plans and writes this one ----
+        self.pl.fwd.next = false;
+        self.pl.drop.next = false;
+        self.pl.at_push.next = false;
+        self.pl.at_data.next = self.h_orig.q.val();
+        AxisSink::link(&mut self.pay, &mut self.pl.pay);
+        AxisSource::link(&mut self.s_pay, &mut self.pl.s_pay);
+        // ---- the completion register (cqe.rs): the head record's completion, loaded in CqLoad ----
+        self.cqe.load.next = false;
+        self.cqe.clear.next = false;
+        self.cqe.rec.next = self.rec.q.val();
+        self.cqe.status.next = self.cstat.q.val();
+        self.cqe.cqn.next = self.cqn.q.val();
+        self.cqe.qpn.next = self.qpn.q.val();
+        self.cq_valid.next = self.cqe.cq_valid.val();
+        self.cq_cqn.next = self.cqe.cq_cqn.val();
+        self.cq_wr_id.next = self.cqe.cq_wr_id.val();
+        self.cq_byte_len.next = self.cqe.cq_byte_len.val();
+        self.cq_imm.next = self.cqe.cq_imm.val();
+        self.cq_qp_num.next = self.cqe.cq_qp_num.val();
+        self.cq_src_qp.next = self.cqe.cq_src_qp.val();
+        self.cq_status.next = self.cqe.cq_status.val();
+        self.cq_opcode.next = self.cqe.cq_opcode.val();
+        self.cq_wc_flags.next = self.cqe.cq_wc_flags.val();
 
         // QP table writes; a write also queues the clearing of the QP's error flag
         self.cqn_ram.we.next = self.cqw_we.val();
@@ -962,94 +832,44 @@ impl Logic for Completer {
         self.cqn_ram.wdata.next.retry_cnt = self.cqw_retry.val();
         self.cqn_ram.wdata.next.rnr_retry = self.cqw_rnr.val();
 
-        // ---- timers: `now` counts 4.096 us units; a scanner reads one QP's timer per cycle and reports an
-        // expired one (the event machine checks it again against its own copy before acting) ----
-        self.tick.d.next = self.tick.q.val() + self.k1_11.val();
-        if self.tick.q.val() == self.tick_last.val() {
-            self.tick.d.next = self.k0_11.val();
-            self.now.d.next = self.now.q.val() + self.k1_24.val();
-        }
-        self.sc_q.d.next = self.sc_q.q.val() + self.k1_8.val();
-        self.tmr_a.raddr.next = self.sc_q.q.val();
-        self.t1_v.d.next = true;
-        self.t1_q.d.next = self.sc_q.q.val();
-        self.cmp_scan.a.next = self.now.q.val();
-        self.cmp_scan.b.next = self.tmr_a.rdata.val().dl;
-        self.t2_v.d.next = self.t1_v.q.val() & self.tmr_a.rdata.val().armed;
-        self.t2_q.d.next = self.t1_q.q.val();
-        self.t3_v.d.next = self.t2_v.q.val();
-        self.t3_q.d.next = self.t2_q.q.val();
-        if self.t3_v.q.val() & !self.cmp_scan.neg.val() {
-            if !self.to_v.q.val() {
-                self.to_v.d.next = true;
-                self.to_q.d.next = self.t3_q.q.val();
-            } else {
-                // the event machine has not taken the last one: scan again from this QP (never skip an
-                // expired timer: a scan locked in step with the event machine's busy cycles would pass the
-                // same QPs by for ever, and their lost ACKs would never be retried)
-                self.sc_q.d.next = self.t3_q.q.val();
-                self.t1_v.d.next = false;
-                self.t2_v.d.next = false;
-                self.t3_v.d.next = false;
-            }
-        }
-        // the event's own check: now >= deadline
-        self.cmp_tm.a.next = self.now.q.val();
-        self.cmp_tm.b.next = self.t_dl.q.val();
-        // a new deadline: now + the QP's period (or the RNR wait), 3 cycles after the inputs settle
-        self.per_lut.x.next = bit_cast::<8, 5>(self.qc.q.val().timeout);
-        self.rnr_lut.x.next = bit_cast::<8, 5>(self.rnr_code.q.val());
-        self.pa_tm.a.next = bit_cast::<64, 24>(self.now.q.val());
-        self.pa_tm.b.next = bit_cast::<64, 24>(self.per_lut.y.val());
-        if self.tm_rnr.q.val() {
-            self.pa_tm.b.next = bit_cast::<64, 24>(self.rnr_lut.y.val());
-        }
-        self.pa_tm.cin.next = false;
-        self.l_tmr_armed.next = (self.tm_rnr.q.val() | (self.qc.q.val().timeout != self.k0_5.val()))
-            & (self.s_head.q.val() != self.s_tail.q.val());
-        self.l_tmr.next.armed = self.tm_arm.q.val() & self.l_tmr_armed.val();
-        self.l_tmr.next.rnr = self.tm_rnr.q.val();
-        self.l_tmr.next.dl = self.pa_tm.sum.val().get_bits::<24>(0);
-        self.tmr_a.we.next = false;
-        self.tmr_a.waddr.next = self.qpn.q.val().get_bits::<8>(0);
-        self.tmr_a.wdata.next = self.l_tmr.val();
-        self.tmr_b.we.next = false;
-        self.tmr_b.waddr.next = self.qpn.q.val().get_bits::<8>(0);
-        self.tmr_b.wdata.next = self.l_tmr.val();
-        self.tmr_b.raddr.next = self.qpn.q.val().get_bits::<8>(0);
+        // ---- the timers (timer.rs): the event's QP, its timeout, and the write the states ask for ----
+        self.tm.qpn.next = self.qpn.q.val().get_bits::<8>(0);
+        self.tm.timeout.next = self.qc.q.val().timeout;
+        self.tm.rnr_code.next = self.rnr_code.q.val();
+        self.tm.rnr.next = self.tm_rnr.q.val();
+        self.tm.arm.next = self.tm_arm.q.val();
+        self.tm.pending.next = self.s_head.q.val() != self.s_tail.q.val();
+        self.tm.we.next = false;
+        self.tm.we_fresh.next = false;
+        self.tm.take.next = false;
+        self.tm.load.next = false;
         // go-back-N's skip = comp_psn - the head's first PSN, in two 12-bit halves (13-bit low with its borrow)
         self.l_fpsn.next = self.rec.q.val().first_psn;
         self.l_sk_lo.next = bit_cast::<13, 12>(self.s_comp.q.val().get_bits::<12>(0))
             - bit_cast::<13, 12>(self.l_fpsn.val().get_bits::<12>(0));
         self.l_sk_b.next = bit_cast::<12, 1>(self.sk_lo.q.val().get_bits::<1>(12));
         self.l_sk_hi.next = self.s_comp.q.val().get_bits::<12>(12) - self.l_fpsn.val().get_bits::<12>(12) - self.l_sk_b.val();
-        // QP to error: a pulse to WQE Check
-        self.qerr.d.next = false;
-        self.qerr_q.d.next = self.qpn.q.val().get_bits::<8>(0);
-        self.qerr_valid.next = self.qerr.q.val();
-        self.qerr_qpn.next = self.qerr_q.q.val();
-        self.w2_v.d.next = self.w1_v.q.val();
-        self.w2_q.d.next = self.w1_q.q.val();
-        self.w2_l.d.next = self.w1_p.q.val() + self.k128_24.val();
-        self.w2_b.d.next = self.w1_b.q.val();
-        self.win_busy.next = self.w2_b.q.val();
-        self.win_we.next = self.w2_v.q.val();
-        self.win_qpn.next = self.w2_q.q.val();
-        self.win_lim.next = self.w2_l.q.val();
-        self.w2_f.d.next = self.w1_f.q.val();
-        self.win_fin.next = self.w2_f.q.val();
-        // the rewinds out, through their queue
-        self.rw_valid.next = !self.rwq.empty.val();
-        self.rw_qpn.next = bit_cast::<24, 8>(self.rwq.dout.val().qpn);
-        self.rw_idx.next = self.rwq.dout.val().idx;
-        self.rw_psn.next = self.rwq.dout.val().psn;
-        self.rw_skip.next = self.rwq.dout.val().skip;
-        self.rwq.pop.next = self.rw_ready.val() & !self.rwq.empty.val();
-        self.rwq.push.next = false;
-        self.rwq.din.next.qpn = self.qpn.q.val().get_bits::<8>(0);
-        self.rwq.din.next.idx = self.rec.q.val().idx;
-        self.rwq.din.next.psn = self.s_comp.q.val();
-        self.rwq.din.next.skip = self.skip.q.val();
+        // ---- to WQE Check (feedback.rs): QP-to-error pulses, rewinds, and the window (wired below the states) ----
+        self.fb.qpn.next = self.qpn.q.val().get_bits::<8>(0);
+        self.fb.qerr_set.next = false;
+        self.fb.rw_push.next = false;
+        self.fb.rw_in.next.qpn = self.qpn.q.val().get_bits::<8>(0);
+        self.fb.rw_in.next.idx = self.rec.q.val().idx;
+        self.fb.rw_in.next.psn = self.s_comp.q.val();
+        self.fb.rw_in.next.skip = self.skip.q.val();
+        self.fb.rw_ready.next = self.rw_ready.val();
+        self.rw_valid.next = self.fb.rw_valid.val();
+        self.rw_qpn.next = self.fb.rw_qpn.val();
+        self.rw_idx.next = self.fb.rw_idx.val();
+        self.rw_psn.next = self.fb.rw_psn.val();
+        self.rw_skip.next = self.fb.rw_skip.val();
+        self.qerr_valid.next = self.fb.qerr_valid.val();
+        self.qerr_qpn.next = self.fb.qerr_qpn.val();
+        self.win_we.next = self.fb.win_we.val();
+        self.win_qpn.next = self.fb.win_qpn.val();
+        self.win_busy.next = self.fb.win_busy.val();
+        self.win_lim.next = self.fb.win_lim.val();
+        self.win_fin.next = self.fb.win_fin.val();
         self.cqwq.push.next = self.cqw_we.val() | self.cqp_we.val();
         // {sq_psn, CMD_WRITE_QP_REQ, to RESET, QPN} (one command at a time: never both in a cycle)
         self.cqwq.din.next = bit_cast::<34, 8>(self.cqw_qpn.val().get_bits::<8>(0));
@@ -1118,6 +938,7 @@ impl Logic for Completer {
         self.cls_lut.x.next = self.rec.q.val().wr_op;
         self.l_cls.next = self.cls_lut.y.val();
         self.cls.d.next = self.l_cls.val();
+        self.cqe.cls.next = self.l_cls.val();
         self.c_read.next = self.cls.q.val().get_bit(9);
         self.c_atomic.next = self.cls.q.val().get_bit(10);
         self.c_rd_at.next = self.cls.q.val().get_bit(11);
@@ -1194,7 +1015,6 @@ impl Logic for Completer {
             & (self.h_psn.q.val() != self.qst.rdata.val().comp_psn);
         self.l_badseq.next = (!self.s_reading.q.val() & (self.d_mid.q.val() | self.d_last.q.val()))
             | (self.s_reading.q.val() & (self.d_first.q.val() | self.d_only.q.val() | self.d_atack.q.val()));
-        self.l_imm.next = self.rec.q.val().imm;
 
         match self.state.q.val() {
             CompState::Idle => {
@@ -1208,18 +1028,17 @@ impl Logic for Completer {
                     self.qst.raddr.next = self.cqwq.dout.val().get_bits::<8>(0);
                     self.cqn_ram.raddr.next = self.cqwq.dout.val().get_bits::<8>(0);
                     self.state.d.next = CompState::CRd;
-                } else if self.to_v.q.val() {
+                } else if self.tm.expired.val() {
                     // a timer the scanner saw expire
-                    self.to_v.d.next = false;
+                    self.tm.take.next = true;
                     self.hot.d.next = false;
                     self.tmo.d.next = true;
                     self.resp.d.next = false;
-                    self.qpn.d.next = bit_cast::<24, 8>(self.to_q.q.val());
-                    self.qst.raddr.next = self.to_q.q.val();
-                    self.cqn_ram.raddr.next = self.to_q.q.val();
-                    self.tmr_b.raddr.next = self.to_q.q.val();
+                    self.qpn.d.next = bit_cast::<24, 8>(self.tm.exp_qpn.val());
+                    self.qst.raddr.next = self.tm.exp_qpn.val();
+                    self.cqn_ram.raddr.next = self.tm.exp_qpn.val();
                     self.state.d.next = CompState::TRd;
-                } else if self.hdr_valid.val() & !self.l_pin.val() & (!self.iss_valid.val() | self.prio.q.val()) {
+                } else if self.hdr_valid.val() & !self.pl.pin.val() & (!self.iss_valid.val() | self.prio.q.val()) {
                     self.hdr_ready.next = true;
                     self.prio.d.next = false;
                     self.qpn.d.next = self.l_hqpn.val();
@@ -1367,7 +1186,7 @@ impl Logic for Completer {
                         // status and the QP goes to error (rxe COMPST_ERROR), rather than waiting for
                         // responses that cannot come
                         self.s_err.d.next = true;
-                        self.qerr.d.next = true;
+                        self.fb.qerr_set.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::HeadEval;
                     }
@@ -1462,7 +1281,7 @@ impl Logic for Completer {
                     // an in-order MIDDLE or LAST of the hot QP's READ that fits: the outcome is known
                     self.s_valid.next = true;
                     if self.s_ready.val() {
-                        self.pin_fwd.d.next = true;
+                        self.pl.fwd.next = true;
                         self.paypend.d.next = false;
                         self.state.d.next = CompState::FEnd;
                     } else {
@@ -1502,9 +1321,7 @@ impl Logic for Completer {
                 self.s_hra.d.next = self.qst.rdata.val().hra;
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
-                self.t_armed.d.next = self.tmr_b.rdata.val().armed;
-                self.t_rnr.d.next = self.tmr_b.rdata.val().rnr;
-                self.t_dl.d.next = self.tmr_b.rdata.val().dl;
+                self.tm.load.next = true;
                 self.state.d.next = CompState::TmChk;
             }
             CompState::TmChk => {
@@ -1516,13 +1333,13 @@ impl Logic for Completer {
             CompState::TmChk3 => {
                 // still armed and expired by this copy (the event machine may have re-armed it since the scan)
                 self.state.d.next = CompState::Done;
-                if !self.t_armed.q.val() | self.s_retrying.q.val() | self.s_err.q.val() {
+                if !self.tm.t_armed.val() | self.s_retrying.q.val() | self.s_err.q.val() {
                     self.state.d.next = CompState::Done;
                 } else if self.s_head.q.val() == self.s_tail.q.val() {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = false;
-                } else if !self.cmp_tm.neg.val() {
-                    self.rt_rnr.d.next = self.t_rnr.q.val();
+                } else if self.tm.due.val() {
+                    self.rt_rnr.d.next = self.tm.t_rnr.val();
                     self.state.d.next = CompState::HeadRd;
                 }
             }
@@ -1534,7 +1351,7 @@ impl Logic for Completer {
                     // retry_cnt exhausted
                     self.cstat.d.next = self.st_retry.val();
                     self.s_err.d.next = true;
-                    self.qerr.d.next = true;
+                    self.fb.qerr_set.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else {
@@ -1558,8 +1375,8 @@ impl Logic for Completer {
                 self.state.d.next = CompState::RtOut;
             }
             CompState::RtOut => {
-                self.rwq.push.next = !self.rwq.full.val();
-                if !self.rwq.full.val() {
+                self.fb.rw_push.next = !self.fb.rw_full.val();
+                if !self.fb.rw_full.val() {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
                     self.state.d.next = CompState::Done;
@@ -1568,7 +1385,7 @@ impl Logic for Completer {
             CompState::FDrop => {
                 // as Act does for a stale response or an implied NAK: an armed retransmit timer is pushed back
                 // (rxe COMPST_EXIT), an RNR wait keeps its deadline (tmr_b was read for this QP in RQst)
-                if self.tmr_b.rdata.val().armed & !self.tmr_b.rdata.val().rnr {
+                if self.tm.armed.val() & !self.tm.is_rnr.val() {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
                 }
@@ -1585,17 +1402,14 @@ impl Logic for Completer {
                 }
             }
             CompState::AtPush => {
-                if !self.pf.full.val() {
-                    self.pf.push.next = true;
-                    self.pf.din.next.data = bit_cast::<512, 64>(self.h_orig.q.val());
-                    self.pf.din.next.keep = self.kff_64.val();
-                    self.pf.din.next.last = true;
+                if !self.pl.full.val() {
+                    self.pl.at_push.next = true;
                     self.state.d.next = CompState::AtEnd;
                 }
             }
             CompState::AtEnd => {
                 // complete once the value has gone to the Scatter Path
-                if self.pf.empty.val() {
+                if self.pl.empty.val() {
                     self.s_comp.d.next = self.psn1.q.val();
                     self.cstat.d.next = self.k0_8.val();
                     self.resp.d.next = false;
@@ -1614,7 +1428,7 @@ impl Logic for Completer {
             CompState::FCmd => {
                 self.s_valid.next = true;
                 if self.s_ready.val() {
-                    self.pin_fwd.d.next = true;
+                    self.pl.fwd.next = true;
                     self.paypend.d.next = false;
                     self.state.d.next = CompState::FEnd;
                 }
@@ -1626,10 +1440,7 @@ impl Logic for Completer {
                     self.s_comp.d.next = self.psn1.q.val();
                     self.s_rd.d.next = self.pa_rd.sum.val().get_bits::<32>(0);
                     // progress: the timer starts over
-                    self.tmr_a.we.next = true;
-                    self.tmr_b.we.next = true;
-                    self.tmr_a.wdata.next.armed = self.qc.q.val().timeout != self.k0_5.val();
-                    self.tmr_b.wdata.next.armed = self.qc.q.val().timeout != self.k0_5.val();
+                    self.tm.we_fresh.next = true;
                     self.qst.wdata.next.started = false;
                     self.s_started.d.next = false;
                     if self.d_last.q.val() {
@@ -1749,8 +1560,8 @@ impl Logic for Completer {
                 // NAK push an armed timer back here (the others are progress or end in a go-back-N, which arm it
                 // anyway); an RNR wait keeps its own deadline. (qc and now have been stable since RQst.)
                 if ((self.act.q.val() == self.a_stale.val()) | (self.act.q.val() == self.a_implied.val()))
-                    & self.tmr_b.rdata.val().armed
-                    & !self.tmr_b.rdata.val().rnr
+                    & self.tm.armed.val()
+                    & !self.tm.is_rnr.val()
                 {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
@@ -1783,7 +1594,7 @@ impl Logic for Completer {
                             self.cstat.d.next = self.st_acc.val();
                         }
                         self.s_err.d.next = true;
-                        self.qerr.d.next = true;
+                        self.fb.qerr_set.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     }
@@ -1791,7 +1602,7 @@ impl Logic for Completer {
                     if self.s_nl.q.val() == self.k0_3.val() {
                         self.cstat.d.next = self.st_rnr.val();
                         self.s_err.d.next = true;
-                        self.qerr.d.next = true;
+                        self.fb.qerr_set.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     } else {
@@ -1821,7 +1632,7 @@ impl Logic for Completer {
                     self.cnt[4].inc.next = true;
                     self.cstat.d.next = self.st_bad.val();
                     self.s_err.d.next = true;
-                    self.qerr.d.next = true;
+                    self.fb.qerr_set.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else if self.act.q.val() == self.a_read.val() {
@@ -1859,7 +1670,7 @@ impl Logic for Completer {
                 if self.over.q.val() {
                     self.cstat.d.next = self.st_len.val();
                     self.s_err.d.next = true;
-                    self.qerr.d.next = true;
+                    self.fb.qerr_set.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else {
@@ -1875,7 +1686,7 @@ impl Logic for Completer {
             CompState::SCmd => {
                 self.s_valid.next = true;
                 if self.s_ready.val() {
-                    self.pin_fwd.d.next = true;
+                    self.pl.fwd.next = true;
                     self.paypend.d.next = false;
                     self.state.d.next = CompState::RdEnd;
                 }
@@ -1883,7 +1694,7 @@ impl Logic for Completer {
             CompState::RdEnd => {
                 if self.d_last.q.val() | self.d_only.q.val() {
                     // complete once the payload has gone to the Scatter Path
-                    if !self.pin_fwd.q.val() & self.pf.empty.val() {
+                    if !self.pl.fwd_on.val() & self.pl.empty.val() {
                         self.s_reading.d.next = false;
                         self.cstat.d.next = self.k0_8.val();
                         self.resp.d.next = false;
@@ -1898,28 +1709,12 @@ impl Logic for Completer {
                 }
             }
             CompState::CqLoad => {
-                self.o_valid.d.next = (self.cstat.q.val() != self.k0_8.val()) | self.rec.q.val().signaled;
-                self.o_cqn.d.next = self.cqn.q.val();
-                self.o_wr_id.d.next = self.rec.q.val().wr_id;
-                self.o_len.d.next = self.rec.q.val().len;
-                self.o_qpn.d.next = self.qpn.q.val();
-                self.o_status.d.next = self.cstat.q.val();
-                self.o_opcode.d.next = self.l_cls.val().get_bits::<8>(0);
-                self.o_imm.d.next = self.k0_32.val();
-                self.o_flags.d.next = self.k0_8.val();
-                if self.l_cls.val().get_bit(8) {
-                    // immediate data in wire byte order (CQE bytes 12..15)
-                    self.o_imm.d.next = (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(0)) << 24)
-                        | (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(8)) << 16)
-                        | (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(16)) << 8)
-                        | bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(24));
-                    self.o_flags.d.next = self.f_imm.val();
-                }
+                self.cqe.load.next = true;
                 self.state.d.next = CompState::CqEmit;
             }
             CompState::CqEmit => {
-                if !self.o_valid.q.val() | self.cq_ready.val() {
-                    self.o_valid.d.next = false;
+                if !self.cqe.valid.val() | self.cq_ready.val() {
+                    self.cqe.clear.next = true;
                     // retire the head; progress restarts the timer (and a success the retry counters)
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
@@ -1945,25 +1740,24 @@ impl Logic for Completer {
                 }
                 self.a_hint.d.next = false;
                 if self.tm_set.q.val() {
-                    self.tmr_a.we.next = true;
-                    self.tmr_b.we.next = true;
+                    self.tm.we.next = true;
                 }
                 self.tm_set.d.next = false;
                 self.tm_rnr.d.next = false;
                 self.tmo.d.next = false;
                 if self.paypend.q.val() {
-                    self.pin_drop.d.next = true;
+                    self.pl.drop.next = true;
                     self.paypend.d.next = false;
                 }
                 self.state.d.next = CompState::Idle;
             }
         }
-        // every state word write, as the RAM takes it (comp_psn may change with any of them)
-        self.w1_v.d.next = self.qst.we.val();
-        self.w1_q.d.next = self.qst.waddr.val();
-        self.w1_p.d.next = self.qst.wdata.val().comp_psn;
-        self.w1_b.d.next = self.qst.wdata.val().head != self.qst.wdata.val().tail;
-        self.w1_f.d.next = self.qst.wdata.val().fin;
+        // every state word write, as the RAM takes it (comp_psn may change with any of them): the window
+        self.fb.st_we.next = self.qst.we.val();
+        self.fb.st_qpn.next = self.qst.waddr.val();
+        self.fb.st_comp.next = self.qst.wdata.val().comp_psn;
+        self.fb.st_busy.next = self.qst.wdata.val().head != self.qst.wdata.val().tail;
+        self.fb.st_fin.next = self.qst.wdata.val().fin;
         if self.l_adv.val() {
             self.nx_addr.d.next = self.pa_addr.sum.val();
             self.room.d.next = self.pa_room.sum.val().get_bits::<32>(0);
