@@ -795,32 +795,16 @@ impl Logic for Rnic {
         self.scat.s_axis.tvalid.next = self.comp.s_pay.tvalid.val();
         self.comp.s_pay.tready.next = self.scat.s_axis.tready.val();
         // completions: the Completer's send CQEs (a) and the Responder's receive CQEs (b), round robin
-        self.cq_use_b.next = self.resp.cq_valid.val() & (!self.comp.cq_valid.val() | !self.cq_last_b.q.val());
-        self.cq_gen.cq_valid.next = self.comp.cq_valid.val() | self.resp.cq_valid.val();
-        self.comp.cq_ready.next = self.cq_gen.cq_ready.val() & !self.cq_use_b.val();
-        self.resp.cq_ready.next = self.cq_gen.cq_ready.val() & self.cq_use_b.val();
-        if self.cq_gen.cq_valid.val() & self.cq_gen.cq_ready.val() {
+        self.cq_use_b.next = self.resp.cq.valid.val() & (!self.comp.cq.valid.val() | !self.cq_last_b.q.val());
+        self.cq_gen.cq.valid.next = self.comp.cq.valid.val() | self.resp.cq.valid.val();
+        self.comp.cq.ready.next = self.cq_gen.cq.ready.val() & !self.cq_use_b.val();
+        self.resp.cq.ready.next = self.cq_gen.cq.ready.val() & self.cq_use_b.val();
+        if self.cq_gen.cq.valid.val() & self.cq_gen.cq.ready.val() {
             self.cq_last_b.d.next = self.cq_use_b.val();
         }
-        self.cq_gen.cq_cqn.next = self.comp.cq_cqn.val();
-        self.cq_gen.cq_wr_id.next = self.comp.cq_wr_id.val();
-        self.cq_gen.cq_byte_len.next = self.comp.cq_byte_len.val();
-        self.cq_gen.cq_imm.next = self.comp.cq_imm.val();
-        self.cq_gen.cq_qp_num.next = self.comp.cq_qp_num.val();
-        self.cq_gen.cq_src_qp.next = self.comp.cq_src_qp.val();
-        self.cq_gen.cq_status.next = self.comp.cq_status.val();
-        self.cq_gen.cq_opcode.next = self.comp.cq_opcode.val();
-        self.cq_gen.cq_wc_flags.next = self.comp.cq_wc_flags.val();
+        self.cq_gen.cq.wc.next = self.comp.cq.wc.val();
         if self.cq_use_b.val() {
-            self.cq_gen.cq_cqn.next = self.resp.cq_cqn.val();
-            self.cq_gen.cq_wr_id.next = self.resp.cq_wr_id.val();
-            self.cq_gen.cq_byte_len.next = self.resp.cq_byte_len.val();
-            self.cq_gen.cq_imm.next = self.resp.cq_imm.val();
-            self.cq_gen.cq_qp_num.next = self.resp.cq_qp_num.val();
-            self.cq_gen.cq_src_qp.next = self.resp.cq_src_qp.val();
-            self.cq_gen.cq_status.next = self.resp.cq_status.val();
-            self.cq_gen.cq_opcode.next = self.resp.cq_opcode.val();
-            self.cq_gen.cq_wc_flags.next = self.resp.cq_wc_flags.val();
+            self.cq_gen.cq.wc.next = self.resp.cq.wc.val();
         }
         // TX: the Requester's (a) and the Responder's (b) packets, header and gather command kept paired
         self.txarb.a_hdr.next = self.req.hdr.val();

@@ -5,31 +5,17 @@
 use crate::common::consts::k;
 use rust_hdl::prelude::*;
 
-#[derive(LogicBlock)]
-pub struct EventCounter {
-    pub clock: Signal<In, Clock>,
-    /// Count one event this cycle.
-    pub inc: Signal<In, Bit>,
-    pub value: Signal<Out, Bits<32>>,
-    lo: DFF<Bits<16>>,
-    hi: DFF<Bits<16>>,
-    carry: DFF<Bit>,
-    one: Constant<Bits<16>>,
-    all_ones: Constant<Bits<16>>,
-}
-
-impl Default for EventCounter {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            inc: Default::default(),
-            value: Default::default(),
-            lo: Default::default(),
-            hi: Default::default(),
-            carry: Default::default(),
-            one: k(1),
-            all_ones: k(0xFFFF),
-        }
+crate::logic_block! {
+    pub struct EventCounter {
+        pub clock: Signal<In, Clock>,
+        /// Count one event this cycle.
+        pub inc: Signal<In, Bit>,
+        pub value: Signal<Out, Bits<32>>,
+        lo: DFF<Bits<16>>,
+        hi: DFF<Bits<16>>,
+        carry: DFF<Bit>,
+        one: Constant<Bits<16>> = k(1),
+        all_ones: Constant<Bits<16>> = k(0xFFFF),
     }
 }
 

@@ -4,51 +4,27 @@
 
 use rust_hdl::prelude::*;
 
-/// rxe `psn_compare(a, b)` in two registered stages: `neg` (< 0), `eq`, `gt` (> 0) two clocks after `a`, `b`.
-#[derive(LogicBlock)]
-pub struct PsnCmp {
-    pub clock: Signal<In, Clock>,
-    pub a: Signal<In, Bits<24>>,
-    pub b: Signal<In, Bits<24>>,
-    pub neg: Signal<Out, Bit>,
-    pub eq: Signal<Out, Bit>,
-    pub gt: Signal<Out, Bit>,
-    s_eq: DFF<Bit>,
-    s_x23: DFF<Bit>,
-    s_lt0: DFF<Bit>,
-    s_lt1: DFF<Bit>,
-    s_eq1: DFF<Bit>,
-    s_lt2: DFF<Bit>,
-    s_eq2: DFF<Bit>,
-    o_neg: DFF<Bit>,
-    o_eq: DFF<Bit>,
-    o_gt: DFF<Bit>,
-    lt: Signal<Local, Bit>,
-    sign: Signal<Local, Bit>,
-}
-
-impl Default for PsnCmp {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            a: Default::default(),
-            b: Default::default(),
-            neg: Default::default(),
-            eq: Default::default(),
-            gt: Default::default(),
-            s_eq: Default::default(),
-            s_x23: Default::default(),
-            s_lt0: Default::default(),
-            s_lt1: Default::default(),
-            s_eq1: Default::default(),
-            s_lt2: Default::default(),
-            s_eq2: Default::default(),
-            o_neg: Default::default(),
-            o_eq: Default::default(),
-            o_gt: Default::default(),
-            lt: Default::default(),
-            sign: Default::default(),
-        }
+crate::logic_block! {
+    /// rxe `psn_compare(a, b)` in two registered stages: `neg` (< 0), `eq`, `gt` (> 0) two clocks after `a`, `b`.
+    pub struct PsnCmp {
+        pub clock: Signal<In, Clock>,
+        pub a: Signal<In, Bits<24>>,
+        pub b: Signal<In, Bits<24>>,
+        pub neg: Signal<Out, Bit>,
+        pub eq: Signal<Out, Bit>,
+        pub gt: Signal<Out, Bit>,
+        s_eq: DFF<Bit>,
+        s_x23: DFF<Bit>,
+        s_lt0: DFF<Bit>,
+        s_lt1: DFF<Bit>,
+        s_eq1: DFF<Bit>,
+        s_lt2: DFF<Bit>,
+        s_eq2: DFF<Bit>,
+        o_neg: DFF<Bit>,
+        o_eq: DFF<Bit>,
+        o_gt: DFF<Bit>,
+        lt: Signal<Local, Bit>,
+        sign: Signal<Local, Bit>,
     }
 }
 

@@ -52,6 +52,8 @@ use crate::common::fifo::{DistRam, Fifo, SdpRam};
 use crate::transport::key_cache::PipeAdd64;
 use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
+
+use crate::common::ports::CqSink;
 use rnic_driver::host::{Cqe, CQE_BYTES, DMA_BEAT_BYTES};
 use testbench::model::verbs::WcFlags;
 
@@ -173,17 +175,7 @@ pub struct CqeGen<const N: usize, const AW: usize> {
     pub ci_cqn: Signal<In, Bits<24>>,
     pub ci_value: Signal<In, Bits<16>>,
     // completions
-    pub cq_valid: Signal<In, Bit>,
-    pub cq_ready: Signal<Out, Bit>,
-    pub cq_cqn: Signal<In, Bits<24>>,
-    pub cq_wr_id: Signal<In, Bits<64>>,
-    pub cq_byte_len: Signal<In, Bits<32>>,
-    pub cq_imm: Signal<In, Bits<32>>,
-    pub cq_qp_num: Signal<In, Bits<24>>,
-    pub cq_src_qp: Signal<In, Bits<24>>,
-    pub cq_status: Signal<In, Bits<8>>,
-    pub cq_opcode: Signal<In, Bits<8>>,
-    pub cq_wc_flags: Signal<In, Bits<8>>,
+    pub cq: CqSink,
     // DMA write port: one 64-byte beat, 32 bytes strobed
     pub wr_valid: Signal<Out, Bit>,
     pub wr_ready: Signal<In, Bit>,
@@ -222,6 +214,8 @@ pub struct CqeGen<const N: usize, const AW: usize> {
     d1_lim: DFF<Bits<16>>,
     // S0
     accept: Signal<Local, Bit>,
+    /// the completion's CQ
+    l_cqn: Signal<Local, Bits<24>>,
     cq_idx: Signal<Local, Bits<AW>>,
     room: DFF<Bit>,
     // S1
@@ -316,17 +310,8 @@ impl<const N: usize, const AW: usize> Default for CqeGen<N, AW> {
             ci_valid: Default::default(),
             ci_cqn: Default::default(),
             ci_value: Default::default(),
-            cq_valid: Default::default(),
-            cq_ready: Default::default(),
-            cq_cqn: Default::default(),
-            cq_wr_id: Default::default(),
-            cq_byte_len: Default::default(),
-            cq_imm: Default::default(),
-            cq_qp_num: Default::default(),
-            cq_src_qp: Default::default(),
-            cq_status: Default::default(),
-            cq_opcode: Default::default(),
-            cq_wc_flags: Default::default(),
+            cq: Default::default(),
+            l_cqn: Default::default(),
             wr_valid: Default::default(),
             wr_ready: Default::default(),
             wr_addr: Default::default(),
@@ -575,24 +560,25 @@ impl<const N: usize, const AW: usize> Logic for CqeGen<N, AW> {
 
         // ---- S0: accept, RAM and flag reads, the events of this cycle the reads miss ----
         self.room.d.next = self.out.count.val() <= self.k_room.val();
-        self.cq_ready.next = self.room.q.val() & !self.s1_v.q.val();
-        self.accept.next = self.cq_valid.val() & self.room.q.val() & !self.s1_v.q.val();
-        self.cq_idx.next = self.cq_cqn.val().get_bits::<AW>(0);
+        self.cq.ready.next = self.room.q.val() & !self.s1_v.q.val();
+        self.accept.next = self.cq.valid.val() & self.room.q.val() & !self.s1_v.q.val();
+        self.l_cqn.next = self.cq.wc.val().cqn;
+        self.cq_idx.next = self.l_cqn.val().get_bits::<AW>(0);
         self.st_ram.raddr.next = self.cq_idx.val();
         self.lim_ram.raddr.next = self.cq_idx.val();
         self.pi_ram.raddr.next = self.cq_idx.val();
         self.cap_cq.raddr.next = self.cq_idx.val();
         self.s1_v.d.next = self.accept.val();
-        self.s1_cqn.d.next = self.cq_cqn.val();
-        self.s1_inr.d.next = self.cq_cqn.val() < self.k_n.val();
-        self.s1_f.d.next.wr_id = self.cq_wr_id.val();
-        self.s1_f.d.next.byte_len = self.cq_byte_len.val();
-        self.s1_f.d.next.imm = self.cq_imm.val();
-        self.s1_f.d.next.qp_num = self.cq_qp_num.val();
-        self.s1_f.d.next.src_qp = self.cq_src_qp.val();
-        self.s1_f.d.next.status = self.cq_status.val();
-        self.s1_f.d.next.opcode = self.cq_opcode.val();
-        self.s1_f.d.next.wc_flags = self.cq_wc_flags.val();
+        self.s1_cqn.d.next = self.l_cqn.val();
+        self.s1_inr.d.next = self.l_cqn.val() < self.k_n.val();
+        self.s1_f.d.next.wr_id = self.cq.wc.val().wr_id;
+        self.s1_f.d.next.byte_len = self.cq.wc.val().byte_len;
+        self.s1_f.d.next.imm = self.cq.wc.val().imm;
+        self.s1_f.d.next.qp_num = self.cq.wc.val().qp_num;
+        self.s1_f.d.next.src_qp = self.cq.wc.val().src_qp;
+        self.s1_f.d.next.status = self.cq.wc.val().status;
+        self.s1_f.d.next.opcode = self.cq.wc.val().opcode;
+        self.s1_f.d.next.wc_flags = self.cq.wc.val().wc_flags;
         self.s1_f.d.next.ph8 = self.k0_8.val();
         self.s1_fresh.d.next = self.fresh.q.val().get_bit(self.cq_idx.val().index());
         self.s1_live.d.next = self.live.q.val().get_bit(self.cq_idx.val().index());
@@ -853,16 +839,16 @@ mod tests {
             u.ci_cqn.next = bits(dq as u64);
             u.ci_value.next = bits(dc as u64);
             let (cv, cq, c) = i.cq.map_or((false, 0, Cqe::default()), |(q, c)| (true, q, c));
-            u.cq_valid.next = cv;
-            u.cq_cqn.next = bits(cq as u64);
-            u.cq_wr_id.next = bits(c.wr_id);
-            u.cq_byte_len.next = bits(c.byte_len as u64);
-            u.cq_imm.next = bits(cqe_imm_field(&c) as u64);
-            u.cq_qp_num.next = bits(c.qp_num as u64);
-            u.cq_src_qp.next = bits(c.src_qp as u64);
-            u.cq_status.next = bits(c.status as u64);
-            u.cq_opcode.next = bits(c.opcode as u64);
-            u.cq_wc_flags.next = bits(c.wc_flags as u64);
+            u.cq.valid.next = cv;
+            u.cq.wc.next.cqn = bits(cq as u64);
+            u.cq.wc.next.wr_id = bits(c.wr_id);
+            u.cq.wc.next.byte_len = bits(c.byte_len as u64);
+            u.cq.wc.next.imm = bits(cqe_imm_field(&c) as u64);
+            u.cq.wc.next.qp_num = bits(c.qp_num as u64);
+            u.cq.wc.next.src_qp = bits(c.src_qp as u64);
+            u.cq.wc.next.status = bits(c.status as u64);
+            u.cq.wc.next.opcode = bits(c.opcode as u64);
+            u.cq.wc.next.wc_flags = bits(c.wc_flags as u64);
             u.wr_ready.next = i.wr_ready;
             u.clock.next = false.into();
             assert!(simulate(u, 100));
@@ -892,8 +878,8 @@ mod tests {
                 assert_eq!(u.ovf_cqn.val().to_u64(), q as u64, "cycle {t}: overflow cqn");
                 self.ovfs += 1;
             }
-            let accepted = cv && u.cq_ready.val();
-            self.ready_low = if u.cq_ready.val() { 0 } else { self.ready_low + 1 };
+            let accepted = cv && u.cq.ready.val();
+            self.ready_low = if u.cq.ready.val() { 0 } else { self.ready_low + 1 };
             self.room_stalls += (self.ready_low >= 3) as u64;
             if accepted {
                 self.pipe.push_back((t, cq, c));

@@ -11,82 +11,45 @@ use rust_hdl::prelude::*;
 
 use crate::common::fifo::Fifo;
 
-#[derive(LogicBlock)]
-pub struct DmaReadArb {
-    pub clock: Signal<In, Clock>,
-    // source 0
-    pub a_req_valid: Signal<In, Bit>,
-    pub a_req_ready: Signal<Out, Bit>,
-    pub a_req_addr: Signal<In, Bits<64>>,
-    pub a_req_len: Signal<In, Bits<13>>,
-    pub a_req_tag: Signal<In, Bits<8>>,
-    pub a_resp_valid: Signal<Out, Bit>,
-    pub a_resp_ready: Signal<In, Bit>,
-    // source 1
-    pub b_req_valid: Signal<In, Bit>,
-    pub b_req_ready: Signal<Out, Bit>,
-    pub b_req_addr: Signal<In, Bits<64>>,
-    pub b_req_len: Signal<In, Bits<13>>,
-    pub b_req_tag: Signal<In, Bits<8>>,
-    pub b_resp_valid: Signal<Out, Bit>,
-    pub b_resp_ready: Signal<In, Bit>,
-    /// Response beat, shared by both sources (each sees its own `*_resp_valid`).
-    pub resp_data: Signal<Out, Bits<512>>,
-    pub resp_tag: Signal<Out, Bits<8>>,
-    pub resp_last: Signal<Out, Bit>,
-    // the port
-    pub rd_req_valid: Signal<Out, Bit>,
-    pub rd_req_ready: Signal<In, Bit>,
-    pub rd_req_addr: Signal<Out, Bits<64>>,
-    pub rd_req_len: Signal<Out, Bits<13>>,
-    pub rd_req_tag: Signal<Out, Bits<8>>,
-    pub rd_resp_valid: Signal<In, Bit>,
-    pub rd_resp_ready: Signal<Out, Bit>,
-    pub rd_resp_data: Signal<In, Bits<512>>,
-    pub rd_resp_tag: Signal<In, Bits<8>>,
-    pub rd_resp_last: Signal<In, Bit>,
+crate::logic_block! {
+    pub struct DmaReadArb {
+        pub clock: Signal<In, Clock>,
+        // source 0
+        pub a_req_valid: Signal<In, Bit>,
+        pub a_req_ready: Signal<Out, Bit>,
+        pub a_req_addr: Signal<In, Bits<64>>,
+        pub a_req_len: Signal<In, Bits<13>>,
+        pub a_req_tag: Signal<In, Bits<8>>,
+        pub a_resp_valid: Signal<Out, Bit>,
+        pub a_resp_ready: Signal<In, Bit>,
+        // source 1
+        pub b_req_valid: Signal<In, Bit>,
+        pub b_req_ready: Signal<Out, Bit>,
+        pub b_req_addr: Signal<In, Bits<64>>,
+        pub b_req_len: Signal<In, Bits<13>>,
+        pub b_req_tag: Signal<In, Bits<8>>,
+        pub b_resp_valid: Signal<Out, Bit>,
+        pub b_resp_ready: Signal<In, Bit>,
+        /// Response beat, shared by both sources (each sees its own `*_resp_valid`).
+        pub resp_data: Signal<Out, Bits<512>>,
+        pub resp_tag: Signal<Out, Bits<8>>,
+        pub resp_last: Signal<Out, Bit>,
+        // the port
+        pub rd_req_valid: Signal<Out, Bit>,
+        pub rd_req_ready: Signal<In, Bit>,
+        pub rd_req_addr: Signal<Out, Bits<64>>,
+        pub rd_req_len: Signal<Out, Bits<13>>,
+        pub rd_req_tag: Signal<Out, Bits<8>>,
+        pub rd_resp_valid: Signal<In, Bit>,
+        pub rd_resp_ready: Signal<Out, Bit>,
+        pub rd_resp_data: Signal<In, Bits<512>>,
+        pub rd_resp_tag: Signal<In, Bits<8>>,
+        pub rd_resp_last: Signal<In, Bit>,
 
-    order: Fifo<Bit, 6, 7>,
-    /// Source 1 had the last grant (round robin).
-    last_b: DFF<Bit>,
-    grant_b: Signal<Local, Bit>,
-}
-
-impl Default for DmaReadArb {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            a_req_valid: Default::default(),
-            a_req_ready: Default::default(),
-            a_req_addr: Default::default(),
-            a_req_len: Default::default(),
-            a_req_tag: Default::default(),
-            a_resp_valid: Default::default(),
-            a_resp_ready: Default::default(),
-            b_req_valid: Default::default(),
-            b_req_ready: Default::default(),
-            b_req_addr: Default::default(),
-            b_req_len: Default::default(),
-            b_req_tag: Default::default(),
-            b_resp_valid: Default::default(),
-            b_resp_ready: Default::default(),
-            resp_data: Default::default(),
-            resp_tag: Default::default(),
-            resp_last: Default::default(),
-            rd_req_valid: Default::default(),
-            rd_req_ready: Default::default(),
-            rd_req_addr: Default::default(),
-            rd_req_len: Default::default(),
-            rd_req_tag: Default::default(),
-            rd_resp_valid: Default::default(),
-            rd_resp_ready: Default::default(),
-            rd_resp_data: Default::default(),
-            rd_resp_tag: Default::default(),
-            rd_resp_last: Default::default(),
-            order: Default::default(),
-            last_b: Default::default(),
-            grant_b: Default::default(),
-        }
+        order: Fifo<Bit, 6, 7>,
+        /// Source 1 had the last grant (round robin).
+        last_b: DFF<Bit>,
+        grant_b: Signal<Local, Bit>,
     }
 }
 

@@ -67,193 +67,110 @@ pub struct GatherSeg {
     pub inl: Bit,
 }
 
-/// Gather Path (see the module documentation).
-#[derive(LogicBlock)]
-pub struct GatherPath {
-    pub clock: Signal<In, Clock>,
-    /// Segments: host byte address, length in bytes (0..=4096), a tag for the DMA read.
-    pub g_valid: Signal<In, Bit>,
-    pub g_ready: Signal<Out, Bit>,
-    pub g_addr: Signal<In, Bits<64>>,
-    pub g_len: Signal<In, Bits<13>>,
-    pub g_tag: Signal<In, Bits<8>>,
-    /// The segment is inline: its `g_len` bytes are the next beats of the inline data stream (`i_*`), from
-    /// byte 0 of the first, `i_last` on its last; no DMA read. `g_addr` is not used.
-    pub g_inl: Signal<In, Bit>,
-    /// The inline data stream (WQE Check's data slots, in the order of the inline segments).
-    pub i_valid: Signal<In, Bit>,
-    pub i_ready: Signal<Out, Bit>,
-    pub i_data: Signal<In, Bits<512>>,
-    pub i_last: Signal<In, Bit>,
-    /// DMA read requests: byte address and byte length of the segment.
-    pub rd_req_valid: Signal<Out, Bit>,
-    pub rd_req_ready: Signal<In, Bit>,
-    pub rd_req_addr: Signal<Out, Bits<64>>,
-    pub rd_req_len: Signal<Out, Bits<13>>,
-    pub rd_req_tag: Signal<Out, Bits<8>>,
-    /// DMA read data: the 64-byte-aligned beats covering each request, in request order, `last` on each
-    /// request's last beat.
-    pub rd_resp_valid: Signal<In, Bit>,
-    pub rd_resp_ready: Signal<Out, Bit>,
-    pub rd_resp_data: Signal<In, Bits<512>>,
-    pub rd_resp_tag: Signal<In, Bits<8>>,
-    pub rd_resp_last: Signal<In, Bit>,
-    /// The payload stream.
-    pub m_axis: AxisSource,
+crate::logic_block! {
+    /// Gather Path (see the module documentation).
+    pub struct GatherPath {
+        pub clock: Signal<In, Clock>,
+        /// Segments: host byte address, length in bytes (0..=4096), a tag for the DMA read.
+        pub g_valid: Signal<In, Bit>,
+        pub g_ready: Signal<Out, Bit>,
+        pub g_addr: Signal<In, Bits<64>>,
+        pub g_len: Signal<In, Bits<13>>,
+        pub g_tag: Signal<In, Bits<8>>,
+        /// The segment is inline: its `g_len` bytes are the next beats of the inline data stream (`i_*`), from
+        /// byte 0 of the first, `i_last` on its last; no DMA read. `g_addr` is not used.
+        pub g_inl: Signal<In, Bit>,
+        /// The inline data stream (WQE Check's data slots, in the order of the inline segments).
+        pub i_valid: Signal<In, Bit>,
+        pub i_ready: Signal<Out, Bit>,
+        pub i_data: Signal<In, Bits<512>>,
+        pub i_last: Signal<In, Bit>,
+        /// DMA read requests: byte address and byte length of the segment.
+        pub rd_req_valid: Signal<Out, Bit>,
+        pub rd_req_ready: Signal<In, Bit>,
+        pub rd_req_addr: Signal<Out, Bits<64>>,
+        pub rd_req_len: Signal<Out, Bits<13>>,
+        pub rd_req_tag: Signal<Out, Bits<8>>,
+        /// DMA read data: the 64-byte-aligned beats covering each request, in request order, `last` on each
+        /// request's last beat.
+        pub rd_resp_valid: Signal<In, Bit>,
+        pub rd_resp_ready: Signal<Out, Bit>,
+        pub rd_resp_data: Signal<In, Bits<512>>,
+        pub rd_resp_tag: Signal<In, Bits<8>>,
+        pub rd_resp_last: Signal<In, Bit>,
+        /// The payload stream.
+        pub m_axis: AxisSource,
 
-    // command side
-    rq_valid: DFF<Bit>,
-    rq_addr: DFF<Bits<64>>,
-    rq_len: DFF<Bits<13>>,
-    rq_tag: DFF<Bits<8>>,
-    segs: Fifo<GatherSeg, 5, 6>,
-    /// the segment's end within its first beat's line (address mod 64 + length), at the request register, in
-    /// two parts so that no wide add follows the Gather command's source mux (the whole top's worst path ran
-    /// from the TX arbiter's choice through a 14-bit add): `rq_lo` = address mod 64 + length mod 64 (0..126),
-    /// `rq_hi` = length / 64; the end is `64 * rq_hi + rq_lo`
-    rq_lo: DFF<Bits<7>>,
-    rq_hi: DFF<Bits<8>>,
-    l_beats_a: Signal<Local, Bits<8>>,
-    /// the completion buffer has room for the largest read (registered)
-    room: DFF<Bit>,
-    fire: Signal<Local, Bit>,
-    l_beats: Signal<Local, Bits<8>>,
-    /// completion buffer and its reservation count: beats issued (registered one cycle late), beats popped,
-    /// their difference
-    cbuf: BramFifo<GatherBeat, 9, 10>,
-    fired: DFF<Bits<7>>,
-    issued: DFF<Bits<10>>,
-    popped: DFF<Bits<10>>,
-    inuse: DFF<Bits<10>>,
-    c_valid: Signal<Local, Bit>,
-    c_data: Signal<Local, Bits<512>>,
-    c_last: Signal<Local, Bit>,
-    c_ready: Signal<Local, Bit>,
-    /// The beats of the segment being sent (or starting) come from the inline stream.
-    c_inl: Signal<Local, Bit>,
-    req_free: Signal<Local, Bit>,
-    accept: Signal<Local, Bit>,
-    nonzero: Signal<Local, Bit>,
-    new_shift: Signal<Local, Bits<6>>,
-    new_nk: Signal<Local, Bits<6>>,
-    // realignment
-    /// Inside a segment: its first DMA beat taken, its last not yet.
-    mid: DFF<Bit>,
-    /// A flush beat is owed for the segment whose last DMA beat is in `prev`.
-    owe: DFF<Bit>,
-    shift: DFF<Bits<6>>,
-    nk: DFF<Bits<6>>,
-    flush: DFF<Bit>,
-    /// The segment inside which `mid` is is inline.
-    cinl: DFF<Bit>,
-    prev: DFF<Bits<512>>,
-    sbits: Signal<Local, Bits<10>>,
-    win: Signal<Local, Bits<1024>>,
-    wsh: Signal<Local, Bits<1024>>,
-    shifted: Signal<Local, Bits<512>>,
-    keep: Signal<Local, Bits<64>>,
-    kmask: KeepMask,
-    can_out: Signal<Local, Bit>,
-    need_out: Signal<Local, Bit>,
-    take: Signal<Local, Bit>,
-    out_fire: Signal<Local, Bit>,
-    out_last: Signal<Local, Bit>,
-    // output register
-    o_valid: DFF<Bit>,
-    o_data: DFF<Bits<512>>,
-    o_keep: DFF<Bits<64>>,
-    o_last: DFF<Bit>,
+        // command side
+        rq_valid: DFF<Bit>,
+        rq_addr: DFF<Bits<64>>,
+        rq_len: DFF<Bits<13>>,
+        rq_tag: DFF<Bits<8>>,
+        segs: Fifo<GatherSeg, 5, 6>,
+        /// the segment's end within its first beat's line (address mod 64 + length), at the request register, in
+        /// two parts so that no wide add follows the Gather command's source mux (the whole top's worst path ran
+        /// from the TX arbiter's choice through a 14-bit add): `rq_lo` = address mod 64 + length mod 64 (0..126),
+        /// `rq_hi` = length / 64; the end is `64 * rq_hi + rq_lo`
+        rq_lo: DFF<Bits<7>>,
+        rq_hi: DFF<Bits<8>>,
+        l_beats_a: Signal<Local, Bits<8>>,
+        /// the completion buffer has room for the largest read (registered)
+        room: DFF<Bit>,
+        fire: Signal<Local, Bit>,
+        l_beats: Signal<Local, Bits<8>>,
+        /// completion buffer and its reservation count: beats issued (registered one cycle late), beats popped,
+        /// their difference
+        cbuf: BramFifo<GatherBeat, 9, 10>,
+        fired: DFF<Bits<7>>,
+        issued: DFF<Bits<10>>,
+        popped: DFF<Bits<10>>,
+        inuse: DFF<Bits<10>>,
+        c_valid: Signal<Local, Bit>,
+        c_data: Signal<Local, Bits<512>>,
+        c_last: Signal<Local, Bit>,
+        c_ready: Signal<Local, Bit>,
+        /// The beats of the segment being sent (or starting) come from the inline stream.
+        c_inl: Signal<Local, Bit>,
+        req_free: Signal<Local, Bit>,
+        accept: Signal<Local, Bit>,
+        nonzero: Signal<Local, Bit>,
+        new_shift: Signal<Local, Bits<6>>,
+        new_nk: Signal<Local, Bits<6>>,
+        // realignment
+        /// Inside a segment: its first DMA beat taken, its last not yet.
+        mid: DFF<Bit>,
+        /// A flush beat is owed for the segment whose last DMA beat is in `prev`.
+        owe: DFF<Bit>,
+        shift: DFF<Bits<6>>,
+        nk: DFF<Bits<6>>,
+        flush: DFF<Bit>,
+        /// The segment inside which `mid` is is inline.
+        cinl: DFF<Bit>,
+        prev: DFF<Bits<512>>,
+        sbits: Signal<Local, Bits<10>>,
+        win: Signal<Local, Bits<1024>>,
+        wsh: Signal<Local, Bits<1024>>,
+        shifted: Signal<Local, Bits<512>>,
+        keep: Signal<Local, Bits<64>>,
+        kmask: KeepMask,
+        can_out: Signal<Local, Bit>,
+        need_out: Signal<Local, Bit>,
+        take: Signal<Local, Bit>,
+        out_fire: Signal<Local, Bit>,
+        out_last: Signal<Local, Bit>,
+        // output register
+        o_valid: DFF<Bit>,
+        o_data: DFF<Bits<512>>,
+        o_keep: DFF<Bits<64>>,
+        o_last: DFF<Bit>,
 
-    k0_6: Constant<Bits<6>>,
-    k0_13: Constant<Bits<13>>,
-    k0_7: Constant<Bits<7>>,
-    k1_8: Constant<Bits<8>>,
-    k1_10: Constant<Bits<10>>,
-    k_lim: Constant<Bits<10>>,
-    kfull: Constant<Bits<64>>,
-}
-
-impl Default for GatherPath {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            g_valid: Default::default(),
-            g_ready: Default::default(),
-            g_addr: Default::default(),
-            g_len: Default::default(),
-            g_tag: Default::default(),
-            g_inl: Default::default(),
-            i_valid: Default::default(),
-            i_ready: Default::default(),
-            i_data: Default::default(),
-            i_last: Default::default(),
-            rd_req_valid: Default::default(),
-            rd_req_ready: Default::default(),
-            rd_req_addr: Default::default(),
-            rd_req_len: Default::default(),
-            rd_req_tag: Default::default(),
-            rd_resp_valid: Default::default(),
-            rd_resp_ready: Default::default(),
-            rd_resp_data: Default::default(),
-            rd_resp_tag: Default::default(),
-            rd_resp_last: Default::default(),
-            m_axis: Default::default(),
-            rq_valid: Default::default(),
-            rq_addr: Default::default(),
-            rq_len: Default::default(),
-            rq_tag: Default::default(),
-            segs: Default::default(),
-            rq_lo: Default::default(),
-            rq_hi: Default::default(),
-            l_beats_a: Default::default(),
-            room: Default::default(),
-            fire: Default::default(),
-            l_beats: Default::default(),
-            cbuf: Default::default(),
-            fired: Default::default(),
-            issued: Default::default(),
-            popped: Default::default(),
-            inuse: Default::default(),
-            c_valid: Default::default(),
-            c_data: Default::default(),
-            c_last: Default::default(),
-            c_ready: Default::default(),
-            c_inl: Default::default(),
-            req_free: Default::default(),
-            accept: Default::default(),
-            nonzero: Default::default(),
-            new_shift: Default::default(),
-            new_nk: Default::default(),
-            mid: Default::default(),
-            owe: Default::default(),
-            shift: Default::default(),
-            nk: Default::default(),
-            flush: Default::default(),
-            cinl: Default::default(),
-            prev: Default::default(),
-            sbits: Default::default(),
-            win: Default::default(),
-            wsh: Default::default(),
-            shifted: Default::default(),
-            keep: Default::default(),
-            kmask: Default::default(),
-            can_out: Default::default(),
-            need_out: Default::default(),
-            take: Default::default(),
-            out_fire: Default::default(),
-            out_last: Default::default(),
-            o_valid: Default::default(),
-            o_data: Default::default(),
-            o_keep: Default::default(),
-            o_last: Default::default(),
-            k0_6: k(0),
-            k0_13: k(0),
-            k0_7: k(0),
-            k1_8: k(1),
-            k1_10: k(1),
-            k_lim: k(GATHER_RESERVE_LIMIT),
-            kfull: keep_thermo(64),
-        }
+        k0_6: Constant<Bits<6>> = k(0),
+        k0_13: Constant<Bits<13>> = k(0),
+        k0_7: Constant<Bits<7>> = k(0),
+        k1_8: Constant<Bits<8>> = k(1),
+        k1_10: Constant<Bits<10>> = k(1),
+        k_lim: Constant<Bits<10>> = k(GATHER_RESERVE_LIMIT),
+        kfull: Constant<Bits<64>> = keep_thermo(64),
     }
 }
 

@@ -55,89 +55,48 @@ pub struct AluWait {
     pub swapped: Bits<64>,
 }
 
-#[derive(LogicBlock)]
-pub struct AtomicAlu {
-    pub clock: Signal<In, Clock>,
-    pub in_valid: Signal<In, Bit>,
-    pub op: Signal<In, Bits<2>>,
-    pub orig: Signal<In, Bits<64>>,
-    pub a: Signal<In, Bits<64>>,
-    pub b: Signal<In, Bits<64>>,
-    pub am: Signal<In, Bits<64>>,
-    pub bm: Signal<In, Bits<64>>,
-    pub out_valid: Signal<Out, Bit>,
-    /// `result`: the value to write back; `out_orig`: the original (the ATOMIC_ACKNOWLEDGE's payload), of one operation.
-    pub result: Signal<Out, Bits<64>>,
-    pub out_orig: Signal<Out, Bits<64>>,
-    // stage 1: the inputs
-    r_v: DFF<Bit>,
-    r_op: DFF<Bits<2>>,
-    r_orig: DFF<Bits<64>>,
-    r_a: DFF<Bits<64>>,
-    r_b: DFF<Bits<64>>,
-    r_am: DFF<Bits<64>>,
-    r_bm: DFF<Bits<64>>,
-    // stage 2: adder operands and the rest
-    x: DFF<Bits<64>>,
-    y: DFF<Bits<64>>,
-    w0: DFF<AluWait>,
-    // beside the adder
-    w1: DFF<AluWait>,
-    w2: DFF<AluWait>,
-    w3: DFF<AluWait>,
-    // result
-    o_v: DFF<Bit>,
-    o_new: DFF<Bits<64>>,
-    o_orig: DFF<Bits<64>>,
-    add: PipeAdd64,
-    l_m: Signal<Local, Bits<64>>,
-    l_c: Signal<Local, Bits<64>>,
-    l_eq: Signal<Local, Bit>,
-    k_faa: Constant<Bits<2>>,
-    k_mcas: Constant<Bits<2>>,
-    k_mfaa: Constant<Bits<2>>,
-    k0: Constant<Bits<64>>,
-}
-
-impl Default for AtomicAlu {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            in_valid: Default::default(),
-            op: Default::default(),
-            orig: Default::default(),
-            a: Default::default(),
-            b: Default::default(),
-            am: Default::default(),
-            bm: Default::default(),
-            out_valid: Default::default(),
-            result: Default::default(),
-            out_orig: Default::default(),
-            r_v: Default::default(),
-            r_op: Default::default(),
-            r_orig: Default::default(),
-            r_a: Default::default(),
-            r_b: Default::default(),
-            r_am: Default::default(),
-            r_bm: Default::default(),
-            x: Default::default(),
-            y: Default::default(),
-            w0: Default::default(),
-            w1: Default::default(),
-            w2: Default::default(),
-            w3: Default::default(),
-            o_v: Default::default(),
-            o_new: Default::default(),
-            o_orig: Default::default(),
-            add: Default::default(),
-            l_m: Default::default(),
-            l_c: Default::default(),
-            l_eq: Default::default(),
-            k_faa: k(ALU_FAA),
-            k_mcas: k(ALU_MCAS),
-            k_mfaa: k(ALU_MFAA),
-            k0: k(0),
-        }
+crate::logic_block! {
+    pub struct AtomicAlu {
+        pub clock: Signal<In, Clock>,
+        pub in_valid: Signal<In, Bit>,
+        pub op: Signal<In, Bits<2>>,
+        pub orig: Signal<In, Bits<64>>,
+        pub a: Signal<In, Bits<64>>,
+        pub b: Signal<In, Bits<64>>,
+        pub am: Signal<In, Bits<64>>,
+        pub bm: Signal<In, Bits<64>>,
+        pub out_valid: Signal<Out, Bit>,
+        /// `result`: the value to write back; `out_orig`: the original (the ATOMIC_ACKNOWLEDGE's payload), of one operation.
+        pub result: Signal<Out, Bits<64>>,
+        pub out_orig: Signal<Out, Bits<64>>,
+        // stage 1: the inputs
+        r_v: DFF<Bit>,
+        r_op: DFF<Bits<2>>,
+        r_orig: DFF<Bits<64>>,
+        r_a: DFF<Bits<64>>,
+        r_b: DFF<Bits<64>>,
+        r_am: DFF<Bits<64>>,
+        r_bm: DFF<Bits<64>>,
+        // stage 2: adder operands and the rest
+        x: DFF<Bits<64>>,
+        y: DFF<Bits<64>>,
+        w0: DFF<AluWait>,
+        // beside the adder
+        w1: DFF<AluWait>,
+        w2: DFF<AluWait>,
+        w3: DFF<AluWait>,
+        // result
+        o_v: DFF<Bit>,
+        o_new: DFF<Bits<64>>,
+        o_orig: DFF<Bits<64>>,
+        add: PipeAdd64,
+        l_m: Signal<Local, Bits<64>>,
+        l_c: Signal<Local, Bits<64>>,
+        l_eq: Signal<Local, Bit>,
+        k_faa: Constant<Bits<2>> = k(ALU_FAA),
+        k_mcas: Constant<Bits<2>> = k(ALU_MCAS),
+        k_mfaa: Constant<Bits<2>> = k(ALU_MFAA),
+        k0: Constant<Bits<64>> = k(0),
     }
 }
 

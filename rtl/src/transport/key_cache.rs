@@ -89,34 +89,20 @@ pub struct MrEntry {
     pub base: Bits<64>,
 }
 
-/// Pipelined 64-bit adder: `sum = a + b' + cin` (mod 2^64) and `cout` its carry out, 3 cycles after the inputs,
-/// one new operation per cycle. `b' = b << 1` when built with [`PipeAdd64::shifted`] (the carry vector of a
-/// carry-save form), else `b`. Stage 1: eight 8-bit slice sums and slice propagates (a^b all ones); stage 2:
-/// slice carries by lookahead; stage 3: slice increments. Each stage is a few LUT6 levels.
-#[derive(LogicBlock)]
-pub struct PipeAdd64 {
-    pub clock: Signal<In, Clock>,
-    pub a: Signal<In, Bits<64>>,
-    pub b: Signal<In, Bits<64>>,
-    pub cin: Signal<In, Bit>,
-    pub sum: Signal<Out, Bits<64>>,
-    pub cout: Signal<Out, Bit>,
-    _shift: bool,
-    _pipe: [(u64, bool); 2],
-}
-
-impl Default for PipeAdd64 {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            a: Default::default(),
-            b: Default::default(),
-            cin: Default::default(),
-            sum: Default::default(),
-            cout: Default::default(),
-            _shift: false,
-            _pipe: [(0, false); 2],
-        }
+crate::logic_block! {
+    /// Pipelined 64-bit adder: `sum = a + b' + cin` (mod 2^64) and `cout` its carry out, 3 cycles after the inputs,
+    /// one new operation per cycle. `b' = b << 1` when built with [`PipeAdd64::shifted`] (the carry vector of a
+    /// carry-save form), else `b`. Stage 1: eight 8-bit slice sums and slice propagates (a^b all ones); stage 2:
+    /// slice carries by lookahead; stage 3: slice increments. Each stage is a few LUT6 levels.
+    pub struct PipeAdd64 {
+        pub clock: Signal<In, Clock>,
+        pub a: Signal<In, Bits<64>>,
+        pub b: Signal<In, Bits<64>>,
+        pub cin: Signal<In, Bit>,
+        pub sum: Signal<Out, Bits<64>>,
+        pub cout: Signal<Out, Bit>,
+        _shift: bool = false,
+        _pipe: [(u64, bool); 2] = [(0, false); 2],
     }
 }
 

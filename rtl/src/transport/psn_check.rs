@@ -53,93 +53,54 @@ pub fn reference(psn: u32, epsn: u32, kind: u64, sent_psn_nak: bool) -> (u64, bo
     (code, nak)
 }
 
-#[derive(LogicBlock)]
-pub struct PsnCheck {
-    pub clock: Signal<In, Clock>,
-    /// A request is presented this cycle.
-    pub in_valid: Signal<In, Bit>,
-    /// BTH PSN of the request.
-    pub psn: Signal<In, Bits<24>>,
-    /// The QP's expected PSN (`qp->resp.psn`).
-    pub epsn: Signal<In, Bits<24>>,
-    /// Request class: `KIND_SEND_WRITE`, `KIND_READ` or `KIND_ATOMIC`.
-    pub kind: Signal<In, Bits<2>>,
-    /// The QP's `qp->resp.sent_psn_nak`.
-    pub sent_psn_nak: Signal<In, Bit>,
-    /// Two cycles after `in_valid`.
-    pub out_valid: Signal<Out, Bit>,
-    /// One of the `VERDICT_*` codes.
-    pub verdict: Signal<Out, Bits<3>>,
-    /// PSN to put in the NAK (the ePSN), meaningful with `VERDICT_NAK_SEQ`.
-    pub nak_psn: Signal<Out, Bits<24>>,
-    /// `sent_psn_nak` to write back to the QP.
-    pub sent_psn_nak_next: Signal<Out, Bit>,
-    // stage 1
-    s1_valid: DFF<Bit>,
-    s1_eq: DFF<Bit>,
-    s1_x23: DFF<Bit>,
-    s1_lt0: DFF<Bit>,
-    s1_lt1: DFF<Bit>,
-    s1_eq1: DFF<Bit>,
-    s1_lt2: DFF<Bit>,
-    s1_eq2: DFF<Bit>,
-    s1_kind: DFF<Bits<2>>,
-    s1_nak: DFF<Bit>,
-    s1_epsn: DFF<Bits<24>>,
-    // stage 2 (outputs)
-    o_valid: DFF<Bit>,
-    o_verdict: DFF<Bits<3>>,
-    o_nak_psn: DFF<Bits<24>>,
-    o_nak: DFF<Bit>,
-    // locals
-    lt: Signal<Local, Bit>,
-    neg: Signal<Local, Bit>,
-    // constants
-    k_send_write: Constant<Bits<2>>,
-    v_in_order: Constant<Bits<3>>,
-    v_dup_ack: Constant<Bits<3>>,
-    v_dup_resource: Constant<Bits<3>>,
-    v_nak_seq: Constant<Bits<3>>,
-    v_drop_oos: Constant<Bits<3>>,
-}
-
-impl Default for PsnCheck {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            in_valid: Default::default(),
-            psn: Default::default(),
-            epsn: Default::default(),
-            kind: Default::default(),
-            sent_psn_nak: Default::default(),
-            out_valid: Default::default(),
-            verdict: Default::default(),
-            nak_psn: Default::default(),
-            sent_psn_nak_next: Default::default(),
-            s1_valid: Default::default(),
-            s1_eq: Default::default(),
-            s1_x23: Default::default(),
-            s1_lt0: Default::default(),
-            s1_lt1: Default::default(),
-            s1_eq1: Default::default(),
-            s1_lt2: Default::default(),
-            s1_eq2: Default::default(),
-            s1_kind: Default::default(),
-            s1_nak: Default::default(),
-            s1_epsn: Default::default(),
-            o_valid: Default::default(),
-            o_verdict: Default::default(),
-            o_nak_psn: Default::default(),
-            o_nak: Default::default(),
-            lt: Default::default(),
-            neg: Default::default(),
-            k_send_write: Constant::new(bits::<2>(KIND_SEND_WRITE)),
-            v_in_order: Constant::new(bits::<3>(VERDICT_IN_ORDER)),
-            v_dup_ack: Constant::new(bits::<3>(VERDICT_DUP_ACK)),
-            v_dup_resource: Constant::new(bits::<3>(VERDICT_DUP_RESOURCE)),
-            v_nak_seq: Constant::new(bits::<3>(VERDICT_NAK_SEQ)),
-            v_drop_oos: Constant::new(bits::<3>(VERDICT_DROP_OOS)),
-        }
+crate::logic_block! {
+    pub struct PsnCheck {
+        pub clock: Signal<In, Clock>,
+        /// A request is presented this cycle.
+        pub in_valid: Signal<In, Bit>,
+        /// BTH PSN of the request.
+        pub psn: Signal<In, Bits<24>>,
+        /// The QP's expected PSN (`qp->resp.psn`).
+        pub epsn: Signal<In, Bits<24>>,
+        /// Request class: `KIND_SEND_WRITE`, `KIND_READ` or `KIND_ATOMIC`.
+        pub kind: Signal<In, Bits<2>>,
+        /// The QP's `qp->resp.sent_psn_nak`.
+        pub sent_psn_nak: Signal<In, Bit>,
+        /// Two cycles after `in_valid`.
+        pub out_valid: Signal<Out, Bit>,
+        /// One of the `VERDICT_*` codes.
+        pub verdict: Signal<Out, Bits<3>>,
+        /// PSN to put in the NAK (the ePSN), meaningful with `VERDICT_NAK_SEQ`.
+        pub nak_psn: Signal<Out, Bits<24>>,
+        /// `sent_psn_nak` to write back to the QP.
+        pub sent_psn_nak_next: Signal<Out, Bit>,
+        // stage 1
+        s1_valid: DFF<Bit>,
+        s1_eq: DFF<Bit>,
+        s1_x23: DFF<Bit>,
+        s1_lt0: DFF<Bit>,
+        s1_lt1: DFF<Bit>,
+        s1_eq1: DFF<Bit>,
+        s1_lt2: DFF<Bit>,
+        s1_eq2: DFF<Bit>,
+        s1_kind: DFF<Bits<2>>,
+        s1_nak: DFF<Bit>,
+        s1_epsn: DFF<Bits<24>>,
+        // stage 2 (outputs)
+        o_valid: DFF<Bit>,
+        o_verdict: DFF<Bits<3>>,
+        o_nak_psn: DFF<Bits<24>>,
+        o_nak: DFF<Bit>,
+        // locals
+        lt: Signal<Local, Bit>,
+        neg: Signal<Local, Bit>,
+        // constants
+        k_send_write: Constant<Bits<2>> = Constant::new(bits::<2>(KIND_SEND_WRITE)),
+        v_in_order: Constant<Bits<3>> = Constant::new(bits::<3>(VERDICT_IN_ORDER)),
+        v_dup_ack: Constant<Bits<3>> = Constant::new(bits::<3>(VERDICT_DUP_ACK)),
+        v_dup_resource: Constant<Bits<3>> = Constant::new(bits::<3>(VERDICT_DUP_RESOURCE)),
+        v_nak_seq: Constant<Bits<3>> = Constant::new(bits::<3>(VERDICT_NAK_SEQ)),
+        v_drop_oos: Constant<Bits<3>> = Constant::new(bits::<3>(VERDICT_DROP_OOS)),
     }
 }
 

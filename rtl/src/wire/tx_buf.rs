@@ -24,47 +24,27 @@ use crate::common::fifo::Fifo;
 /// Beats the buffer holds (2^7).
 pub const TX_BUF_BEATS: usize = 128;
 
-#[derive(LogicBlock)]
-pub struct TxFrameBuffer {
-    pub clock: Signal<In, Clock>,
-    pub s_axis: AxisSink,
-    pub m_axis: AxisSource,
-    dq: Fifo<Bits<512>, 7, 8>,
-    kq: Fifo<Bits<64>, 7, 8>,
-    lq: Fifo<Bit, 7, 8>,
-    /// Complete frames inside.
-    frames: DFF<Bits<8>>,
-    /// `frames` ≠ 0
-    nz: DFF<Bit>,
-    /// Beats inside (kept beside the FIFOs' pointers so that `rdy` is a compare of one register).
-    fill: DFF<Bits<8>>,
-    /// Input `tready`: at most 126 beats were inside a cycle before, so at most 127 are now and a beat
-    /// pushed now still fits.
-    rdy: DFF<Bit>,
-    push: Signal<Local, Bit>,
-    pop: Signal<Local, Bit>,
-    one: Constant<Bits<8>>,
-    room: Constant<Bits<8>>,
-}
-
-impl Default for TxFrameBuffer {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            s_axis: Default::default(),
-            m_axis: Default::default(),
-            dq: Default::default(),
-            kq: Default::default(),
-            lq: Default::default(),
-            frames: Default::default(),
-            nz: Default::default(),
-            fill: Default::default(),
-            rdy: Default::default(),
-            push: Default::default(),
-            pop: Default::default(),
-            one: Constant::new(bits::<8>(1)),
-            room: Constant::new(bits::<8>(TX_BUF_BEATS as u64 - 2)),
-        }
+crate::logic_block! {
+    pub struct TxFrameBuffer {
+        pub clock: Signal<In, Clock>,
+        pub s_axis: AxisSink,
+        pub m_axis: AxisSource,
+        dq: Fifo<Bits<512>, 7, 8>,
+        kq: Fifo<Bits<64>, 7, 8>,
+        lq: Fifo<Bit, 7, 8>,
+        /// Complete frames inside.
+        frames: DFF<Bits<8>>,
+        /// `frames` ≠ 0
+        nz: DFF<Bit>,
+        /// Beats inside (kept beside the FIFOs' pointers so that `rdy` is a compare of one register).
+        fill: DFF<Bits<8>>,
+        /// Input `tready`: at most 126 beats were inside a cycle before, so at most 127 are now and a beat
+        /// pushed now still fits.
+        rdy: DFF<Bit>,
+        push: Signal<Local, Bit>,
+        pop: Signal<Local, Bit>,
+        one: Constant<Bits<8>> = Constant::new(bits::<8>(1)),
+        room: Constant<Bits<8>> = Constant::new(bits::<8>(TX_BUF_BEATS as u64 - 2)),
     }
 }
 

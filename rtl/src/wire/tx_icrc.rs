@@ -38,74 +38,41 @@ pub struct Beat {
     pub short: Bit,
 }
 
-#[derive(LogicBlock)]
-pub struct TxIcrcAppend {
-    pub clock: Signal<In, Clock>,
-    pub s_axis: AxisSink,
-    pub m_axis: AxisSource,
+crate::logic_block! {
+    pub struct TxIcrcAppend {
+        pub clock: Signal<In, Clock>,
+        pub s_axis: AxisSink,
+        pub m_axis: AxisSource,
 
-    engine: IcrcEngine,
-    fifo: Fifo<Beat, 5, 6>,
-    /// finished ICRCs, one per frame, taken by the engine whenever it has one (so its pipeline never waits
-    /// for the output side, and the input's ready does not follow the output's); a frame's ICRC is done only
-    /// after all its beats entered `fifo`, so no more are waiting than frames in `fifo` (32)
-    crcq: Fifo<Bits<32>, 5, 6>,
-    head_mask: KeepMask,
-    nm1: Gf2Map<64, 6>,
-    n: Signal<Local, Bits<7>>,
-    n_in: Signal<Local, Bits<7>>,
-    with_crc: Signal<Local, Bits<512>>,
-    // output register
-    o_data: DFF<Bits<512>>,
-    o_keep: DFF<Bits<64>>,
-    o_last: DFF<Bit>,
-    o_valid: DFF<Bit>,
-    spill: DFF<Bit>,
-    spill_data: DFF<Bits<32>>,
-    spill_keep: DFF<Bits<64>>,
-    mid_frame: DFF<Bit>,
-    adv: Signal<Local, Bit>,
-    head_ok: Signal<Local, Bit>,
-    kfull: Constant<Bits<64>>,
-    k1: Constant<Bits<7>>,
-    k60: Constant<Bits<7>>,
-    /// a one-beat frame shorter than this (before its 4 ICRC bytes) is padded to the minimum
-    k56: Constant<Bits<7>>,
-    k64: Constant<Bits<7>>,
-    kmin_keep: Constant<Bits<64>>,
-}
-
-impl Default for TxIcrcAppend {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            s_axis: Default::default(),
-            m_axis: Default::default(),
-            engine: Default::default(),
-            fifo: Default::default(),
-            crcq: Default::default(),
-            head_mask: Default::default(),
-            nm1: keep_count_map(),
-            n: Default::default(),
-            n_in: Default::default(),
-            with_crc: Default::default(),
-            o_data: Default::default(),
-            o_keep: Default::default(),
-            o_last: Default::default(),
-            o_valid: Default::default(),
-            spill: Default::default(),
-            spill_data: Default::default(),
-            spill_keep: Default::default(),
-            mid_frame: Default::default(),
-            adv: Default::default(),
-            head_ok: Default::default(),
-            kfull: keep_thermo(64),
-            k1: k(1),
-            k60: k(60),
-            k56: k(ETH_MIN_FRAME_LEN as u64 - 4),
-            k64: k(64),
-            kmin_keep: keep_thermo(ETH_MIN_FRAME_LEN),
-        }
+        engine: IcrcEngine,
+        fifo: Fifo<Beat, 5, 6>,
+        /// finished ICRCs, one per frame, taken by the engine whenever it has one (so its pipeline never waits
+        /// for the output side, and the input's ready does not follow the output's); a frame's ICRC is done only
+        /// after all its beats entered `fifo`, so no more are waiting than frames in `fifo` (32)
+        crcq: Fifo<Bits<32>, 5, 6>,
+        head_mask: KeepMask,
+        nm1: Gf2Map<64, 6> = keep_count_map(),
+        n: Signal<Local, Bits<7>>,
+        n_in: Signal<Local, Bits<7>>,
+        with_crc: Signal<Local, Bits<512>>,
+        // output register
+        o_data: DFF<Bits<512>>,
+        o_keep: DFF<Bits<64>>,
+        o_last: DFF<Bit>,
+        o_valid: DFF<Bit>,
+        spill: DFF<Bit>,
+        spill_data: DFF<Bits<32>>,
+        spill_keep: DFF<Bits<64>>,
+        mid_frame: DFF<Bit>,
+        adv: Signal<Local, Bit>,
+        head_ok: Signal<Local, Bit>,
+        kfull: Constant<Bits<64>> = keep_thermo(64),
+        k1: Constant<Bits<7>> = k(1),
+        k60: Constant<Bits<7>> = k(60),
+        /// a one-beat frame shorter than this (before its 4 ICRC bytes) is padded to the minimum
+        k56: Constant<Bits<7>> = k(ETH_MIN_FRAME_LEN as u64 - 4),
+        k64: Constant<Bits<7>> = k(64),
+        kmin_keep: Constant<Bits<64>> = keep_thermo(ETH_MIN_FRAME_LEN),
     }
 }
 

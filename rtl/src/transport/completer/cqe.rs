@@ -8,121 +8,62 @@ use rust_hdl::prelude::*;
 
 use super::Pend;
 use crate::common::consts::k;
+use crate::common::ports::{CqSource, Wc};
 use testbench::model::WcFlags;
 
-/// The completion register (see the module documentation).
-#[derive(LogicBlock)]
-pub struct CompCqe {
-    pub clock: Signal<In, Clock>,
-    /// Load the completion of `rec` with `status` (its WR class `cls`: WC opcode in 7:0, WITH_IMM in 8), for QP
-    /// `qpn` into CQ `cqn`; `clear` drops the one offered.
-    pub load: Signal<In, Bit>,
-    pub clear: Signal<In, Bit>,
-    pub rec: Signal<In, Pend>,
-    pub status: Signal<In, Bits<8>>,
-    pub cls: Signal<In, Bits<12>>,
-    pub cqn: Signal<In, Bits<24>>,
-    pub qpn: Signal<In, Bits<24>>,
-    pub valid: Signal<Out, Bit>,
-    /// To CQE Generation.
-    pub cq_valid: Signal<Out, Bit>,
-    pub cq_cqn: Signal<Out, Bits<24>>,
-    pub cq_wr_id: Signal<Out, Bits<64>>,
-    pub cq_byte_len: Signal<Out, Bits<32>>,
-    pub cq_imm: Signal<Out, Bits<32>>,
-    pub cq_qp_num: Signal<Out, Bits<24>>,
-    pub cq_src_qp: Signal<Out, Bits<24>>,
-    pub cq_status: Signal<Out, Bits<8>>,
-    pub cq_opcode: Signal<Out, Bits<8>>,
-    pub cq_wc_flags: Signal<Out, Bits<8>>,
+crate::logic_block! {
+    /// The completion register (see the module documentation).
+    pub struct CompCqe {
+        pub clock: Signal<In, Clock>,
+        /// Load the completion of `rec` with `status` (its WR class `cls`: WC opcode in 7:0, WITH_IMM in 8), for
+        /// QP `qpn` into CQ `cqn`; `clear` drops the one offered.
+        pub load: Signal<In, Bit>,
+        pub clear: Signal<In, Bit>,
+        pub rec: Signal<In, Pend>,
+        pub status: Signal<In, Bits<8>>,
+        pub cls: Signal<In, Bits<12>>,
+        pub cqn: Signal<In, Bits<24>>,
+        pub qpn: Signal<In, Bits<24>>,
+        pub valid: Signal<Out, Bit>,
+        /// To CQE Generation.
+        pub cq: CqSource,
 
-    o_valid: DFF<Bit>,
-    o_cqn: DFF<Bits<24>>,
-    o_wr_id: DFF<Bits<64>>,
-    o_len: DFF<Bits<32>>,
-    o_imm: DFF<Bits<32>>,
-    o_qpn: DFF<Bits<24>>,
-    o_status: DFF<Bits<8>>,
-    o_opcode: DFF<Bits<8>>,
-    o_flags: DFF<Bits<8>>,
-    l_imm: Signal<Local, Bits<32>>,
-    k0_8: Constant<Bits<8>>,
-    k0_32: Constant<Bits<32>>,
-    f_imm: Constant<Bits<8>>,
-}
-
-impl Default for CompCqe {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            load: Default::default(),
-            clear: Default::default(),
-            rec: Default::default(),
-            status: Default::default(),
-            cls: Default::default(),
-            cqn: Default::default(),
-            qpn: Default::default(),
-            valid: Default::default(),
-            cq_valid: Default::default(),
-            cq_cqn: Default::default(),
-            cq_wr_id: Default::default(),
-            cq_byte_len: Default::default(),
-            cq_imm: Default::default(),
-            cq_qp_num: Default::default(),
-            cq_src_qp: Default::default(),
-            cq_status: Default::default(),
-            cq_opcode: Default::default(),
-            cq_wc_flags: Default::default(),
-            o_valid: Default::default(),
-            o_cqn: Default::default(),
-            o_wr_id: Default::default(),
-            o_len: Default::default(),
-            o_imm: Default::default(),
-            o_qpn: Default::default(),
-            o_status: Default::default(),
-            o_opcode: Default::default(),
-            o_flags: Default::default(),
-            l_imm: Default::default(),
-            k0_8: k(0),
-            k0_32: k(0),
-            f_imm: k(WcFlags::WITH_IMM as u64),
-        }
+        o_valid: DFF<Bit>,
+        o_wc: DFF<Wc>,
+        l_imm: Signal<Local, Bits<32>>,
+        k0_8: Constant<Bits<8>> = k(0),
+        k0_24: Constant<Bits<24>> = k(0),
+        k0_32: Constant<Bits<32>> = k(0),
+        f_imm: Constant<Bits<8>> = k(WcFlags::WITH_IMM as u64),
     }
 }
 
 impl Logic for CompCqe {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, o_valid, o_cqn, o_wr_id, o_len, o_imm, o_qpn, o_status, o_opcode, o_flags);
+        dff_setup!(self, clock, o_valid, o_wc);
         self.valid.next = self.o_valid.q.val();
-        self.cq_valid.next = self.o_valid.q.val();
-        self.cq_cqn.next = self.o_cqn.q.val();
-        self.cq_wr_id.next = self.o_wr_id.q.val();
-        self.cq_byte_len.next = self.o_len.q.val();
-        self.cq_imm.next = self.o_imm.q.val();
-        self.cq_qp_num.next = self.o_qpn.q.val();
-        self.cq_src_qp.next = bit_cast::<24, 8>(self.k0_8.val());
-        self.cq_status.next = self.o_status.q.val();
-        self.cq_opcode.next = self.o_opcode.q.val();
-        self.cq_wc_flags.next = self.o_flags.q.val();
+        self.cq.valid.next = self.o_valid.q.val();
+        self.cq.wc.next = self.o_wc.q.val();
         self.l_imm.next = self.rec.val().imm;
         if self.load.val() {
             self.o_valid.d.next = (self.status.val() != self.k0_8.val()) | self.rec.val().signaled;
-            self.o_cqn.d.next = self.cqn.val();
-            self.o_wr_id.d.next = self.rec.val().wr_id;
-            self.o_len.d.next = self.rec.val().len;
-            self.o_qpn.d.next = self.qpn.val();
-            self.o_status.d.next = self.status.val();
-            self.o_opcode.d.next = self.cls.val().get_bits::<8>(0);
-            self.o_imm.d.next = self.k0_32.val();
-            self.o_flags.d.next = self.k0_8.val();
+            self.o_wc.d.next.cqn = self.cqn.val();
+            self.o_wc.d.next.wr_id = self.rec.val().wr_id;
+            self.o_wc.d.next.byte_len = self.rec.val().len;
+            self.o_wc.d.next.qp_num = self.qpn.val();
+            self.o_wc.d.next.src_qp = self.k0_24.val();
+            self.o_wc.d.next.status = self.status.val();
+            self.o_wc.d.next.opcode = self.cls.val().get_bits::<8>(0);
+            self.o_wc.d.next.imm = self.k0_32.val();
+            self.o_wc.d.next.wc_flags = self.k0_8.val();
             if self.cls.val().get_bit(8) {
                 // immediate data in wire byte order (CQE bytes 12..15)
-                self.o_imm.d.next = (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(0)) << 24)
+                self.o_wc.d.next.imm = (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(0)) << 24)
                     | (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(8)) << 16)
                     | (bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(16)) << 8)
                     | bit_cast::<32, 8>(self.l_imm.val().get_bits::<8>(24));
-                self.o_flags.d.next = self.f_imm.val();
+                self.o_wc.d.next.wc_flags = self.f_imm.val();
             }
         }
         if self.clear.val() {
@@ -165,19 +106,19 @@ mod tests {
         let mut u = CompCqe::default();
         u.connect_all();
         load(&mut u, true, 0, 0x001);
-        assert!(u.cq_valid.val());
-        assert_eq!((u.cq_wr_id.val().to_u64(), u.cq_byte_len.val().to_u64(), u.cq_opcode.val().to_u64(), u.cq_wc_flags.val().to_u64()), (0x1234, 4096, 1, 0));
+        assert!(u.cq.valid.val());
+        assert_eq!((u.cq.wc.val().wr_id.to_u64(), u.cq.wc.val().byte_len.to_u64(), u.cq.wc.val().opcode.to_u64(), u.cq.wc.val().wc_flags.to_u64()), (0x1234, 4096, 1, 0));
         tick(&mut u);
-        assert!(u.cq_valid.val(), "held");
+        assert!(u.cq.valid.val(), "held");
         u.clear.next = true;
         tick(&mut u);
         u.clear.next = false;
-        assert!(!u.cq_valid.val());
+        assert!(!u.cq.valid.val());
         load(&mut u, false, 0, 0x001);
-        assert!(!u.cq_valid.val(), "unsignaled success: no completion");
+        assert!(!u.cq.valid.val(), "unsignaled success: no completion");
         load(&mut u, false, 5, 0x001);
-        assert!(u.cq_valid.val() && u.cq_status.val().to_u64() == 5, "unsignaled error: completed");
+        assert!(u.cq.valid.val() && u.cq.wc.val().status.to_u64() == 5, "unsignaled error: completed");
         load(&mut u, true, 0, 0x100);
-        assert_eq!((u.cq_imm.val().to_u64(), u.cq_wc_flags.val().to_u64()), (0x4433_2211, WcFlags::WITH_IMM as u64));
+        assert_eq!((u.cq.wc.val().imm.to_u64(), u.cq.wc.val().wc_flags.to_u64()), (0x4433_2211, WcFlags::WITH_IMM as u64));
     }
 }

@@ -23,97 +23,53 @@ pub struct RwCmd {
     pub skip: Bits<24>,
 }
 
-/// The Completer's feedback to WQE Check (see the module documentation).
-#[derive(LogicBlock)]
-pub struct ReqFeedback {
-    pub clock: Signal<In, Clock>,
-    /// The event's QP (the QP-to-error pulse's QPN).
-    pub qpn: Signal<In, Bits<8>>,
-    pub qerr_set: Signal<In, Bit>,
-    /// Queue a rewind.
-    pub rw_push: Signal<In, Bit>,
-    pub rw_in: Signal<In, RwCmd>,
-    pub rw_full: Signal<Out, Bit>,
-    /// A state word written: its QP, `comp_psn`, pending WQEs, retired READ/atomic count.
-    pub st_we: Signal<In, Bit>,
-    pub st_qpn: Signal<In, Bits<8>>,
-    pub st_comp: Signal<In, Bits<24>>,
-    pub st_busy: Signal<In, Bit>,
-    pub st_fin: Signal<In, Bits<8>>,
-    /// To WQE Check.
-    pub rw_valid: Signal<Out, Bit>,
-    pub rw_ready: Signal<In, Bit>,
-    pub rw_qpn: Signal<Out, Bits<24>>,
-    pub rw_idx: Signal<Out, Bits<16>>,
-    pub rw_psn: Signal<Out, Bits<24>>,
-    pub rw_skip: Signal<Out, Bits<24>>,
-    pub qerr_valid: Signal<Out, Bit>,
-    pub qerr_qpn: Signal<Out, Bits<8>>,
-    pub win_we: Signal<Out, Bit>,
-    pub win_qpn: Signal<Out, Bits<8>>,
-    pub win_busy: Signal<Out, Bit>,
-    pub win_lim: Signal<Out, Bits<24>>,
-    pub win_fin: Signal<Out, Bits<8>>,
+crate::logic_block! {
+    /// The Completer's feedback to WQE Check (see the module documentation).
+    pub struct ReqFeedback {
+        pub clock: Signal<In, Clock>,
+        /// The event's QP (the QP-to-error pulse's QPN).
+        pub qpn: Signal<In, Bits<8>>,
+        pub qerr_set: Signal<In, Bit>,
+        /// Queue a rewind.
+        pub rw_push: Signal<In, Bit>,
+        pub rw_in: Signal<In, RwCmd>,
+        pub rw_full: Signal<Out, Bit>,
+        /// A state word written: its QP, `comp_psn`, pending WQEs, retired READ/atomic count.
+        pub st_we: Signal<In, Bit>,
+        pub st_qpn: Signal<In, Bits<8>>,
+        pub st_comp: Signal<In, Bits<24>>,
+        pub st_busy: Signal<In, Bit>,
+        pub st_fin: Signal<In, Bits<8>>,
+        /// To WQE Check.
+        pub rw_valid: Signal<Out, Bit>,
+        pub rw_ready: Signal<In, Bit>,
+        pub rw_qpn: Signal<Out, Bits<24>>,
+        pub rw_idx: Signal<Out, Bits<16>>,
+        pub rw_psn: Signal<Out, Bits<24>>,
+        pub rw_skip: Signal<Out, Bits<24>>,
+        pub qerr_valid: Signal<Out, Bit>,
+        pub qerr_qpn: Signal<Out, Bits<8>>,
+        pub win_we: Signal<Out, Bit>,
+        pub win_qpn: Signal<Out, Bits<8>>,
+        pub win_busy: Signal<Out, Bit>,
+        pub win_lim: Signal<Out, Bits<24>>,
+        pub win_fin: Signal<Out, Bits<8>>,
 
-    rwq: Fifo<RwCmd, 8, 9>,
-    qerr: DFF<Bit>,
-    qerr_q: DFF<Bits<8>>,
-    /// the state word written (1), then comp_psn + 128 (2)
-    w1_v: DFF<Bit>,
-    w1_q: DFF<Bits<8>>,
-    w1_p: DFF<Bits<24>>,
-    w1_b: DFF<Bit>,
-    w1_f: DFF<Bits<8>>,
-    w2_v: DFF<Bit>,
-    w2_q: DFF<Bits<8>>,
-    w2_l: DFF<Bits<24>>,
-    w2_b: DFF<Bit>,
-    w2_f: DFF<Bits<8>>,
-    k128_24: Constant<Bits<24>>,
-}
-
-impl Default for ReqFeedback {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            qpn: Default::default(),
-            qerr_set: Default::default(),
-            rw_push: Default::default(),
-            rw_in: Default::default(),
-            rw_full: Default::default(),
-            st_we: Default::default(),
-            st_qpn: Default::default(),
-            st_comp: Default::default(),
-            st_busy: Default::default(),
-            st_fin: Default::default(),
-            rw_valid: Default::default(),
-            rw_ready: Default::default(),
-            rw_qpn: Default::default(),
-            rw_idx: Default::default(),
-            rw_psn: Default::default(),
-            rw_skip: Default::default(),
-            qerr_valid: Default::default(),
-            qerr_qpn: Default::default(),
-            win_we: Default::default(),
-            win_qpn: Default::default(),
-            win_busy: Default::default(),
-            win_lim: Default::default(),
-            win_fin: Default::default(),
-            rwq: Default::default(),
-            qerr: Default::default(),
-            qerr_q: Default::default(),
-            w1_v: Default::default(),
-            w1_q: Default::default(),
-            w1_p: Default::default(),
-            w1_b: Default::default(),
-            w1_f: Default::default(),
-            w2_v: Default::default(),
-            w2_q: Default::default(),
-            w2_l: Default::default(),
-            w2_b: Default::default(),
-            w2_f: Default::default(),
-            k128_24: k(testbench::model::requester::RXE_MAX_UNACKED_PSNS as u64),
-        }
+        rwq: Fifo<RwCmd, 8, 9>,
+        qerr: DFF<Bit>,
+        qerr_q: DFF<Bits<8>>,
+        /// the state word written (1), then comp_psn + 128 (2)
+        w1_v: DFF<Bit>,
+        w1_q: DFF<Bits<8>>,
+        w1_p: DFF<Bits<24>>,
+        w1_b: DFF<Bit>,
+        w1_f: DFF<Bits<8>>,
+        w2_v: DFF<Bit>,
+        w2_q: DFF<Bits<8>>,
+        w2_l: DFF<Bits<24>>,
+        w2_b: DFF<Bit>,
+        w2_f: DFF<Bits<8>>,
+        k128_24: Constant<Bits<24>> = k(testbench::model::requester::RXE_MAX_UNACKED_PSNS as u64),
     }
 }
 

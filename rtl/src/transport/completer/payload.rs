@@ -18,51 +18,29 @@ pub struct PayBeat {
     pub last: Bit,
 }
 
-/// The response payload path (see the module documentation).
-#[derive(LogicBlock)]
-pub struct RespPayload {
-    pub clock: Signal<In, Clock>,
-    /// The last header's payload: forward it, or drop it.
-    pub fwd: Signal<In, Bit>,
-    pub drop: Signal<In, Bit>,
-    /// An atomic's original value (host byte order) as one 8-byte beat.
-    pub at_push: Signal<In, Bit>,
-    pub at_data: Signal<In, Bits<64>>,
-    /// The last header's payload is still coming; it is being forwarded; the FIFO is full; empty.
-    pub pin: Signal<Out, Bit>,
-    pub fwd_on: Signal<Out, Bit>,
-    pub full: Signal<Out, Bit>,
-    pub empty: Signal<Out, Bit>,
-    pub pay: AxisSink,
-    pub s_pay: AxisSource,
+crate::logic_block! {
+    /// The response payload path (see the module documentation).
+    pub struct RespPayload {
+        pub clock: Signal<In, Clock>,
+        /// The last header's payload: forward it, or drop it.
+        pub fwd: Signal<In, Bit>,
+        pub drop: Signal<In, Bit>,
+        /// An atomic's original value (host byte order) as one 8-byte beat.
+        pub at_push: Signal<In, Bit>,
+        pub at_data: Signal<In, Bits<64>>,
+        /// The last header's payload is still coming; it is being forwarded; the FIFO is full; empty.
+        pub pin: Signal<Out, Bit>,
+        pub fwd_on: Signal<Out, Bit>,
+        pub full: Signal<Out, Bit>,
+        pub empty: Signal<Out, Bit>,
+        pub pay: AxisSink,
+        pub s_pay: AxisSource,
 
-    pf: Fifo<PayBeat, 4, 5>,
-    pin_fwd: DFF<Bit>,
-    pin_drop: DFF<Bit>,
-    l_take: Signal<Local, Bit>,
-    kff_64: Constant<Bits<64>>,
-}
-
-impl Default for RespPayload {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            fwd: Default::default(),
-            drop: Default::default(),
-            at_push: Default::default(),
-            at_data: Default::default(),
-            pin: Default::default(),
-            fwd_on: Default::default(),
-            full: Default::default(),
-            empty: Default::default(),
-            pay: Default::default(),
-            s_pay: Default::default(),
-            pf: Default::default(),
-            pin_fwd: Default::default(),
-            pin_drop: Default::default(),
-            l_take: Default::default(),
-            kff_64: k(0xFF),
-        }
+        pf: Fifo<PayBeat, 4, 5>,
+        pin_fwd: DFF<Bit>,
+        pin_drop: DFF<Bit>,
+        l_take: Signal<Local, Bit>,
+        kff_64: Constant<Bits<64>> = k(0xFF),
     }
 }
 

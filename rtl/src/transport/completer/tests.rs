@@ -182,7 +182,7 @@ impl Rig {
             let (sr, tr, cr) = (self.rng.gen_ratio(2, 3), self.rng.gen_ratio(2, 3), self.rng.gen_ratio(2, 3));
             self.u.s_ready.next = sr;
             self.u.s_pay.tready.next = tr;
-            self.u.cq_ready.next = cr;
+            self.u.cq.ready.next = cr;
             let rwr = self.rng.gen_ratio(1, 2);
             self.u.rw_ready.next = rwr;
             self.u.clock.next = false.into();
@@ -272,18 +272,18 @@ impl Rig {
                 }
                 quiet = 0;
             }
-            if self.u.cq_valid.val() && cr {
+            if self.u.cq.valid.val() && cr {
                 let u = &self.u;
                 self.cqs.push(Cq {
-                    cqn: u.cq_cqn.val().to_u64(),
-                    wr_id: u.cq_wr_id.val().to_u64(),
-                    byte_len: u.cq_byte_len.val().to_u64(),
-                    imm: u.cq_imm.val().to_u64(),
-                    qp_num: u.cq_qp_num.val().to_u64(),
-                    src_qp: u.cq_src_qp.val().to_u64(),
-                    status: u.cq_status.val().to_u64(),
-                    opcode: u.cq_opcode.val().to_u64(),
-                    flags: u.cq_wc_flags.val().to_u64(),
+                    cqn: u.cq.wc.val().cqn.to_u64(),
+                    wr_id: u.cq.wc.val().wr_id.to_u64(),
+                    byte_len: u.cq.wc.val().byte_len.to_u64(),
+                    imm: u.cq.wc.val().imm.to_u64(),
+                    qp_num: u.cq.wc.val().qp_num.to_u64(),
+                    src_qp: u.cq.wc.val().src_qp.to_u64(),
+                    status: u.cq.wc.val().status.to_u64(),
+                    opcode: u.cq.wc.val().opcode.to_u64(),
+                    flags: u.cq.wc.val().wc_flags.to_u64(),
                 });
                 quiet = 0;
             }
@@ -1056,7 +1056,7 @@ fn read_stream(mtu: u32, npk: u32, last: u32, qps: u32, nreads: usize, window: u
     let u = &mut rig.u;
     u.s_ready.next = true;
     u.s_pay.tready.next = true;
-    u.cq_ready.next = true;
+    u.cq.ready.next = true;
     let mut iq: VecDeque<ReqIssued> = recs.iter().take(window).copied().collect();
     let mut offered = iq.len();
     let mut accepted = 0usize;
@@ -1147,8 +1147,8 @@ fn read_stream(mtu: u32, npk: u32, last: u32, qps: u32, nreads: usize, window: u
                 }
             }
         }
-        if u.cq_valid.val() {
-            let got = (u.cq_wr_id.val().to_u64(), u.cq_status.val().to_u64(), u.cq_byte_len.val().to_u64());
+        if u.cq.valid.val() {
+            let got = (u.cq.wc.val().wr_id.to_u64(), u.cq.wc.val().status.to_u64(), u.cq.wc.val().byte_len.to_u64());
             assert_eq!(got, (cqs as u64, 0, len), "completions in order, each READ's length, success");
             cqs += 1;
         }
@@ -1226,7 +1226,7 @@ fn responses_after_a_gap_are_dropped_at_line_rate() {
     let u = &mut rig.u;
     u.s_ready.next = true;
     u.s_pay.tready.next = true;
-    u.cq_ready.next = true;
+    u.cq.ready.next = true;
     u.rw_ready.next = true;
     u.iss_valid.next = false;
     let resps: Vec<Resp> =
@@ -1255,7 +1255,7 @@ fn responses_after_a_gap_are_dropped_at_line_rate() {
         u.clock.next = false.into();
         assert!(simulate(u, 200));
         assert!(!u.rw_valid.val(), "no second go-back-N before progress");
-        assert!(!u.s_valid.val() && !u.cq_valid.val(), "a dropped response scatters and completes nothing");
+        assert!(!u.s_valid.val() && !u.cq.valid.val(), "a dropped response scatters and completes nothing");
         let (mut nh, mut np) = (hdr_ok, pay_ok);
         if hv && u.hdr_ready.val() {
             next += 1;

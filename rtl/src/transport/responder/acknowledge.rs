@@ -15,75 +15,41 @@ use crate::common::consts::k;
 use crate::transport::qp_context::QpStatic;
 use crate::wire::tx_build::{TxHeader, EXT_BITS};
 
-/// The Responder's output registers (see the module documentation).
-#[derive(LogicBlock)]
-pub struct RespTx {
-    pub clock: Signal<In, Clock>,
-    pub my_mac: Signal<In, Bits<48>>,
-    pub my_ip: Signal<In, Bits<32>>,
-    pub st: Signal<In, QpStatic>,
-    /// Load a header: opcode, PSN, extension headers (`ext`, `ext_words` 32-bit words), payload length.
-    pub go: Signal<In, Bit>,
-    pub opcode: Signal<In, Bits<8>>,
-    pub psn: Signal<In, Bits<24>>,
-    pub ext: Signal<In, Bits<EXT_BITS>>,
-    pub ext_words: Signal<In, Bits<4>>,
-    pub pay_len: Signal<In, Bits<13>>,
-    /// With it, a gather command for its payload.
-    pub g_go: Signal<In, Bit>,
-    pub g_in_addr: Signal<In, Bits<64>>,
-    pub g_in_len: Signal<In, Bits<13>>,
-    pub free: Signal<Out, Bit>,
-    pub busy: Signal<Out, Bit>,
-    /// To TX Packet Build (through the TX request arbiter) and to the Gather Path.
-    pub tx_hdr: Signal<Out, TxHeader>,
-    pub tx_hdr_valid: Signal<Out, Bit>,
-    pub tx_hdr_ready: Signal<In, Bit>,
-    pub g_valid: Signal<Out, Bit>,
-    pub g_ready: Signal<In, Bit>,
-    pub g_addr: Signal<Out, Bits<64>>,
-    pub g_len: Signal<Out, Bits<13>>,
+crate::logic_block! {
+    /// The Responder's output registers (see the module documentation).
+    pub struct RespTx {
+        pub clock: Signal<In, Clock>,
+        pub my_mac: Signal<In, Bits<48>>,
+        pub my_ip: Signal<In, Bits<32>>,
+        pub st: Signal<In, QpStatic>,
+        /// Load a header: opcode, PSN, extension headers (`ext`, `ext_words` 32-bit words), payload length.
+        pub go: Signal<In, Bit>,
+        pub opcode: Signal<In, Bits<8>>,
+        pub psn: Signal<In, Bits<24>>,
+        pub ext: Signal<In, Bits<EXT_BITS>>,
+        pub ext_words: Signal<In, Bits<4>>,
+        pub pay_len: Signal<In, Bits<13>>,
+        /// With it, a gather command for its payload.
+        pub g_go: Signal<In, Bit>,
+        pub g_in_addr: Signal<In, Bits<64>>,
+        pub g_in_len: Signal<In, Bits<13>>,
+        pub free: Signal<Out, Bit>,
+        pub busy: Signal<Out, Bit>,
+        /// To TX Packet Build (through the TX request arbiter) and to the Gather Path.
+        pub tx_hdr: Signal<Out, TxHeader>,
+        pub tx_hdr_valid: Signal<Out, Bit>,
+        pub tx_hdr_ready: Signal<In, Bit>,
+        pub g_valid: Signal<Out, Bit>,
+        pub g_ready: Signal<In, Bit>,
+        pub g_addr: Signal<Out, Bits<64>>,
+        pub g_len: Signal<Out, Bits<13>>,
 
-    o_hdr: DFF<TxHeader>,
-    o_hv: DFF<Bit>,
-    o_gv: DFF<Bit>,
-    o_gaddr: DFF<Bits<64>>,
-    o_glen: DFF<Bits<13>>,
-    zero16: Constant<Bits<16>>,
-}
-
-impl Default for RespTx {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            my_mac: Default::default(),
-            my_ip: Default::default(),
-            st: Default::default(),
-            go: Default::default(),
-            opcode: Default::default(),
-            psn: Default::default(),
-            ext: Default::default(),
-            ext_words: Default::default(),
-            pay_len: Default::default(),
-            g_go: Default::default(),
-            g_in_addr: Default::default(),
-            g_in_len: Default::default(),
-            free: Default::default(),
-            busy: Default::default(),
-            tx_hdr: Default::default(),
-            tx_hdr_valid: Default::default(),
-            tx_hdr_ready: Default::default(),
-            g_valid: Default::default(),
-            g_ready: Default::default(),
-            g_addr: Default::default(),
-            g_len: Default::default(),
-            o_hdr: Default::default(),
-            o_hv: Default::default(),
-            o_gv: Default::default(),
-            o_gaddr: Default::default(),
-            o_glen: Default::default(),
-            zero16: k(0),
-        }
+        o_hdr: DFF<TxHeader>,
+        o_hv: DFF<Bit>,
+        o_gv: DFF<Bit>,
+        o_gaddr: DFF<Bits<64>>,
+        o_glen: DFF<Bits<13>>,
+        zero16: Constant<Bits<16>> = k(0),
     }
 }
 

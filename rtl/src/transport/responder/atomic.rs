@@ -40,131 +40,74 @@ enum AtState {
     Pay,
 }
 
-/// The atomic read-modify-write (see the module documentation).
-#[derive(LogicBlock)]
-pub struct AtomicRmw {
-    pub clock: Signal<In, Clock>,
-    /// A request header is taken: its operands (`ext`) are latched.
-    pub take: Signal<In, Bit>,
-    pub ext: Signal<In, Bits<352>>,
-    /// The request's opcode and its target's DMA address.
-    pub op: Signal<In, Bits<8>>,
-    pub dma: Signal<In, Bits<64>>,
-    /// The opcode is one of the four atomics executed here.
-    pub plain: Signal<Out, Bit>,
-    /// Execute (the Responder's R_Key check passed).
-    pub start: Signal<In, Bit>,
-    /// The block's read may go out.
-    pub rd_ok: Signal<In, Bit>,
-    pub rd_req_valid: Signal<Out, Bit>,
-    pub rd_req_ready: Signal<In, Bit>,
-    pub rd_req_addr: Signal<Out, Bits<64>>,
-    pub rd_resp_valid: Signal<In, Bit>,
-    pub rd_resp_ready: Signal<Out, Bit>,
-    pub rd_resp_data: Signal<In, Bits<512>>,
-    pub rd_resp_last: Signal<In, Bit>,
-    /// The ALU's operands are summed: the Scatter command's length becomes 8 (`len8`), then the command is
-    /// raised (`sc_set`); `sv`: the Responder's Scatter command is still waiting to be taken.
-    pub len8: Signal<Out, Bit>,
-    pub sc_set: Signal<Out, Bit>,
-    pub sv: Signal<In, Bit>,
-    /// The new value's beat for the Scatter Path (driven while `pay`).
-    pub pay: Signal<Out, Bit>,
-    pub s_tvalid: Signal<Out, Bit>,
-    pub s_tready: Signal<In, Bit>,
-    pub s_tdata: Signal<Out, Bits<512>>,
-    pub s_tkeep: Signal<Out, Bits<64>>,
-    /// The write-back is taken: the atomic has executed.
-    pub done: Signal<Out, Bit>,
-    /// The original value (and a duplicate's, saved in its resource: `orig_we`, `orig_in`), big-endian too.
-    pub orig: Signal<Out, Bits<64>>,
-    pub orig_be: Signal<Out, Bits<64>>,
-    pub orig_we: Signal<In, Bit>,
-    pub orig_in: Signal<In, Bits<64>>,
+crate::logic_block! {
+    /// The atomic read-modify-write (see the module documentation).
+    pub struct AtomicRmw {
+        pub clock: Signal<In, Clock>,
+        /// A request header is taken: its operands (`ext`) are latched.
+        pub take: Signal<In, Bit>,
+        pub ext: Signal<In, Bits<352>>,
+        /// The request's opcode and its target's DMA address.
+        pub op: Signal<In, Bits<8>>,
+        pub dma: Signal<In, Bits<64>>,
+        /// The opcode is one of the four atomics executed here.
+        pub plain: Signal<Out, Bit>,
+        /// Execute (the Responder's R_Key check passed).
+        pub start: Signal<In, Bit>,
+        /// The block's read may go out.
+        pub rd_ok: Signal<In, Bit>,
+        pub rd_req_valid: Signal<Out, Bit>,
+        pub rd_req_ready: Signal<In, Bit>,
+        pub rd_req_addr: Signal<Out, Bits<64>>,
+        pub rd_resp_valid: Signal<In, Bit>,
+        pub rd_resp_ready: Signal<Out, Bit>,
+        pub rd_resp_data: Signal<In, Bits<512>>,
+        pub rd_resp_last: Signal<In, Bit>,
+        /// The ALU's operands are summed: the Scatter command's length becomes 8 (`len8`), then the command is
+        /// raised (`sc_set`); `sv`: the Responder's Scatter command is still waiting to be taken.
+        pub len8: Signal<Out, Bit>,
+        pub sc_set: Signal<Out, Bit>,
+        pub sv: Signal<In, Bit>,
+        /// The new value's beat for the Scatter Path (driven while `pay`).
+        pub pay: Signal<Out, Bit>,
+        pub s_tvalid: Signal<Out, Bit>,
+        pub s_tready: Signal<In, Bit>,
+        pub s_tdata: Signal<Out, Bits<512>>,
+        pub s_tkeep: Signal<Out, Bits<64>>,
+        /// The write-back is taken: the atomic has executed.
+        pub done: Signal<Out, Bit>,
+        /// The original value (and a duplicate's, saved in its resource: `orig_we`, `orig_in`), big-endian too.
+        pub orig: Signal<Out, Bits<64>>,
+        pub orig_be: Signal<Out, Bits<64>>,
+        pub orig_we: Signal<In, Bit>,
+        pub orig_in: Signal<In, Bits<64>>,
 
-    state: DFF<AtState>,
-    alu: AtomicAlu,
-    atom: ByteMap<352, 256>,
-    be: ByteMap<64, 64>,
-    h_swap: DFF<Bits<64>>,
-    h_cmp: DFF<Bits<64>>,
-    /// MaskedCmpSwapETH's swap mask (bytes 28..36) and compare mask (36..44).
-    h_sm: DFF<Bits<64>>,
-    h_cm: DFF<Bits<64>>,
-    at_orig: DFF<Bits<64>>,
-    at_new: DFF<Bits<64>>,
-    /// the write-back beat, valid until the Scatter Path takes it
-    at_pv: DFF<Bit>,
-    l_wqe: Signal<Local, Bits<512>>,
-    op_cas: Constant<Bits<8>>,
-    op_faa: Constant<Bits<8>>,
-    op_mcas: Constant<Bits<8>>,
-    op_mfaa: Constant<Bits<8>>,
-    alu_cas: Constant<Bits<2>>,
-    alu_faa: Constant<Bits<2>>,
-    alu_mcas: Constant<Bits<2>>,
-    alu_mfaa: Constant<Bits<2>>,
-    zero64: Constant<Bits<64>>,
-    /// the write-back beat's `tkeep`: 8 bytes
-    kff64: Constant<Bits<64>>,
-    m63: Constant<Bits<64>>,
-}
-
-impl Default for AtomicRmw {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            take: Default::default(),
-            ext: Default::default(),
-            op: Default::default(),
-            dma: Default::default(),
-            plain: Default::default(),
-            start: Default::default(),
-            rd_ok: Default::default(),
-            rd_req_valid: Default::default(),
-            rd_req_ready: Default::default(),
-            rd_req_addr: Default::default(),
-            rd_resp_valid: Default::default(),
-            rd_resp_ready: Default::default(),
-            rd_resp_data: Default::default(),
-            rd_resp_last: Default::default(),
-            len8: Default::default(),
-            sc_set: Default::default(),
-            sv: Default::default(),
-            pay: Default::default(),
-            s_tvalid: Default::default(),
-            s_tready: Default::default(),
-            s_tdata: Default::default(),
-            s_tkeep: Default::default(),
-            done: Default::default(),
-            orig: Default::default(),
-            orig_be: Default::default(),
-            orig_we: Default::default(),
-            orig_in: Default::default(),
-            state: Default::default(),
-            alu: Default::default(),
-            atom: atomic_map(),
-            be: swap64_map(),
-            h_swap: Default::default(),
-            h_cmp: Default::default(),
-            h_sm: Default::default(),
-            h_cm: Default::default(),
-            at_orig: Default::default(),
-            at_new: Default::default(),
-            at_pv: Default::default(),
-            l_wqe: Default::default(),
-            op_cas: k(RC_COMPARE_SWAP as u64),
-            op_faa: k(RC_FETCH_ADD as u64),
-            op_mcas: k(MASKED_COMPARE_SWAP as u64),
-            op_mfaa: k(MASKED_FETCH_ADD as u64),
-            alu_cas: k(ALU_CAS),
-            alu_faa: k(ALU_FAA),
-            alu_mcas: k(ALU_MCAS),
-            alu_mfaa: k(ALU_MFAA),
-            zero64: k(0),
-            kff64: k(0xFF),
-            m63: k(63),
-        }
+        state: DFF<AtState>,
+        alu: AtomicAlu,
+        atom: ByteMap<352, 256> = atomic_map(),
+        be: ByteMap<64, 64> = swap64_map(),
+        h_swap: DFF<Bits<64>>,
+        h_cmp: DFF<Bits<64>>,
+        /// MaskedCmpSwapETH's swap mask (bytes 28..36) and compare mask (36..44).
+        h_sm: DFF<Bits<64>>,
+        h_cm: DFF<Bits<64>>,
+        at_orig: DFF<Bits<64>>,
+        at_new: DFF<Bits<64>>,
+        /// the write-back beat, valid until the Scatter Path takes it
+        at_pv: DFF<Bit>,
+        l_wqe: Signal<Local, Bits<512>>,
+        op_cas: Constant<Bits<8>> = k(RC_COMPARE_SWAP as u64),
+        op_faa: Constant<Bits<8>> = k(RC_FETCH_ADD as u64),
+        op_mcas: Constant<Bits<8>> = k(MASKED_COMPARE_SWAP as u64),
+        op_mfaa: Constant<Bits<8>> = k(MASKED_FETCH_ADD as u64),
+        alu_cas: Constant<Bits<2>> = k(ALU_CAS),
+        alu_faa: Constant<Bits<2>> = k(ALU_FAA),
+        alu_mcas: Constant<Bits<2>> = k(ALU_MCAS),
+        alu_mfaa: Constant<Bits<2>> = k(ALU_MFAA),
+        zero64: Constant<Bits<64>> = k(0),
+        /// the write-back beat's `tkeep`: 8 bytes
+        kff64: Constant<Bits<64>> = k(0xFF),
+        m63: Constant<Bits<64>> = k(63),
     }
 }
 

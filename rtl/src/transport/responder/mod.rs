@@ -137,6 +137,7 @@ pub mod atomic;
 pub mod acknowledge;
 use acknowledge::RespTx;
 pub mod completion;
+use crate::common::ports::CqSource;
 use completion::RecvCompletion;
 use atomic::AtomicRmw;
 use read_reply::ReadReply;
@@ -276,589 +277,314 @@ enum RespState {
     Db,
 }
 
-/// The Responder (see the module documentation).
-#[derive(LogicBlock)]
-pub struct Responder {
-    pub clock: Signal<In, Clock>,
-    /// Our MAC and IPv4 address (the source of every response).
-    pub my_mac: Signal<In, Bits<48>>,
-    pub my_ip: Signal<In, Bits<32>>,
-    /// Request headers (request opcodes) from RX Parse and their payload (`hdr_pay_len` bytes, no beat when 0).
-    pub hdr: Signal<In, RxHeader>,
-    pub hdr_ext_words: Signal<In, Bits<4>>,
-    pub hdr_pay_len: Signal<In, Bits<13>>,
-    pub hdr_valid: Signal<In, Bit>,
-    pub hdr_ready: Signal<Out, Bit>,
-    pub pay: AxisSink,
-    /// CMD_WRITE_QP: the static attributes.
-    pub attr_we: Signal<In, Bit>,
-    pub attr_qpn: Signal<In, Bits<24>>,
-    pub attr_data: Signal<In, QpStatic>,
-    /// CMD_WRITE_QP_RESP: the responder's ePSN (resets the responder state).
-    pub rp_valid: Signal<In, Bit>,
-    pub rp_ready: Signal<Out, Bit>,
-    pub rp_qpn: Signal<In, Bits<24>>,
-    pub rp_epsn: Signal<In, Bits<24>>,
-    /// CMD_WRITE_RQ: receive ring base (64-byte aligned), log2 entries (<= 15), receive CQ.
-    pub rqs_valid: Signal<In, Bit>,
-    pub rqs_ready: Signal<Out, Bit>,
-    pub rqs_qpn: Signal<In, Bits<24>>,
-    pub rqs_base: Signal<In, Bits<64>>,
-    pub rqs_log2: Signal<In, Bits<4>>,
-    pub rqs_cqn: Signal<In, Bits<24>>,
-    /// RQ doorbell: new producer index.
-    pub rqdb_valid: Signal<In, Bit>,
-    pub rqdb_ready: Signal<Out, Bit>,
-    pub rqdb_qpn: Signal<In, Bits<24>>,
-    pub rqdb_pi: Signal<In, Bits<16>>,
-    /// Key Cache write port (RX copy).
-    pub kc_wr_en: Signal<In, Bit>,
-    pub kc_inv_en: Signal<In, Bit>,
-    pub kc_wr_index: Signal<In, Bits<10>>,
-    pub kc_wr_valid: Signal<In, Bit>,
-    pub kc_wr_tag: Signal<In, Bits<8>>,
-    pub kc_wr_pd: Signal<In, Bits<PD_BITS>>,
-    pub kc_wr_access: Signal<In, Bits<4>>,
-    pub kc_wr_va: Signal<In, Bits<64>>,
-    pub kc_wr_len: Signal<In, Bits<64>>,
-    pub kc_wr_base: Signal<In, Bits<64>>,
-    /// Receive WQE fetch (one 64-byte beat per request).
-    pub rd_req_valid: Signal<Out, Bit>,
-    pub rd_req_ready: Signal<In, Bit>,
-    pub rd_req_addr: Signal<Out, Bits<64>>,
-    pub rd_req_len: Signal<Out, Bits<13>>,
-    pub rd_req_tag: Signal<Out, Bits<8>>,
-    pub rd_resp_valid: Signal<In, Bit>,
-    pub rd_resp_ready: Signal<Out, Bit>,
-    pub rd_resp_data: Signal<In, Bits<512>>,
-    pub rd_resp_tag: Signal<In, Bits<8>>,
-    pub rd_resp_last: Signal<In, Bit>,
-    /// Scatter commands (SEND / WRITE payload placement) and the payload.
-    pub s_valid: Signal<Out, Bit>,
-    pub s_ready: Signal<In, Bit>,
-    pub s_addr: Signal<Out, Bits<64>>,
-    pub s_len: Signal<Out, Bits<13>>,
-    pub s_pay: AxisSource,
-    /// The Scatter Path has no command and no beat left to write (every beat it was given is out on the DMA
-    /// write port): a READ response or an atomic's read is issued only then, after the payload mover is done.
-    pub s_idle: Signal<In, Bit>,
-    /// Response headers (ACK, NAK, RNR NAK, READ RESPONSE) to TX Packet Build.
-    pub tx_hdr: Signal<Out, TxHeader>,
-    pub tx_hdr_valid: Signal<Out, Bit>,
-    pub tx_hdr_ready: Signal<In, Bit>,
-    /// Gather commands for read-response payload (issued with their header, in order).
-    pub g_valid: Signal<Out, Bit>,
-    pub g_ready: Signal<In, Bit>,
-    pub g_addr: Signal<Out, Bits<64>>,
-    pub g_len: Signal<Out, Bits<13>>,
-    /// Receive completions to CQE Generation.
-    pub cq_valid: Signal<Out, Bit>,
-    pub cq_ready: Signal<In, Bit>,
-    pub cq_cqn: Signal<Out, Bits<24>>,
-    pub cq_wr_id: Signal<Out, Bits<64>>,
-    pub cq_byte_len: Signal<Out, Bits<32>>,
-    pub cq_imm: Signal<Out, Bits<32>>,
-    pub cq_qp_num: Signal<Out, Bits<24>>,
-    pub cq_src_qp: Signal<Out, Bits<24>>,
-    pub cq_status: Signal<Out, Bits<8>>,
-    pub cq_opcode: Signal<Out, Bits<8>>,
-    pub cq_wc_flags: Signal<Out, Bits<8>>,
-    /// Event counters (`CNT_*`) and the reason of the last QP lookup drop.
-    pub counters: [Signal<Out, Bits<32>>; RESP_COUNTERS],
-    pub last_drop_reason: Signal<Out, Bits<8>>,
+crate::logic_block! {
+    /// The Responder (see the module documentation).
+    pub struct Responder {
+        pub clock: Signal<In, Clock>,
+        /// Our MAC and IPv4 address (the source of every response).
+        pub my_mac: Signal<In, Bits<48>>,
+        pub my_ip: Signal<In, Bits<32>>,
+        /// Request headers (request opcodes) from RX Parse and their payload (`hdr_pay_len` bytes, no beat when 0).
+        pub hdr: Signal<In, RxHeader>,
+        pub hdr_ext_words: Signal<In, Bits<4>>,
+        pub hdr_pay_len: Signal<In, Bits<13>>,
+        pub hdr_valid: Signal<In, Bit>,
+        pub hdr_ready: Signal<Out, Bit>,
+        pub pay: AxisSink,
+        /// CMD_WRITE_QP: the static attributes.
+        pub attr_we: Signal<In, Bit>,
+        pub attr_qpn: Signal<In, Bits<24>>,
+        pub attr_data: Signal<In, QpStatic>,
+        /// CMD_WRITE_QP_RESP: the responder's ePSN (resets the responder state).
+        pub rp_valid: Signal<In, Bit>,
+        pub rp_ready: Signal<Out, Bit>,
+        pub rp_qpn: Signal<In, Bits<24>>,
+        pub rp_epsn: Signal<In, Bits<24>>,
+        /// CMD_WRITE_RQ: receive ring base (64-byte aligned), log2 entries (<= 15), receive CQ.
+        pub rqs_valid: Signal<In, Bit>,
+        pub rqs_ready: Signal<Out, Bit>,
+        pub rqs_qpn: Signal<In, Bits<24>>,
+        pub rqs_base: Signal<In, Bits<64>>,
+        pub rqs_log2: Signal<In, Bits<4>>,
+        pub rqs_cqn: Signal<In, Bits<24>>,
+        /// RQ doorbell: new producer index.
+        pub rqdb_valid: Signal<In, Bit>,
+        pub rqdb_ready: Signal<Out, Bit>,
+        pub rqdb_qpn: Signal<In, Bits<24>>,
+        pub rqdb_pi: Signal<In, Bits<16>>,
+        /// Key Cache write port (RX copy).
+        pub kc_wr_en: Signal<In, Bit>,
+        pub kc_inv_en: Signal<In, Bit>,
+        pub kc_wr_index: Signal<In, Bits<10>>,
+        pub kc_wr_valid: Signal<In, Bit>,
+        pub kc_wr_tag: Signal<In, Bits<8>>,
+        pub kc_wr_pd: Signal<In, Bits<PD_BITS>>,
+        pub kc_wr_access: Signal<In, Bits<4>>,
+        pub kc_wr_va: Signal<In, Bits<64>>,
+        pub kc_wr_len: Signal<In, Bits<64>>,
+        pub kc_wr_base: Signal<In, Bits<64>>,
+        /// Receive WQE fetch (one 64-byte beat per request).
+        pub rd_req_valid: Signal<Out, Bit>,
+        pub rd_req_ready: Signal<In, Bit>,
+        pub rd_req_addr: Signal<Out, Bits<64>>,
+        pub rd_req_len: Signal<Out, Bits<13>>,
+        pub rd_req_tag: Signal<Out, Bits<8>>,
+        pub rd_resp_valid: Signal<In, Bit>,
+        pub rd_resp_ready: Signal<Out, Bit>,
+        pub rd_resp_data: Signal<In, Bits<512>>,
+        pub rd_resp_tag: Signal<In, Bits<8>>,
+        pub rd_resp_last: Signal<In, Bit>,
+        /// Scatter commands (SEND / WRITE payload placement) and the payload.
+        pub s_valid: Signal<Out, Bit>,
+        pub s_ready: Signal<In, Bit>,
+        pub s_addr: Signal<Out, Bits<64>>,
+        pub s_len: Signal<Out, Bits<13>>,
+        pub s_pay: AxisSource,
+        /// The Scatter Path has no command and no beat left to write (every beat it was given is out on the DMA
+        /// write port): a READ response or an atomic's read is issued only then, after the payload mover is done.
+        pub s_idle: Signal<In, Bit>,
+        /// Response headers (ACK, NAK, RNR NAK, READ RESPONSE) to TX Packet Build.
+        pub tx_hdr: Signal<Out, TxHeader>,
+        pub tx_hdr_valid: Signal<Out, Bit>,
+        pub tx_hdr_ready: Signal<In, Bit>,
+        /// Gather commands for read-response payload (issued with their header, in order).
+        pub g_valid: Signal<Out, Bit>,
+        pub g_ready: Signal<In, Bit>,
+        pub g_addr: Signal<Out, Bits<64>>,
+        pub g_len: Signal<Out, Bits<13>>,
+        /// Receive completions to CQE Generation.
+        pub cq: CqSource,
+        /// Event counters (`CNT_*`) and the reason of the last QP lookup drop.
+        pub counters: [Signal<Out, Bits<32>>; RESP_COUNTERS],
+        pub last_drop_reason: Signal<Out, Bits<8>>,
 
-    qpc: QpContext<256, 8>,
-    /// Receive Queue and WQE Prefetch: the receive rings, the WQE reads eight ahead, the doorbell engine.
-    rq: RecvQueue,
-    /// The checks that need no lookup (check_op_seq, check_op_valid, check_resource, check_length).
-    chk: RespChecks,
-    /// READ and atomic resources: the per-QP ring and the duplicate scan.
-    rr: ReadResources,
-    /// READ responses and the replay of a duplicate READ.
-    rd: ReadReply,
-    /// The Atomic Unit's read-modify-write (its ALU inside).
-    at: AtomicRmw,
-    /// The TX header and gather command registers (ACK/NAK, READ responses, ATOMIC ACKNOWLEDGE).
-    tx: RespTx,
-    /// The receive completion held until the payload before it is through.
-    cqe: RecvCompletion,
-    kc: KeyCache<1024, 10>,
-    psnc: PsnCheck,
-    x_ram: SdpRam<RespExt, 8>,
-    info_lut: Lut8<10>,
-    reth: ByteMap<352, 128>,
-    add_a: PipeAdd64,
-    add_b: PipeAdd64,
-    add_c: PipeAdd64,
-    add_d: PipeAdd64,
-    /// A WRITE MIDDLE/LAST's next write pointer and residue (`w_ptr + len`, `w_resid - len`), summed from Pre on
-    /// with the checks, so an in-order continuation goes from Check straight to its Scatter command.
-    add_e: PipeAdd64,
-    add_f: PipeAdd64,
-    /// the packet's write-back happens this cycle (WriteBack, or TxAck as its ACK header goes out when the
-    /// write-back comes next: the write-back reads only registers TxAck leaves alone)
-    l_wb: Signal<Local, Bit>,
-    /// `l_wb` as the next header's take sees it: in TxAck without the TX side's ready (the take there also needs
-    /// the output registers empty, when the ACK header goes out anyway), so `hdr_ready` never depends on it
-    l_wbq: Signal<Local, Bit>,
-    /// a request header is taken this cycle (Idle, or the write-back's cycle: see below the state match)
-    l_take: Signal<Local, Bit>,
-    /// the header on offer in the last cycle was another QP's than the packet's (per-QP RAM index)
-    hq_diff: DFF<Bit>,
-    cnt: [EventCounter; RESP_COUNTERS],
-    inc: [Signal<Local, Bit>; RESP_COUNTERS],
+        qpc: QpContext<256, 8>,
+        /// Receive Queue and WQE Prefetch: the receive rings, the WQE reads eight ahead, the doorbell engine.
+        rq: RecvQueue,
+        /// The checks that need no lookup (check_op_seq, check_op_valid, check_resource, check_length).
+        chk: RespChecks,
+        /// READ and atomic resources: the per-QP ring and the duplicate scan.
+        rr: ReadResources,
+        /// READ responses and the replay of a duplicate READ.
+        rd: ReadReply,
+        /// The Atomic Unit's read-modify-write (its ALU inside).
+        at: AtomicRmw,
+        /// The TX header and gather command registers (ACK/NAK, READ responses, ATOMIC ACKNOWLEDGE).
+        tx: RespTx,
+        /// The receive completion held until the payload before it is through.
+        cqe: RecvCompletion,
+        kc: KeyCache<1024, 10>,
+        psnc: PsnCheck,
+        x_ram: SdpRam<RespExt, 8>,
+        info_lut: Lut8<10> = Lut8::new(info_table()),
+        reth: ByteMap<352, 128> = reth_map(),
+        add_a: PipeAdd64,
+        add_b: PipeAdd64,
+        add_c: PipeAdd64,
+        add_d: PipeAdd64,
+        /// A WRITE MIDDLE/LAST's next write pointer and residue (`w_ptr + len`, `w_resid - len`), summed from Pre on
+        /// with the checks, so an in-order continuation goes from Check straight to its Scatter command.
+        add_e: PipeAdd64,
+        add_f: PipeAdd64,
+        /// the packet's write-back happens this cycle (WriteBack, or TxAck as its ACK header goes out when the
+        /// write-back comes next: the write-back reads only registers TxAck leaves alone)
+        l_wb: Signal<Local, Bit>,
+        /// `l_wb` as the next header's take sees it: in TxAck without the TX side's ready (the take there also needs
+        /// the output registers empty, when the ACK header goes out anyway), so `hdr_ready` never depends on it
+        l_wbq: Signal<Local, Bit>,
+        /// a request header is taken this cycle (Idle, or the write-back's cycle: see below the state match)
+        l_take: Signal<Local, Bit>,
+        /// the header on offer in the last cycle was another QP's than the packet's (per-QP RAM index)
+        hq_diff: DFF<Bit>,
+        cnt: [EventCounter; RESP_COUNTERS],
+        inc: [Signal<Local, Bit>; RESP_COUNTERS],
 
-    state: DFF<RespState>,
-    /// The hot QP (the fast path for in-order WRITE MIDDLE/LAST): `hot` = the last packet was an in-order WRITE
-    /// FIRST/MIDDLE of QP `h_qpn` that this block executed, and no command or other packet came since; the
-    /// next packet it may take is `f_op` with `f_plen` payload bytes and pad `f_pad` at PSN `n_epsn`.
-    hot: DFF<Bit>,
-    f_arm: DFF<Bit>,
-    f_op: DFF<Bits<8>>,
-    f_plen: DFF<Bits<13>>,
-    f_pad: DFF<Bits<2>>,
-    /// The header taken in `Idle` matched the hot QP's expectation (fast path).
-    h_fast: DFF<Bit>,
-    /// Cycles until the fast path's sums (started in `Idle`) are out: `FastEnd` waits for 0.
-    f_wait: DFF<Bits<2>>,
-    /// A WRITE FIRST went to its Scatter command straight from the R_Key check: its pointer and residue sums
-    /// (started there) are taken in Finish.
-    w_late: DFF<Bit>,
-    ret: DFF<RespState>,
-    fret: DFF<RespState>,
-    kret: DFF<RespState>,
-    ack_nxt: DFF<RespState>,
-    wait_n: DFF<Bits<2>>,
-    // adder operands
-    aa_a: DFF<Bits<64>>,
-    aa_b: DFF<Bits<64>>,
-    aa_c: DFF<Bit>,
-    ab_a: DFF<Bits<64>>,
-    ab_b: DFF<Bits<64>>,
-    ab_c: DFF<Bit>,
-    ac_a: DFF<Bits<64>>,
-    ac_b: DFF<Bits<64>>,
-    ae_a: DFF<Bits<64>>,
-    ae_b: DFF<Bits<64>>,
-    af_a: DFF<Bits<64>>,
-    af_b: DFF<Bits<64>>,
-    ac_c: DFF<Bit>,
-    ad_a: DFF<Bits<64>>,
-    ad_b: DFF<Bits<64>>,
-    // the request
-    h_qpn: DFF<Bits<24>>,
-    h_op: DFF<Bits<8>>,
-    h_info: DFF<Bits<10>>,
-    h_psn: DFF<Bits<24>>,
-    h_ack: DFF<Bit>,
-    h_pad: DFF<Bits<2>>,
-    h_plen: DFF<Bits<13>>,
-    h_va: DFF<Bits<64>>,
-    h_rkey: DFF<Bits<32>>,
-    h_dlen: DFF<Bits<32>>,
-    h_imm: DFF<Bits<32>>,
-    pay_pend: DFF<Bit>,
-    /// The payload mover: a WRITE's (or a SEND FIRST/MIDDLE's) payload, handed on in `PayFwd`, flows from
-    /// `pay` to `s_pay` while the state machine goes on with the ACK, the write-back and the next header.
-    mv_on: DFF<Bit>,
-    /// the mover's last beat is taken this cycle
-    l_mv_done: Signal<Local, Bit>,
-    /// no payload in the mover and the Scatter Path idle: memory holds every byte written so far
-    l_quiet: Signal<Local, Bit>,
-    /// the packet ends a SEND or a WRITE WITH IMMEDIATE (Finish raises a receive completion)
-    l_sync: Signal<Local, Bit>,
-    /// a WRITE FIRST's pointer and residue sums (taken in Finish) are ready, or not needed
-    l_fin_ok: Signal<Local, Bit>,
-    // QP state
-    lk_drop: DFF<Bit>,
-    lk_reason: DFF<Bits<8>>,
-    st: DFF<QpStatic>,
-    rs: DFF<QpResp>,
-    x: DFF<RespExt>,
-    mtu: DFF<Bits<13>>,
-    rs_epsn: DFF<Bits<24>>,
-    rs_ack: DFF<Bits<24>>,
-    rs_msn: DFF<Bits<24>>,
-    rs_sent: DFF<Bit>,
-    p_kind: DFF<Bits<2>>,
-    // sums
-    ackm1: DFF<Bits<24>>,
-    msn1: DFF<Bits<24>>,
-    psn1: DFF<Bits<24>>,
-    wqe_addr: DFF<Bits<64>>,
-    end_s: DFF<Bits<32>>,
-    // key cache result
-    kc_ok: DFF<Bit>,
-    kc_dma: DFF<Bits<64>>,
-    kl_key: DFF<Bits<32>>,
-    kl_va: DFF<Bits<64>>,
-    kl_len: DFF<Bits<32>>,
-    kl_acc: DFF<Bits<4>>,
-    // write-back values
-    n_epsn: DFF<Bits<24>>,
-    n_ack: DFF<Bits<24>>,
-    n_msn: DFF<Bits<24>>,
-    n_sent: DFF<Bit>,
-    // ACK / NAK
-    syn: DFF<Bits<8>>,
-    apsn: DFF<Bits<24>>,
-    amsn: DFF<Bits<24>>,
-    cc_cq: DFF<Bit>,
-    cc_status: DFF<Bits<8>>,
-    o_sv: DFF<Bit>,
-    o_saddr: DFF<Bits<64>>,
-    o_reason: DFF<Bits<8>>,
-    // locals
-    l_ext: Signal<Local, Bits<352>>,
-    l_bth1: Signal<Local, Bits<8>>,
-    l_bth8: Signal<Local, Bits<8>>,
-    l_rqpn: Signal<Local, Bits<24>>,
-    l_reth: Signal<Local, Bits<128>>,
-    l_info: Signal<Local, Bits<10>>,
-    l_pm: Signal<Local, Bits<3>>,
-    /// the WRITE's residue (the hot QP's next packet length)
-    l_wr: Signal<Local, Bits<32>>,
-    l_access: Signal<Local, Bits<8>>,
-    l_mda: Signal<Local, Bits<8>>,
-    l_pd: Signal<Local, Bits<32>>,
-    l_send: Signal<Local, Bit>,
-    l_write: Signal<Local, Bit>,
-    l_read: Signal<Local, Bit>,
-    l_atomic: Signal<Local, Bit>,
-    l_start: Signal<Local, Bit>,
-    l_end: Signal<Local, Bit>,
-    l_imm: Signal<Local, Bit>,
-    l_has_reth: Signal<Local, Bit>,
-    l_other: Signal<Local, Bit>,
-    l_fmatch: Signal<Local, Bit>,
-    /// `l_fmatch` with a payload: the fast path is taken (`h_fast`) and its Scatter command raised
-    l_fpay: Signal<Local, Bit>,
-    l_pkey: Signal<Local, Bits<16>>,
-    l_aeth_ack: Signal<Local, Bits<32>>,
-    l_wqe: Signal<Local, Bits<512>>,
-    // constants
-    zero2: Constant<Bits<2>>,
-    zero4: Constant<Bits<4>>,
-    one4: Constant<Bits<4>>,
-    zero8: Constant<Bits<8>>,
-    zero13: Constant<Bits<13>>,
-    zero16: Constant<Bits<16>>,
-    zero24: Constant<Bits<24>>,
-    zero32: Constant<Bits<32>>,
-    zero64: Constant<Bits<64>>,
-    ones64: Constant<Bits<64>>,
-    one16: Constant<Bits<16>>,
-    two2: Constant<Bits<2>>,
-    three2: Constant<Bits<2>>,
-    one2: Constant<Bits<2>>,
-    zero3: Constant<Bits<3>>,
-    len64: Constant<Bits<13>>,
-    mtu256: Constant<Bits<13>>,
-    mtu512: Constant<Bits<13>>,
-    mtu1024: Constant<Bits<13>>,
-    mtu2048: Constant<Bits<13>>,
-    mtu4096: Constant<Bits<13>>,
-    pm2: Constant<Bits<3>>,
-    pm3: Constant<Bits<3>>,
-    pm4: Constant<Bits<3>>,
-    pm5: Constant<Bits<3>>,
-    kacc_lw: Constant<Bits<4>>,
-    kacc_rr: Constant<Bits<4>>,
-    kacc_rw: Constant<Bits<4>>,
-    kacc_ra: Constant<Bits<4>>,
-    op_atack: Constant<Bits<8>>,
-    three4: Constant<Bits<4>>,
-    eight13: Constant<Bits<13>>,
-    eight32: Constant<Bits<32>>,
-    k_send_write: Constant<Bits<2>>,
-    k_read: Constant<Bits<2>>,
-    k_atomic: Constant<Bits<2>>,
-    v_in_order: Constant<Bits<3>>,
-    v_dup_ack: Constant<Bits<3>>,
-    v_dup_res: Constant<Bits<3>>,
-    v_nak_seq: Constant<Bits<3>>,
-    syn_ack: Constant<Bits<8>>,
-    syn_seq: Constant<Bits<8>>,
-    syn_inv: Constant<Bits<8>>,
-    syn_acc: Constant<Bits<8>>,
-    syn_op: Constant<Bits<8>>,
-    syn_rnr: Constant<Bits<8>>,
-    op_ack: Constant<Bits<8>>,
-    op_wr_middle: Constant<Bits<8>>,
-    op_wr_last: Constant<Bits<8>>,
-    pkey_low: Constant<Bits<15>>,
-    wc_recv: Constant<Bits<8>>,
-    wc_recv_imm: Constant<Bits<8>>,
-    wcf_grh: Constant<Bits<8>>,
-    wcf_grh_imm: Constant<Bits<8>>,
-    st_ok: Constant<Bits<8>>,
-    st_qp_op: Constant<Bits<8>>,
-    st_flush: Constant<Bits<8>>,
-}
-
-impl Default for Responder {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            my_mac: Default::default(),
-            my_ip: Default::default(),
-            hdr: Default::default(),
-            hdr_ext_words: Default::default(),
-            hdr_pay_len: Default::default(),
-            hdr_valid: Default::default(),
-            hdr_ready: Default::default(),
-            pay: Default::default(),
-            attr_we: Default::default(),
-            attr_qpn: Default::default(),
-            attr_data: Default::default(),
-            rp_valid: Default::default(),
-            rp_ready: Default::default(),
-            rp_qpn: Default::default(),
-            rp_epsn: Default::default(),
-            rqs_valid: Default::default(),
-            rqs_ready: Default::default(),
-            rqs_qpn: Default::default(),
-            rqs_base: Default::default(),
-            rqs_log2: Default::default(),
-            rqs_cqn: Default::default(),
-            rqdb_valid: Default::default(),
-            rqdb_ready: Default::default(),
-            rqdb_qpn: Default::default(),
-            rqdb_pi: Default::default(),
-            kc_wr_en: Default::default(),
-            kc_inv_en: Default::default(),
-            kc_wr_index: Default::default(),
-            kc_wr_valid: Default::default(),
-            kc_wr_tag: Default::default(),
-            kc_wr_pd: Default::default(),
-            kc_wr_access: Default::default(),
-            kc_wr_va: Default::default(),
-            kc_wr_len: Default::default(),
-            kc_wr_base: Default::default(),
-            rd_req_valid: Default::default(),
-            rd_req_ready: Default::default(),
-            rd_req_addr: Default::default(),
-            rd_req_len: Default::default(),
-            rd_req_tag: Default::default(),
-            rd_resp_valid: Default::default(),
-            rd_resp_ready: Default::default(),
-            rd_resp_data: Default::default(),
-            rd_resp_tag: Default::default(),
-            rd_resp_last: Default::default(),
-            s_valid: Default::default(),
-            s_ready: Default::default(),
-            s_addr: Default::default(),
-            s_len: Default::default(),
-            s_pay: Default::default(),
-            s_idle: Default::default(),
-            tx_hdr: Default::default(),
-            tx_hdr_valid: Default::default(),
-            tx_hdr_ready: Default::default(),
-            g_valid: Default::default(),
-            g_ready: Default::default(),
-            g_addr: Default::default(),
-            g_len: Default::default(),
-            cq_valid: Default::default(),
-            cq_ready: Default::default(),
-            cq_cqn: Default::default(),
-            cq_wr_id: Default::default(),
-            cq_byte_len: Default::default(),
-            cq_imm: Default::default(),
-            cq_qp_num: Default::default(),
-            cq_src_qp: Default::default(),
-            cq_status: Default::default(),
-            cq_opcode: Default::default(),
-            cq_wc_flags: Default::default(),
-            counters: Default::default(),
-            last_drop_reason: Default::default(),
-            qpc: Default::default(),
-            rq: Default::default(),
-            chk: Default::default(),
-            rr: Default::default(),
-            rd: Default::default(),
-            at: Default::default(),
-            tx: Default::default(),
-            cqe: Default::default(),
-            kc: Default::default(),
-            psnc: Default::default(),
-            x_ram: Default::default(),
-            info_lut: Lut8::new(info_table()),
-            reth: reth_map(),
-            add_a: Default::default(),
-            add_b: Default::default(),
-            add_c: Default::default(),
-            add_d: Default::default(),
-            add_e: Default::default(),
-            add_f: Default::default(),
-            l_wb: Default::default(),
-            l_wbq: Default::default(),
-            l_take: Default::default(),
-            hq_diff: Default::default(),
-            cnt: Default::default(),
-            inc: Default::default(),
-            state: Default::default(),
-            hot: Default::default(),
-            f_arm: Default::default(),
-            f_op: Default::default(),
-            f_plen: Default::default(),
-            f_pad: Default::default(),
-            h_fast: Default::default(),
-            f_wait: Default::default(),
-            w_late: Default::default(),
-            ret: Default::default(),
-            fret: Default::default(),
-            kret: Default::default(),
-            ack_nxt: Default::default(),
-            wait_n: Default::default(),
-            aa_a: Default::default(),
-            aa_b: Default::default(),
-            aa_c: Default::default(),
-            ab_a: Default::default(),
-            ab_b: Default::default(),
-            ab_c: Default::default(),
-            ac_a: Default::default(),
-            ac_b: Default::default(),
-            ae_a: Default::default(),
-            ae_b: Default::default(),
-            af_a: Default::default(),
-            af_b: Default::default(),
-            ac_c: Default::default(),
-            ad_a: Default::default(),
-            ad_b: Default::default(),
-            h_qpn: Default::default(),
-            h_op: Default::default(),
-            h_info: Default::default(),
-            h_psn: Default::default(),
-            h_ack: Default::default(),
-            h_pad: Default::default(),
-            h_plen: Default::default(),
-            h_va: Default::default(),
-            h_rkey: Default::default(),
-            h_dlen: Default::default(),
-            h_imm: Default::default(),
-            pay_pend: Default::default(),
-            mv_on: Default::default(),
-            l_mv_done: Default::default(),
-            l_quiet: Default::default(),
-            l_sync: Default::default(),
-            l_fin_ok: Default::default(),
-            lk_drop: Default::default(),
-            lk_reason: Default::default(),
-            st: Default::default(),
-            rs: Default::default(),
-            x: Default::default(),
-            mtu: Default::default(),
-            rs_epsn: Default::default(),
-            rs_ack: Default::default(),
-            rs_msn: Default::default(),
-            rs_sent: Default::default(),
-            p_kind: Default::default(),
-            ackm1: Default::default(),
-            msn1: Default::default(),
-            psn1: Default::default(),
-            wqe_addr: Default::default(),
-            end_s: Default::default(),
-            kc_ok: Default::default(),
-            kc_dma: Default::default(),
-            kl_key: Default::default(),
-            kl_va: Default::default(),
-            kl_len: Default::default(),
-            kl_acc: Default::default(),
-            n_epsn: Default::default(),
-            n_ack: Default::default(),
-            n_msn: Default::default(),
-            n_sent: Default::default(),
-            syn: Default::default(),
-            apsn: Default::default(),
-            amsn: Default::default(),
-            cc_cq: Default::default(),
-            cc_status: Default::default(),
-            o_sv: Default::default(),
-            o_saddr: Default::default(),
-            o_reason: Default::default(),
-            l_ext: Default::default(),
-            l_bth1: Default::default(),
-            l_bth8: Default::default(),
-            l_rqpn: Default::default(),
-            l_reth: Default::default(),
-            l_info: Default::default(),
-            l_pm: Default::default(),
-            l_wr: Default::default(),
-            l_access: Default::default(),
-            l_mda: Default::default(),
-            l_pd: Default::default(),
-            l_send: Default::default(),
-            l_write: Default::default(),
-            l_read: Default::default(),
-            l_atomic: Default::default(),
-            l_start: Default::default(),
-            l_end: Default::default(),
-            l_imm: Default::default(),
-            l_has_reth: Default::default(),
-            l_other: Default::default(),
-            l_fmatch: Default::default(),
-            l_fpay: Default::default(),
-            l_pkey: Default::default(),
-            l_aeth_ack: Default::default(),
-            l_wqe: Default::default(),
-            zero2: k(0),
-            zero4: k(0),
-            one4: k(1),
-            zero8: k(0),
-            zero13: k(0),
-            zero16: k(0),
-            zero24: k(0),
-            zero32: k(0),
-            zero64: k(0),
-            ones64: k(u64::MAX),
-            one16: k(1),
-            two2: k(2),
-            three2: k(3),
-            one2: k(1),
-            zero3: k(0),
-            len64: k(64),
-            mtu256: k(256),
-            mtu512: k(512),
-            mtu1024: k(1024),
-            mtu2048: k(2048),
-            mtu4096: k(4096),
-            pm2: k(2),
-            pm3: k(3),
-            pm4: k(4),
-            pm5: k(5),
-            kacc_lw: k(ACC_LOCAL_WRITE),
-            kacc_rr: k(ACC_REMOTE_READ),
-            kacc_rw: k(ACC_REMOTE_WRITE),
-            kacc_ra: k(ACC_REMOTE_ATOMIC),
-            op_atack: k(RC_ATOMIC_ACKNOWLEDGE as u64),
-            three4: k(3),
-            eight13: k(8),
-            eight32: k(8),
-            k_send_write: k(KIND_SEND_WRITE),
-            k_read: k(KIND_READ),
-            k_atomic: k(KIND_ATOMIC),
-            v_in_order: k(VERDICT_IN_ORDER),
-            v_dup_ack: k(VERDICT_DUP_ACK),
-            v_dup_res: k(VERDICT_DUP_RESOURCE),
-            v_nak_seq: k(VERDICT_NAK_SEQ),
-            syn_ack: k(AETH_ACK_UNLIMITED as u64),
-            syn_seq: k(Aeth::nak(NakCode::PsnSequenceError, 0).syndrome as u64),
-            syn_inv: k(Aeth::nak(NakCode::InvalidRequest, 0).syndrome as u64),
-            syn_acc: k(Aeth::nak(NakCode::RemoteAccessError, 0).syndrome as u64),
-            syn_op: k(Aeth::nak(NakCode::RemoteOperationalError, 0).syndrome as u64),
-            syn_rnr: k(Aeth::rnr_nak(0, 0).syndrome as u64),
-            op_ack: k(RC_ACKNOWLEDGE as u64),
-            op_wr_middle: k(RC_RDMA_WRITE_MIDDLE as u64),
-            op_wr_last: k(RC_RDMA_WRITE_LAST as u64),
-            pkey_low: k((DEFAULT_PKEY & 0x7FFF) as u64),
-            wc_recv: k(wc_opcode_code(WcOpcode::Recv) as u64),
-            wc_recv_imm: k(wc_opcode_code(WcOpcode::RecvRdmaWithImm) as u64),
-            wcf_grh: k(WcFlags::GRH as u64),
-            wcf_grh_imm: k((WcFlags::GRH | WcFlags::WITH_IMM) as u64),
-            st_ok: k(wc_status_code(WcStatus::Success) as u64),
-            st_qp_op: k(wc_status_code(WcStatus::LocQpOpErr) as u64),
-            st_flush: k(wc_status_code(WcStatus::WrFlushErr) as u64),
-        }
+        state: DFF<RespState>,
+        /// The hot QP (the fast path for in-order WRITE MIDDLE/LAST): `hot` = the last packet was an in-order WRITE
+        /// FIRST/MIDDLE of QP `h_qpn` that this block executed, and no command or other packet came since; the
+        /// next packet it may take is `f_op` with `f_plen` payload bytes and pad `f_pad` at PSN `n_epsn`.
+        hot: DFF<Bit>,
+        f_arm: DFF<Bit>,
+        f_op: DFF<Bits<8>>,
+        f_plen: DFF<Bits<13>>,
+        f_pad: DFF<Bits<2>>,
+        /// The header taken in `Idle` matched the hot QP's expectation (fast path).
+        h_fast: DFF<Bit>,
+        /// Cycles until the fast path's sums (started in `Idle`) are out: `FastEnd` waits for 0.
+        f_wait: DFF<Bits<2>>,
+        /// A WRITE FIRST went to its Scatter command straight from the R_Key check: its pointer and residue sums
+        /// (started there) are taken in Finish.
+        w_late: DFF<Bit>,
+        ret: DFF<RespState>,
+        fret: DFF<RespState>,
+        kret: DFF<RespState>,
+        ack_nxt: DFF<RespState>,
+        wait_n: DFF<Bits<2>>,
+        // adder operands
+        aa_a: DFF<Bits<64>>,
+        aa_b: DFF<Bits<64>>,
+        aa_c: DFF<Bit>,
+        ab_a: DFF<Bits<64>>,
+        ab_b: DFF<Bits<64>>,
+        ab_c: DFF<Bit>,
+        ac_a: DFF<Bits<64>>,
+        ac_b: DFF<Bits<64>>,
+        ae_a: DFF<Bits<64>>,
+        ae_b: DFF<Bits<64>>,
+        af_a: DFF<Bits<64>>,
+        af_b: DFF<Bits<64>>,
+        ac_c: DFF<Bit>,
+        ad_a: DFF<Bits<64>>,
+        ad_b: DFF<Bits<64>>,
+        // the request
+        h_qpn: DFF<Bits<24>>,
+        h_op: DFF<Bits<8>>,
+        h_info: DFF<Bits<10>>,
+        h_psn: DFF<Bits<24>>,
+        h_ack: DFF<Bit>,
+        h_pad: DFF<Bits<2>>,
+        h_plen: DFF<Bits<13>>,
+        h_va: DFF<Bits<64>>,
+        h_rkey: DFF<Bits<32>>,
+        h_dlen: DFF<Bits<32>>,
+        h_imm: DFF<Bits<32>>,
+        pay_pend: DFF<Bit>,
+        /// The payload mover: a WRITE's (or a SEND FIRST/MIDDLE's) payload, handed on in `PayFwd`, flows from
+        /// `pay` to `s_pay` while the state machine goes on with the ACK, the write-back and the next header.
+        mv_on: DFF<Bit>,
+        /// the mover's last beat is taken this cycle
+        l_mv_done: Signal<Local, Bit>,
+        /// no payload in the mover and the Scatter Path idle: memory holds every byte written so far
+        l_quiet: Signal<Local, Bit>,
+        /// the packet ends a SEND or a WRITE WITH IMMEDIATE (Finish raises a receive completion)
+        l_sync: Signal<Local, Bit>,
+        /// a WRITE FIRST's pointer and residue sums (taken in Finish) are ready, or not needed
+        l_fin_ok: Signal<Local, Bit>,
+        // QP state
+        lk_drop: DFF<Bit>,
+        lk_reason: DFF<Bits<8>>,
+        st: DFF<QpStatic>,
+        rs: DFF<QpResp>,
+        x: DFF<RespExt>,
+        mtu: DFF<Bits<13>>,
+        rs_epsn: DFF<Bits<24>>,
+        rs_ack: DFF<Bits<24>>,
+        rs_msn: DFF<Bits<24>>,
+        rs_sent: DFF<Bit>,
+        p_kind: DFF<Bits<2>>,
+        // sums
+        ackm1: DFF<Bits<24>>,
+        msn1: DFF<Bits<24>>,
+        psn1: DFF<Bits<24>>,
+        wqe_addr: DFF<Bits<64>>,
+        end_s: DFF<Bits<32>>,
+        // key cache result
+        kc_ok: DFF<Bit>,
+        kc_dma: DFF<Bits<64>>,
+        kl_key: DFF<Bits<32>>,
+        kl_va: DFF<Bits<64>>,
+        kl_len: DFF<Bits<32>>,
+        kl_acc: DFF<Bits<4>>,
+        // write-back values
+        n_epsn: DFF<Bits<24>>,
+        n_ack: DFF<Bits<24>>,
+        n_msn: DFF<Bits<24>>,
+        n_sent: DFF<Bit>,
+        // ACK / NAK
+        syn: DFF<Bits<8>>,
+        apsn: DFF<Bits<24>>,
+        amsn: DFF<Bits<24>>,
+        cc_cq: DFF<Bit>,
+        cc_status: DFF<Bits<8>>,
+        o_sv: DFF<Bit>,
+        o_saddr: DFF<Bits<64>>,
+        o_reason: DFF<Bits<8>>,
+        // locals
+        l_ext: Signal<Local, Bits<352>>,
+        l_bth1: Signal<Local, Bits<8>>,
+        l_bth8: Signal<Local, Bits<8>>,
+        l_rqpn: Signal<Local, Bits<24>>,
+        l_reth: Signal<Local, Bits<128>>,
+        l_info: Signal<Local, Bits<10>>,
+        l_pm: Signal<Local, Bits<3>>,
+        /// the WRITE's residue (the hot QP's next packet length)
+        l_wr: Signal<Local, Bits<32>>,
+        l_access: Signal<Local, Bits<8>>,
+        l_mda: Signal<Local, Bits<8>>,
+        l_pd: Signal<Local, Bits<32>>,
+        l_send: Signal<Local, Bit>,
+        l_write: Signal<Local, Bit>,
+        l_read: Signal<Local, Bit>,
+        l_atomic: Signal<Local, Bit>,
+        l_start: Signal<Local, Bit>,
+        l_end: Signal<Local, Bit>,
+        l_imm: Signal<Local, Bit>,
+        l_has_reth: Signal<Local, Bit>,
+        l_other: Signal<Local, Bit>,
+        l_fmatch: Signal<Local, Bit>,
+        /// `l_fmatch` with a payload: the fast path is taken (`h_fast`) and its Scatter command raised
+        l_fpay: Signal<Local, Bit>,
+        l_pkey: Signal<Local, Bits<16>>,
+        l_aeth_ack: Signal<Local, Bits<32>>,
+        l_wqe: Signal<Local, Bits<512>>,
+        // constants
+        zero2: Constant<Bits<2>> = k(0),
+        zero4: Constant<Bits<4>> = k(0),
+        one4: Constant<Bits<4>> = k(1),
+        zero8: Constant<Bits<8>> = k(0),
+        zero13: Constant<Bits<13>> = k(0),
+        zero16: Constant<Bits<16>> = k(0),
+        zero24: Constant<Bits<24>> = k(0),
+        zero32: Constant<Bits<32>> = k(0),
+        zero64: Constant<Bits<64>> = k(0),
+        ones64: Constant<Bits<64>> = k(u64::MAX),
+        one16: Constant<Bits<16>> = k(1),
+        two2: Constant<Bits<2>> = k(2),
+        three2: Constant<Bits<2>> = k(3),
+        one2: Constant<Bits<2>> = k(1),
+        zero3: Constant<Bits<3>> = k(0),
+        len64: Constant<Bits<13>> = k(64),
+        mtu256: Constant<Bits<13>> = k(256),
+        mtu512: Constant<Bits<13>> = k(512),
+        mtu1024: Constant<Bits<13>> = k(1024),
+        mtu2048: Constant<Bits<13>> = k(2048),
+        mtu4096: Constant<Bits<13>> = k(4096),
+        pm2: Constant<Bits<3>> = k(2),
+        pm3: Constant<Bits<3>> = k(3),
+        pm4: Constant<Bits<3>> = k(4),
+        pm5: Constant<Bits<3>> = k(5),
+        kacc_lw: Constant<Bits<4>> = k(ACC_LOCAL_WRITE),
+        kacc_rr: Constant<Bits<4>> = k(ACC_REMOTE_READ),
+        kacc_rw: Constant<Bits<4>> = k(ACC_REMOTE_WRITE),
+        kacc_ra: Constant<Bits<4>> = k(ACC_REMOTE_ATOMIC),
+        op_atack: Constant<Bits<8>> = k(RC_ATOMIC_ACKNOWLEDGE as u64),
+        three4: Constant<Bits<4>> = k(3),
+        eight13: Constant<Bits<13>> = k(8),
+        eight32: Constant<Bits<32>> = k(8),
+        k_send_write: Constant<Bits<2>> = k(KIND_SEND_WRITE),
+        k_read: Constant<Bits<2>> = k(KIND_READ),
+        k_atomic: Constant<Bits<2>> = k(KIND_ATOMIC),
+        v_in_order: Constant<Bits<3>> = k(VERDICT_IN_ORDER),
+        v_dup_ack: Constant<Bits<3>> = k(VERDICT_DUP_ACK),
+        v_dup_res: Constant<Bits<3>> = k(VERDICT_DUP_RESOURCE),
+        v_nak_seq: Constant<Bits<3>> = k(VERDICT_NAK_SEQ),
+        syn_ack: Constant<Bits<8>> = k(AETH_ACK_UNLIMITED as u64),
+        syn_seq: Constant<Bits<8>> = k(Aeth::nak(NakCode::PsnSequenceError, 0).syndrome as u64),
+        syn_inv: Constant<Bits<8>> = k(Aeth::nak(NakCode::InvalidRequest, 0).syndrome as u64),
+        syn_acc: Constant<Bits<8>> = k(Aeth::nak(NakCode::RemoteAccessError, 0).syndrome as u64),
+        syn_op: Constant<Bits<8>> = k(Aeth::nak(NakCode::RemoteOperationalError, 0).syndrome as u64),
+        syn_rnr: Constant<Bits<8>> = k(Aeth::rnr_nak(0, 0).syndrome as u64),
+        op_ack: Constant<Bits<8>> = k(RC_ACKNOWLEDGE as u64),
+        op_wr_middle: Constant<Bits<8>> = k(RC_RDMA_WRITE_MIDDLE as u64),
+        op_wr_last: Constant<Bits<8>> = k(RC_RDMA_WRITE_LAST as u64),
+        pkey_low: Constant<Bits<15>> = k((DEFAULT_PKEY & 0x7FFF) as u64),
+        wc_recv: Constant<Bits<8>> = k(wc_opcode_code(WcOpcode::Recv) as u64),
+        wc_recv_imm: Constant<Bits<8>> = k(wc_opcode_code(WcOpcode::RecvRdmaWithImm) as u64),
+        wcf_grh: Constant<Bits<8>> = k(WcFlags::GRH as u64),
+        wcf_grh_imm: Constant<Bits<8>> = k((WcFlags::GRH | WcFlags::WITH_IMM) as u64),
+        st_ok: Constant<Bits<8>> = k(wc_status_code(WcStatus::Success) as u64),
+        st_qp_op: Constant<Bits<8>> = k(wc_status_code(WcStatus::LocQpOpErr) as u64),
+        st_flush: Constant<Bits<8>> = k(wc_status_code(WcStatus::WrFlushErr) as u64),
     }
 }
 
@@ -1015,26 +741,17 @@ impl Logic for Responder {
         // through: after every payload byte handed on before it; the state machine need not wait for it (a
         // SEND's or a WITH IMMEDIATE's goes on to the ACK and the next packet; a later completion waits for it)
         self.cqe.raise.next = false;
-        self.cqe.wr_id.next = self.x.q.val().wr_id;
-        self.cqe.cqn.next = self.rq.cfg.val().cqn;
-        self.cqe.qpn.next = self.h_qpn.q.val();
-        self.cqe.byte_len.next = self.zero32.val();
-        self.cqe.imm.next = self.zero32.val();
-        self.cqe.status.next = self.st_ok.val();
-        self.cqe.opcode.next = self.wc_recv.val();
-        self.cqe.flags.next = self.wcf_grh.val();
+        self.cqe.wc.next.wr_id = self.x.q.val().wr_id;
+        self.cqe.wc.next.cqn = self.rq.cfg.val().cqn;
+        self.cqe.wc.next.qp_num = self.h_qpn.q.val();
+        self.cqe.wc.next.src_qp = self.zero24.val();
+        self.cqe.wc.next.byte_len = self.zero32.val();
+        self.cqe.wc.next.imm = self.zero32.val();
+        self.cqe.wc.next.status = self.st_ok.val();
+        self.cqe.wc.next.opcode = self.wc_recv.val();
+        self.cqe.wc.next.wc_flags = self.wcf_grh.val();
         self.cqe.mv_on.next = self.mv_on.q.val();
-        self.cqe.cq_ready.next = self.cq_ready.val();
-        self.cq_valid.next = self.cqe.cq_valid.val();
-        self.cq_cqn.next = self.cqe.cq_cqn.val();
-        self.cq_wr_id.next = self.cqe.cq_wr_id.val();
-        self.cq_byte_len.next = self.cqe.cq_byte_len.val();
-        self.cq_imm.next = self.cqe.cq_imm.val();
-        self.cq_qp_num.next = self.cqe.cq_qp_num.val();
-        self.cq_src_qp.next = self.cqe.cq_src_qp.val();
-        self.cq_status.next = self.cqe.cq_status.val();
-        self.cq_opcode.next = self.cqe.cq_opcode.val();
-        self.cq_wc_flags.next = self.cqe.cq_wc_flags.val();
+        CqSource::link(&mut self.cq, &mut self.cqe.cq);
         self.s_pay.tdata.next = self.pay.tdata.val();
         self.s_pay.tkeep.next = self.pay.tkeep.val();
         self.s_pay.tlast.next = self.pay.tlast.val();
@@ -1616,27 +1333,27 @@ impl Logic for Responder {
                     // (the completion's fields only with a completion: one raised before may still be waiting)
                     if self.l_sync.val() {
                         self.cqe.raise.next = true;
-                        self.cqe.status.next = self.st_ok.val();
-                        self.cqe.imm.next = self.zero32.val();
-                        self.cqe.flags.next = self.wcf_grh.val();
+                        self.cqe.wc.next.status = self.st_ok.val();
+                        self.cqe.wc.next.imm = self.zero32.val();
+                        self.cqe.wc.next.wc_flags = self.wcf_grh.val();
                         if self.l_imm.val() {
-                            self.cqe.imm.next = self.h_imm.q.val();
-                            self.cqe.flags.next = self.wcf_grh_imm.val();
+                            self.cqe.wc.next.imm = self.h_imm.q.val();
+                            self.cqe.wc.next.wc_flags = self.wcf_grh_imm.val();
                         }
                     }
                     if self.l_end.val() {
                         self.n_msn.d.next = self.msn1.q.val();
                         self.amsn.d.next = self.msn1.q.val();
                         if self.l_send.val() {
-                            self.cqe.byte_len.next = self.x.q.val().r_off;
-                            self.cqe.opcode.next = self.wc_recv.val();
+                            self.cqe.wc.next.byte_len = self.x.q.val().r_off;
+                            self.cqe.wc.next.opcode = self.wc_recv.val();
                             self.x.d.next.have_wqe = false;
                             self.x.d.next.r_off = self.zero32.val();
                         } else {
                             self.x.d.next.w_valid = false;
                             if self.l_imm.val() {
-                                self.cqe.byte_len.next = self.x.q.val().w_len;
-                                self.cqe.opcode.next = self.wc_recv_imm.val();
+                                self.cqe.wc.next.byte_len = self.x.q.val().w_len;
+                                self.cqe.wc.next.opcode = self.wc_recv_imm.val();
                                 self.x.d.next.have_wqe = false;
                             }
                         }
@@ -1645,7 +1362,7 @@ impl Logic for Responder {
             }
             RespState::CqOut => {
                 // (a class-C or flush completion: o_cv is cleared above when it goes)
-                if self.cq_valid.val() & self.cq_ready.val() {
+                if self.cq.valid.val() & self.cq.ready.val() {
                     self.state.d.next = RespState::Flush;
                 }
             }
@@ -1753,11 +1470,11 @@ impl Logic for Responder {
                     self.state.d.next = RespState::CcCq;
                 } else if self.cc_cq.q.val() {
                     self.cqe.raise.next = true;
-                    self.cqe.byte_len.next = self.zero32.val();
-                    self.cqe.imm.next = self.zero32.val();
-                    self.cqe.status.next = self.cc_status.q.val();
-                    self.cqe.opcode.next = self.wc_recv.val();
-                    self.cqe.flags.next = self.wcf_grh.val();
+                    self.cqe.wc.next.byte_len = self.zero32.val();
+                    self.cqe.wc.next.imm = self.zero32.val();
+                    self.cqe.wc.next.status = self.cc_status.q.val();
+                    self.cqe.wc.next.opcode = self.wc_recv.val();
+                    self.cqe.wc.next.wc_flags = self.wcf_grh.val();
                     self.state.d.next = RespState::CqOut;
                 }
             }
@@ -1790,11 +1507,11 @@ impl Logic for Responder {
                 // (once the completion raised before it has gone)
                 if !self.cqe.busy.val() {
                     self.cqe.raise.next = true;
-                    self.cqe.byte_len.next = self.zero32.val();
-                    self.cqe.imm.next = self.zero32.val();
-                    self.cqe.status.next = self.st_flush.val();
-                    self.cqe.opcode.next = self.wc_recv.val();
-                    self.cqe.flags.next = self.zero8.val();
+                    self.cqe.wc.next.byte_len = self.zero32.val();
+                    self.cqe.wc.next.imm = self.zero32.val();
+                    self.cqe.wc.next.status = self.st_flush.val();
+                    self.cqe.wc.next.opcode = self.wc_recv.val();
+                    self.cqe.wc.next.wc_flags = self.zero8.val();
                     self.state.d.next = RespState::CqOut;
                 }
             }

@@ -33,81 +33,45 @@ pub struct ReadRes {
     pub atomic: Bit,
 }
 
-/// The resource ring and its scan (see the module documentation).
-#[derive(LogicBlock)]
-pub struct ReadResources {
-    pub clock: Signal<In, Clock>,
-    /// The packet's QP and PSN, and the QP's ring head and valid slots (its responder state).
-    pub qpn: Signal<In, Bits<24>>,
-    pub psn: Signal<In, Bits<24>>,
-    pub res_head: Signal<In, Bits<4>>,
-    pub res_valid: Signal<In, Bits<16>>,
-    /// Write `w` at the ring head.
-    pub we: Signal<In, Bit>,
-    pub w: Signal<In, ReadRes>,
-    /// Start a scan for the PSN; `scan`: the Responder waits for it (the scan runs while it is set).
-    pub scan_start: Signal<In, Bit>,
-    pub scan: Signal<In, Bit>,
-    /// The scan's last cycle, and whether a resource was found.
-    pub scan_done: Signal<Out, Bit>,
-    pub found: Signal<Out, Bit>,
-    /// Read the slot found (its record is `rdata` in the next cycle).
-    pub pick: Signal<In, Bit>,
-    pub rdata: Signal<Out, ReadRes>,
+crate::logic_block! {
+    /// The resource ring and its scan (see the module documentation).
+    pub struct ReadResources {
+        pub clock: Signal<In, Clock>,
+        /// The packet's QP and PSN, and the QP's ring head and valid slots (its responder state).
+        pub qpn: Signal<In, Bits<24>>,
+        pub psn: Signal<In, Bits<24>>,
+        pub res_head: Signal<In, Bits<4>>,
+        pub res_valid: Signal<In, Bits<16>>,
+        /// Write `w` at the ring head.
+        pub we: Signal<In, Bit>,
+        pub w: Signal<In, ReadRes>,
+        /// Start a scan for the PSN; `scan`: the Responder waits for it (the scan runs while it is set).
+        pub scan_start: Signal<In, Bit>,
+        pub scan: Signal<In, Bit>,
+        /// The scan's last cycle, and whether a resource was found.
+        pub scan_done: Signal<Out, Bit>,
+        pub found: Signal<Out, Bit>,
+        /// Read the slot found (its record is `rdata` in the next cycle).
+        pub pick: Signal<In, Bit>,
+        pub rdata: Signal<Out, ReadRes>,
 
-    res_ram: SdpRam<ReadRes, 12>,
-    pc_lo: PsnCmp,
-    pc_hi: PsnCmp,
-    sc_i: DFF<Bits<5>>,
-    d1_v: DFF<Bit>,
-    d1_s: DFF<Bits<4>>,
-    d2_v: DFF<Bit>,
-    d2_s: DFF<Bits<4>>,
-    d3_v: DFF<Bit>,
-    d3_s: DFF<Bits<4>>,
-    r_found: DFF<Bit>,
-    fslot: DFF<Bits<4>>,
-    l_resa: Signal<Local, Bits<12>>,
-    l_vsh: Signal<Local, Bits<16>>,
-    zero5: Constant<Bits<5>>,
-    one5: Constant<Bits<5>>,
-    scan_end: Constant<Bits<5>>,
-}
-
-impl Default for ReadResources {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            qpn: Default::default(),
-            psn: Default::default(),
-            res_head: Default::default(),
-            res_valid: Default::default(),
-            we: Default::default(),
-            w: Default::default(),
-            scan_start: Default::default(),
-            scan: Default::default(),
-            scan_done: Default::default(),
-            found: Default::default(),
-            pick: Default::default(),
-            rdata: Default::default(),
-            res_ram: Default::default(),
-            pc_lo: Default::default(),
-            pc_hi: Default::default(),
-            sc_i: Default::default(),
-            d1_v: Default::default(),
-            d1_s: Default::default(),
-            d2_v: Default::default(),
-            d2_s: Default::default(),
-            d3_v: Default::default(),
-            d3_s: Default::default(),
-            r_found: Default::default(),
-            fslot: Default::default(),
-            l_resa: Default::default(),
-            l_vsh: Default::default(),
-            zero5: k(0),
-            one5: k(1),
-            scan_end: k(READ_RESOURCES as u64 + 3),
-        }
+        res_ram: SdpRam<ReadRes, 12>,
+        pc_lo: PsnCmp,
+        pc_hi: PsnCmp,
+        sc_i: DFF<Bits<5>>,
+        d1_v: DFF<Bit>,
+        d1_s: DFF<Bits<4>>,
+        d2_v: DFF<Bit>,
+        d2_s: DFF<Bits<4>>,
+        d3_v: DFF<Bit>,
+        d3_s: DFF<Bits<4>>,
+        r_found: DFF<Bit>,
+        fslot: DFF<Bits<4>>,
+        l_resa: Signal<Local, Bits<12>>,
+        l_vsh: Signal<Local, Bits<16>>,
+        zero5: Constant<Bits<5>> = k(0),
+        one5: Constant<Bits<5>> = k(1),
+        scan_end: Constant<Bits<5>> = k(READ_RESOURCES as u64 + 3),
     }
 }
 

@@ -77,236 +77,136 @@ enum DbState {
     Done,
 }
 
-/// The Receive Queue and WQE Prefetch (see the module documentation).
-#[derive(LogicBlock)]
-pub struct RecvQueue {
-    pub clock: Signal<In, Clock>,
-    /// The packet's QP: its ring state and its entry for the consumer index are read at it.
-    pub qpn: Signal<In, Bits<24>>,
-    /// CMD_WRITE_RQ: ring base (64-byte aligned), log2 entries (<= 15), receive CQ; `rqs_go`: taken.
-    pub rqs_go: Signal<In, Bit>,
-    pub rqs_qpn: Signal<In, Bits<24>>,
-    pub rqs_base: Signal<In, Bits<64>>,
-    pub rqs_log2: Signal<In, Bits<4>>,
-    pub rqs_cqn: Signal<In, Bits<24>>,
-    /// RQ doorbell: new producer index; `rqdb_go`: taken.
-    pub rqdb_go: Signal<In, Bit>,
-    pub rqdb_qpn: Signal<In, Bits<24>>,
-    pub rqdb_pi: Signal<In, Bits<16>>,
-    /// A request header is taken: its QP's ring state is read (`take_qpn`).
-    pub take: Signal<In, Bit>,
-    pub take_qpn: Signal<In, Bits<24>>,
-    /// The QP lookup answers: the ring state read at the take goes into `cfg`, `pi`, `ci`.
-    pub load: Signal<In, Bit>,
-    /// The checks start: `ci + 1` and `ci + PF_DEPTH` are summed.
-    pub pre: Signal<In, Bit>,
-    /// The Responder needs the WQE at `ci` (its Fetch state): taken on a hit, its read queued on a miss;
-    /// `fetch_pf`: a hit may queue the prefetch of `ci + PF_DEPTH` (not while flushing).
-    pub fetch: Signal<In, Bit>,
-    pub fetch_pf: Signal<In, Bit>,
-    /// The slot address of the WQE at `ci` (a miss reads it from there).
-    pub wqe_addr: Signal<In, Bits<64>>,
-    /// A flush moves to the next index: `ci1` from the Responder's sum.
-    pub ci1_we: Signal<In, Bit>,
-    pub ci1_in: Signal<In, Bits<16>>,
-    /// A receive completion is raised: the consumer index moves on (`ci1`).
-    pub raise: Signal<In, Bit>,
-    /// The packet's write-back: the consumer index is stored.
-    pub wb: Signal<In, Bit>,
-    /// The Responder waits in `Db`: the doorbell engine runs; `db_done` once it has finished.
-    pub db_run: Signal<In, Bit>,
-    pub db_done: Signal<Out, Bit>,
-    /// The doorbell QP holds the WQE at its consumer index (its responder state, read at the doorbell).
-    pub have_wqe: Signal<In, Bit>,
-    /// The packet QP's ring: configuration, producer and consumer index, the consumer index's slot.
-    pub cfg: Signal<Out, RqCfg>,
-    pub pi: Signal<Out, Bits<16>>,
-    pub ci: Signal<Out, Bits<16>>,
-    pub slot: Signal<Out, Bits<16>>,
-    /// The WQE at `ci` is in its entry (`ent`).
-    pub hit: Signal<Out, Bit>,
-    pub ent: Signal<Out, PfEnt>,
-    /// No read queued or on its way (CMD_WRITE_RQ and the atomic's read wait for it).
-    pub idle: Signal<Out, Bit>,
-    /// The DMA read port (one 64-byte slot per request; `rd_req_addr` is `wqe_addr` when no read is issued).
-    pub rd_req_valid: Signal<Out, Bit>,
-    pub rd_req_ready: Signal<In, Bit>,
-    pub rd_req_addr: Signal<Out, Bits<64>>,
-    pub rd_resp_valid: Signal<In, Bit>,
-    pub rd_resp_ready: Signal<Out, Bit>,
-    pub rd_resp_data: Signal<In, Bits<512>>,
+crate::logic_block! {
+    /// The Receive Queue and WQE Prefetch (see the module documentation).
+    pub struct RecvQueue {
+        pub clock: Signal<In, Clock>,
+        /// The packet's QP: its ring state and its entry for the consumer index are read at it.
+        pub qpn: Signal<In, Bits<24>>,
+        /// CMD_WRITE_RQ: ring base (64-byte aligned), log2 entries (<= 15), receive CQ; `rqs_go`: taken.
+        pub rqs_go: Signal<In, Bit>,
+        pub rqs_qpn: Signal<In, Bits<24>>,
+        pub rqs_base: Signal<In, Bits<64>>,
+        pub rqs_log2: Signal<In, Bits<4>>,
+        pub rqs_cqn: Signal<In, Bits<24>>,
+        /// RQ doorbell: new producer index; `rqdb_go`: taken.
+        pub rqdb_go: Signal<In, Bit>,
+        pub rqdb_qpn: Signal<In, Bits<24>>,
+        pub rqdb_pi: Signal<In, Bits<16>>,
+        /// A request header is taken: its QP's ring state is read (`take_qpn`).
+        pub take: Signal<In, Bit>,
+        pub take_qpn: Signal<In, Bits<24>>,
+        /// The QP lookup answers: the ring state read at the take goes into `cfg`, `pi`, `ci`.
+        pub load: Signal<In, Bit>,
+        /// The checks start: `ci + 1` and `ci + PF_DEPTH` are summed.
+        pub pre: Signal<In, Bit>,
+        /// The Responder needs the WQE at `ci` (its Fetch state): taken on a hit, its read queued on a miss;
+        /// `fetch_pf`: a hit may queue the prefetch of `ci + PF_DEPTH` (not while flushing).
+        pub fetch: Signal<In, Bit>,
+        pub fetch_pf: Signal<In, Bit>,
+        /// The slot address of the WQE at `ci` (a miss reads it from there).
+        pub wqe_addr: Signal<In, Bits<64>>,
+        /// A flush moves to the next index: `ci1` from the Responder's sum.
+        pub ci1_we: Signal<In, Bit>,
+        pub ci1_in: Signal<In, Bits<16>>,
+        /// A receive completion is raised: the consumer index moves on (`ci1`).
+        pub raise: Signal<In, Bit>,
+        /// The packet's write-back: the consumer index is stored.
+        pub wb: Signal<In, Bit>,
+        /// The Responder waits in `Db`: the doorbell engine runs; `db_done` once it has finished.
+        pub db_run: Signal<In, Bit>,
+        pub db_done: Signal<Out, Bit>,
+        /// The doorbell QP holds the WQE at its consumer index (its responder state, read at the doorbell).
+        pub have_wqe: Signal<In, Bit>,
+        /// The packet QP's ring: configuration, producer and consumer index, the consumer index's slot.
+        pub cfg: Signal<Out, RqCfg>,
+        pub pi: Signal<Out, Bits<16>>,
+        pub ci: Signal<Out, Bits<16>>,
+        pub slot: Signal<Out, Bits<16>>,
+        /// The WQE at `ci` is in its entry (`ent`).
+        pub hit: Signal<Out, Bit>,
+        pub ent: Signal<Out, PfEnt>,
+        /// No read queued or on its way (CMD_WRITE_RQ and the atomic's read wait for it).
+        pub idle: Signal<Out, Bit>,
+        /// The DMA read port (one 64-byte slot per request; `rd_req_addr` is `wqe_addr` when no read is issued).
+        pub rd_req_valid: Signal<Out, Bit>,
+        pub rd_req_ready: Signal<In, Bit>,
+        pub rd_req_addr: Signal<Out, Bits<64>>,
+        pub rd_resp_valid: Signal<In, Bit>,
+        pub rd_resp_ready: Signal<Out, Bit>,
+        pub rd_resp_data: Signal<In, Bits<512>>,
 
-    cfg_ram: SdpRam<RqCfg, 8>,
-    pi_ram: SdpRam<Bits<16>, 8>,
-    ci_ram: SdpRam<Bits<16>, 8>,
-    r_cfg: DFF<RqCfg>,
-    r_pi: DFF<Bits<16>>,
-    r_ci: DFF<Bits<16>>,
-    /// the index after the consumer index (the next one a completion moves to), and the one PF_DEPTH on (the
-    /// prefetch a take queues)
-    ci1: DFF<Bits<16>>,
-    ci2: DFF<Bits<16>>,
-    pf_ram: SdpRam<PfEnt, 11>,
-    pfo: Fifo<PfTag, 4, 5>,
-    add_g: PipeAdd64,
-    ag_a: DFF<Bits<64>>,
-    ag_b: DFF<Bits<64>>,
-    pq_v: DFF<Bit>,
-    pq_ent: DFF<Bits<11>>,
-    pq_ci: DFF<Bits<16>>,
-    pq_cnt: DFF<Bits<3>>,
-    pq_direct: DFF<Bit>,
-    /// a doorbell's QP and new producer index, and the ring index it reads next (from the producer index
-    /// before the doorbell; Rd/Chk move it on; Clr counts its entries with it)
-    db_qpn: DFF<Bits<8>>,
-    db_pi: DFF<Bits<16>>,
-    db_tgt: DFF<Bits<16>>,
-    /// the first ring index of the doorbell QP's prefetch window (Pf..Pf2)
-    db_t0: DFF<Bits<16>>,
-    /// window slots left from db_tgt on (Pf3, then one less per Chk)
-    db_left: DFF<Bits<4>>,
-    /// Chk's verdict on db_tgt's entry (`l_db_want`), acted on in Go
-    db_w: DFF<Bit>,
-    dbs: DFF<DbState>,
-    /// whether pi - ci exceeds PF_DEPTH (the ring holds ci + PF_DEPTH): `gap` (registered halves) then
-    /// `pf_far`, settled by Fetch (pi and ci are loaded at the take, five cycles before)
-    gap: RingDist,
-    pf_far: DFF<Bit>,
-    /// db_tgt's offset in the doorbell QP's window (db_tgt - db_t0; set in Pf, read in Pf3)
-    db_off: RingDist,
-    /// Fetch has queued the read of its WQE (the entry's read data shows it two cycles later)
-    f_req: DFF<Bit>,
-    l_pq_ent: Signal<Local, Bits<11>>,
-    l_pf_ent: Signal<Local, Bits<11>>,
-    l_db_want: Signal<Local, Bit>,
-    l_db_ent0: Signal<Local, Bits<11>>,
-    l_db_ent: Signal<Local, Bits<11>>,
-    l_db_go: Signal<Local, Bit>,
-    l_pq_ci: Signal<Local, Bits<16>>,
-    l_pq_base: Signal<Local, Bits<64>>,
-    l_pf_pend: Signal<Local, Bit>,
-    l_pf_go: Signal<Local, Bit>,
-    l_pf_idle: Signal<Local, Bit>,
-    l_pf_hit: Signal<Local, Bit>,
-    l_pf_slot: Signal<Local, Bits<16>>,
-    /// a read is queued in pq_* this cycle: the prefetch of ci2 or of a doorbell's db_tgt, or (`l_pq_miss`)
-    /// the read of ci
-    l_pq_load: Signal<Local, Bit>,
-    l_pq_miss: Signal<Local, Bit>,
-    /// this block writes pf_ram this cycle (its address and data set there): a landing read waits a cycle
-    l_pf_own: Signal<Local, Bit>,
-    l_wqe: Signal<Local, Bits<512>>,
-    k_depth16: Constant<Bits<16>>,
-    k_depth4: Constant<Bits<4>>,
-    zero3: Constant<Bits<3>>,
-    one3: Constant<Bits<3>>,
-    four3: Constant<Bits<3>>,
-    seven3: Constant<Bits<3>>,
-    zero4: Constant<Bits<4>>,
-    one4: Constant<Bits<4>>,
-    zero16: Constant<Bits<16>>,
-    one16: Constant<Bits<16>>,
-    ones16: Constant<Bits<16>>,
-}
-
-impl Default for RecvQueue {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            qpn: Default::default(),
-            rqs_go: Default::default(),
-            rqs_qpn: Default::default(),
-            rqs_base: Default::default(),
-            rqs_log2: Default::default(),
-            rqs_cqn: Default::default(),
-            rqdb_go: Default::default(),
-            rqdb_qpn: Default::default(),
-            rqdb_pi: Default::default(),
-            take: Default::default(),
-            take_qpn: Default::default(),
-            load: Default::default(),
-            pre: Default::default(),
-            fetch: Default::default(),
-            fetch_pf: Default::default(),
-            wqe_addr: Default::default(),
-            ci1_we: Default::default(),
-            ci1_in: Default::default(),
-            raise: Default::default(),
-            wb: Default::default(),
-            db_run: Default::default(),
-            db_done: Default::default(),
-            have_wqe: Default::default(),
-            cfg: Default::default(),
-            pi: Default::default(),
-            ci: Default::default(),
-            slot: Default::default(),
-            hit: Default::default(),
-            ent: Default::default(),
-            idle: Default::default(),
-            rd_req_valid: Default::default(),
-            rd_req_ready: Default::default(),
-            rd_req_addr: Default::default(),
-            rd_resp_valid: Default::default(),
-            rd_resp_ready: Default::default(),
-            rd_resp_data: Default::default(),
-            cfg_ram: Default::default(),
-            pi_ram: Default::default(),
-            ci_ram: Default::default(),
-            r_cfg: Default::default(),
-            r_pi: Default::default(),
-            r_ci: Default::default(),
-            ci1: Default::default(),
-            ci2: Default::default(),
-            pf_ram: Default::default(),
-            pfo: Default::default(),
-            add_g: Default::default(),
-            ag_a: Default::default(),
-            ag_b: Default::default(),
-            pq_v: Default::default(),
-            pq_ent: Default::default(),
-            pq_ci: Default::default(),
-            pq_cnt: Default::default(),
-            pq_direct: Default::default(),
-            db_qpn: Default::default(),
-            db_pi: Default::default(),
-            db_tgt: Default::default(),
-            db_t0: Default::default(),
-            db_left: Default::default(),
-            db_w: Default::default(),
-            dbs: Default::default(),
-            gap: RingDist::new(PF_DEPTH as u8 + 1),
-            pf_far: Default::default(),
-            db_off: RingDist::new(PF_DEPTH as u8),
-            f_req: Default::default(),
-            l_pq_ent: Default::default(),
-            l_pf_ent: Default::default(),
-            l_db_want: Default::default(),
-            l_db_ent0: Default::default(),
-            l_db_ent: Default::default(),
-            l_db_go: Default::default(),
-            l_pq_ci: Default::default(),
-            l_pq_base: Default::default(),
-            l_pf_pend: Default::default(),
-            l_pf_go: Default::default(),
-            l_pf_idle: Default::default(),
-            l_pf_hit: Default::default(),
-            l_pf_slot: Default::default(),
-            l_pq_load: Default::default(),
-            l_pq_miss: Default::default(),
-            l_pf_own: Default::default(),
-            l_wqe: Default::default(),
-            k_depth16: k(PF_DEPTH as u64),
-            k_depth4: k(PF_DEPTH as u64),
-            zero3: k(0),
-            one3: k(1),
-            four3: k(4),
-            seven3: k(7),
-            zero4: k(0),
-            one4: k(1),
-            zero16: k(0),
-            one16: k(1),
-            ones16: k(0xFFFF),
-        }
+        cfg_ram: SdpRam<RqCfg, 8>,
+        pi_ram: SdpRam<Bits<16>, 8>,
+        ci_ram: SdpRam<Bits<16>, 8>,
+        r_cfg: DFF<RqCfg>,
+        r_pi: DFF<Bits<16>>,
+        r_ci: DFF<Bits<16>>,
+        /// the index after the consumer index (the next one a completion moves to), and the one PF_DEPTH on (the
+        /// prefetch a take queues)
+        ci1: DFF<Bits<16>>,
+        ci2: DFF<Bits<16>>,
+        pf_ram: SdpRam<PfEnt, 11>,
+        pfo: Fifo<PfTag, 4, 5>,
+        add_g: PipeAdd64,
+        ag_a: DFF<Bits<64>>,
+        ag_b: DFF<Bits<64>>,
+        pq_v: DFF<Bit>,
+        pq_ent: DFF<Bits<11>>,
+        pq_ci: DFF<Bits<16>>,
+        pq_cnt: DFF<Bits<3>>,
+        pq_direct: DFF<Bit>,
+        /// a doorbell's QP and new producer index, and the ring index it reads next (from the producer index
+        /// before the doorbell; Rd/Chk move it on; Clr counts its entries with it)
+        db_qpn: DFF<Bits<8>>,
+        db_pi: DFF<Bits<16>>,
+        db_tgt: DFF<Bits<16>>,
+        /// the first ring index of the doorbell QP's prefetch window (Pf..Pf2)
+        db_t0: DFF<Bits<16>>,
+        /// window slots left from db_tgt on (Pf3, then one less per Chk)
+        db_left: DFF<Bits<4>>,
+        /// Chk's verdict on db_tgt's entry (`l_db_want`), acted on in Go
+        db_w: DFF<Bit>,
+        dbs: DFF<DbState>,
+        /// whether pi - ci exceeds PF_DEPTH (the ring holds ci + PF_DEPTH): `gap` (registered halves) then
+        /// `pf_far`, settled by Fetch (pi and ci are loaded at the take, five cycles before)
+        gap: RingDist = RingDist::new(PF_DEPTH as u8 + 1),
+        pf_far: DFF<Bit>,
+        /// db_tgt's offset in the doorbell QP's window (db_tgt - db_t0; set in Pf, read in Pf3)
+        db_off: RingDist = RingDist::new(PF_DEPTH as u8),
+        /// Fetch has queued the read of its WQE (the entry's read data shows it two cycles later)
+        f_req: DFF<Bit>,
+        l_pq_ent: Signal<Local, Bits<11>>,
+        l_pf_ent: Signal<Local, Bits<11>>,
+        l_db_want: Signal<Local, Bit>,
+        l_db_ent0: Signal<Local, Bits<11>>,
+        l_db_ent: Signal<Local, Bits<11>>,
+        l_db_go: Signal<Local, Bit>,
+        l_pq_ci: Signal<Local, Bits<16>>,
+        l_pq_base: Signal<Local, Bits<64>>,
+        l_pf_pend: Signal<Local, Bit>,
+        l_pf_go: Signal<Local, Bit>,
+        l_pf_idle: Signal<Local, Bit>,
+        l_pf_hit: Signal<Local, Bit>,
+        l_pf_slot: Signal<Local, Bits<16>>,
+        /// a read is queued in pq_* this cycle: the prefetch of ci2 or of a doorbell's db_tgt, or (`l_pq_miss`)
+        /// the read of ci
+        l_pq_load: Signal<Local, Bit>,
+        l_pq_miss: Signal<Local, Bit>,
+        /// this block writes pf_ram this cycle (its address and data set there): a landing read waits a cycle
+        l_pf_own: Signal<Local, Bit>,
+        l_wqe: Signal<Local, Bits<512>>,
+        k_depth16: Constant<Bits<16>> = k(PF_DEPTH as u64),
+        k_depth4: Constant<Bits<4>> = k(PF_DEPTH as u64),
+        zero3: Constant<Bits<3>> = k(0),
+        one3: Constant<Bits<3>> = k(1),
+        four3: Constant<Bits<3>> = k(4),
+        seven3: Constant<Bits<3>> = k(7),
+        zero4: Constant<Bits<4>> = k(0),
+        one4: Constant<Bits<4>> = k(1),
+        zero16: Constant<Bits<16>> = k(0),
+        one16: Constant<Bits<16>> = k(1),
+        ones16: Constant<Bits<16>> = k(0xFFFF),
     }
 }
 

@@ -219,7 +219,7 @@ impl Rig {
             self.u.s_pay.tready.next = pr;
             // idle: every scatter command's payload is in (and so in `mem`)
             self.u.s_idle.next = scmds.is_empty() && cur.is_none();
-            self.u.cq_ready.next = cr;
+            self.u.cq.ready.next = cr;
             self.u.clock.next = false.into();
             assert!(simulate(&mut *self.u, 400));
             quiet += 1;
@@ -287,18 +287,18 @@ impl Rig {
                 }
                 quiet = 0;
             }
-            if self.u.cq_valid.val() && cr {
+            if self.u.cq.valid.val() && cr {
                 let u = &self.u;
                 cqs.push(Cqe {
-                    cqn: u.cq_cqn.val().to_u64(),
-                    wr_id: u.cq_wr_id.val().to_u64(),
-                    byte_len: u.cq_byte_len.val().to_u64(),
-                    imm: u.cq_imm.val().to_u64(),
-                    qp_num: u.cq_qp_num.val().to_u64(),
-                    src_qp: u.cq_src_qp.val().to_u64(),
-                    status: u.cq_status.val().to_u64(),
-                    opcode: u.cq_opcode.val().to_u64(),
-                    flags: u.cq_wc_flags.val().to_u64(),
+                    cqn: u.cq.wc.val().cqn.to_u64(),
+                    wr_id: u.cq.wc.val().wr_id.to_u64(),
+                    byte_len: u.cq.wc.val().byte_len.to_u64(),
+                    imm: u.cq.wc.val().imm.to_u64(),
+                    qp_num: u.cq.wc.val().qp_num.to_u64(),
+                    src_qp: u.cq.wc.val().src_qp.to_u64(),
+                    status: u.cq.wc.val().status.to_u64(),
+                    opcode: u.cq.wc.val().opcode.to_u64(),
+                    flags: u.cq.wc.val().wc_flags.to_u64(),
                 });
                 quiet = 0;
             }
