@@ -465,16 +465,16 @@ impl Logic for Rnic {
         self.csr.cmd_done.next = false;
         self.csr.cmd_err.next = self.c_err.q.val();
         // Key Cache (TX copy) write port
-        self.front.kc_wr_en.next = false;
-        self.front.kc_inv_en.next = false;
-        self.front.kc_wr_index.next = self.c_index.q.val().get_bits::<10>(0);
-        self.front.kc_wr_valid.next = true;
-        self.front.kc_wr_va.next = self.l_data.val().get_bits::<64>(0);
-        self.front.kc_wr_len.next = self.l_data.val().get_bits::<64>(64);
-        self.front.kc_wr_base.next = self.l_data.val().get_bits::<64>(128);
-        self.front.kc_wr_tag.next = self.l_data.val().get_bits::<8>(192);
-        self.front.kc_wr_pd.next = self.l_data.val().get_bits::<24>(224);
-        self.front.kc_wr_access.next = self.l_data.val().get_bits::<4>(256);
+        self.front.kc_wr.en.next = false;
+        self.front.kc_wr.inv_en.next = false;
+        self.front.kc_wr.index.next = self.c_index.q.val().get_bits::<10>(0);
+        self.front.kc_wr.valid.next = true;
+        self.front.kc_wr.va.next = self.l_data.val().get_bits::<64>(0);
+        self.front.kc_wr.len.next = self.l_data.val().get_bits::<64>(64);
+        self.front.kc_wr.base.next = self.l_data.val().get_bits::<64>(128);
+        self.front.kc_wr.tag.next = self.l_data.val().get_bits::<8>(192);
+        self.front.kc_wr.pd.next = self.l_data.val().get_bits::<24>(224);
+        self.front.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
         // send context
         self.front.ctx_we.next = false;
         self.front.ctx_qpn.next = self.c_index.q.val();
@@ -522,16 +522,16 @@ impl Logic for Rnic {
         self.cq_gen.setup_base.next = self.l_data.val().get_bits::<64>(0);
         self.cq_gen.setup_log2.next = self.l_data.val().get_bits::<5>(64);
         // the responder's copies: Key Cache (RX), QP attributes, ePSN, receive rings
-        self.resp.kc_wr_en.next = false;
-        self.resp.kc_inv_en.next = false;
-        self.resp.kc_wr_index.next = self.c_index.q.val().get_bits::<10>(0);
-        self.resp.kc_wr_valid.next = true;
-        self.resp.kc_wr_va.next = self.l_data.val().get_bits::<64>(0);
-        self.resp.kc_wr_len.next = self.l_data.val().get_bits::<64>(64);
-        self.resp.kc_wr_base.next = self.l_data.val().get_bits::<64>(128);
-        self.resp.kc_wr_tag.next = self.l_data.val().get_bits::<8>(192);
-        self.resp.kc_wr_pd.next = self.l_data.val().get_bits::<24>(224);
-        self.resp.kc_wr_access.next = self.l_data.val().get_bits::<4>(256);
+        self.resp.kc_wr.en.next = false;
+        self.resp.kc_wr.inv_en.next = false;
+        self.resp.kc_wr.index.next = self.c_index.q.val().get_bits::<10>(0);
+        self.resp.kc_wr.valid.next = true;
+        self.resp.kc_wr.va.next = self.l_data.val().get_bits::<64>(0);
+        self.resp.kc_wr.len.next = self.l_data.val().get_bits::<64>(64);
+        self.resp.kc_wr.base.next = self.l_data.val().get_bits::<64>(128);
+        self.resp.kc_wr.tag.next = self.l_data.val().get_bits::<8>(192);
+        self.resp.kc_wr.pd.next = self.l_data.val().get_bits::<24>(224);
+        self.resp.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
         self.resp.attr_we.next = false;
         self.resp.attr_qpn.next = self.c_index.q.val();
         self.resp.attr_data.next.state = self.l_data.val().get_bits::<3>(0);
@@ -578,10 +578,10 @@ impl Logic for Rnic {
                 self.cst.d.next = CmdState::Finish;
                 if (self.c_op.q.val() == self.op_mr.val()) | (self.c_op.q.val() == self.op_inv.val()) {
                     if self.c_index.q.val() < self.n_mrs.val() {
-                        self.front.kc_wr_en.next = self.c_op.q.val() == self.op_mr.val();
-                        self.front.kc_inv_en.next = self.c_op.q.val() == self.op_inv.val();
-                        self.resp.kc_wr_en.next = self.c_op.q.val() == self.op_mr.val();
-                        self.resp.kc_inv_en.next = self.c_op.q.val() == self.op_inv.val();
+                        self.front.kc_wr.en.next = self.c_op.q.val() == self.op_mr.val();
+                        self.front.kc_wr.inv_en.next = self.c_op.q.val() == self.op_inv.val();
+                        self.resp.kc_wr.en.next = self.c_op.q.val() == self.op_mr.val();
+                        self.resp.kc_wr.inv_en.next = self.c_op.q.val() == self.op_inv.val();
                     } else {
                         self.c_err.d.next = self.err_index.val();
                     }

@@ -64,7 +64,7 @@ use crate::common::bytemap::{ByteMap, ByteSrc};
 use crate::common::psn_cmp::PsnCmp;
 use crate::common::consts::k;
 use crate::common::fifo::{DistRam, SdpRam};
-use crate::transport::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
+use crate::transport::key_cache::{KcWrite, KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
 use crate::transport::requester::{ReqDesc, ReqDone};
 use rnic_driver::host::{
     MAX_INLINE, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD,
@@ -209,16 +209,7 @@ pub struct ReqFront {
     pub qerr_valid: Signal<In, Bit>,
     pub qerr_qpn: Signal<In, Bits<8>>,
     /// Key Cache write port (every MR write goes to both copies).
-    pub kc_wr_en: Signal<In, Bit>,
-    pub kc_inv_en: Signal<In, Bit>,
-    pub kc_wr_index: Signal<In, Bits<10>>,
-    pub kc_wr_valid: Signal<In, Bit>,
-    pub kc_wr_tag: Signal<In, Bits<8>>,
-    pub kc_wr_pd: Signal<In, Bits<PD_BITS>>,
-    pub kc_wr_access: Signal<In, Bits<4>>,
-    pub kc_wr_va: Signal<In, Bits<64>>,
-    pub kc_wr_len: Signal<In, Bits<64>>,
-    pub kc_wr_base: Signal<In, Bits<64>>,
+    pub kc_wr: KcWrite,
     /// Our addresses (from the register slave).
     pub src_mac: Signal<In, Bits<48>>,
     pub src_ip: Signal<In, Bits<32>>,
@@ -433,16 +424,7 @@ impl Default for ReqFront {
             psn_value: Default::default(),
             qerr_valid: Default::default(),
             qerr_qpn: Default::default(),
-            kc_wr_en: Default::default(),
-            kc_inv_en: Default::default(),
-            kc_wr_index: Default::default(),
-            kc_wr_valid: Default::default(),
-            kc_wr_tag: Default::default(),
-            kc_wr_pd: Default::default(),
-            kc_wr_access: Default::default(),
-            kc_wr_va: Default::default(),
-            kc_wr_len: Default::default(),
-            kc_wr_base: Default::default(),
+            kc_wr: Default::default(),
             src_mac: Default::default(),
             src_ip: Default::default(),
             desc: Default::default(),
@@ -609,16 +591,16 @@ impl Logic for ReqFront {
         self.psn_ram.clock.next = self.clock.val();
 
         // Key Cache write port straight through
-        self.kc.wr_en.next = self.kc_wr_en.val();
-        self.kc.inv_en.next = self.kc_inv_en.val();
-        self.kc.wr_index.next = self.kc_wr_index.val();
-        self.kc.wr_valid.next = self.kc_wr_valid.val();
-        self.kc.wr_tag.next = self.kc_wr_tag.val();
-        self.kc.wr_pd.next = self.kc_wr_pd.val();
-        self.kc.wr_access.next = self.kc_wr_access.val();
-        self.kc.wr_va.next = self.kc_wr_va.val();
-        self.kc.wr_len.next = self.kc_wr_len.val();
-        self.kc.wr_base.next = self.kc_wr_base.val();
+        self.kc.wr_en.next = self.kc_wr.en.val();
+        self.kc.inv_en.next = self.kc_wr.inv_en.val();
+        self.kc.wr_index.next = self.kc_wr.index.val();
+        self.kc.wr_valid.next = self.kc_wr.valid.val();
+        self.kc.wr_tag.next = self.kc_wr.tag.val();
+        self.kc.wr_pd.next = self.kc_wr.pd.val();
+        self.kc.wr_access.next = self.kc_wr.access.val();
+        self.kc.wr_va.next = self.kc_wr.va.val();
+        self.kc.wr_len.next = self.kc_wr.len.val();
+        self.kc.wr_base.next = self.kc_wr.base.val();
 
         // context RAM: written by the dispatcher, read by qpn
         self.ctx_ram.we.next = self.ctx_we.val();
@@ -1116,7 +1098,7 @@ mod tests {
             simulate(&mut self.u, 200);
             self.u.ctx_we.next = false;
             self.u.psn_we.next = false;
-            self.u.kc_wr_en.next = false;
+            self.u.kc_wr.en.next = false;
             self.u.win_we.next = false;
         }
         /// The Completer's window write for a QP.
@@ -1176,15 +1158,15 @@ mod tests {
             assert_eq!(took_rw, rw, "a rewind is taken while a WQE waits for its window");
         }
         fn mr(&mut self, key: u32, pd: u64, va: u64, len: u64, base: u64, access: u64) {
-            self.u.kc_wr_en.next = true;
-            self.u.kc_wr_index.next = bits((key >> 8) as u64);
-            self.u.kc_wr_valid.next = true;
-            self.u.kc_wr_tag.next = bits((key & 0xFF) as u64);
-            self.u.kc_wr_pd.next = bits(pd);
-            self.u.kc_wr_access.next = bits(access);
-            self.u.kc_wr_va.next = bits(va);
-            self.u.kc_wr_len.next = bits(len);
-            self.u.kc_wr_base.next = bits(base);
+            self.u.kc_wr.en.next = true;
+            self.u.kc_wr.index.next = bits((key >> 8) as u64);
+           self.u.kc_wr.valid.next = true;
+            self.u.kc_wr.tag.next = bits((key & 0xFF) as u64);
+            self.u.kc_wr.pd.next = bits(pd);
+            self.u.kc_wr.access.next = bits(access);
+            self.u.kc_wr.va.next = bits(va);
+            self.u.kc_wr.len.next = bits(len);
+            self.u.kc_wr.base.next = bits(base);
             self.clock();
         }
         fn ctx(&mut self, qpn: u64, c: SqCtx) {

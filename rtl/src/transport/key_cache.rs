@@ -174,6 +174,40 @@ impl Logic for PipeAdd64 {
     }
 }
 
+/// The Key Cache's write port as a bundle, as the command dispatcher drives it into the blocks that hold a
+/// copy (WQE Check, the Responder): `en` writes entry `index` (an MR: valid, key tag, PD, access, VA range and
+/// DMA base), `inv_en` invalidates it.
+#[derive(LogicInterface, Default)]
+#[join = "KcWriteSrc"]
+pub struct KcWrite {
+    pub en: Signal<In, Bit>,
+    pub inv_en: Signal<In, Bit>,
+    pub index: Signal<In, Bits<10>>,
+    pub valid: Signal<In, Bit>,
+    pub tag: Signal<In, Bits<8>>,
+    pub pd: Signal<In, Bits<PD_BITS>>,
+    pub access: Signal<In, Bits<4>>,
+    pub va: Signal<In, Bits<64>>,
+    pub len: Signal<In, Bits<64>>,
+    pub base: Signal<In, Bits<64>>,
+}
+
+/// The driving side of [`KcWrite`].
+#[derive(LogicInterface, Default)]
+#[join = "KcWrite"]
+pub struct KcWriteSrc {
+    pub en: Signal<Out, Bit>,
+    pub inv_en: Signal<Out, Bit>,
+    pub index: Signal<Out, Bits<10>>,
+    pub valid: Signal<Out, Bit>,
+    pub tag: Signal<Out, Bits<8>>,
+    pub pd: Signal<Out, Bits<PD_BITS>>,
+    pub access: Signal<Out, Bits<4>>,
+    pub va: Signal<Out, Bits<64>>,
+    pub len: Signal<Out, Bits<64>>,
+    pub base: Signal<Out, Bits<64>>,
+}
+
 /// The Key Cache (see the module documentation). `N` entries, `N <= 2^AW`.
 #[derive(LogicBlock)]
 pub struct KeyCache<const N: usize, const AW: usize> {

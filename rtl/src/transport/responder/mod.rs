@@ -114,7 +114,7 @@ use crate::common::bytemap::{ByteMap, ByteSrc};
 use crate::common::consts::k;
 use crate::common::counter::EventCounter;
 use crate::common::fifo::SdpRam;
-use crate::transport::key_cache::{KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS};
+use crate::transport::key_cache::{KcWrite, PipeAdd64, PD_BITS};
 use crate::common::lut::Lut8;
 use crate::transport::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
     VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
@@ -137,6 +137,8 @@ pub mod atomic;
 pub mod acknowledge;
 use acknowledge::RespTx;
 pub mod completion;
+pub mod key_check;
+use key_check::KeyCheck;
 use crate::common::ports::CqSource;
 use completion::RecvCompletion;
 use atomic::AtomicRmw;
@@ -313,16 +315,7 @@ crate::logic_block! {
         pub rqdb_qpn: Signal<In, Bits<24>>,
         pub rqdb_pi: Signal<In, Bits<16>>,
         /// Key Cache write port (RX copy).
-        pub kc_wr_en: Signal<In, Bit>,
-        pub kc_inv_en: Signal<In, Bit>,
-        pub kc_wr_index: Signal<In, Bits<10>>,
-        pub kc_wr_valid: Signal<In, Bit>,
-        pub kc_wr_tag: Signal<In, Bits<8>>,
-        pub kc_wr_pd: Signal<In, Bits<PD_BITS>>,
-        pub kc_wr_access: Signal<In, Bits<4>>,
-        pub kc_wr_va: Signal<In, Bits<64>>,
-        pub kc_wr_len: Signal<In, Bits<64>>,
-        pub kc_wr_base: Signal<In, Bits<64>>,
+        pub kc_wr: KcWrite,
         /// Receive WQE fetch (one 64-byte beat per request).
         pub rd_req_valid: Signal<Out, Bit>,
         pub rd_req_ready: Signal<In, Bit>,
@@ -365,6 +358,8 @@ crate::logic_block! {
         chk: RespChecks,
         /// READ and atomic resources: the per-QP ring and the duplicate scan.
         rr: ReadResources,
+        /// The R_Key and receive-buffer checks through the RX copy of the Key Cache.
+        kck: KeyCheck,
         /// READ responses and the replay of a duplicate READ.
         rd: ReadReply,
         /// The Atomic Unit's read-modify-write (its ALU inside).
@@ -373,7 +368,6 @@ crate::logic_block! {
         tx: RespTx,
         /// The receive completion held until the payload before it is through.
         cqe: RecvCompletion,
-        kc: KeyCache<1024, 10>,
         psnc: PsnCheck,
         x_ram: SdpRam<RespExt, 8>,
         info_lut: Lut8<10> = Lut8::new(info_table()),
@@ -477,14 +471,6 @@ crate::logic_block! {
         msn1: DFF<Bits<24>>,
         psn1: DFF<Bits<24>>,
         wqe_addr: DFF<Bits<64>>,
-        end_s: DFF<Bits<32>>,
-        // key cache result
-        kc_ok: DFF<Bit>,
-        kc_dma: DFF<Bits<64>>,
-        kl_key: DFF<Bits<32>>,
-        kl_va: DFF<Bits<64>>,
-        kl_len: DFF<Bits<32>>,
-        kl_acc: DFF<Bits<4>>,
         // write-back values
         n_epsn: DFF<Bits<24>>,
         n_ack: DFF<Bits<24>>,
@@ -553,14 +539,9 @@ crate::logic_block! {
         pm3: Constant<Bits<3>> = k(3),
         pm4: Constant<Bits<3>> = k(4),
         pm5: Constant<Bits<3>> = k(5),
-        kacc_lw: Constant<Bits<4>> = k(ACC_LOCAL_WRITE),
-        kacc_rr: Constant<Bits<4>> = k(ACC_REMOTE_READ),
-        kacc_rw: Constant<Bits<4>> = k(ACC_REMOTE_WRITE),
-        kacc_ra: Constant<Bits<4>> = k(ACC_REMOTE_ATOMIC),
         op_atack: Constant<Bits<8>> = k(RC_ATOMIC_ACKNOWLEDGE as u64),
         three4: Constant<Bits<4>> = k(3),
         eight13: Constant<Bits<13>> = k(8),
-        eight32: Constant<Bits<32>> = k(8),
         k_send_write: Constant<Bits<2>> = k(KIND_SEND_WRITE),
         k_read: Constant<Bits<2>> = k(KIND_READ),
         k_atomic: Constant<Bits<2>> = k(KIND_ATOMIC),
@@ -603,11 +584,10 @@ impl Logic for Responder {
             self, clock, state, hot, f_arm, f_op, f_plen, f_pad, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt,
             wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, h_qpn,
             h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_va, h_rkey, h_dlen, h_imm, pay_pend, mv_on, lk_drop,
-            lk_reason, st, rs, x, mtu, rs_epsn, rs_ack, rs_msn, rs_sent, p_kind, ackm1, msn1, psn1, wqe_addr, end_s,
-            kc_ok, kc_dma, kl_key, kl_va, kl_len, kl_acc, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq,
-            cc_status, o_sv, o_saddr, o_reason, hq_diff
+            lk_reason, st, rs, x, mtu, rs_epsn, rs_ack, rs_msn, rs_sent, p_kind, ackm1, msn1, psn1, wqe_addr, n_epsn,
+            n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, o_sv, o_saddr, o_reason, hq_diff
         );
-        clock!(self, clock, qpc, kc, psnc, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe);
+        clock!(self, clock, qpc, psnc, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
         for i in 0..12 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = self.inc[i].val();
@@ -659,7 +639,7 @@ impl Logic for Responder {
         self.at.take.next = false;
         self.at.ext.next = self.l_ext.val();
         self.at.op.next = self.h_op.q.val();
-        self.at.dma.next = self.kc_dma.q.val();
+        self.at.dma.next = self.kck.dma.val();
         self.at.start.next = false;
         self.at.rd_req_ready.next = self.rd_req_ready.val();
         self.at.rd_resp_valid.next = self.rd_resp_valid.val();
@@ -793,23 +773,25 @@ impl Logic for Responder {
         self.qpc.req_qpn.next = self.zero24.val();
         self.qpc.req_wdata.next = self.qpc.req_rdata.val();
         self.qpc.req_rd_qpn.next = self.zero24.val();
-        self.kc.wr_en.next = self.kc_wr_en.val();
-        self.kc.inv_en.next = self.kc_inv_en.val();
-        self.kc.wr_index.next = self.kc_wr_index.val();
-        self.kc.wr_valid.next = self.kc_wr_valid.val();
-        self.kc.wr_tag.next = self.kc_wr_tag.val();
-        self.kc.wr_pd.next = self.kc_wr_pd.val();
-        self.kc.wr_access.next = self.kc_wr_access.val();
-        self.kc.wr_va.next = self.kc_wr_va.val();
-        self.kc.wr_len.next = self.kc_wr_len.val();
-        self.kc.wr_base.next = self.kc_wr_base.val();
-        self.kc.lk_valid.next = false;
-        self.kc.lk_key.next = self.kl_key.q.val();
-        self.kc.lk_pd.next = self.l_pd.val().get_bits::<PD_BITS>(0);
-        self.kc.lk_va.next = self.kl_va.q.val();
-        self.kc.lk_len.next = self.kl_len.q.val();
-        self.kc.lk_access.next = self.kl_acc.q.val();
-        self.kc.lk_remote.next = true;
+        // the key checks (key_check.rs): the R_Key of the request, a SEND's receive buffer
+        KcWrite::link(&mut self.kc_wr, &mut self.kck.kc_wr);
+        self.kck.pd.next = self.l_pd.val().get_bits::<PD_BITS>(0);
+        self.kck.rkey_load.next = false;
+        self.kck.rkey.next = self.h_rkey.q.val();
+        self.kck.va.next = self.h_va.q.val();
+        self.kck.dlen.next = self.h_dlen.q.val();
+        self.kck.read.next = self.l_read.val();
+        self.kck.atomic.next = self.l_atomic.val();
+        self.kck.buf_first.next = false;
+        self.kck.buf_next.next = false;
+        self.kck.buf_next2.next = false;
+        self.kck.r_addr.next = self.x.q.val().r_addr;
+        self.kck.r_len.next = self.x.q.val().r_len;
+        self.kck.r_lkey.next = self.x.q.val().r_lkey;
+        self.kck.r_off.next = self.x.q.val().r_off;
+        self.kck.plen.next = self.h_plen.q.val();
+        self.kck.issue.next = false;
+        self.kck.take.next = false;
         self.psnc.in_valid.next = false;
         self.psnc.psn.next = self.h_psn.q.val();
         self.psnc.epsn.next = self.rs_epsn.q.val();
@@ -826,7 +808,7 @@ impl Logic for Responder {
         self.rr.w.next.va = self.h_va.q.val();
         self.rr.w.next.rkey = self.h_rkey.q.val();
         self.rr.w.next.len = self.h_dlen.q.val();
-        self.rr.w.next.dma = self.kc_dma.q.val();
+        self.rr.w.next.dma = self.kck.dma.val();
         self.rr.w.next.atomic = false;
         self.rr.scan_start.next = false;
         self.rr.scan.next = self.state.q.val() == RespState::DupScan;
@@ -837,7 +819,7 @@ impl Logic for Responder {
         self.rd.va.next = self.h_va.q.val();
         self.rd.rkey.next = self.h_rkey.q.val();
         self.rd.dlen.next = self.h_dlen.q.val();
-        self.rd.dma.next = self.kc_dma.q.val();
+        self.rd.dma.next = self.kck.dma.val();
         self.rd.msn1.next = self.msn1.q.val();
         self.rd.msn.next = self.rs_msn.q.val();
         self.rd.mtu.next = self.mtu.q.val();
@@ -951,17 +933,7 @@ impl Logic for Responder {
                     self.state.d.next = RespState::PayFwd;
                 } else if self.qpc.out_valid.val() {
                     // the R_Key check's inputs (issued in Look, once the QP's PD is in `st`)
-                    self.kl_key.d.next = self.h_rkey.q.val();
-                    self.kl_va.d.next = self.h_va.q.val();
-                    self.kl_len.d.next = self.h_dlen.q.val();
-                    self.kl_acc.d.next = self.kacc_rw.val();
-                    if self.l_read.val() {
-                        self.kl_acc.d.next = self.kacc_rr.val();
-                    }
-                    if self.l_atomic.val() {
-                        self.kl_len.d.next = self.eight32.val();
-                        self.kl_acc.d.next = self.kacc_ra.val();
-                    }
+                    self.kck.rkey_load.next = true;
                     self.lk_drop.d.next = self.qpc.out_drop.val();
                     self.lk_reason.d.next = self.qpc.out_reason.val();
                     self.st.d.next = self.qpc.out_static.val();
@@ -979,7 +951,7 @@ impl Logic for Responder {
                 // a RETH's or an atomic's R_Key check starts now, beside the PSN check: its answer comes 8 cycles
                 // on, one cycle into KcWait, which Check enters after a fixed 6 (unused if the packet goes
                 // another way)
-                self.kc.lk_valid.next = self.l_has_reth.val() | self.l_atomic.val();
+                self.kck.issue.next = self.l_has_reth.val() | self.l_atomic.val();
                 self.mtu.d.next = self.mtu256.val();
                 if self.l_pm.val() == self.pm2.val() {
                     self.mtu.d.next = self.mtu512.val();
@@ -1131,25 +1103,24 @@ impl Logic for Responder {
                 }
             }
             RespState::Kc => {
-                self.kc.lk_valid.next = true;
+                self.kck.issue.next = true;
                 self.state.d.next = RespState::KcWait;
             }
             RespState::KcWait => {
-                if self.kc.res_valid.val() {
-                    self.kc_ok.d.next = self.kc.res_ok.val();
-                    self.kc_dma.d.next = self.kc.res_dma.val();
+                if self.kck.res_valid.val() {
+                    self.kck.take.next = true;
                     self.state.d.next = self.kret.q.val();
                 }
             }
             RespState::RkeyRes => {
-                if !self.kc_ok.q.val() {
+                if !self.kck.ok.val() {
                     self.syn.d.next = self.syn_acc.val();
                     self.state.d.next = RespState::ClassC;
                 } else if self.l_atomic.val() {
                     // the Atomic Unit: read the 8 bytes (their 64-byte block), compute, write back, answer
                     self.n_msn.d.next = self.msn1.q.val();
                     self.amsn.d.next = self.msn1.q.val();
-                    self.o_saddr.d.next = self.kc_dma.q.val();
+                    self.o_saddr.d.next = self.kck.dma.val();
                     self.at.start.next = true;
                     self.state.d.next = RespState::AtRmw;
                 } else if self.l_write.val() {
@@ -1157,15 +1128,15 @@ impl Logic for Responder {
                         self.state.d.next = RespState::ClassC;
                     } else {
                         self.x.d.next.w_valid = true;
-                        self.x.d.next.w_ptr = self.kc_dma.q.val();
+                        self.x.d.next.w_ptr = self.kck.dma.val();
                         self.x.d.next.w_resid = self.h_dlen.q.val();
                         self.x.d.next.w_len = self.h_dlen.q.val();
                         // the Scatter command now; a FIRST's pointer and residue after its payload are summed
                         // meanwhile (ready 4 cycles on; its PMTU payload takes longer) and taken in Finish, an
                         // ONLY ends the WRITE and needs neither
-                        self.o_saddr.d.next = self.kc_dma.q.val();
+                        self.o_saddr.d.next = self.kck.dma.val();
                         self.o_sv.d.next = self.pay_pend.q.val();
-                        self.ae_a.d.next = self.kc_dma.q.val();
+                        self.ae_a.d.next = self.kck.dma.val();
                         self.ae_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
                         self.af_a.d.next = bit_cast::<64, 32>(self.h_dlen.q.val());
                         self.af_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
@@ -1202,47 +1173,25 @@ impl Logic for Responder {
                 }
             }
             RespState::SendFirst => {
-                // a SEND FIRST/ONLY starts at offset 0 of the WQE just fetched: the lkey check for [addr, addr +
-                // payload) is issued now, and the room (len - payload, its carry) summed while it runs
-                self.end_s.d.next = bit_cast::<32, 13>(self.h_plen.q.val());
-                self.ac_a.d.next = bit_cast::<64, 32>(self.x.q.val().r_len);
-                self.ac_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
-                self.ac_c.d.next = true;
-                self.kl_key.d.next = self.x.q.val().r_lkey;
-                self.kl_va.d.next = self.x.q.val().r_addr;
-                self.kl_len.d.next = bit_cast::<32, 13>(self.h_plen.q.val());
-                self.kl_acc.d.next = self.kacc_lw.val();
+                // a SEND FIRST/ONLY starts at offset 0 of the WQE just fetched: its receive buffer's check
+                self.kck.buf_first.next = true;
                 self.kret.d.next = RespState::SendKc;
                 self.state.d.next = RespState::Kc;
             }
             RespState::SendChk => {
-                // a SEND MIDDLE/LAST: va = buffer + offset, end = offset + payload
-                self.aa_a.d.next = self.x.q.val().r_addr;
-                self.aa_b.d.next = bit_cast::<64, 32>(self.x.q.val().r_off);
-                self.aa_c.d.next = false;
-                self.ab_a.d.next = bit_cast::<64, 32>(self.x.q.val().r_off);
-                self.ab_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
-                self.ab_c.d.next = false;
+                // a SEND MIDDLE/LAST: its place in the receive buffer (address and end) summed first
+                self.kck.buf_next.next = true;
                 self.wait_n.d.next = self.two2.val();
                 self.ret.d.next = RespState::SendChk2;
                 self.state.d.next = RespState::Wait;
             }
             RespState::SendChk2 => {
-                self.end_s.d.next = self.add_b.sum.val().get_bits::<32>(0);
-                // carry of len - end: the buffer holds the payload (summed while the Key Cache checks the lkey:
-                // the two answers are read together in SendKc)
-                self.ac_a.d.next = bit_cast::<64, 32>(self.x.q.val().r_len);
-                self.ac_b.d.next = !self.add_b.sum.val();
-                self.ac_c.d.next = true;
-                self.kl_key.d.next = self.x.q.val().r_lkey;
-                self.kl_va.d.next = self.add_a.sum.val();
-                self.kl_len.d.next = bit_cast::<32, 13>(self.h_plen.q.val());
-                self.kl_acc.d.next = self.kacc_lw.val();
+                self.kck.buf_next2.next = true;
                 self.kret.d.next = RespState::SendKc;
                 self.state.d.next = RespState::Kc;
             }
             RespState::SendKc => {
-                if !self.add_c.cout.val() | !self.kc_ok.q.val() {
+                if !self.kck.room_ok.val() | !self.kck.ok.val() {
                     // rxe send_data_in: copy_data fails with -EINVAL on a payload longer than the room left
                     // in the receive (before writing anything) and on a bad lkey alike: malformed WQE, NAK
                     // remote operational error, the receive completes LOC_QP_OP_ERR
@@ -1251,8 +1200,8 @@ impl Logic for Responder {
                     self.cc_status.d.next = self.st_qp_op.val();
                     self.state.d.next = RespState::ClassC;
                 } else {
-                    self.o_saddr.d.next = self.kc_dma.q.val();
-                    self.x.d.next.r_off = self.end_s.q.val();
+                    self.o_saddr.d.next = self.kck.dma.val();
+                    self.x.d.next.r_off = self.kck.end_off.val();
                     self.state.d.next = RespState::SCmd;
                 }
             }

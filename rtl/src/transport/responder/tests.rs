@@ -102,8 +102,8 @@ impl Rig {
         u.rp_valid.next = false;
         u.rqs_valid.next = false;
         u.rqdb_valid.next = false;
-        u.kc_wr_en.next = false;
-        u.kc_inv_en.next = false;
+        u.kc_wr.en.next = false;
+        u.kc_wr.inv_en.next = false;
         u.hdr_valid.next = false;
         u.pay.tvalid.next = false;
         u.rd_req_ready.next = false;
@@ -429,15 +429,15 @@ impl World {
         for key in [mr_b.rkey, mr_b.rkey - 0x100] {
             let idx = key >> 8;
             rig.idle_inputs();
-            rig.u.kc_wr_en.next = true;
-            rig.u.kc_wr_index.next = bits(idx as u64);
-            rig.u.kc_wr_valid.next = b.mr_valid(key);
-            rig.u.kc_wr_tag.next = bits((key & 0xFF) as u64);
-            rig.u.kc_wr_pd.next = bits(pd_b.0 as u64 & 0xFF_FFFF);
-            rig.u.kc_wr_access.next = bits(AccessFlags::ALL.0 as u64);
-            rig.u.kc_wr_va.next = bits(buf_b);
-            rig.u.kc_wr_len.next = bits(if key == mr_b.rkey { BUF_LEN as u64 } else { 4096 });
-            rig.u.kc_wr_base.next = bits(buf_b);
+            rig.u.kc_wr.en.next = true;
+            rig.u.kc_wr.index.next = bits(idx as u64);
+            rig.u.kc_wr.valid.next = b.mr_valid(key);
+            rig.u.kc_wr.tag.next = bits((key & 0xFF) as u64);
+            rig.u.kc_wr.pd.next = bits(pd_b.0 as u64 & 0xFF_FFFF);
+            rig.u.kc_wr.access.next = bits(AccessFlags::ALL.0 as u64);
+            rig.u.kc_wr.va.next = bits(buf_b);
+            rig.u.kc_wr.len.next = bits(if key == mr_b.rkey { BUF_LEN as u64 } else { 4096 });
+            rig.u.kc_wr.base.next = bits(buf_b);
             rig.tick();
         }
         rig.idle_inputs();
