@@ -110,28 +110,28 @@
 use rust_hdl::prelude::*;
 
 use crate::common::axis::{AxisSink, AxisSource};
-use crate::common::bytemap::{ByteMap, ByteSrc};
 use crate::common::consts::k;
 use crate::common::counter::EventCounter;
 use crate::common::fifo::SdpRam;
 use crate::transport::key_cache::{KcWrite, PipeAdd64, PD_BITS};
-use crate::common::lut::Lut8;
-use crate::transport::psn_check::{PsnCheck, KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
+use crate::transport::psn_check::{PsnCheck, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
     VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
-use crate::transport::qp_context::{QpContext, QpResp, QpStatic};
+use crate::transport::qp_context::QpStatic;
 use crate::wire::rx_parse::RxHeader;
 use crate::wire::tx_build::{TxHeader, EXT_BITS};
 use rnic_driver::host::{wc_opcode_code, wc_status_code};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED, DEFAULT_PKEY};
 use testbench::wire::opcode::*;
-use testbench::wire::HeaderKind;
 
 pub mod recv_queue;
 use recv_queue::RecvQueue;
 pub use recv_queue::{PfEnt, RqCfg, PF_DEPTH};
 pub mod read_res;
 pub mod checks;
+pub mod take;
+use take::ReqTake;
+pub use take::info_table;
 pub mod read_reply;
 pub mod atomic;
 pub mod acknowledge;
@@ -143,7 +143,7 @@ use crate::common::ports::CqSource;
 use completion::RecvCompletion;
 use atomic::AtomicRmw;
 use read_reply::ReadReply;
-use checks::{RespChecks, I_ATOMIC, I_BAD, I_END, I_IMM, I_OTHER, I_READ, I_RETH, I_SEND, I_START, I_WRITE};
+use checks::RespChecks;
 use read_res::ReadResources;
 pub use read_res::{ReadRes, READ_RESOURCES};
 
@@ -160,55 +160,6 @@ pub const CNT_DROP_MALFORMED: usize = 9;
 pub const CNT_ACKS: usize = 10;
 pub const CNT_READ_RESP: usize = 11;
 pub const RESP_COUNTERS: usize = 12;
-
-/// `info[opcode]` from the golden opcode table.
-pub fn info_table() -> Vec<u64> {
-    (0..256u32)
-        .map(|c| match info(c as u8) {
-            Some(i) if i.transport == Transport::Rc && i.is_request() => {
-                let mut v = 0u64;
-                let mut set = |b: usize, on: bool| {
-                    if on {
-                        v |= 1 << b
-                    }
-                };
-                set(I_SEND, i.kind == OpKind::Send);
-                set(I_WRITE, i.kind == OpKind::Write);
-                set(I_READ, i.kind == OpKind::ReadRequest);
-                set(I_ATOMIC, matches!(i.kind, OpKind::Atomic | OpKind::MaskedAtomic));
-                set(I_START, i.pos.is_start());
-                set(I_END, i.pos.is_end());
-                set(I_IMM, i.has(HeaderKind::ImmDt));
-                set(I_RETH, i.has(HeaderKind::Reth));
-                set(
-                    I_OTHER,
-                    !matches!(
-                        i.kind,
-                        OpKind::Send | OpKind::Write | OpKind::ReadRequest | OpKind::Atomic | OpKind::MaskedAtomic
-                    ),
-                );
-                v
-            }
-            _ => 1 << I_BAD,
-        })
-        .collect()
-}
-
-/// The RETH of a request (extension bytes 0..16, big-endian) as numbers: va in 63:0, rkey in 95:64, DMA length
-/// in 127:96.
-fn reth_map() -> ByteMap<352, 128> {
-    let mut m = Vec::new();
-    for j in 0..8 {
-        m.push(ByteSrc::In(8 * (7 - j)));
-    }
-    for j in 0..4 {
-        m.push(ByteSrc::In(8 * (8 + 3 - j)));
-    }
-    for j in 0..4 {
-        m.push(ByteSrc::In(8 * (12 + 3 - j)));
-    }
-    ByteMap::new(m)
-}
 
 /// Extended per-QP responder state (beyond [`QpResp`]).
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
@@ -351,8 +302,9 @@ crate::logic_block! {
         pub counters: [Signal<Out, Bits<32>>; RESP_COUNTERS],
         pub last_drop_reason: Signal<Out, Bits<8>>,
 
-        qpc: QpContext<256, 8>,
         /// Receive Queue and WQE Prefetch: the receive rings, the WQE reads eight ahead, the doorbell engine.
+        /// The header take and QP lookup: the request registers, the QP's attributes and responder state.
+        tk: ReqTake,
         rq: RecvQueue,
         /// The checks that need no lookup (check_op_seq, check_op_valid, check_resource, check_length).
         chk: RespChecks,
@@ -370,8 +322,6 @@ crate::logic_block! {
         cqe: RecvCompletion,
         psnc: PsnCheck,
         x_ram: SdpRam<RespExt, 8>,
-        info_lut: Lut8<10> = Lut8::new(info_table()),
-        reth: ByteMap<352, 128> = reth_map(),
         add_a: PipeAdd64,
         add_b: PipeAdd64,
         add_c: PipeAdd64,
@@ -430,18 +380,6 @@ crate::logic_block! {
         ac_c: DFF<Bit>,
         ad_a: DFF<Bits<64>>,
         ad_b: DFF<Bits<64>>,
-        // the request
-        h_qpn: DFF<Bits<24>>,
-        h_op: DFF<Bits<8>>,
-        h_info: DFF<Bits<10>>,
-        h_psn: DFF<Bits<24>>,
-        h_ack: DFF<Bit>,
-        h_pad: DFF<Bits<2>>,
-        h_plen: DFF<Bits<13>>,
-        h_va: DFF<Bits<64>>,
-        h_rkey: DFF<Bits<32>>,
-        h_dlen: DFF<Bits<32>>,
-        h_imm: DFF<Bits<32>>,
         pay_pend: DFF<Bit>,
         /// The payload mover: a WRITE's (or a SEND FIRST/MIDDLE's) payload, handed on in `PayFwd`, flows from
         /// `pay` to `s_pay` while the state machine goes on with the ACK, the write-back and the next header.
@@ -454,18 +392,7 @@ crate::logic_block! {
         l_sync: Signal<Local, Bit>,
         /// a WRITE FIRST's pointer and residue sums (taken in Finish) are ready, or not needed
         l_fin_ok: Signal<Local, Bit>,
-        // QP state
-        lk_drop: DFF<Bit>,
-        lk_reason: DFF<Bits<8>>,
-        st: DFF<QpStatic>,
-        rs: DFF<QpResp>,
         x: DFF<RespExt>,
-        mtu: DFF<Bits<13>>,
-        rs_epsn: DFF<Bits<24>>,
-        rs_ack: DFF<Bits<24>>,
-        rs_msn: DFF<Bits<24>>,
-        rs_sent: DFF<Bit>,
-        p_kind: DFF<Bits<2>>,
         // sums
         ackm1: DFF<Bits<24>>,
         msn1: DFF<Bits<24>>,
@@ -488,25 +415,12 @@ crate::logic_block! {
         // locals
         l_ext: Signal<Local, Bits<352>>,
         l_bth1: Signal<Local, Bits<8>>,
-        l_bth8: Signal<Local, Bits<8>>,
         l_rqpn: Signal<Local, Bits<24>>,
-        l_reth: Signal<Local, Bits<128>>,
-        l_info: Signal<Local, Bits<10>>,
-        l_pm: Signal<Local, Bits<3>>,
         /// the WRITE's residue (the hot QP's next packet length)
         l_wr: Signal<Local, Bits<32>>,
         l_access: Signal<Local, Bits<8>>,
         l_mda: Signal<Local, Bits<8>>,
         l_pd: Signal<Local, Bits<32>>,
-        l_send: Signal<Local, Bit>,
-        l_write: Signal<Local, Bit>,
-        l_read: Signal<Local, Bit>,
-        l_atomic: Signal<Local, Bit>,
-        l_start: Signal<Local, Bit>,
-        l_end: Signal<Local, Bit>,
-        l_imm: Signal<Local, Bit>,
-        l_has_reth: Signal<Local, Bit>,
-        l_other: Signal<Local, Bit>,
         l_fmatch: Signal<Local, Bit>,
         /// `l_fmatch` with a payload: the fast path is taken (`h_fast`) and its Scatter command raised
         l_fpay: Signal<Local, Bit>,
@@ -530,21 +444,8 @@ crate::logic_block! {
         one2: Constant<Bits<2>> = k(1),
         zero3: Constant<Bits<3>> = k(0),
         len64: Constant<Bits<13>> = k(64),
-        mtu256: Constant<Bits<13>> = k(256),
-        mtu512: Constant<Bits<13>> = k(512),
-        mtu1024: Constant<Bits<13>> = k(1024),
-        mtu2048: Constant<Bits<13>> = k(2048),
-        mtu4096: Constant<Bits<13>> = k(4096),
-        pm2: Constant<Bits<3>> = k(2),
-        pm3: Constant<Bits<3>> = k(3),
-        pm4: Constant<Bits<3>> = k(4),
-        pm5: Constant<Bits<3>> = k(5),
         op_atack: Constant<Bits<8>> = k(RC_ATOMIC_ACKNOWLEDGE as u64),
         three4: Constant<Bits<4>> = k(3),
-        eight13: Constant<Bits<13>> = k(8),
-        k_send_write: Constant<Bits<2>> = k(KIND_SEND_WRITE),
-        k_read: Constant<Bits<2>> = k(KIND_READ),
-        k_atomic: Constant<Bits<2>> = k(KIND_ATOMIC),
         v_in_order: Constant<Bits<3>> = k(VERDICT_IN_ORDER),
         v_dup_ack: Constant<Bits<3>> = k(VERDICT_DUP_ACK),
         v_dup_res: Constant<Bits<3>> = k(VERDICT_DUP_RESOURCE),
@@ -582,12 +483,11 @@ impl Logic for Responder {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hot, f_arm, f_op, f_plen, f_pad, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt,
-            wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, h_qpn,
-            h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_va, h_rkey, h_dlen, h_imm, pay_pend, mv_on, lk_drop,
-            lk_reason, st, rs, x, mtu, rs_epsn, rs_ack, rs_msn, rs_sent, p_kind, ackm1, msn1, psn1, wqe_addr, n_epsn,
-            n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, o_sv, o_saddr, o_reason, hq_diff
+            wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b,
+            pay_pend, mv_on, x, ackm1, msn1, psn1, wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq,
+            cc_status, o_sv, o_saddr, o_reason, hq_diff
         );
-        clock!(self, clock, qpc, psnc, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
+        clock!(self, clock, tk, psnc, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
         for i in 0..12 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = self.inc[i].val();
@@ -616,29 +516,32 @@ impl Logic for Responder {
         self.add_f.b.next = self.af_b.q.val();
         self.add_f.cin.next = true;
 
-        // ---- request header decode
+        // ---- the header on offer (the fast path's match), the request taken (take.rs)
         self.l_ext.next = self.hdr.val().ext;
         self.l_bth1.next = self.hdr.val().bth1;
-        self.l_bth8.next = self.hdr.val().bth8;
         self.l_rqpn.next = self.hdr.val().dest_qpn;
-        self.reth.x.next = self.l_ext.val();
-        self.l_reth.next = self.reth.y.val();
-        self.info_lut.x.next = self.hdr.val().opcode;
-        self.l_info.next = self.h_info.q.val();
-        self.l_send.next = self.l_info.val().get_bit(0);
-        self.l_write.next = self.l_info.val().get_bit(1);
-        self.l_read.next = self.l_info.val().get_bit(2);
-        self.l_atomic.next = self.l_info.val().get_bit(3);
-        self.l_start.next = self.l_info.val().get_bit(4);
-        self.l_end.next = self.l_info.val().get_bit(5);
-        self.l_imm.next = self.l_info.val().get_bit(6);
-        self.l_sync.next = self.l_end.val() & (self.l_send.val() | self.l_imm.val());
-        self.l_has_reth.next = self.l_info.val().get_bit(7);
-        self.l_other.next = self.l_info.val().get_bit(9);
+        self.tk.hdr.next = self.hdr.val();
+        self.tk.hdr_pay_len.next = self.hdr_pay_len.val();
+        self.tk.take.next = false;
+        self.tk.attr_we.next = self.attr_we.val();
+        self.tk.attr_qpn.next = self.attr_qpn.val();
+        self.tk.attr_data.next = self.attr_data.val();
+        self.tk.upd_we.next = false;
+        self.tk.upd_qpn.next = self.tk.qpn.val();
+        self.tk.upd_data.next.epsn = self.n_epsn.q.val();
+        self.tk.upd_data.next.ack_psn = self.n_ack.q.val();
+        self.tk.upd_data.next.msn = self.n_msn.q.val();
+        self.tk.upd_data.next.sent_psn_nak = self.n_sent.q.val();
+        self.tk.upd_data.next.rq_idx = self.rq.ci.val();
+        self.tk.upd_data.next.res_head = self.zero8.val();
+        self.tk.load.next = false;
+        self.tk.look.next = false;
+        self.tk.len8.next = false;
+        self.l_sync.next = self.tk.is_end.val() & (self.tk.is_send.val() | self.tk.is_imm.val());
         // the Atomic Unit's read-modify-write (atomic.rs): operands latched at the take, started by RkeyRes
         self.at.take.next = false;
         self.at.ext.next = self.l_ext.val();
-        self.at.op.next = self.h_op.q.val();
+        self.at.op.next = self.tk.op.val();
         self.at.dma.next = self.kck.dma.val();
         self.at.start.next = false;
         self.at.rd_req_ready.next = self.rd_req_ready.val();
@@ -651,21 +554,20 @@ impl Logic for Responder {
         self.at.orig_in.next = self.rr.rdata.val().va;
 
         // ---- QP state decode
-        self.l_pm.next = self.st.q.val().path_mtu;
         self.l_wr.next = self.x.q.val().w_resid;
-        self.l_access.next = self.st.q.val().access;
-        self.l_mda.next = self.st.q.val().max_dest_rd_atomic;
-        self.l_pd.next = self.st.q.val().pd;
+        self.l_access.next = self.tk.st.val().access;
+        self.l_mda.next = self.tk.st.val().max_dest_rd_atomic;
+        self.l_pd.next = self.tk.st.val().pd;
 
         // ---- the checks (Pre registers them; inputs are registers)
         self.chk.en.next = false;
-        self.chk.info.next = self.h_info.q.val();
-        self.chk.plen.next = self.h_plen.q.val();
-        self.chk.pad.next = self.h_pad.q.val();
-        self.chk.dlen.next = self.h_dlen.q.val();
+        self.chk.info.next = self.tk.info.val();
+        self.chk.plen.next = self.tk.plen.val();
+        self.chk.pad.next = self.tk.pad.val();
+        self.chk.dlen.next = self.tk.dlen.val();
         self.chk.access.next = self.l_access.val();
         self.chk.mda.next = self.l_mda.val();
-        self.chk.mtu.next = self.mtu.q.val();
+        self.chk.mtu.next = self.tk.mtu.val();
         self.chk.mip.next = self.x.q.val().mip;
         self.chk.mip_write.next = self.x.q.val().mip_write;
         self.chk.w_valid.next = self.x.q.val().w_valid;
@@ -684,7 +586,7 @@ impl Logic for Responder {
         // the TX header and gather command registers (acknowledge.rs): loaded by TxAck, Read and AtAck
         self.tx.my_mac.next = self.my_mac.val();
         self.tx.my_ip.next = self.my_ip.val();
-        self.tx.st.next = self.st.q.val();
+        self.tx.st.next = self.tk.st.val();
         self.tx.go.next = false;
         self.tx.opcode.next = self.op_ack.val();
         self.tx.psn.next = self.apsn.q.val();
@@ -706,24 +608,24 @@ impl Logic for Responder {
         // into a register (h_fast), never into the state choice of the same cycle
         self.l_pkey.next = self.hdr.val().pkey;
         self.l_fmatch.next = self.hot.q.val()
-            & (self.l_rqpn.val() == self.h_qpn.q.val())
+            & (self.l_rqpn.val() == self.tk.qpn.val())
             & (self.hdr.val().opcode == self.f_op.q.val())
             & (self.hdr.val().psn == self.n_epsn.q.val())
             & (self.hdr_pay_len.val() == self.f_plen.q.val())
             & (self.l_bth1.val().get_bits::<2>(4) == self.f_pad.q.val())
-            & (self.hdr.val().src_ip == self.st.q.val().remote_ip)
+            & (self.hdr.val().src_ip == self.tk.st.val().remote_ip)
             & (self.l_pkey.val().get_bits::<15>(0) == self.pkey_low.val());
         self.l_fpay.next = self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val());
         self.s_valid.next = self.o_sv.q.val();
         self.s_addr.next = self.o_saddr.q.val();
-        self.s_len.next = self.h_plen.q.val();
+        self.s_len.next = self.tk.plen.val();
         // a receive completion (completion.rs) goes out once the payload in the mover when it was raised is
         // through: after every payload byte handed on before it; the state machine need not wait for it (a
         // SEND's or a WITH IMMEDIATE's goes on to the ACK and the next packet; a later completion waits for it)
         self.cqe.raise.next = false;
         self.cqe.wc.next.wr_id = self.x.q.val().wr_id;
         self.cqe.wc.next.cqn = self.rq.cfg.val().cqn;
-        self.cqe.wc.next.qp_num = self.h_qpn.q.val();
+        self.cqe.wc.next.qp_num = self.tk.qpn.val();
         self.cqe.wc.next.src_qp = self.zero24.val();
         self.cqe.wc.next.byte_len = self.zero32.val();
         self.cqe.wc.next.imm = self.zero32.val();
@@ -753,35 +655,15 @@ impl Logic for Responder {
         self.rd_req_tag.next = self.zero8.val();
 
         // ---- sub-blocks
-        self.qpc.attr_we.next = self.attr_we.val();
-        self.qpc.attr_qpn.next = self.attr_qpn.val();
-        self.qpc.attr_data.next = self.attr_data.val();
-        self.qpc.lk_valid.next = false;
-        self.qpc.lk_qpn.next = self.l_rqpn.val();
-        self.qpc.lk_opcode.next = self.hdr.val().opcode;
-        self.qpc.lk_pkey.next = self.hdr.val().pkey;
-        self.qpc.lk_src_ip.next = self.hdr.val().src_ip;
-        self.qpc.upd_we.next = false;
-        self.qpc.upd_qpn.next = self.h_qpn.q.val();
-        self.qpc.upd_data.next.epsn = self.n_epsn.q.val();
-        self.qpc.upd_data.next.ack_psn = self.n_ack.q.val();
-        self.qpc.upd_data.next.msn = self.n_msn.q.val();
-        self.qpc.upd_data.next.sent_psn_nak = self.n_sent.q.val();
-        self.qpc.upd_data.next.rq_idx = self.rq.ci.val();
-        self.qpc.upd_data.next.res_head = self.zero8.val();
-        self.qpc.req_we.next = false;
-        self.qpc.req_qpn.next = self.zero24.val();
-        self.qpc.req_wdata.next = self.qpc.req_rdata.val();
-        self.qpc.req_rd_qpn.next = self.zero24.val();
         // the key checks (key_check.rs): the R_Key of the request, a SEND's receive buffer
         KcWrite::link(&mut self.kc_wr, &mut self.kck.kc_wr);
         self.kck.pd.next = self.l_pd.val().get_bits::<PD_BITS>(0);
         self.kck.rkey_load.next = false;
-        self.kck.rkey.next = self.h_rkey.q.val();
-        self.kck.va.next = self.h_va.q.val();
-        self.kck.dlen.next = self.h_dlen.q.val();
-        self.kck.read.next = self.l_read.val();
-        self.kck.atomic.next = self.l_atomic.val();
+        self.kck.rkey.next = self.tk.rkey.val();
+        self.kck.va.next = self.tk.va.val();
+        self.kck.dlen.next = self.tk.dlen.val();
+        self.kck.read.next = self.tk.is_read.val();
+        self.kck.atomic.next = self.tk.is_atomic.val();
         self.kck.buf_first.next = false;
         self.kck.buf_next.next = false;
         self.kck.buf_next2.next = false;
@@ -789,25 +671,25 @@ impl Logic for Responder {
         self.kck.r_len.next = self.x.q.val().r_len;
         self.kck.r_lkey.next = self.x.q.val().r_lkey;
         self.kck.r_off.next = self.x.q.val().r_off;
-        self.kck.plen.next = self.h_plen.q.val();
+        self.kck.plen.next = self.tk.plen.val();
         self.kck.issue.next = false;
         self.kck.take.next = false;
         self.psnc.in_valid.next = false;
-        self.psnc.psn.next = self.h_psn.q.val();
-        self.psnc.epsn.next = self.rs_epsn.q.val();
-        self.psnc.kind.next = self.p_kind.q.val();
-        self.psnc.sent_psn_nak.next = self.rs_sent.q.val();
+        self.psnc.psn.next = self.tk.psn.val();
+        self.psnc.epsn.next = self.tk.epsn.val();
+        self.psnc.kind.next = self.tk.kind.val();
+        self.psnc.sent_psn_nak.next = self.tk.sent_nak.val();
         // READ and atomic resources: a new READ's record (ReadEnd) or an atomic's (AtEnd) at the ring head
-        self.rr.qpn.next = self.h_qpn.q.val();
-        self.rr.psn.next = self.h_psn.q.val();
+        self.rr.qpn.next = self.tk.qpn.val();
+        self.rr.psn.next = self.tk.psn.val();
         self.rr.res_head.next = self.x.q.val().res_head;
         self.rr.res_valid.next = self.x.q.val().res_valid;
         self.rr.we.next = false;
-        self.rr.w.next.first = self.h_psn.q.val();
+        self.rr.w.next.first = self.tk.psn.val();
         self.rr.w.next.end = self.rd.cur_psn.val();
-        self.rr.w.next.va = self.h_va.q.val();
-        self.rr.w.next.rkey = self.h_rkey.q.val();
-        self.rr.w.next.len = self.h_dlen.q.val();
+        self.rr.w.next.va = self.tk.va.val();
+        self.rr.w.next.rkey = self.tk.rkey.val();
+        self.rr.w.next.len = self.tk.dlen.val();
         self.rr.w.next.dma = self.kck.dma.val();
         self.rr.w.next.atomic = false;
         self.rr.scan_start.next = false;
@@ -815,26 +697,26 @@ impl Logic for Responder {
         self.rr.pick.next = false;
         // READ responses: the request, its translated address and the MSNs; headers go out through the output
         // registers when they are free and the payload before the READ is written
-        self.rd.psn.next = self.h_psn.q.val();
-        self.rd.va.next = self.h_va.q.val();
-        self.rd.rkey.next = self.h_rkey.q.val();
-        self.rd.dlen.next = self.h_dlen.q.val();
+        self.rd.psn.next = self.tk.psn.val();
+        self.rd.va.next = self.tk.va.val();
+        self.rd.rkey.next = self.tk.rkey.val();
+        self.rd.dlen.next = self.tk.dlen.val();
         self.rd.dma.next = self.kck.dma.val();
         self.rd.msn1.next = self.msn1.q.val();
-        self.rd.msn.next = self.rs_msn.q.val();
-        self.rd.mtu.next = self.mtu.q.val();
+        self.rd.msn.next = self.tk.msn.val();
+        self.rd.mtu.next = self.tk.mtu.val();
         self.rd.start.next = false;
         self.rd.dup_go.next = false;
         self.rd.res.next = self.rr.rdata.val();
         self.rd.go_ok.next = self.tx.free.val() & self.l_quiet.val();
         self.at.rd_ok.next = self.rq.idle.val() & self.l_quiet.val();
         // per-QP RAMs: read at the request's QPN (the header's while idle)
-        self.x_ram.raddr.next = self.h_qpn.q.val().get_bits::<8>(0);
+        self.x_ram.raddr.next = self.tk.qpn.val().get_bits::<8>(0);
         self.x_ram.we.next = false;
-        self.x_ram.waddr.next = self.h_qpn.q.val().get_bits::<8>(0);
+        self.x_ram.waddr.next = self.tk.qpn.val().get_bits::<8>(0);
         self.x_ram.wdata.next = self.x.q.val();
         // the Receive Queue: its ports from registers and from the state decode below (see recv_queue.rs)
-        self.rq.qpn.next = self.h_qpn.q.val();
+        self.rq.qpn.next = self.tk.qpn.val();
         self.rq.rqs_go.next = false;
         self.rq.rqs_qpn.next = self.rqs_qpn.val();
         self.rq.rqs_base.next = self.rqs_base.val();
@@ -898,13 +780,13 @@ impl Logic for Responder {
                     // CMD_WRITE_QP_RESP: ePSN, ack_psn = ePSN, MSN 0; the extended state cleared
                     self.rp_ready.next = true;
                     self.hot.d.next = false;
-                    self.qpc.upd_we.next = true;
-                    self.qpc.upd_qpn.next = self.rp_qpn.val();
-                    self.qpc.upd_data.next.epsn = self.rp_epsn.val();
-                    self.qpc.upd_data.next.ack_psn = self.rp_epsn.val();
-                    self.qpc.upd_data.next.msn = self.zero24.val();
-                    self.qpc.upd_data.next.sent_psn_nak = false;
-                    self.qpc.upd_data.next.rq_idx = self.zero16.val();
+                    self.tk.upd_we.next = true;
+                    self.tk.upd_qpn.next = self.rp_qpn.val();
+                    self.tk.upd_data.next.epsn = self.rp_epsn.val();
+                    self.tk.upd_data.next.ack_psn = self.rp_epsn.val();
+                    self.tk.upd_data.next.msn = self.zero24.val();
+                    self.tk.upd_data.next.sent_psn_nak = false;
+                    self.tk.upd_data.next.rq_idx = self.zero16.val();
                     self.x_ram.we.next = true;
                     self.x_ram.waddr.next = self.rp_qpn.val().get_bits::<8>(0);
                     self.x_ram.wdata.next.err = false;
@@ -931,17 +813,10 @@ impl Logic for Responder {
                     // (raised in Idle) may be taken now; PayFwd waits for that
                     self.inc[0].next = true;
                     self.state.d.next = RespState::PayFwd;
-                } else if self.qpc.out_valid.val() {
+                } else if self.tk.found.val() {
                     // the R_Key check's inputs (issued in Look, once the QP's PD is in `st`)
                     self.kck.rkey_load.next = true;
-                    self.lk_drop.d.next = self.qpc.out_drop.val();
-                    self.lk_reason.d.next = self.qpc.out_reason.val();
-                    self.st.d.next = self.qpc.out_static.val();
-                    self.rs.d.next = self.qpc.out_resp.val();
-                    self.rs_epsn.d.next = self.qpc.out_resp.val().epsn;
-                    self.rs_ack.d.next = self.qpc.out_resp.val().ack_psn;
-                    self.rs_msn.d.next = self.qpc.out_resp.val().msn;
-                    self.rs_sent.d.next = self.qpc.out_resp.val().sent_psn_nak;
+                    self.tk.load.next = true;
                     self.x.d.next = self.x_ram.rdata.val();
                     self.rq.load.next = true;
                     self.state.d.next = RespState::Look;
@@ -951,33 +826,14 @@ impl Logic for Responder {
                 // a RETH's or an atomic's R_Key check starts now, beside the PSN check: its answer comes 8 cycles
                 // on, one cycle into KcWait, which Check enters after a fixed 6 (unused if the packet goes
                 // another way)
-                self.kck.issue.next = self.l_has_reth.val() | self.l_atomic.val();
-                self.mtu.d.next = self.mtu256.val();
-                if self.l_pm.val() == self.pm2.val() {
-                    self.mtu.d.next = self.mtu512.val();
-                }
-                if self.l_pm.val() == self.pm3.val() {
-                    self.mtu.d.next = self.mtu1024.val();
-                }
-                if self.l_pm.val() == self.pm4.val() {
-                    self.mtu.d.next = self.mtu2048.val();
-                }
-                if self.l_pm.val() == self.pm5.val() {
-                    self.mtu.d.next = self.mtu4096.val();
-                }
-                self.p_kind.d.next = self.k_send_write.val();
-                if self.l_read.val() {
-                    self.p_kind.d.next = self.k_read.val();
-                }
-                if self.l_atomic.val() | self.l_other.val() {
-                    self.p_kind.d.next = self.k_atomic.val();
-                }
-                if self.l_info.val().get_bit(8) {
+                self.kck.issue.next = self.tk.has_reth.val() | self.tk.is_atomic.val();
+                self.tk.look.next = true;
+                if self.tk.is_bad.val() {
                     self.inc[9].next = true;
                     self.state.d.next = RespState::Drain;
-                } else if self.lk_drop.q.val() {
+                } else if self.tk.drop.val() {
                     self.inc[5].next = true;
-                    self.o_reason.d.next = self.lk_reason.q.val();
+                    self.o_reason.d.next = self.tk.reason.val();
                     self.state.d.next = RespState::Drain;
                 } else if self.x.q.val().err {
                     self.inc[8].next = true;
@@ -989,13 +845,13 @@ impl Logic for Responder {
             }
             RespState::Pre => {
                 // sums: ack_psn - 1, MSN + 1, PSN + 1, the WQE slot address
-                self.aa_a.d.next = bit_cast::<64, 24>(self.rs_ack.q.val());
+                self.aa_a.d.next = bit_cast::<64, 24>(self.tk.ack_psn.val());
                 self.aa_b.d.next = self.ones64.val();
                 self.aa_c.d.next = false;
-                self.ab_a.d.next = bit_cast::<64, 24>(self.rs_msn.q.val());
+                self.ab_a.d.next = bit_cast::<64, 24>(self.tk.msn.val());
                 self.ab_b.d.next = self.zero64.val();
                 self.ab_c.d.next = true;
-                self.ac_a.d.next = bit_cast::<64, 24>(self.h_psn.q.val());
+                self.ac_a.d.next = bit_cast::<64, 24>(self.tk.psn.val());
                 self.ac_b.d.next = self.zero64.val();
                 self.ac_c.d.next = true;
                 self.ad_a.d.next = self.rq.cfg.val().base;
@@ -1003,9 +859,9 @@ impl Logic for Responder {
                 self.rq.pre.next = true;
                 // a WRITE continuation's next pointer and residue (used by Check's fast path)
                 self.ae_a.d.next = self.x.q.val().w_ptr;
-                self.ae_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
+                self.ae_b.d.next = bit_cast::<64, 13>(self.tk.plen.val());
                 self.af_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
-                self.af_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+                self.af_b.d.next = !bit_cast::<64, 13>(self.tk.plen.val());
                 self.psnc.in_valid.next = true;
                 // check_op_seq, check_op_valid, check_resource, check_length, the WRITE length rule
                 self.chk.en.next = true;
@@ -1024,11 +880,11 @@ impl Logic for Responder {
                 self.msn1.d.next = self.add_b.sum.val().get_bits::<24>(0);
                 self.psn1.d.next = self.add_c.sum.val().get_bits::<24>(0);
                 self.wqe_addr.d.next = self.add_d.sum.val();
-                self.n_epsn.d.next = self.rs_epsn.q.val();
-                self.n_ack.d.next = self.rs_ack.q.val();
-                self.n_msn.d.next = self.rs_msn.q.val();
+                self.n_epsn.d.next = self.tk.epsn.val();
+                self.n_ack.d.next = self.tk.ack_psn.val();
+                self.n_msn.d.next = self.tk.msn.val();
                 self.n_sent.d.next = false;
-                self.amsn.d.next = self.rs_msn.q.val();
+                self.amsn.d.next = self.tk.msn.val();
                 self.cc_cq.d.next = false;
                 if self.psnc.verdict.val() == self.v_in_order.val() {
                     self.state.d.next = RespState::Check;
@@ -1036,7 +892,7 @@ impl Logic for Responder {
                     self.inc[2].next = true;
                     self.n_sent.d.next = true;
                     self.syn.d.next = self.syn_seq.val();
-                    self.apsn.d.next = self.rs_epsn.q.val();
+                    self.apsn.d.next = self.tk.epsn.val();
                     self.ack_nxt.d.next = RespState::WriteBack;
                     self.state.d.next = RespState::TxAck;
                 } else if self.psnc.verdict.val() == self.v_dup_ack.val() {
@@ -1058,29 +914,29 @@ impl Logic for Responder {
             RespState::Check => {
                 self.syn.d.next = self.syn_inv.val();
                 self.kret.d.next = RespState::RkeyRes;
-                if !self.chk.seq_ok.val() | (self.l_atomic.val() & !self.at.plain.val()) | self.l_other.val()
+                if !self.chk.seq_ok.val() | (self.tk.is_atomic.val() & !self.at.plain.val()) | self.tk.is_other.val()
                     | !self.chk.acc_ok.val() | self.chk.no_res.val()
                 {
                     self.state.d.next = RespState::ClassC;
                 } else if self.chk.need_rwqe.val() & self.chk.rq_empty.val() {
                     // RNR NAK with the packet's PSN
                     self.inc[3].next = true;
-                    self.syn.d.next = self.syn_rnr.val() | bit_cast::<8, 5>(self.st.q.val().min_rnr_timer);
-                    self.apsn.d.next = self.h_psn.q.val();
+                    self.syn.d.next = self.syn_rnr.val() | bit_cast::<8, 5>(self.tk.st.val().min_rnr_timer);
+                    self.apsn.d.next = self.tk.psn.val();
                     self.ack_nxt.d.next = RespState::WriteBack;
                     self.state.d.next = RespState::TxAck;
                 } else if !self.chk.len_ok.val() {
                     self.state.d.next = RespState::ClassC;
-                } else if self.l_atomic.val() {
+                } else if self.tk.is_atomic.val() {
                     // an atomic's target must be 8-byte aligned (NAK invalid request), then its R_Key (check
                     // issued in Look)
                     self.state.d.next = RespState::KcWait;
-                    if self.h_va.q.val().get_bits::<3>(0) != self.zero3.val() {
+                    if self.tk.va.val().get_bits::<3>(0) != self.zero3.val() {
                         self.state.d.next = RespState::ClassC;
                     }
-                } else if self.l_has_reth.val() {
+                } else if self.tk.has_reth.val() {
                     self.state.d.next = RespState::KcWait;
-                } else if self.l_write.val() {
+                } else if self.tk.is_write.val() {
                     if self.chk.wl_resid.val() {
                         self.state.d.next = RespState::ClassC;
                     } else if self.chk.need_rwqe.val() {
@@ -1095,7 +951,7 @@ impl Logic for Responder {
                         self.o_sv.d.next = self.pay_pend.q.val();
                         self.state.d.next = RespState::SCmd;
                     }
-                } else if self.l_start.val() {
+                } else if self.tk.is_start.val() {
                     self.fret.d.next = RespState::SendFirst;
                     self.state.d.next = RespState::Fetch;
                 } else {
@@ -1116,31 +972,31 @@ impl Logic for Responder {
                 if !self.kck.ok.val() {
                     self.syn.d.next = self.syn_acc.val();
                     self.state.d.next = RespState::ClassC;
-                } else if self.l_atomic.val() {
+                } else if self.tk.is_atomic.val() {
                     // the Atomic Unit: read the 8 bytes (their 64-byte block), compute, write back, answer
                     self.n_msn.d.next = self.msn1.q.val();
                     self.amsn.d.next = self.msn1.q.val();
                     self.o_saddr.d.next = self.kck.dma.val();
                     self.at.start.next = true;
                     self.state.d.next = RespState::AtRmw;
-                } else if self.l_write.val() {
+                } else if self.tk.is_write.val() {
                     if self.chk.wl_dlen.val() {
                         self.state.d.next = RespState::ClassC;
                     } else {
                         self.x.d.next.w_valid = true;
                         self.x.d.next.w_ptr = self.kck.dma.val();
-                        self.x.d.next.w_resid = self.h_dlen.q.val();
-                        self.x.d.next.w_len = self.h_dlen.q.val();
+                        self.x.d.next.w_resid = self.tk.dlen.val();
+                        self.x.d.next.w_len = self.tk.dlen.val();
                         // the Scatter command now; a FIRST's pointer and residue after its payload are summed
                         // meanwhile (ready 4 cycles on; its PMTU payload takes longer) and taken in Finish, an
                         // ONLY ends the WRITE and needs neither
                         self.o_saddr.d.next = self.kck.dma.val();
                         self.o_sv.d.next = self.pay_pend.q.val();
                         self.ae_a.d.next = self.kck.dma.val();
-                        self.ae_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
-                        self.af_a.d.next = bit_cast::<64, 32>(self.h_dlen.q.val());
-                        self.af_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
-                        self.w_late.d.next = !self.l_end.val();
+                        self.ae_b.d.next = bit_cast::<64, 13>(self.tk.plen.val());
+                        self.af_a.d.next = bit_cast::<64, 32>(self.tk.dlen.val());
+                        self.af_b.d.next = !bit_cast::<64, 13>(self.tk.plen.val());
+                        self.w_late.d.next = !self.tk.is_end.val();
                         self.f_wait.d.next = self.three2.val();
                         self.state.d.next = RespState::SCmd;
                         if self.chk.need_rwqe.val() {
@@ -1208,10 +1064,10 @@ impl Logic for Responder {
             RespState::WExec => {
                 self.o_saddr.d.next = self.x.q.val().w_ptr;
                 self.aa_a.d.next = self.x.q.val().w_ptr;
-                self.aa_b.d.next = bit_cast::<64, 13>(self.h_plen.q.val());
+                self.aa_b.d.next = bit_cast::<64, 13>(self.tk.plen.val());
                 self.aa_c.d.next = false;
                 self.ab_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
-                self.ab_b.d.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+                self.ab_b.d.next = !bit_cast::<64, 13>(self.tk.plen.val());
                 self.ab_c.d.next = true;
                 self.wait_n.d.next = self.two2.val();
                 self.ret.d.next = RespState::WExec2;
@@ -1261,22 +1117,22 @@ impl Logic for Responder {
                 // a packet that raises a completion waits for the one raised before it to go
                 if !(self.cqe.busy.val() & self.l_sync.val()) {
                     // an executed WRITE FIRST/MIDDLE makes its QP hot (see `hot`)
-                    self.f_arm.d.next = self.l_write.val() & !self.l_end.val();
+                    self.f_arm.d.next = self.tk.is_write.val() & !self.tk.is_end.val();
                     if self.w_late.q.val() {
                         self.x.d.next.w_ptr = self.add_e.sum.val();
                         self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
                     }
                     self.n_epsn.d.next = self.psn1.q.val();
                     self.n_ack.d.next = self.psn1.q.val();
-                    self.x.d.next.mip = !self.l_end.val();
-                    self.x.d.next.mip_write = self.l_write.val();
+                    self.x.d.next.mip = !self.tk.is_end.val();
+                    self.x.d.next.mip_write = self.tk.is_write.val();
                     // the ACK (AckReq) or straight to the write-back; after the completion when one goes first
                     self.syn.d.next = self.syn_ack.val();
-                    self.apsn.d.next = self.h_psn.q.val();
+                    self.apsn.d.next = self.tk.psn.val();
                     self.amsn.d.next = self.n_msn.q.val();
                     self.ack_nxt.d.next = RespState::WriteBack;
                     self.state.d.next = RespState::WriteBack;
-                    if self.h_ack.q.val() {
+                    if self.tk.ack_req.val() {
                         self.state.d.next = RespState::TxAck;
                     }
                     // (the completion's fields only with a completion: one raised before may still be waiting)
@@ -1285,22 +1141,22 @@ impl Logic for Responder {
                         self.cqe.wc.next.status = self.st_ok.val();
                         self.cqe.wc.next.imm = self.zero32.val();
                         self.cqe.wc.next.wc_flags = self.wcf_grh.val();
-                        if self.l_imm.val() {
-                            self.cqe.wc.next.imm = self.h_imm.q.val();
+                        if self.tk.is_imm.val() {
+                            self.cqe.wc.next.imm = self.tk.imm.val();
                             self.cqe.wc.next.wc_flags = self.wcf_grh_imm.val();
                         }
                     }
-                    if self.l_end.val() {
+                    if self.tk.is_end.val() {
                         self.n_msn.d.next = self.msn1.q.val();
                         self.amsn.d.next = self.msn1.q.val();
-                        if self.l_send.val() {
+                        if self.tk.is_send.val() {
                             self.cqe.wc.next.byte_len = self.x.q.val().r_off;
                             self.cqe.wc.next.opcode = self.wc_recv.val();
                             self.x.d.next.have_wqe = false;
                             self.x.d.next.r_off = self.zero32.val();
                         } else {
                             self.x.d.next.w_valid = false;
-                            if self.l_imm.val() {
+                            if self.tk.is_imm.val() {
                                 self.cqe.wc.next.byte_len = self.x.q.val().w_len;
                                 self.cqe.wc.next.opcode = self.wc_recv_imm.val();
                                 self.x.d.next.have_wqe = false;
@@ -1373,21 +1229,21 @@ impl Logic for Responder {
             }
             RespState::DupGot => {
                 // a READ's resource: the subset check, then the replay (read_reply.rs)
-                self.rd.dup_go.next = !(self.l_atomic.val() | self.rr.rdata.val().atomic);
+                self.rd.dup_go.next = !(self.tk.is_atomic.val() | self.rr.rdata.val().atomic);
                 self.state.d.next = RespState::DupSub;
-                if self.l_atomic.val() | self.rr.rdata.val().atomic {
+                if self.tk.is_atomic.val() | self.rr.rdata.val().atomic {
                     // a duplicate atomic is answered from its saved original value, never executed again (rxe);
                     // anything else that lands on an atomic's resource is dropped
                     self.inc[7].next = true;
                     self.state.d.next = RespState::Drain;
-                    if self.l_atomic.val()
+                    if self.tk.is_atomic.val()
                         & self.rr.rdata.val().atomic
-                        & (self.rr.rdata.val().first == self.h_psn.q.val())
+                        & (self.rr.rdata.val().first == self.tk.psn.val())
                     {
                         self.inc[7].next = false;
                         self.at.orig_we.next = true;
                         self.syn.d.next = self.syn_ack.val();
-                        self.amsn.d.next = self.rs_msn.q.val();
+                        self.amsn.d.next = self.tk.msn.val();
                         self.ack_nxt.d.next = RespState::Drain;
                         self.state.d.next = RespState::AtAck;
                     }
@@ -1406,9 +1262,9 @@ impl Logic for Responder {
             RespState::ClassC => {
                 // NAK with the packet's PSN and the current MSN; then the receive in progress, the flush
                 self.inc[4].next = true;
-                self.apsn.d.next = self.h_psn.q.val();
-                self.amsn.d.next = self.rs_msn.q.val();
-                self.n_msn.d.next = self.rs_msn.q.val();
+                self.apsn.d.next = self.tk.psn.val();
+                self.amsn.d.next = self.tk.msn.val();
+                self.n_msn.d.next = self.tk.msn.val();
                 self.ack_nxt.d.next = RespState::CcCq;
                 self.state.d.next = RespState::TxAck;
             }
@@ -1468,7 +1324,7 @@ impl Logic for Responder {
                 // the target's block read, the new value computed and written back (atomic.rs): its 8-byte
                 // Scatter command and beat go out here
                 if self.at.len8.val() {
-                    self.h_plen.d.next = self.eight13.val();
+                    self.tk.len8.next = true;
                 }
                 if self.at.sc_set.val() {
                     self.o_sv.d.next = true;
@@ -1506,7 +1362,7 @@ impl Logic for Responder {
                 if self.tx.free.val() {
                     self.tx.go.next = true;
                     self.tx.opcode.next = self.op_atack.val();
-                    self.tx.psn.next = self.h_psn.q.val();
+                    self.tx.psn.next = self.tk.psn.val();
                     self.tx.ext.next = bit_cast::<EXT_BITS, 32>(self.l_aeth_ack.val())
                         | (bit_cast::<EXT_BITS, 64>(self.at.orig_be.val()) << 32);
                     self.tx.ext_words.next = self.three4.val();
@@ -1533,11 +1389,11 @@ impl Logic for Responder {
                     self.n_ack.d.next = self.add_c.sum.val().get_bits::<24>(0);
                     self.x.d.next.w_ptr = self.add_e.sum.val();
                     self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
-                    self.f_arm.d.next = !self.l_end.val();
+                    self.f_arm.d.next = !self.tk.is_end.val();
                     self.syn.d.next = self.syn_ack.val();
-                    self.apsn.d.next = self.h_psn.q.val();
+                    self.apsn.d.next = self.tk.psn.val();
                     self.amsn.d.next = self.n_msn.q.val();
-                    if self.l_end.val() {
+                    if self.tk.is_end.val() {
                         self.n_msn.d.next = self.msn1.q.val();
                         self.amsn.d.next = self.msn1.q.val();
                         self.x.d.next.mip = false;
@@ -1545,7 +1401,7 @@ impl Logic for Responder {
                     }
                     self.ack_nxt.d.next = RespState::WriteBack;
                     self.state.d.next = RespState::WriteBack;
-                    if self.h_ack.q.val() {
+                    if self.tk.ack_req.val() {
                         self.state.d.next = RespState::TxAck;
                     }
                 }
@@ -1575,7 +1431,7 @@ impl Logic for Responder {
         }
         // The write-back of the packet's QP state, then Idle (WriteBack, or TxAck's last cycle, l_wb).
         if self.l_wb.val() {
-            self.qpc.upd_we.next = true;
+            self.tk.upd_we.next = true;
             self.x_ram.we.next = true;
             self.rq.wb.next = true;
             // the hot QP's next packet: MIDDLE of PMTU bytes while more than PMTU is left, else LAST of
@@ -1586,7 +1442,7 @@ impl Logic for Responder {
             self.f_pad.d.next = self.chk.wr_pad.val();
             if self.chk.wr_big.val() {
                 self.f_op.d.next = self.op_wr_middle.val();
-                self.f_plen.d.next = self.mtu.q.val();
+                self.f_plen.d.next = self.tk.mtu.val();
                 self.f_pad.d.next = self.zero2.val();
             }
             self.state.d.next = RespState::Idle;
@@ -1598,7 +1454,7 @@ impl Logic for Responder {
         // QP's (its per-QP RAM entries are not the ones written; `hq_diff`, registered: a header that came
         // this cycle waits for Idle), no command waits for Idle and no payload is left to drain; in TxAck only
         // while the output is free by its registers (so `hdr_ready` never waits on the TX side's ready).
-        self.hq_diff.d.next = self.hdr_valid.val() & (self.l_rqpn.val().get_bits::<8>(0) != self.h_qpn.q.val().get_bits::<8>(0));
+        self.hq_diff.d.next = self.hdr_valid.val() & (self.l_rqpn.val().get_bits::<8>(0) != self.tk.qpn.val().get_bits::<8>(0));
         if self.l_wbq.val() & self.hq_diff.q.val() & !self.pay_pend.q.val() & !self.rqs_valid.val() & !self.rp_valid.val()
             & !self.rqdb_valid.val() & !self.tx.busy.val()
         {
@@ -1608,23 +1464,8 @@ impl Logic for Responder {
         if self.l_take.val() {
             self.x_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
             self.rq.take.next = true;
-            self.qpc.lk_valid.next = true;
-            self.h_qpn.d.next = self.l_rqpn.val();
-            self.h_op.d.next = self.hdr.val().opcode;
-            self.h_info.d.next = self.info_lut.y.val();
-            self.h_psn.d.next = self.hdr.val().psn;
-            self.h_ack.d.next = self.l_bth8.val().get_bit(7);
-            self.h_pad.d.next = self.l_bth1.val().get_bits::<2>(4);
-            self.h_plen.d.next = self.hdr_pay_len.val();
-            self.h_va.d.next = self.l_reth.val().get_bits::<64>(0);
-            self.h_rkey.d.next = self.l_reth.val().get_bits::<32>(64);
-            self.h_dlen.d.next = self.l_reth.val().get_bits::<32>(96);
-            // an atomic's operands (see `atomic_map`)
+            self.tk.take.next = true;
             self.at.take.next = true;
-            self.h_imm.d.next = self.l_ext.val().get_bits::<32>(0);
-            if self.info_lut.y.val().get_bit(7) {
-                self.h_imm.d.next = self.l_ext.val().get_bits::<32>(128);
-            }
             self.pay_pend.d.next = self.hdr_pay_len.val() != self.zero13.val();
             // the fast path's sums start now (PSN + 1, the WRITE pointer and residue after this
             // payload; ready 4 cycles on, by FastEnd); the general path sets these again in Pre

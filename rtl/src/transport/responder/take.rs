@@ -1,0 +1,382 @@
+//! The Responder's first stage (rxe `get_req`, and the QP lookup of `rxe_recv.c`): a request header is taken
+//! (`take`) into the request registers (opcode and its info bits, PSN, AckReq, pad, payload length, RETH,
+//! immediate) and its QP is looked up in the Responder's [`QpContext`] (the static attributes CMD_WRITE_QP
+//! writes, the responder state the Responder writes back: `upd_*`), with rxe's drop checks. When the lookup
+//! answers (`found`), `load` latches the QP's attributes and responder state (ePSN, the last ACKed PSN, MSN,
+//! whether a PSN-sequence NAK was sent) and the drop verdict; `look` decodes the path MTU into bytes and the
+//! PSN check's kind of request. An atomic's write-back shrinks the Scatter command's length to 8 (`len8`).
+
+use rust_hdl::prelude::*;
+
+use super::checks::{I_ATOMIC, I_BAD, I_END, I_IMM, I_OTHER, I_READ, I_RETH, I_SEND, I_START, I_WRITE};
+use crate::common::bytemap::{ByteMap, ByteSrc};
+use crate::common::consts::k;
+use crate::common::lut::Lut8;
+use crate::transport::psn_check::{KIND_ATOMIC, KIND_READ, KIND_SEND_WRITE};
+use crate::transport::qp_context::{QpContext, QpResp, QpStatic};
+use crate::wire::rx_parse::RxHeader;
+use testbench::wire::opcode::*;
+use testbench::wire::HeaderKind;
+
+/// `info[opcode]` from the golden opcode table.
+pub fn info_table() -> Vec<u64> {
+    (0..256u32)
+        .map(|c| match info(c as u8) {
+            Some(i) if i.transport == Transport::Rc && i.is_request() => {
+                let mut v = 0u64;
+                let mut set = |b: usize, on: bool| {
+                    if on {
+                        v |= 1 << b
+                    }
+                };
+                set(I_SEND, i.kind == OpKind::Send);
+                set(I_WRITE, i.kind == OpKind::Write);
+                set(I_READ, i.kind == OpKind::ReadRequest);
+                set(I_ATOMIC, matches!(i.kind, OpKind::Atomic | OpKind::MaskedAtomic));
+                set(I_START, i.pos.is_start());
+                set(I_END, i.pos.is_end());
+                set(I_IMM, i.has(HeaderKind::ImmDt));
+                set(I_RETH, i.has(HeaderKind::Reth));
+                set(
+                    I_OTHER,
+                    !matches!(
+                        i.kind,
+                        OpKind::Send | OpKind::Write | OpKind::ReadRequest | OpKind::Atomic | OpKind::MaskedAtomic
+                    ),
+                );
+                v
+            }
+            _ => 1 << I_BAD,
+        })
+        .collect()
+}
+
+/// The RETH of a request (extension bytes 0..16, big-endian) as numbers: va in 63:0, rkey in 95:64, DMA length
+/// in 127:96.
+fn reth_map() -> ByteMap<352, 128> {
+    let mut m = Vec::new();
+    for j in 0..8 {
+        m.push(ByteSrc::In(8 * (7 - j)));
+    }
+    for j in 0..4 {
+        m.push(ByteSrc::In(8 * (8 + 3 - j)));
+    }
+    for j in 0..4 {
+        m.push(ByteSrc::In(8 * (12 + 3 - j)));
+    }
+    ByteMap::new(m)
+}
+
+crate::logic_block! {
+    /// The header take and QP lookup (see the module documentation).
+    pub struct ReqTake {
+        pub clock: Signal<In, Clock>,
+        /// The request header on offer and its payload length; `take` takes it.
+        pub hdr: Signal<In, RxHeader>,
+        pub hdr_pay_len: Signal<In, Bits<13>>,
+        pub take: Signal<In, Bit>,
+        /// CMD_WRITE_QP's static attributes, and the responder state written back.
+        pub attr_we: Signal<In, Bit>,
+        pub attr_qpn: Signal<In, Bits<24>>,
+        pub attr_data: Signal<In, QpStatic>,
+        pub upd_we: Signal<In, Bit>,
+        pub upd_qpn: Signal<In, Bits<24>>,
+        pub upd_data: Signal<In, QpResp>,
+        /// The lookup answers; `load` latches its answer, `look` decodes it.
+        pub found: Signal<Out, Bit>,
+        pub load: Signal<In, Bit>,
+        pub look: Signal<In, Bit>,
+        /// An atomic's write-back: the payload length (the Scatter command's) becomes 8.
+        pub len8: Signal<In, Bit>,
+        /// The request: QPN, opcode, its info bits, PSN, AckReq, pad, payload length, RETH, immediate.
+        pub qpn: Signal<Out, Bits<24>>,
+        pub op: Signal<Out, Bits<8>>,
+        pub info: Signal<Out, Bits<10>>,
+        pub psn: Signal<Out, Bits<24>>,
+        pub ack_req: Signal<Out, Bit>,
+        pub pad: Signal<Out, Bits<2>>,
+        pub plen: Signal<Out, Bits<13>>,
+        pub va: Signal<Out, Bits<64>>,
+        pub rkey: Signal<Out, Bits<32>>,
+        pub dlen: Signal<Out, Bits<32>>,
+        pub imm: Signal<Out, Bits<32>>,
+        /// The info bits by name.
+        pub is_send: Signal<Out, Bit>,
+        pub is_write: Signal<Out, Bit>,
+        pub is_read: Signal<Out, Bit>,
+        pub is_atomic: Signal<Out, Bit>,
+        pub is_start: Signal<Out, Bit>,
+        pub is_end: Signal<Out, Bit>,
+        pub is_imm: Signal<Out, Bit>,
+        pub has_reth: Signal<Out, Bit>,
+        pub is_bad: Signal<Out, Bit>,
+        pub is_other: Signal<Out, Bit>,
+        /// The QP: its attributes; ePSN, the last ACKed PSN, MSN, a PSN-sequence NAK sent; the lookup's drop and
+        /// its reason; the path MTU in bytes and the PSN check's kind.
+        pub st: Signal<Out, QpStatic>,
+        pub epsn: Signal<Out, Bits<24>>,
+        pub ack_psn: Signal<Out, Bits<24>>,
+        pub msn: Signal<Out, Bits<24>>,
+        pub sent_nak: Signal<Out, Bit>,
+        pub drop: Signal<Out, Bit>,
+        pub reason: Signal<Out, Bits<8>>,
+        pub mtu: Signal<Out, Bits<13>>,
+        pub kind: Signal<Out, Bits<2>>,
+
+        qpc: QpContext<256, 8>,
+        info_lut: Lut8<10> = Lut8::new(info_table()),
+        reth: ByteMap<352, 128> = reth_map(),
+        h_qpn: DFF<Bits<24>>,
+        h_op: DFF<Bits<8>>,
+        h_info: DFF<Bits<10>>,
+        h_psn: DFF<Bits<24>>,
+        h_ack: DFF<Bit>,
+        h_pad: DFF<Bits<2>>,
+        h_plen: DFF<Bits<13>>,
+        h_va: DFF<Bits<64>>,
+        h_rkey: DFF<Bits<32>>,
+        h_dlen: DFF<Bits<32>>,
+        h_imm: DFF<Bits<32>>,
+        lk_drop: DFF<Bit>,
+        lk_reason: DFF<Bits<8>>,
+        r_st: DFF<QpStatic>,
+        rs_epsn: DFF<Bits<24>>,
+        rs_ack: DFF<Bits<24>>,
+        rs_msn: DFF<Bits<24>>,
+        rs_sent: DFF<Bit>,
+        r_mtu: DFF<Bits<13>>,
+        p_kind: DFF<Bits<2>>,
+        l_ext: Signal<Local, Bits<352>>,
+        l_reth: Signal<Local, Bits<128>>,
+        l_bth1: Signal<Local, Bits<8>>,
+        l_bth8: Signal<Local, Bits<8>>,
+        l_pm: Signal<Local, Bits<3>>,
+        zero24: Constant<Bits<24>> = k(0),
+        eight13: Constant<Bits<13>> = k(8),
+        mtu256: Constant<Bits<13>> = k(256),
+        mtu512: Constant<Bits<13>> = k(512),
+        mtu1024: Constant<Bits<13>> = k(1024),
+        mtu2048: Constant<Bits<13>> = k(2048),
+        mtu4096: Constant<Bits<13>> = k(4096),
+        pm2: Constant<Bits<3>> = k(2),
+        pm3: Constant<Bits<3>> = k(3),
+        pm4: Constant<Bits<3>> = k(4),
+        pm5: Constant<Bits<3>> = k(5),
+        k_send_write: Constant<Bits<2>> = k(KIND_SEND_WRITE),
+        k_read: Constant<Bits<2>> = k(KIND_READ),
+        k_atomic: Constant<Bits<2>> = k(KIND_ATOMIC),
+    }
+}
+
+impl Logic for ReqTake {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_va, h_rkey, h_dlen, h_imm, lk_drop, lk_reason, r_st,
+            rs_epsn, rs_ack, rs_msn, rs_sent, r_mtu, p_kind
+        );
+        clock!(self, clock, qpc);
+        self.l_ext.next = self.hdr.val().ext;
+        self.l_bth1.next = self.hdr.val().bth1;
+        self.l_bth8.next = self.hdr.val().bth8;
+        self.reth.x.next = self.l_ext.val();
+        self.l_reth.next = self.reth.y.val();
+        self.info_lut.x.next = self.hdr.val().opcode;
+        self.qpn.next = self.h_qpn.q.val();
+        self.op.next = self.h_op.q.val();
+        self.info.next = self.h_info.q.val();
+        self.psn.next = self.h_psn.q.val();
+        self.ack_req.next = self.h_ack.q.val();
+        self.pad.next = self.h_pad.q.val();
+        self.plen.next = self.h_plen.q.val();
+        self.va.next = self.h_va.q.val();
+        self.rkey.next = self.h_rkey.q.val();
+        self.dlen.next = self.h_dlen.q.val();
+        self.imm.next = self.h_imm.q.val();
+        self.is_send.next = self.h_info.q.val().get_bit(0);
+        self.is_write.next = self.h_info.q.val().get_bit(1);
+        self.is_read.next = self.h_info.q.val().get_bit(2);
+        self.is_atomic.next = self.h_info.q.val().get_bit(3);
+        self.is_start.next = self.h_info.q.val().get_bit(4);
+        self.is_end.next = self.h_info.q.val().get_bit(5);
+        self.is_imm.next = self.h_info.q.val().get_bit(6);
+        self.has_reth.next = self.h_info.q.val().get_bit(7);
+        self.is_bad.next = self.h_info.q.val().get_bit(8);
+        self.is_other.next = self.h_info.q.val().get_bit(9);
+        self.st.next = self.r_st.q.val();
+        self.epsn.next = self.rs_epsn.q.val();
+        self.ack_psn.next = self.rs_ack.q.val();
+        self.msn.next = self.rs_msn.q.val();
+        self.sent_nak.next = self.rs_sent.q.val();
+        self.drop.next = self.lk_drop.q.val();
+        self.reason.next = self.lk_reason.q.val();
+        self.mtu.next = self.r_mtu.q.val();
+        self.kind.next = self.p_kind.q.val();
+        self.l_pm.next = self.r_st.q.val().path_mtu;
+        // the QP lookup (rxe_recv.c's checks) of the header on offer; the responder state written back
+        self.qpc.attr_we.next = self.attr_we.val();
+        self.qpc.attr_qpn.next = self.attr_qpn.val();
+        self.qpc.attr_data.next = self.attr_data.val();
+        self.qpc.lk_valid.next = self.take.val();
+        self.qpc.lk_qpn.next = self.hdr.val().dest_qpn;
+        self.qpc.lk_opcode.next = self.hdr.val().opcode;
+        self.qpc.lk_pkey.next = self.hdr.val().pkey;
+        self.qpc.lk_src_ip.next = self.hdr.val().src_ip;
+        self.qpc.upd_we.next = self.upd_we.val();
+        self.qpc.upd_qpn.next = self.upd_qpn.val();
+        self.qpc.upd_data.next = self.upd_data.val();
+        self.qpc.req_we.next = false;
+        self.qpc.req_qpn.next = self.zero24.val();
+        self.qpc.req_wdata.next = self.qpc.req_rdata.val();
+        self.qpc.req_rd_qpn.next = self.zero24.val();
+        self.found.next = self.qpc.out_valid.val();
+        if self.load.val() {
+            self.lk_drop.d.next = self.qpc.out_drop.val();
+            self.lk_reason.d.next = self.qpc.out_reason.val();
+            self.r_st.d.next = self.qpc.out_static.val();
+            self.rs_epsn.d.next = self.qpc.out_resp.val().epsn;
+            self.rs_ack.d.next = self.qpc.out_resp.val().ack_psn;
+            self.rs_msn.d.next = self.qpc.out_resp.val().msn;
+            self.rs_sent.d.next = self.qpc.out_resp.val().sent_psn_nak;
+        }
+        if self.look.val() {
+            self.r_mtu.d.next = self.mtu256.val();
+            if self.l_pm.val() == self.pm2.val() {
+                self.r_mtu.d.next = self.mtu512.val();
+            }
+            if self.l_pm.val() == self.pm3.val() {
+                self.r_mtu.d.next = self.mtu1024.val();
+            }
+            if self.l_pm.val() == self.pm4.val() {
+                self.r_mtu.d.next = self.mtu2048.val();
+            }
+            if self.l_pm.val() == self.pm5.val() {
+                self.r_mtu.d.next = self.mtu4096.val();
+            }
+            self.p_kind.d.next = self.k_send_write.val();
+            if self.h_info.q.val().get_bit(2) {
+                self.p_kind.d.next = self.k_read.val();
+            }
+            if self.h_info.q.val().get_bit(3) | self.h_info.q.val().get_bit(9) {
+                self.p_kind.d.next = self.k_atomic.val();
+            }
+        }
+        if self.len8.val() {
+            self.h_plen.d.next = self.eight13.val();
+        }
+        if self.take.val() {
+            self.h_qpn.d.next = self.hdr.val().dest_qpn;
+            self.h_op.d.next = self.hdr.val().opcode;
+            self.h_info.d.next = self.info_lut.y.val();
+            self.h_psn.d.next = self.hdr.val().psn;
+            self.h_ack.d.next = self.l_bth8.val().get_bit(7);
+            self.h_pad.d.next = self.l_bth1.val().get_bits::<2>(4);
+            self.h_plen.d.next = self.hdr_pay_len.val();
+            self.h_va.d.next = self.l_reth.val().get_bits::<64>(0);
+            self.h_rkey.d.next = self.l_reth.val().get_bits::<32>(64);
+            self.h_dlen.d.next = self.l_reth.val().get_bits::<32>(96);
+            self.h_imm.d.next = self.l_ext.val().get_bits::<32>(0);
+            if self.info_lut.y.val().get_bit(7) {
+                self.h_imm.d.next = self.l_ext.val().get_bits::<32>(128);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testbench::model::{QpState, QpType};
+    use testbench::wire::headers::DEFAULT_PKEY;
+
+    fn tick(u: &mut ReqTake) {
+        u.clock.next = false.into();
+        simulate(u, 20);
+        u.clock.next = true.into();
+        simulate(u, 20);
+    }
+
+    /// A WRITE ONLY WITH IMMEDIATE to QP `qpn` (RETH: VA, rkey, length; then the immediate), as RX Parse hands it on.
+    fn write_imm(qpn: u64, psn: u64, ack_req: bool, pad: u64, pkey: u64) -> RxHeader {
+        let mut h = RxHeader::default();
+        h.opcode = bits(RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE as u64);
+        h.dest_qpn = bits(qpn);
+        h.psn = bits(psn);
+        h.bth1 = bits(pad << 4);
+        h.bth8 = bits(if ack_req { 0x80 } else { 0 });
+        h.pkey = bits(pkey);
+        h.src_ip = bits(0x0A00_0001);
+        let mut ext = [0u8; 44];
+        ext[0..8].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
+        ext[8..12].copy_from_slice(&0xAABB_CCDDu32.to_be_bytes());
+        ext[12..16].copy_from_slice(&1000u32.to_be_bytes());
+        ext[16..20].copy_from_slice(&0xDEAD_BEEFu32.to_be_bytes());
+        for (i, b) in ext.iter().enumerate() {
+            h.ext.set_bits::<8>(8 * i, bits(*b as u64));
+        }
+        h
+    }
+
+    /// The request registers hold the header's fields (the immediate after the RETH, AckReq, pad), the QP's
+    /// lookup answers with its attributes and responder state, the path MTU in bytes; a header of a QP not
+    /// in a state to receive is dropped by the lookup; an atomic's write-back makes the length 8.
+    #[test]
+    fn a_taken_request_and_its_qp() {
+        let mut u = ReqTake::default();
+        u.connect_all();
+        let mut st = QpStatic::default();
+        st.state = bits(QpState::Rts as u64);
+        st.qp_type = bits(QpType::Rc as u64);
+        st.path_mtu = bits(3);
+        st.remote_ip = bits(0x0A00_0001);
+        st.dest_qpn = bits(0x99);
+        u.attr_we.next = true;
+        u.attr_qpn.next = bits(0x12);
+        u.attr_data.next = st;
+        tick(&mut u);
+        u.attr_we.next = false;
+        let mut rs = QpResp::default();
+        rs.epsn = bits(0x77);
+        rs.msn = bits(5);
+        u.upd_we.next = true;
+        u.upd_qpn.next = bits(0x12);
+        u.upd_data.next = rs;
+        tick(&mut u);
+        u.upd_we.next = false;
+        let take = |u: &mut ReqTake, h: RxHeader| {
+            u.hdr.next = h;
+            u.hdr_pay_len.next = bits(1000);
+            u.take.next = true;
+            tick(u);
+            u.take.next = false;
+            let mut n = 0;
+            while !u.found.val() {
+                tick(u);
+                n += 1;
+                assert!(n < 10);
+            }
+            u.load.next = true;
+            tick(u);
+            u.load.next = false;
+            u.look.next = true;
+            tick(u);
+            u.look.next = false;
+        };
+        take(&mut u, write_imm(0x12, 0x77, true, 0, DEFAULT_PKEY as u64));
+        assert_eq!((u.qpn.val().to_u64(), u.psn.val().to_u64(), u.plen.val().to_u64(), u.pad.val().to_u64()), (0x12, 0x77, 1000, 0));
+        assert_eq!((u.va.val().to_u64(), u.rkey.val().to_u64(), u.dlen.val().to_u64()), (0x1122_3344_5566_7788, 0xAABB_CCDD, 1000));
+        assert_eq!(u.imm.val().to_u64(), 0xEFBE_ADDE, "the immediate after the RETH, as its wire bytes");
+        assert!(u.ack_req.val() && u.is_write.val() && u.is_imm.val() && u.is_start.val() && u.is_end.val() && u.has_reth.val());
+        assert!(!u.is_send.val() && !u.is_read.val() && !u.is_atomic.val() && !u.is_bad.val() && !u.is_other.val());
+        assert!(!u.drop.val());
+        assert_eq!((u.epsn.val().to_u64(), u.msn.val().to_u64(), u.mtu.val().to_u64(), u.kind.val().to_u64()), (0x77, 5, 1024, KIND_SEND_WRITE));
+        assert_eq!(u.st.val().dest_qpn.to_u64(), 0x99);
+        u.len8.next = true;
+        tick(&mut u);
+        u.len8.next = false;
+        assert_eq!(u.plen.val().to_u64(), 8);
+        // another P_Key: dropped by the lookup, with its reason
+        take(&mut u, write_imm(0x12, 0x77, false, 2, 0x1234));
+        assert!(u.drop.val() && u.reason.val().to_u64() != 0 && u.pad.val().to_u64() == 2 && !u.ack_req.val());
+    }
+}
