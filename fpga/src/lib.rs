@@ -58,6 +58,7 @@ fn table() -> Vec<Entry> {
         // the Responder's stage blocks (their depth is measured in the Responder's gate)
         ("resp_recv_queue", || rtl::verilog_of(&mut rtl::transport::responder::recv_queue::RecvQueue::default()), Some(6)),
         ("resp_read_res", || rtl::verilog_of(&mut rtl::transport::responder::read_res::ReadResources::default()), Some(6)),
+        ("resp_fast_path", || rtl::verilog_of(&mut rtl::transport::responder::fast_path::FastPath::default()), Some(6)),
         ("resp_take", || rtl::verilog_of(&mut rtl::transport::responder::take::ReqTake::default()), Some(6)),
         ("resp_key_check", || rtl::verilog_of(&mut rtl::transport::responder::key_check::KeyCheck::default()), Some(6)),
         ("resp_checks", || rtl::verilog_of(&mut rtl::transport::responder::checks::RespChecks::default()), Some(6)),

@@ -14,13 +14,14 @@ const DEPTH_IN_PARENT: &[(&str, &str, &str)] = &[
     ("tx_icrc_append", "tx_packet_build", "icrc"),
     ("key_cache", "req_front", "kc"),
     ("qp_context", "responder", "tk$qpc"),
-    ("psn_check", "responder", "psnc"),
+    ("psn_check", "responder", "chk$psnc"),
     ("atomic_alu", "responder", "at$alu"),
     ("resp_recv_queue", "responder", "rq"),
     ("resp_read_res", "responder", "rr"),
     ("resp_checks", "responder", "chk"),
     ("resp_key_check", "responder", "kck"),
     ("resp_take", "responder", "tk"),
+    ("resp_fast_path", "responder", "fp"),
     ("resp_read_reply", "responder", "rd"),
     ("resp_atomic", "responder", "at"),
     ("resp_tx", "responder", "tx"),
@@ -92,7 +93,7 @@ fn sub_blocks_are_in_their_parents_unchanged() {
 
 /// The blocks with a gate test below; a new block must be added here.
 const GATED: &[&str] =
-    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_req_arb", "tx_frame_mux", "tx_frame_buffer", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "comp_timer", "comp_payload", "comp_cqe", "comp_feedback", "cqe_gen", "arp_responder", "icmp_echo", "responder", "resp_recv_queue", "resp_read_res", "resp_checks", "resp_key_check", "resp_take", "resp_read_reply", "resp_atomic", "resp_tx", "resp_completion", "atomic_alu", "axis_slice", "async_fifo", "axi_read_master", "axi_write_master", "axil_split", "board_regs", "cmac_ctl"];
+    &["rnic", "icrc_engine", "tx_icrc_append", "rx_parse", "key_cache", "psn_check", "qp_context", "tx_packet_build", "requester", "req_front", "dma_read_arb", "dma_write_arb", "tx_req_arb", "tx_frame_mux", "tx_frame_buffer", "gather_path", "scatter_path", "csr", "sq_ring", "completer", "comp_timer", "comp_payload", "comp_cqe", "comp_feedback", "cqe_gen", "arp_responder", "icmp_echo", "responder", "resp_recv_queue", "resp_read_res", "resp_checks", "resp_key_check", "resp_take", "resp_fast_path", "resp_read_reply", "resp_atomic", "resp_tx", "resp_completion", "atomic_alu", "axis_slice", "async_fifo", "axi_read_master", "axi_write_master", "axil_split", "board_regs", "cmac_ctl"];
 
 #[test]
 fn emit_writes_every_block_and_the_top() {
@@ -299,6 +300,11 @@ fn gate_resp_recv_queue() {
 #[test]
 fn gate_resp_read_res() {
     gate("resp_read_res");
+}
+
+#[test]
+fn gate_resp_fast_path() {
+    gate("resp_fast_path");
 }
 
 #[test]

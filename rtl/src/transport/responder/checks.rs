@@ -1,4 +1,5 @@
-//! The Responder's packet checks that need no lookup (rxe `rxe_resp.c`, in its order): `check_op_seq` (a SEND
+//! The Responder's packet checks (rxe `rxe_resp.c`, in its order): `check_psn` by a [`PsnCheck`] (in order; a
+//! duplicate; the first out-of-sequence packet, NAKed once, then silence until the gap closes), `check_op_seq` (a SEND
 //! or WRITE continues the message in progress of its kind, and only a FIRST/ONLY starts one),
 //! `check_op_valid` (the QP's REMOTE_READ / REMOTE_WRITE / REMOTE_ATOMIC access), the resource rules of
 //! `check_resource` (a READ or atomic needs `max_dest_rd_atomic` > 0; SEND FIRST/ONLY and WRITE LAST/ONLY
@@ -15,6 +16,7 @@ use rust_hdl::prelude::*;
 
 use crate::common::consts::k;
 use crate::transport::key_cache::{ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE};
+use crate::transport::psn_check::{PsnCheck, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE, VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
 
 /// Opcode info bits (`info[opcode]`, see `super::info_table`).
 pub const I_SEND: usize = 0;
@@ -51,6 +53,17 @@ crate::logic_block! {
         pub w_resid: Signal<In, Bits<32>>,
         pub pi: Signal<In, Bits<16>>,
         pub ci: Signal<In, Bits<16>>,
+        /// check_psn's inputs: the packet's PSN, the QP's ePSN, the kind of request, a PSN-sequence NAK sent.
+        pub psn: Signal<In, Bits<24>>,
+        pub epsn: Signal<In, Bits<24>>,
+        pub kind: Signal<In, Bits<2>>,
+        pub sent_nak: Signal<In, Bit>,
+        /// check_psn's verdict, three cycles after `en`: in order; the first out-of-sequence packet (NAK); a
+        /// duplicate SEND/WRITE (ACK again); a duplicate READ or atomic (its resource).
+        pub in_order: Signal<Out, Bit>,
+        pub nak_seq: Signal<Out, Bit>,
+        pub dup_ack: Signal<Out, Bit>,
+        pub dup_res: Signal<Out, Bit>,
         /// Verdicts (true = passes, but for the resource needs and the WRITE length rules: true = fails).
         pub seq_ok: Signal<Out, Bit>,
         pub acc_ok: Signal<Out, Bit>,
@@ -64,6 +77,7 @@ crate::logic_block! {
         pub wr_big: Signal<Out, Bit>,
         pub wr_pad: Signal<Out, Bits<2>>,
 
+        psnc: PsnCheck,
         p_seq_ok: DFF<Bit>,
         p_acc_ok: DFF<Bit>,
         p_no_res: DFF<Bit>,
@@ -94,6 +108,10 @@ crate::logic_block! {
         zero13: Constant<Bits<13>> = k(0),
         zero19: Constant<Bits<19>> = k(0),
         zero31: Constant<Bits<31>> = k(0),
+        v_in_order: Constant<Bits<3>> = k(VERDICT_IN_ORDER),
+        v_dup_ack: Constant<Bits<3>> = k(VERDICT_DUP_ACK),
+        v_dup_res: Constant<Bits<3>> = k(VERDICT_DUP_RESOURCE),
+        v_nak_seq: Constant<Bits<3>> = k(VERDICT_NAK_SEQ),
     }
 }
 
@@ -101,6 +119,17 @@ impl Logic for RespChecks {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, p_seq_ok, p_acc_ok, p_no_res, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen);
+        clock!(self, clock, psnc);
+        // check_psn (PSN Check: in order, duplicate, one PSN-sequence NAK then silence)
+        self.psnc.in_valid.next = self.en.val();
+        self.psnc.psn.next = self.psn.val();
+        self.psnc.epsn.next = self.epsn.val();
+        self.psnc.kind.next = self.kind.val();
+        self.psnc.sent_psn_nak.next = self.sent_nak.val();
+        self.in_order.next = self.psnc.verdict.val() == self.v_in_order.val();
+        self.nak_seq.next = self.psnc.verdict.val() == self.v_nak_seq.val();
+        self.dup_ack.next = self.psnc.verdict.val() == self.v_dup_ack.val();
+        self.dup_res.next = self.psnc.verdict.val() == self.v_dup_res.val();
         self.seq_ok.next = self.p_seq_ok.q.val();
         self.acc_ok.next = self.p_acc_ok.q.val();
         self.no_res.next = self.p_no_res.q.val();
@@ -295,5 +324,34 @@ mod tests {
         assert!(run(Pkt { op: RC_RDMA_WRITE_ONLY, plen: 6, pad: 2, dlen: 10 }, &QP)[7]);
         assert!(!run(Pkt { op: RC_RDMA_WRITE_FIRST, plen: 1024, pad: 0, dlen: 5000 }, &QP)[7]);
         assert!(run(Pkt { op: RC_RDMA_WRITE_ONLY, plen: 1024, pad: 0, dlen: 5000 }, &QP)[7], "an ONLY must be the end");
+    }
+
+    /// check_psn through the checks' PSN Check: in order, a duplicate SEND/WRITE (ACKed again) or READ (its
+    /// resource), the first packet past a gap (NAK) and a later one (silence: none of the four), across the wrap.
+    #[test]
+    fn check_psn_verdicts() {
+        let verdict = |psn: u64, epsn: u64, kind: u64, sent: bool| {
+            let mut u = RespChecks::default();
+            u.connect_all();
+            u.psn.next = bits(psn);
+            u.epsn.next = bits(epsn);
+            u.kind.next = bits(kind);
+            u.sent_nak.next = sent;
+            u.en.next = true;
+            for i in 0..4 {
+                u.clock.next = false.into();
+                simulate(&mut u, 20);
+                u.clock.next = true.into();
+                simulate(&mut u, 20);
+                u.en.next = i > 0 && false;
+            }
+            [u.in_order.val(), u.nak_seq.val(), u.dup_ack.val(), u.dup_res.val()]
+        };
+        use crate::transport::psn_check::{KIND_READ, KIND_SEND_WRITE};
+        assert_eq!(verdict(0x10, 0x10, KIND_SEND_WRITE, false), [true, false, false, false]);
+        assert_eq!(verdict(0xFF_FFFF, 0x2, KIND_SEND_WRITE, false), [false, false, true, false], "behind, across the wrap");
+        assert_eq!(verdict(0x5, 0x9, KIND_READ, false), [false, false, false, true]);
+        assert_eq!(verdict(0x2, 0xFF_FFFE, KIND_SEND_WRITE, false), [false, true, false, false], "ahead, across the wrap");
+        assert_eq!(verdict(0x12, 0x10, KIND_SEND_WRITE, true), [false, false, false, false], "after the NAK: silence");
     }
 }

@@ -1,103 +1,65 @@
 //! Responder (rxe `rxe_resp.c` `rxe_responder`, as `testbench::model::responder` implements it), RC only:
-//! request packets in (`hdr_*` + `pay` from RX Parse, the top routes request opcodes here), ACK / NAK / RNR NAK
-//! / RDMA READ RESPONSE headers out (`hdr_*` TxHeader stream, with gather commands `g_*` for read-response
-//! payload, issued together with their header and in order, as the Requester does), SEND/WRITE payload to
-//! the Scatter Path (`s_*` + `s_pay`), receive completions to CQE Generation (`cq_*`), receive WQEs read
-//! through a DMA read port (`rd_req_*`/`rd_resp_*`, one 64-byte `RecvWqe` slot per request) into one of the
-//! QP's [`PF_DEPTH`] (8) entries of `pf_ram` (by the ring index's low three bits), tagged with its ring index:
-//! eight WQEs ahead per QP (when a SEND takes its QP's receive WQE at index i, the one at i + 8 is read if
-//! posted; an RQ doorbell has its new WQEs read that lie within eight of the one the QP takes next and are
-//! neither there nor on their way), else when the SEND needs it (queued behind the reads on their way, never
-//! waiting for them to land first). An entry on its way is marked pending, so no slot is read twice. An RQ
-//! doorbell's reads are made by a doorbell engine of its own (`dbs`: `Pf`..`Pf3` find the window, then
-//! `Rd`/`Chk`/`Go` one index per three cycles, waiting for the request slot rather than skipping an index)
-//! while the state machine waits in `Db`, between packets; CMD_WRITE_RQ drops the QP's eight entries (`Clr`).
+//! request packets in (`hdr_*` + `pay` from RX Parse; the top routes request opcodes here), ACK / NAK / RNR NAK
+//! / READ RESPONSE / ATOMIC ACKNOWLEDGE headers out (`tx_hdr*`, with gather commands `g_*` for read-response
+//! payload, issued with their header and in order), SEND/WRITE payload and an atomic's new value to the Scatter
+//! Path (`s_*` + `s_pay`), receive completions to CQE Generation (`cq`), receive WQEs and atomic targets read
+//! through a DMA read port (`rd_*`).
 //!
-//! **Tables it owns** (written by the top's command dispatcher, 256 QPs, index = QPN[7:0]):
-//! * `attr_*`: the QP attributes ([`QpStatic`], CMD_WRITE_QP) into its own [`QpContext`] (lookup with the
-//!   rxe_recv.c drop reasons; responder state [`QpResp`] written back here);
-//! * `rp_*` (valid/ready): CMD_WRITE_QP_RESP: ePSN; also `ack_psn = ePSN`, MSN 0, `sent_psn_nak` 0 and the
-//!   extended responder state ([`RespExt`]: message in progress, current receive WQE, WRITE context, the last
-//!   READ, the QP's error flag) cleared;
-//! * `rqs_*` (valid/ready): CMD_WRITE_RQ: ring base, log2 entries, receive CQ; resets the ring's indices;
-//! * `rqdb_*` (valid/ready): RQ doorbell: new producer index;
-//! * `kc_*`: the RX copy of the Key Cache (same fields as `req_front`'s `kc_*`).
-//! Commands are taken only between packets (the FSM is in `Idle`), so they never race a packet's write-back.
-//! A request header is taken in `Idle`, or already in the write-back's cycle (which is the ACK header's
+//! **Stages** (each a block in this folder, with its unit test beside it), sequenced by the state machine here,
+//! one packet at a time:
+//! * [`take`]: the header take and QP lookup (rxe `get_req`, `rxe_recv.c`'s drops): the request registers, the
+//!   QP's attributes and responder state;
+//! * [`checks`]: `check_psn`, `check_op_seq`, `check_op_valid`, `check_resource`, `check_length` and the WRITE
+//!   length rule, registered in `Pre`;
+//! * [`key_check`]: `check_rkey`, and a SEND's receive buffer (its lkey, the room left), through the RX copy of
+//!   the Key Cache;
+//! * execute: the payload mover and Scatter command (here), [`recv_queue`] (the receive rings and the WQE
+//!   prefetch eight ahead, the doorbell engine), [`read_reply`] (READ responses, a duplicate READ's replay),
+//!   [`read_res`] (the READ/atomic resource ring and its scan), [`atomic`] (the Atomic Unit's
+//!   read-modify-write);
+//! * [`acknowledge`]: the TX header and gather registers; [`completion`]: the held receive completion.
+//!
+//! **Tables it owns** (written by the top's command dispatcher, 256 QPs, index = QPN[7:0]): `attr_*`, the QP
+//! attributes ([`QpStatic`], CMD_WRITE_QP) into the take stage's QP Context; `rp_*` (CMD_WRITE_QP_RESP): ePSN,
+//! `ack_psn = ePSN`, MSN 0, no NAK sent, and the extended responder state ([`RespExt`]: message in progress,
+//! current receive WQE, WRITE context, the READ resources, the QP's error flag) cleared; `rqs_*`
+//! (CMD_WRITE_RQ): ring base, log2 entries, receive CQ, indices reset; `rqdb_*`: RQ doorbell; `kc_wr`: the RX
+//! copy of the Key Cache. Commands are taken only between packets (in `Idle`), so they never race a packet's
+//! write-back. A request header is taken in `Idle`, or already in the write-back's cycle (the ACK header's
 //! cycle when the packet is ACKed) when it is another QP's and no command waits, so back-to-back packets of
 //! different QPs skip `Idle`; a same-QP packet goes through `Idle`, after its QP's state is written.
 //!
-//! **Rules** (the golden model's order): QP lookup drops (counted), a QP in error (after a class-C error)
-//! drops everything until the next `rp_*` write; `check_psn` by a [`PsnCheck`] (in order; duplicate SEND/WRITE
-//! re-ACKed with PSN `ack_psn - 1`, nothing executed; first out-of-sequence packet: NAK PSN sequence error
-//! with ePSN, then silence until the gap closes); `check_op_seq`; `check_op_valid` (QP access REMOTE_READ /
-//! REMOTE_WRITE); `check_resource` (READ with `max_dest_rd_atomic` 0: NAK invalid request; no posted receive
-//! for SEND FIRST/ONLY or WRITE LAST/ONLY WITH IMMEDIATE: RNR NAK `0x20 | min_rnr_timer` with the packet's
-//! PSN); `check_length` (ONLY <= PMTU, FIRST/MIDDLE == PMTU, LAST 1..PMTU, RETH length <= 2^31);
-//! `check_rkey` through the Key Cache (NAK remote access error); the WRITE length / PadCnt rule; SEND: the
-//! receive buffer's room and its lkey with LOCAL_WRITE (either failing: rxe `copy_data`'s -EINVAL, a
-//! malformed WQE: NAK remote operational error, LOC_QP_OP_ERR, nothing of the packet written); execute; MSN +1 at the end of a SEND/WRITE and
-//! on a READ; receive completions (RECV with `byte_len` = bytes received, RECV_RDMA_WITH_IMM with the whole
-//! write length, GRH flag always, WITH_IMM and the immediate as its wire bytes); ACK (0x1F, MSN) when AckReq
-//! is set. Class-C errors NAK with the packet's PSN and the current MSN, complete the receive in progress
-//! (if the rule says so), flush every posted receive WQE with WR_FLUSH_ERR (rxe `qp_error`, flags 0) and
-//! put the QP in error. `src_qp` of an RC receive completion is 0, as rxe and the model give it (rxe fills
-//! it from a DETH only).
+//! **Rules** (the golden model's order): QP lookup drops (counted); a QP in error (after a class-C error)
+//! drops everything until the next `rp_*` write; `check_psn` (duplicate SEND/WRITE re-ACKed with PSN
+//! `ack_psn - 1`, nothing executed; a duplicate READ replayed from its resource, a duplicate atomic answered
+//! from its saved value; first out-of-sequence packet: NAK PSN sequence error with ePSN, then silence until
+//! the gap closes); the checks above (class C: NAK invalid request; no receive posted: RNR NAK `0x20 |
+//! min_rnr_timer` with the packet's PSN); `check_rkey` (NAK remote access error); a SEND whose receive buffer
+//! is too small or whose lkey fails (rxe `copy_data`'s -EINVAL: NAK remote operational error,
+//! LOC_QP_OP_ERR, nothing written); execute; MSN + 1 at the end of a SEND/WRITE, on a READ and an atomic;
+//! receive completions (RECV with `byte_len` = bytes received, RECV_RDMA_WITH_IMM with the whole write length,
+//! GRH flag always, WITH_IMM and the immediate as its wire bytes); ACK (0x1F, MSN) when AckReq is set.
+//! Class-C errors NAK with the packet's PSN and the current MSN, complete the receive in progress (if the rule
+//! says so), flush every posted receive WQE with WR_FLUSH_ERR (rxe `qp_error`) and put the QP in error.
+//! ATOMIC_WRITE and FLUSH: NAK invalid request, QP to error. An atomic's target must be 8-byte aligned.
 //!
-//! **READ**: responses FIRST/MIDDLE/LAST/ONLY of PMTU bytes from the rkey-translated address, PSN = request
-//! PSN + k, AETH (0x1F, MSN after the READ's increment) on FIRST/LAST/ONLY, ePSN = PSN + packets. Each READ is
-//! saved in the QP's ring of [`READ_RESOURCES`] responder resources ([`ReadRes`] in block RAM, address
-//! {QPN[7:0], slot}: PSN range, VA, rkey, length, DMA address; the oldest is overwritten; rxe
-//! `rxe_prepare_res`). **A duplicate READ** (rxe `duplicate_request`, the model's order): the 16 slots are
-//! scanned (one read per cycle, the PSN range compared by two pipelined `PsnCmp`s, ~20 cycles) for the first
-//! valid one whose range holds the PSN; if its rkey is the request's and [VA, VA + len) lies inside the saved
-//! range, the responses are replayed from the request's PSN and VA: FIRST/ONLY when the PSN is the READ's first,
-//! **MIDDLE..LAST otherwise** (a mid-range retry never gets FIRST at a later PSN, which would put rxe's QP in
-//! error); else it is dropped and counted (`CNT_DROP_DUP`). A replay changes no QP state.
-//! **Atomics** (COMPARE_SWAP, FETCH_ADD; rxe `atomic_reply`): REMOTE_ATOMIC in the QP's access flags and
-//! `max_dest_rd_atomic` > 0 (else NAK invalid request), an 8-byte-aligned VA (else NAK invalid request), the
-//! R_Key for 8 bytes with REMOTE_ATOMIC (else NAK remote access error); then the Atomic Unit: the 64-byte
-//! block holding the target is read through the DMA read port, the [`AtomicAlu`] computes the new value, one
-//! 8-byte Scatter command writes it back, and ATOMIC_ACKNOWLEDGE (AETH with MSN + 1, the original value
-//! big-endian) answers; ePSN + 1. The Responder takes one packet at a time and the read of the next operation
-//! is issued after this write, so an atomic is indivisible with respect to every other operation of this RNIC
-//! on those bytes (other QPs included). The original value is saved in the QP's resource ring (`atomic` set);
-//! a duplicate atomic at that PSN is answered from it and never executed again; one whose resource is gone is
-//! dropped (rxe). **Masked atomics** (this project's opcodes 0xD3 / 0xD4, `testbench::wire::opcode`): the same
-//! path with MaskedCmpSwapETH / MaskedFetchAddETH operands. ATOMIC_WRITE and FLUSH: NAK invalid request, QP
-//! to error.
+//! **The payload mover**: a SEND/WRITE payload is handed in `PayFwd` to the mover (`mv_on`: `pay` to `s_pay`
+//! until its last beat; the next is handed over once `mv_on` is clear, so the Scatter Path's ready never
+//! reaches the state) and the state machine goes on with the ACK, the write-back and the next header. A
+//! receive completion waits in its stage for the payload before it; a READ response's gather and an atomic's
+//! read go out only with the mover done and the Scatter Path `idle` (`s_idle`: every byte written before them
+//! is on the DMA write port).
 //!
-//! **The payload mover**: a SEND/WRITE payload is handed in `PayFwd` to a mover (`mv_on`: `pay` to `s_pay`
-//! until its last beat; the next one is handed over once `mv_on` is clear, one cycle after the last beat, so
-//! the Scatter Path's ready never reaches the state) and the state machine goes on with the ACK, the
-//! write-back and the next header (the top hands on the next request header while a request payload still
-//! flows). A receive completion (SEND LAST/ONLY, WITH IMMEDIATE, class-C, flush) is held in its registers
-//! (`o_c*`, its CQ and QP latched too) until the payload in the mover when it was raised is through
-//! (`cq_hold`), while the state machine goes on; a packet that raises the next completion waits for that one
-//! to go. A READ response's gather and an atomic's read go out only with the mover done and the Scatter Path
-//! `idle` (`s_idle`: every byte written before them is on the DMA write port); `Drain` and the atomic's write
-//! wait for the mover.
-//!
-//! **Timing** (<= 6 LUT6 levels): one packet's checks at a time through a state machine; every wide sum (PSN/MSN +1,
-//! ack_psn - 1, addresses, offsets, residues) goes through a [`PipeAdd64`] whose operands are registers; the
-//! checks are registered in the `Pre` state from registered inputs; the 24-bit PSN compare is the PsnCheck's.
+//! **Timing** (<= 6 LUT6 levels): every wide sum (PSN/MSN + 1, ack_psn - 1, addresses, residues) goes through
+//! a [`PipeAdd64`] whose operands are registers; the checks are registered from registered inputs.
 //! **The hot QP's fast path**: after an executed in-order WRITE FIRST/MIDDLE the QP stays *hot* (its state in
 //! the registers) until another packet or a command comes; its next packet, if it is the expected WRITE
 //! MIDDLE (PMTU bytes while more than PMTU is left) or LAST (the rest, its pad) at ePSN from the QP's remote
-//! address with the default P_Key (matched in `Idle`, into a register and into the Scatter command raised in
-//! the next cycle), goes from `LkWait` straight to its payload and ends in `FastEnd` (PSN + 1, pointer and
-//! residue summed from `Idle` on; a one-beat payload waits there for the sums): with the mover, one packet per
-//! payload beats + 1 cycles (16.9 for 1 KiB with a Scatter Path that takes the beats at once, 20 before the
-//! mover; the 100G wire brings one every 28.5).
-//! Anything else (another QP, a PSN gap or duplicate, a wrong length) takes the general path, which runs every
-//! check. Rate of the general path: about 15 cycles per WRITE MIDDLE/LAST, its payload beats (one per cycle)
-//! overlapping the next packet's checks in the mover; a RETH's R_Key check is issued in `Look` beside the PSN
-//! check and answers 2 cycles after it (a 1 KiB WRITE ONLY: 18 cycles, 33 before the mover); a SEND adds the
-//! WQE fetch (prefetched eight ahead) and its receive buffer's checks: the address and end sums (3), then the
-//! Key Cache's lkey check (9), issued straight after the fetch (`SendFirst`), with the bounds compare summed
-//! beside it (a 1 KiB SEND ONLY: 29.4 cycles, `send_only_rate`; 51.4 before the mover, the completion hold
-//! and `SendFirst`); a READ takes about 18 cycles (by the state count) plus 5 per response packet; a duplicate READ
-//! about 30 more (the resource scan and the subset check) before its first response.
+//! address with the default P_Key (matched as it is taken), goes from `LkWait` straight to its payload and
+//! ends in `FastEnd`: one packet per payload beats + 1 cycles (16.9 for 1 KiB; the 100G wire brings one every
+//! 28.5). Anything else takes the general path: about 15 cycles per WRITE MIDDLE/LAST, its payload
+//! overlapping the next packet's checks; a 1 KiB WRITE ONLY 18 cycles, a 1 KiB SEND ONLY 29.4
+//! (`send_only_rate`); a READ about 18 cycles plus 5 per response packet; a duplicate READ about 30 more.
 //!
 //! **Counters** (`counters[i]`): [`CNT_REQUESTS`] requests past the QP lookup, [`CNT_DUPLICATES`],
 //! [`CNT_NAK_SEQ`] PSN-sequence NAKs sent, [`CNT_RNR_NAKS`], [`CNT_CLASS_C`] class-C errors (NAK invalid
@@ -114,14 +76,12 @@ use crate::common::consts::k;
 use crate::common::counter::EventCounter;
 use crate::common::fifo::SdpRam;
 use crate::transport::key_cache::{KcWrite, PipeAdd64, PD_BITS};
-use crate::transport::psn_check::{PsnCheck, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE,
-    VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
 use crate::transport::qp_context::QpStatic;
 use crate::wire::rx_parse::RxHeader;
 use crate::wire::tx_build::{TxHeader, EXT_BITS};
 use rnic_driver::host::{wc_opcode_code, wc_status_code};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
-use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED, DEFAULT_PKEY};
+use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED};
 use testbench::wire::opcode::*;
 
 pub mod recv_queue;
@@ -130,6 +90,8 @@ pub use recv_queue::{PfEnt, RqCfg, PF_DEPTH};
 pub mod read_res;
 pub mod checks;
 pub mod take;
+pub mod fast_path;
+use fast_path::FastPath;
 use take::ReqTake;
 pub use take::info_table;
 pub mod read_reply;
@@ -305,6 +267,8 @@ crate::logic_block! {
         /// Receive Queue and WQE Prefetch: the receive rings, the WQE reads eight ahead, the doorbell engine.
         /// The header take and QP lookup: the request registers, the QP's attributes and responder state.
         tk: ReqTake,
+        /// The hot QP's fast path: its next packet expected, the header on offer matched.
+        fp: FastPath,
         rq: RecvQueue,
         /// The checks that need no lookup (check_op_seq, check_op_valid, check_resource, check_length).
         chk: RespChecks,
@@ -320,7 +284,6 @@ crate::logic_block! {
         tx: RespTx,
         /// The receive completion held until the payload before it is through.
         cqe: RecvCompletion,
-        psnc: PsnCheck,
         x_ram: SdpRam<RespExt, 8>,
         add_a: PipeAdd64,
         add_b: PipeAdd64,
@@ -344,14 +307,6 @@ crate::logic_block! {
         inc: [Signal<Local, Bit>; RESP_COUNTERS],
 
         state: DFF<RespState>,
-        /// The hot QP (the fast path for in-order WRITE MIDDLE/LAST): `hot` = the last packet was an in-order WRITE
-        /// FIRST/MIDDLE of QP `h_qpn` that this block executed, and no command or other packet came since; the
-        /// next packet it may take is `f_op` with `f_plen` payload bytes and pad `f_pad` at PSN `n_epsn`.
-        hot: DFF<Bit>,
-        f_arm: DFF<Bit>,
-        f_op: DFF<Bits<8>>,
-        f_plen: DFF<Bits<13>>,
-        f_pad: DFF<Bits<2>>,
         /// The header taken in `Idle` matched the hot QP's expectation (fast path).
         h_fast: DFF<Bit>,
         /// Cycles until the fast path's sums (started in `Idle`) are out: `FastEnd` waits for 0.
@@ -421,10 +376,6 @@ crate::logic_block! {
         l_access: Signal<Local, Bits<8>>,
         l_mda: Signal<Local, Bits<8>>,
         l_pd: Signal<Local, Bits<32>>,
-        l_fmatch: Signal<Local, Bit>,
-        /// `l_fmatch` with a payload: the fast path is taken (`h_fast`) and its Scatter command raised
-        l_fpay: Signal<Local, Bit>,
-        l_pkey: Signal<Local, Bits<16>>,
         l_aeth_ack: Signal<Local, Bits<32>>,
         l_wqe: Signal<Local, Bits<512>>,
         // constants
@@ -446,10 +397,6 @@ crate::logic_block! {
         len64: Constant<Bits<13>> = k(64),
         op_atack: Constant<Bits<8>> = k(RC_ATOMIC_ACKNOWLEDGE as u64),
         three4: Constant<Bits<4>> = k(3),
-        v_in_order: Constant<Bits<3>> = k(VERDICT_IN_ORDER),
-        v_dup_ack: Constant<Bits<3>> = k(VERDICT_DUP_ACK),
-        v_dup_res: Constant<Bits<3>> = k(VERDICT_DUP_RESOURCE),
-        v_nak_seq: Constant<Bits<3>> = k(VERDICT_NAK_SEQ),
         syn_ack: Constant<Bits<8>> = k(AETH_ACK_UNLIMITED as u64),
         syn_seq: Constant<Bits<8>> = k(Aeth::nak(NakCode::PsnSequenceError, 0).syndrome as u64),
         syn_inv: Constant<Bits<8>> = k(Aeth::nak(NakCode::InvalidRequest, 0).syndrome as u64),
@@ -457,9 +404,6 @@ crate::logic_block! {
         syn_op: Constant<Bits<8>> = k(Aeth::nak(NakCode::RemoteOperationalError, 0).syndrome as u64),
         syn_rnr: Constant<Bits<8>> = k(Aeth::rnr_nak(0, 0).syndrome as u64),
         op_ack: Constant<Bits<8>> = k(RC_ACKNOWLEDGE as u64),
-        op_wr_middle: Constant<Bits<8>> = k(RC_RDMA_WRITE_MIDDLE as u64),
-        op_wr_last: Constant<Bits<8>> = k(RC_RDMA_WRITE_LAST as u64),
-        pkey_low: Constant<Bits<15>> = k((DEFAULT_PKEY & 0x7FFF) as u64),
         wc_recv: Constant<Bits<8>> = k(wc_opcode_code(WcOpcode::Recv) as u64),
         wc_recv_imm: Constant<Bits<8>> = k(wc_opcode_code(WcOpcode::RecvRdmaWithImm) as u64),
         wcf_grh: Constant<Bits<8>> = k(WcFlags::GRH as u64),
@@ -482,12 +426,12 @@ impl Logic for Responder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, hot, f_arm, f_op, f_plen, f_pad, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt,
-            wait_n, aa_a, aa_b, aa_c, ab_a, ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b,
-            pay_pend, mv_on, x, ackm1, msn1, psn1, wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq,
-            cc_status, o_sv, o_saddr, o_reason, hq_diff
+            self, clock, state, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, wait_n, aa_a, aa_b, aa_c, ab_a,
+            ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, ackm1, msn1, psn1,
+            wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, o_sv, o_saddr, o_reason,
+            hq_diff
         );
-        clock!(self, clock, tk, psnc, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
+        clock!(self, clock, tk, fp, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
         for i in 0..12 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = self.inc[i].val();
@@ -574,6 +518,10 @@ impl Logic for Responder {
         self.chk.w_resid.next = self.x.q.val().w_resid;
         self.chk.pi.next = self.rq.pi.val();
         self.chk.ci.next = self.rq.ci.val();
+        self.chk.psn.next = self.tk.psn.val();
+        self.chk.epsn.next = self.tk.epsn.val();
+        self.chk.kind.next = self.tk.kind.val();
+        self.chk.sent_nak.next = self.tk.sent_nak.val();
         self.l_wqe.next = self.rd_resp_data.val();
 
         // ---- AETH words: syndrome, then the MSN big-endian
@@ -603,19 +551,22 @@ impl Logic for Responder {
         self.g_valid.next = self.tx.g_valid.val();
         self.g_addr.next = self.tx.g_addr.val();
         self.g_len.next = self.tx.g_len.val();
-        // the fast path: the header on offer is the hot QP's next WRITE MIDDLE/LAST, in order, of the expected
-        // length and pad, from the QP's remote address with the default P_Key (the QP lookup's checks); it goes
-        // into a register (h_fast), never into the state choice of the same cycle
-        self.l_pkey.next = self.hdr.val().pkey;
-        self.l_fmatch.next = self.hot.q.val()
-            & (self.l_rqpn.val() == self.tk.qpn.val())
-            & (self.hdr.val().opcode == self.f_op.q.val())
-            & (self.hdr.val().psn == self.n_epsn.q.val())
-            & (self.hdr_pay_len.val() == self.f_plen.q.val())
-            & (self.l_bth1.val().get_bits::<2>(4) == self.f_pad.q.val())
-            & (self.hdr.val().src_ip == self.tk.st.val().remote_ip)
-            & (self.l_pkey.val().get_bits::<15>(0) == self.pkey_low.val());
-        self.l_fpay.next = self.l_fmatch.val() & (self.hdr_pay_len.val() != self.zero13.val());
+        // the fast path (fast_path.rs): whether the header on offer is the hot QP's next WRITE MIDDLE/LAST; it
+        // goes into a register (h_fast), never into the state choice of the same cycle
+        self.fp.hdr.next = self.hdr.val();
+        self.fp.hdr_pay_len.next = self.hdr_pay_len.val();
+        self.fp.qpn.next = self.tk.qpn.val();
+        self.fp.epsn.next = self.n_epsn.q.val();
+        self.fp.remote_ip.next = self.tk.st.val().remote_ip;
+        self.fp.arm.next = false;
+        self.fp.arm_in.next = !self.tk.is_end.val();
+        self.fp.wb.next = false;
+        self.fp.wr_big.next = self.chk.wr_big.val();
+        self.fp.wr.next = self.l_wr.val().get_bits::<13>(0);
+        self.fp.wr_pad.next = self.chk.wr_pad.val();
+        self.fp.mtu.next = self.tk.mtu.val();
+        self.fp.take.next = false;
+        self.fp.kill.next = self.attr_we.val();
         self.s_valid.next = self.o_sv.q.val();
         self.s_addr.next = self.o_saddr.q.val();
         self.s_len.next = self.tk.plen.val();
@@ -674,11 +625,6 @@ impl Logic for Responder {
         self.kck.plen.next = self.tk.plen.val();
         self.kck.issue.next = false;
         self.kck.take.next = false;
-        self.psnc.in_valid.next = false;
-        self.psnc.psn.next = self.tk.psn.val();
-        self.psnc.epsn.next = self.tk.epsn.val();
-        self.psnc.kind.next = self.tk.kind.val();
-        self.psnc.sent_psn_nak.next = self.tk.sent_nak.val();
         // READ and atomic resources: a new READ's record (ReadEnd) or an atomic's (AtEnd) at the ring head
         self.rr.qpn.next = self.tk.qpn.val();
         self.rr.psn.next = self.tk.psn.val();
@@ -775,11 +721,11 @@ impl Logic for Responder {
                     self.rqs_ready.next = true;
                     self.rq.rqs_go.next = true;
                     self.state.d.next = RespState::Db;
-                    self.hot.d.next = false;
+                    self.fp.kill.next = true;
                 } else if self.rp_valid.val() {
                     // CMD_WRITE_QP_RESP: ePSN, ack_psn = ePSN, MSN 0; the extended state cleared
                     self.rp_ready.next = true;
-                    self.hot.d.next = false;
+                    self.fp.kill.next = true;
                     self.tk.upd_we.next = true;
                     self.tk.upd_qpn.next = self.rp_qpn.val();
                     self.tk.upd_data.next.epsn = self.rp_epsn.val();
@@ -862,7 +808,6 @@ impl Logic for Responder {
                 self.ae_b.d.next = bit_cast::<64, 13>(self.tk.plen.val());
                 self.af_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
                 self.af_b.d.next = !bit_cast::<64, 13>(self.tk.plen.val());
-                self.psnc.in_valid.next = true;
                 // check_op_seq, check_op_valid, check_resource, check_length, the WRITE length rule
                 self.chk.en.next = true;
                 self.wait_n.d.next = self.two2.val();
@@ -886,22 +831,22 @@ impl Logic for Responder {
                 self.n_sent.d.next = false;
                 self.amsn.d.next = self.tk.msn.val();
                 self.cc_cq.d.next = false;
-                if self.psnc.verdict.val() == self.v_in_order.val() {
+                if self.chk.in_order.val() {
                     self.state.d.next = RespState::Check;
-                } else if self.psnc.verdict.val() == self.v_nak_seq.val() {
+                } else if self.chk.nak_seq.val() {
                     self.inc[2].next = true;
                     self.n_sent.d.next = true;
                     self.syn.d.next = self.syn_seq.val();
                     self.apsn.d.next = self.tk.epsn.val();
                     self.ack_nxt.d.next = RespState::WriteBack;
                     self.state.d.next = RespState::TxAck;
-                } else if self.psnc.verdict.val() == self.v_dup_ack.val() {
+                } else if self.chk.dup_ack.val() {
                     self.inc[1].next = true;
                     self.syn.d.next = self.syn_ack.val();
                     self.apsn.d.next = self.add_a.sum.val().get_bits::<24>(0);
                     self.ack_nxt.d.next = RespState::Drain;
                     self.state.d.next = RespState::TxAck;
-                } else if self.psnc.verdict.val() == self.v_dup_res.val() {
+                } else if self.chk.dup_res.val() {
                     // a duplicate READ (the PsnCheck gives this verdict to READs only): find its resource
                     self.inc[1].next = true;
                     self.rr.scan_start.next = true;
@@ -1117,7 +1062,8 @@ impl Logic for Responder {
                 // a packet that raises a completion waits for the one raised before it to go
                 if !(self.cqe.busy.val() & self.l_sync.val()) {
                     // an executed WRITE FIRST/MIDDLE makes its QP hot (see `hot`)
-                    self.f_arm.d.next = self.tk.is_write.val() & !self.tk.is_end.val();
+                    self.fp.arm.next = true;
+                    self.fp.arm_in.next = self.tk.is_write.val() & !self.tk.is_end.val();
                     if self.w_late.q.val() {
                         self.x.d.next.w_ptr = self.add_e.sum.val();
                         self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
@@ -1389,7 +1335,7 @@ impl Logic for Responder {
                     self.n_ack.d.next = self.add_c.sum.val().get_bits::<24>(0);
                     self.x.d.next.w_ptr = self.add_e.sum.val();
                     self.x.d.next.w_resid = self.add_f.sum.val().get_bits::<32>(0);
-                    self.f_arm.d.next = !self.tk.is_end.val();
+                    self.fp.arm.next = true;
                     self.syn.d.next = self.syn_ack.val();
                     self.apsn.d.next = self.tk.psn.val();
                     self.amsn.d.next = self.n_msn.q.val();
@@ -1436,15 +1382,7 @@ impl Logic for Responder {
             self.rq.wb.next = true;
             // the hot QP's next packet: MIDDLE of PMTU bytes while more than PMTU is left, else LAST of
             // the rest (the WRITE length rule)
-            self.hot.d.next = self.f_arm.q.val();
-            self.f_op.d.next = self.op_wr_last.val();
-            self.f_plen.d.next = self.l_wr.val().get_bits::<13>(0);
-            self.f_pad.d.next = self.chk.wr_pad.val();
-            if self.chk.wr_big.val() {
-                self.f_op.d.next = self.op_wr_middle.val();
-                self.f_plen.d.next = self.tk.mtu.val();
-                self.f_pad.d.next = self.zero2.val();
-            }
+            self.fp.wb.next = true;
             self.state.d.next = RespState::Idle;
             if self.pay_pend.q.val() {
                 self.state.d.next = RespState::Drain;
@@ -1469,16 +1407,15 @@ impl Logic for Responder {
             self.pay_pend.d.next = self.hdr_pay_len.val() != self.zero13.val();
             // the fast path's sums start now (PSN + 1, the WRITE pointer and residue after this
             // payload; ready 4 cycles on, by FastEnd); the general path sets these again in Pre
-            self.h_fast.d.next = self.l_fpay.val();
+            self.h_fast.d.next = self.fp.fpay.val();
             // the fast path's Scatter command goes out in the next cycle (the Scatter Path's plan
             // pipeline starts while LkWait decides)
-            if self.l_fpay.val() {
+            if self.fp.fpay.val() {
                 self.o_sv.d.next = true;
                 self.o_saddr.d.next = self.x.q.val().w_ptr;
             }
             self.f_wait.d.next = self.three2.val();
-            self.hot.d.next = false;
-            self.f_arm.d.next = false;
+            self.fp.take.next = true;
             self.w_late.d.next = false;
             self.ac_a.d.next = bit_cast::<64, 24>(self.hdr.val().psn);
             self.ac_b.d.next = self.zero64.val();
@@ -1488,11 +1425,6 @@ impl Logic for Responder {
             self.af_a.d.next = bit_cast::<64, 32>(self.x.q.val().w_resid);
             self.af_b.d.next = !bit_cast::<64, 13>(self.hdr_pay_len.val());
             self.state.d.next = RespState::LkWait;
-        }
-        // CMD_WRITE_QP may change the hot QP's attributes (state, access, PMTU, address): the fast path's
-        // registers no longer stand for it
-        if self.attr_we.val() {
-            self.hot.d.next = false;
         }
     }
 }
