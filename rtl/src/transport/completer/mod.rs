@@ -355,9 +355,9 @@ crate::logic_block! {
         fb: ReqFeedback,
         qst: SdpRam<CompSt, 8>,
         cqn_ram: SdpRam<CompCfg, 8>,
-        /// The QP's retired READ/atomic count, with the other `s_*` state; the CMD_WRITE_QP taken was to RESET.
-        s_fin: DFF<Bits<8>>,
-        s_hra: DFF<Bit>,
+        /// The event's QP's state word, as read and as it will be written back.
+        s: DFF<CompSt>,
+        l_comp: Signal<Local, Bits<24>>,
         /// A read response that can only be dropped (see `FDrop`).
         l_fdrop: Signal<Local, Bit>,
         c_rst: DFF<Bit>,
@@ -403,25 +403,12 @@ crate::logic_block! {
         sk_lo: DFF<Bits<13>>,
         skip: DFF<Bits<24>>,
         h_syn: DFF<Bits<8>>,
-        s_retrying: DFF<Bit>,
-        s_skip: DFF<Bit>,
-        s_started: DFF<Bit>,
-        s_rl: DFF<Bits<3>>,
-        s_nl: DFF<Bits<3>>,
-        s_head: DFF<Bits<5>>,
-        s_tail: DFF<Bits<5>>,
-        s_comp: DFF<Bits<24>>,
-        s_rd: DFF<Bits<32>>,
-        s_reading: DFF<Bit>,
-        s_err: DFF<Bit>,
         rec: DFF<Pend>,
         i_first: DFF<Bits<24>>,
         /// The QP's `comp_psn` before the first record of an empty list replaced it (see `IHint`).
         i_hint: DFF<Bits<24>>,
         /// An ACK found the QP's list empty: Done writes its PSN + 1 as `comp_psn`.
         a_hint: DFF<Bit>,
-        /// The QP's `nak_hint`.
-        s_nakh: DFF<Bit>,
         cls: DFF<Bits<12>>,
         resp: DFF<Bit>,
         paypend: DFF<Bit>,
@@ -541,11 +528,10 @@ impl Logic for Completer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, prio, qpn, cqn, s_head, s_tail, s_comp, s_rd, s_reading, s_err, rec, i_first, i_hint,
-            a_hint, s_nakh, cls, resp, paypend, cstat, act, over, h_psn, h_plen, d_ackop, d_first, d_mid, d_last,
-            d_only, d_atack, sy_ack, sy_rnr, sy_nak, sy_res, inc_lo, inc_c, psn1, hot, nx_addr, room, room_big, fc,
-            f_same, f_psn, f_end, f_fit, qc, tmo, tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn,
-            s_retrying, s_skip, s_started, s_rl, s_nl, h_orig, s_fin, c_rst, c_req, c_psn, s_hra
+            self, clock, state, prio, qpn, cqn, rec, i_first, i_hint, a_hint, cls, resp, paypend, cstat, act, over,
+            h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack, sy_rnr, sy_nak, sy_res, inc_lo,
+            inc_c, psn1, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, qc, tmo, tm_set, tm_arm,
+            tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, h_orig, c_rst, c_req, c_psn, s
         );
         clock!(
             self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room,
@@ -595,24 +581,25 @@ impl Logic for Completer {
         self.tm.rnr_code.next = self.rnr_code.q.val();
         self.tm.rnr.next = self.tm_rnr.q.val();
         self.tm.arm.next = self.tm_arm.q.val();
-        self.tm.pending.next = self.s_head.q.val() != self.s_tail.q.val();
+        self.tm.pending.next = self.s.q.val().head != self.s.q.val().tail;
         self.tm.we.next = false;
         self.tm.we_fresh.next = false;
         self.tm.take.next = false;
         self.tm.load.next = false;
         // go-back-N's skip = comp_psn - the head's first PSN, in two 12-bit halves (13-bit low with its borrow)
         self.l_fpsn.next = self.rec.q.val().first_psn;
-        self.l_sk_lo.next = bit_cast::<13, 12>(self.s_comp.q.val().get_bits::<12>(0))
+        self.l_comp.next = self.s.q.val().comp_psn;
+        self.l_sk_lo.next = bit_cast::<13, 12>(self.l_comp.val().get_bits::<12>(0))
             - bit_cast::<13, 12>(self.l_fpsn.val().get_bits::<12>(0));
         self.l_sk_b.next = bit_cast::<12, 1>(self.sk_lo.q.val().get_bits::<1>(12));
-        self.l_sk_hi.next = self.s_comp.q.val().get_bits::<12>(12) - self.l_fpsn.val().get_bits::<12>(12) - self.l_sk_b.val();
+        self.l_sk_hi.next = self.l_comp.val().get_bits::<12>(12) - self.l_fpsn.val().get_bits::<12>(12) - self.l_sk_b.val();
         // ---- to WQE Check (feedback.rs): QP-to-error pulses, rewinds, and the window (wired below the states) ----
         self.fb.qpn.next = self.qpn.q.val().get_bits::<8>(0);
         self.fb.qerr_set.next = false;
         self.fb.rw_push.next = false;
         self.fb.rw_in.next.qpn = self.qpn.q.val().get_bits::<8>(0);
         self.fb.rw_in.next.idx = self.rec.q.val().idx;
-        self.fb.rw_in.next.psn = self.s_comp.q.val();
+        self.fb.rw_in.next.psn = self.s.q.val().comp_psn;
         self.fb.rw_in.next.skip = self.skip.q.val();
         self.fb.rw_ready.next = self.rw_ready.val();
         self.rw_valid.next = self.fb.rw_valid.val();
@@ -642,8 +629,8 @@ impl Logic for Completer {
 
         // ---- addresses ----
         self.l_qpn8.next = self.qpn.q.val().get_bits::<8>(0);
-        self.l_head.next = self.s_head.q.val();
-        self.l_tail.next = self.s_tail.q.val();
+        self.l_head.next = self.s.q.val().head;
+        self.l_tail.next = self.s.q.val().tail;
         self.l_xtail.next = self.qst.rdata.val().tail;
         self.l_iqpn.next = self.iss.val().qpn;
         self.l_irec.next.idx = self.iss.val().idx;
@@ -661,20 +648,7 @@ impl Logic for Completer {
         self.cqn_ram.raddr.next = self.l_qpn8.val();
         self.qst.we.next = false;
         self.qst.waddr.next = self.l_qpn8.val();
-        self.qst.wdata.next.head = self.s_head.q.val();
-        self.qst.wdata.next.tail = self.s_tail.q.val();
-        self.qst.wdata.next.comp_psn = self.s_comp.q.val();
-        self.qst.wdata.next.rd = self.s_rd.q.val();
-        self.qst.wdata.next.reading = self.s_reading.q.val();
-        self.qst.wdata.next.err = self.s_err.q.val();
-        self.qst.wdata.next.retrying = self.s_retrying.q.val();
-        self.qst.wdata.next.skip_head = self.s_skip.q.val();
-        self.qst.wdata.next.started = self.s_started.q.val();
-        self.qst.wdata.next.nak_hint = self.s_nakh.q.val();
-        self.qst.wdata.next.rl = self.s_rl.q.val();
-        self.qst.wdata.next.nl = self.s_nl.q.val();
-        self.qst.wdata.next.fin = self.s_fin.q.val();
-        self.qst.wdata.next.hra = self.s_hra.q.val();
+        self.qst.wdata.next = self.s.q.val();
         self.ring.raddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_head.val().get_bits::<4>(0));
         self.ring.waddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_tail.val().get_bits::<4>(0));
         self.ring.wdata.next = self.rec.q.val();
@@ -704,9 +678,9 @@ impl Logic for Completer {
         self.cmp_last.a.next = self.psn1.q.val();
         self.cmp_last.b.next = self.rec.q.val().next_psn;
         self.cmp_comp.a.next = self.h_psn.q.val();
-        self.cmp_comp.b.next = self.s_comp.q.val();
+        self.cmp_comp.b.next = self.s.q.val().comp_psn;
         self.cmp_next.a.next = self.rec.q.val().next_psn;
-        self.cmp_next.b.next = self.s_comp.q.val();
+        self.cmp_next.b.next = self.s.q.val().comp_psn;
         // (inputs from the state word and the record on offer in IRd; results in IHint)
         self.hint_lo.a.next = self.qst.rdata.val().comp_psn;
         self.hint_lo.b.next = self.iss.val().first_psn;
@@ -715,12 +689,12 @@ impl Logic for Completer {
 
         // ---- the read path's sums (pipelined: 3 cycles, inputs stable from HeadEval) ----
         self.add_addr.a.next = self.rec.q.val().laddr;
-        self.add_addr.b.next = bit_cast::<64, 32>(self.s_rd.q.val());
+        self.add_addr.b.next = bit_cast::<64, 32>(self.s.q.val().rd);
         self.add_addr.cin.next = false;
         self.add_room.a.next = bit_cast::<64, 32>(self.rec.q.val().len);
-        self.add_room.b.next = !bit_cast::<64, 32>(self.s_rd.q.val());
+        self.add_room.b.next = !bit_cast::<64, 32>(self.s.q.val().rd);
         self.add_room.cin.next = true;
-        self.add_rd.a.next = bit_cast::<64, 32>(self.s_rd.q.val());
+        self.add_rd.a.next = bit_cast::<64, 32>(self.s.q.val().rd);
         self.add_rd.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
         self.add_rd.cin.next = false;
         self.l_room.next = self.add_room.sum.val();
@@ -729,7 +703,7 @@ impl Logic for Completer {
         // ---- the fast path: the hot QP (its state in the registers, its head a READ being read, in order) ----
         // checks of the header on offer, registered (used in RQst, the cycle after it is taken)
         self.f_same.d.next = self.hot.q.val() & (self.l_hqpn.val() == self.qpn.q.val());
-        self.f_psn.d.next = self.hdr.val().psn == self.s_comp.q.val();
+        self.f_psn.d.next = self.hdr.val().psn == self.s.q.val().comp_psn;
         self.f_end.d.next = self.hdr.val().psn == self.rec.q.val().next_psn;
         self.f_fit.d.next = self.room_big.q.val() | (self.hdr_pay_len.val() <= self.room.q.val().get_bits::<13>(0));
         self.l_fast.next = self.f_same.q.val()
@@ -746,7 +720,7 @@ impl Logic for Completer {
         self.pa_room.a.next = bit_cast::<64, 32>(self.room.q.val());
         self.pa_room.b.next = !bit_cast::<64, 13>(self.h_plen.q.val());
         self.pa_room.cin.next = true;
-        self.pa_rd.a.next = bit_cast::<64, 32>(self.s_rd.q.val());
+        self.pa_rd.a.next = bit_cast::<64, 32>(self.s.q.val().rd);
         self.pa_rd.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
         self.pa_rd.cin.next = false;
         if self.fc.q.val() != self.k3_2.val() {
@@ -770,8 +744,8 @@ impl Logic for Completer {
             & !self.qst.rdata.val().err
             & (self.qst.rdata.val().head != self.qst.rdata.val().tail)
             & (self.h_psn.q.val() != self.qst.rdata.val().comp_psn);
-        self.l_badseq.next = (!self.s_reading.q.val() & (self.d_mid.q.val() | self.d_last.q.val()))
-            | (self.s_reading.q.val() & (self.d_first.q.val() | self.d_only.q.val() | self.d_atack.q.val()));
+        self.l_badseq.next = (!self.s.q.val().reading & (self.d_mid.q.val() | self.d_last.q.val()))
+            | (self.s.q.val().reading & (self.d_first.q.val() | self.d_only.q.val() | self.d_atack.q.val()));
 
         match self.state.q.val() {
             CompState::Idle => {
@@ -857,41 +831,41 @@ impl Logic for Completer {
                 // (a full list: the record waits; a response goes first if one is there)
             }
             CompState::CRd => {
-                self.s_head.d.next = self.qst.rdata.val().head;
-                self.s_tail.d.next = self.qst.rdata.val().tail;
-                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
-                self.s_rd.d.next = self.qst.rdata.val().rd;
-                self.s_reading.d.next = self.qst.rdata.val().reading;
+                self.s.d.next.head = self.qst.rdata.val().head;
+                self.s.d.next.tail = self.qst.rdata.val().tail;
+                self.s.d.next.comp_psn = self.qst.rdata.val().comp_psn;
+                self.s.d.next.rd = self.qst.rdata.val().rd;
+                self.s.d.next.reading = self.qst.rdata.val().reading;
                 if self.c_req.q.val() {
                     // CMD_WRITE_QP_REQ: only comp_psn moves (to sq_psn) and a NAK hint is forgotten; a PSN
                     // compare against a comp_psn left from before (0 on a new QP) would take a NAK or an ACK
                     // of the first WQE for stale, or for already covering it (rxe: comp.psn = sq_psn)
-                    self.s_comp.d.next = self.c_psn.q.val();
-                    self.s_err.d.next = self.qst.rdata.val().err;
-                    self.s_retrying.d.next = self.qst.rdata.val().retrying;
-                    self.s_skip.d.next = self.qst.rdata.val().skip_head;
-                    self.s_started.d.next = self.qst.rdata.val().started;
-                    self.s_nakh.d.next = false;
-                    self.s_rl.d.next = self.qst.rdata.val().rl;
-                    self.s_nl.d.next = self.qst.rdata.val().nl;
-                    self.s_fin.d.next = self.qst.rdata.val().fin;
-                    self.s_hra.d.next = self.qst.rdata.val().hra;
+                    self.s.d.next.comp_psn = self.c_psn.q.val();
+                    self.s.d.next.err = self.qst.rdata.val().err;
+                    self.s.d.next.retrying = self.qst.rdata.val().retrying;
+                    self.s.d.next.skip_head = self.qst.rdata.val().skip_head;
+                    self.s.d.next.started = self.qst.rdata.val().started;
+                    self.s.d.next.nak_hint = false;
+                    self.s.d.next.rl = self.qst.rdata.val().rl;
+                    self.s.d.next.nl = self.qst.rdata.val().nl;
+                    self.s.d.next.fin = self.qst.rdata.val().fin;
+                    self.s.d.next.hra = self.qst.rdata.val().hra;
                     self.qc.d.next = self.cqn_ram.rdata.val();
                     self.state.d.next = CompState::Done;
                 } else {
-                self.s_err.d.next = false;
+                self.s.d.next.err = false;
                 // (re)configured: retry counters full, no go-back-N in progress, timer off
-                self.s_retrying.d.next = false;
-                self.s_skip.d.next = false;
-                self.s_started.d.next = false;
-                self.s_nakh.d.next = false;
-                self.s_rl.d.next = self.cqn_ram.rdata.val().retry_cnt;
-                self.s_nl.d.next = self.cqn_ram.rdata.val().rnr_retry;
+                self.s.d.next.retrying = false;
+                self.s.d.next.skip_head = false;
+                self.s.d.next.started = false;
+                self.s.d.next.nak_hint = false;
+                self.s.d.next.rl = self.cqn_ram.rdata.val().retry_cnt;
+                self.s.d.next.nl = self.cqn_ram.rdata.val().rnr_retry;
                 // (to RESET: nothing is outstanding, the READ/atomic count starts again)
-                self.s_fin.d.next = self.qst.rdata.val().fin;
-                self.s_hra.d.next = self.qst.rdata.val().hra;
+                self.s.d.next.fin = self.qst.rdata.val().fin;
+                self.s.d.next.hra = self.qst.rdata.val().hra;
                 if self.c_rst.q.val() {
-                    self.s_fin.d.next = self.k0_8.val();
+                    self.s.d.next.fin = self.k0_8.val();
                 }
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 self.tm_set.d.next = true;
@@ -900,20 +874,7 @@ impl Logic for Completer {
                 }
             }
             CompState::IRd => {
-                self.s_head.d.next = self.qst.rdata.val().head;
-                self.s_tail.d.next = self.qst.rdata.val().tail;
-                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
-                self.s_rd.d.next = self.qst.rdata.val().rd;
-                self.s_reading.d.next = self.qst.rdata.val().reading;
-                self.s_err.d.next = self.qst.rdata.val().err;
-                self.s_retrying.d.next = self.qst.rdata.val().retrying;
-                self.s_skip.d.next = self.qst.rdata.val().skip_head;
-                self.s_started.d.next = self.qst.rdata.val().started;
-                self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
-                self.s_rl.d.next = self.qst.rdata.val().rl;
-                self.s_nl.d.next = self.qst.rdata.val().nl;
-                self.s_fin.d.next = self.qst.rdata.val().fin;
-                self.s_hra.d.next = self.qst.rdata.val().hra;
+                self.s.d.next = self.qst.rdata.val();
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 // the record, for the ring or an error completion (the QP is not hot: nothing else is in `rec`)
@@ -923,9 +884,9 @@ impl Logic for Completer {
                     // head's own record stays (its READ progress with it), the later ones are dropped
                     self.iss_ready.next = true;
                     if self.qst.rdata.val().retrying {
-                        self.s_retrying.d.next = false;
-                        self.s_skip.d.next = true;
-                        self.s_tail.d.next = self.qst.rdata.val().head + self.k1_5.val();
+                        self.s.d.next.retrying = false;
+                        self.s.d.next.skip_head = true;
+                        self.s.d.next.tail = self.qst.rdata.val().head + self.k1_5.val();
                     }
                     self.state.d.next = CompState::Done;
                 } else if self.qst.rdata.val().retrying {
@@ -935,14 +896,14 @@ impl Logic for Completer {
                 } else if self.qst.rdata.val().skip_head {
                     // the head WQE sent again: its record is already at the head
                     self.iss_ready.next = true;
-                    self.s_skip.d.next = false;
+                    self.s.d.next.skip_head = false;
                     self.state.d.next = CompState::Done;
                     if self.iss.val().status != self.k0_8.val() {
                         // ... unless it failed its local checks when read again (its MR deregistered since it
                         // was first sent): nothing of it is on its way any more, so it completes now with that
                         // status and the QP goes to error (rxe COMPST_ERROR), rather than waiting for
                         // responses that cannot come
-                        self.s_err.d.next = true;
+                        self.s.d.next.err = true;
                         self.fb.qerr_set.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::HeadEval;
@@ -958,16 +919,16 @@ impl Logic for Completer {
             }
             CompState::IWr => {
                 self.ring.we.next = true;
-                self.s_tail.d.next = self.s_tail.q.val() + self.k1_5.val();
+                self.s.d.next.tail = self.s.q.val().tail + self.k1_5.val();
                 self.resp.d.next = false;
-                if self.s_head.q.val() == self.s_tail.q.val() {
+                if self.s.q.val().head == self.s.q.val().tail {
                     // first record of an empty list: everything before it is acknowledged; the timer starts
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
-                    self.i_hint.d.next = self.s_comp.q.val();
-                    self.s_comp.d.next = self.i_first.q.val();
-                    self.s_reading.d.next = false;
-                    self.s_rd.d.next = self.k0_32.val();
+                    self.i_hint.d.next = self.s.q.val().comp_psn;
+                    self.s.d.next.comp_psn = self.i_first.q.val();
+                    self.s.d.next.reading = false;
+                    self.s.d.next.rd = self.k0_32.val();
                     self.state.d.next = CompState::IHint;
                 } else {
                     self.state.d.next = CompState::Done;
@@ -981,14 +942,14 @@ impl Logic for Completer {
                 // unacked-PSN window and a go-back-N's resume point count them. Not for a READ or atomic,
                 // whose responses are still to come from its first PSN.
                 if self.hint_lo.gt.val() & self.hint_hi.neg.val() & !self.c_rd_at.val() {
-                    self.s_comp.d.next = self.i_hint.q.val();
+                    self.s.d.next.comp_psn = self.i_hint.q.val();
                 }
                 self.state.d.next = CompState::HeadRd;
                 // A PSN-sequence NAK came before this record (NHint): the go-back-N it asked for starts now,
                 // from its PSN inside this WQE (or the WQE's first PSN), as rxe's completer would have started
                 // it on the NAK. Not for a record that failed its local checks, nor a QP in error.
-                self.s_nakh.d.next = false;
-                if self.s_nakh.q.val() & (self.rec.q.val().status == self.k0_8.val()) & !self.s_err.q.val() {
+                self.s.d.next.nak_hint = false;
+                if self.s.q.val().nak_hint & (self.rec.q.val().status == self.k0_8.val()) & !self.s.q.val().err {
                     self.rt_rnr.d.next = false;
                     self.state.d.next = CompState::Rt0;
                 }
@@ -1005,27 +966,14 @@ impl Logic for Completer {
                 if self.cmp_comp.neg.val() {
                     self.cnt[3].inc.next = true;
                 } else {
-                    self.s_comp.d.next = self.h_psn.q.val();
-                    self.s_nakh.d.next = true;
+                    self.s.d.next.comp_psn = self.h_psn.q.val();
+                    self.s.d.next.nak_hint = true;
                 }
                 self.resp.d.next = false;
                 self.state.d.next = CompState::Done;
             }
             CompState::RQst => {
-                self.s_head.d.next = self.qst.rdata.val().head;
-                self.s_tail.d.next = self.qst.rdata.val().tail;
-                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
-                self.s_rd.d.next = self.qst.rdata.val().rd;
-                self.s_reading.d.next = self.qst.rdata.val().reading;
-                self.s_err.d.next = self.qst.rdata.val().err;
-                self.s_retrying.d.next = self.qst.rdata.val().retrying;
-                self.s_skip.d.next = self.qst.rdata.val().skip_head;
-                self.s_started.d.next = self.qst.rdata.val().started;
-                self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
-                self.s_rl.d.next = self.qst.rdata.val().rl;
-                self.s_nl.d.next = self.qst.rdata.val().nl;
-                self.s_fin.d.next = self.qst.rdata.val().fin;
-                self.s_hra.d.next = self.qst.rdata.val().hra;
+                self.s.d.next = self.qst.rdata.val();
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 if self.d_ackop.q.val() {
@@ -1062,20 +1010,7 @@ impl Logic for Completer {
                 }
             }
             CompState::TRd => {
-                self.s_head.d.next = self.qst.rdata.val().head;
-                self.s_tail.d.next = self.qst.rdata.val().tail;
-                self.s_comp.d.next = self.qst.rdata.val().comp_psn;
-                self.s_rd.d.next = self.qst.rdata.val().rd;
-                self.s_reading.d.next = self.qst.rdata.val().reading;
-                self.s_err.d.next = self.qst.rdata.val().err;
-                self.s_retrying.d.next = self.qst.rdata.val().retrying;
-                self.s_skip.d.next = self.qst.rdata.val().skip_head;
-                self.s_started.d.next = self.qst.rdata.val().started;
-                self.s_nakh.d.next = self.qst.rdata.val().nak_hint;
-                self.s_rl.d.next = self.qst.rdata.val().rl;
-                self.s_nl.d.next = self.qst.rdata.val().nl;
-                self.s_fin.d.next = self.qst.rdata.val().fin;
-                self.s_hra.d.next = self.qst.rdata.val().hra;
+                self.s.d.next = self.qst.rdata.val();
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
                 self.tm.load.next = true;
@@ -1090,9 +1025,9 @@ impl Logic for Completer {
             CompState::TmChk3 => {
                 // still armed and expired by this copy (the event machine may have re-armed it since the scan)
                 self.state.d.next = CompState::Done;
-                if !self.tm.t_armed.val() | self.s_retrying.q.val() | self.s_err.q.val() {
+                if !self.tm.t_armed.val() | self.s.q.val().retrying | self.s.q.val().err {
                     self.state.d.next = CompState::Done;
-                } else if self.s_head.q.val() == self.s_tail.q.val() {
+                } else if self.s.q.val().head == self.s.q.val().tail {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = false;
                 } else if self.tm.due.val() {
@@ -1104,21 +1039,21 @@ impl Logic for Completer {
                 // go-back-N from comp_psn: the head WQE is resumed after comp_psn - first_psn packets
                 self.sk_lo.d.next = self.l_sk_lo.val();
                 self.hot.d.next = false;
-                if !self.rt_rnr.q.val() & (self.s_rl.q.val() == self.k0_3.val()) {
+                if !self.rt_rnr.q.val() & (self.s.q.val().rl == self.k0_3.val()) {
                     // retry_cnt exhausted
                     self.cstat.d.next = self.st_retry.val();
-                    self.s_err.d.next = true;
+                    self.s.d.next.err = true;
                     self.fb.qerr_set.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else {
-                    if !self.rt_rnr.q.val() & (self.s_rl.q.val() != self.k7_3.val()) {
-                        self.s_rl.d.next = self.s_rl.q.val() - self.k1_3.val();
+                    if !self.rt_rnr.q.val() & (self.s.q.val().rl != self.k7_3.val()) {
+                        self.s.d.next.rl = self.s.q.val().rl - self.k1_3.val();
                     }
                     self.cnt[7].inc.next = true;
                     self.cnt[8].inc.next = self.tmo.q.val() & !self.rt_rnr.q.val();
-                    self.s_retrying.d.next = true;
-                    self.s_started.d.next = true;
+                    self.s.d.next.retrying = true;
+                    self.s.d.next.started = true;
                     self.tm_rnr.d.next = false;
                     self.state.d.next = CompState::Rt1;
                 }
@@ -1167,7 +1102,7 @@ impl Logic for Completer {
             CompState::AtEnd => {
                 // complete once the value has gone to the Scatter Path
                 if self.pl.empty.val() {
-                    self.s_comp.d.next = self.psn1.q.val();
+                    self.s.d.next.comp_psn = self.psn1.q.val();
                     self.cstat.d.next = self.k0_8.val();
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
@@ -1194,12 +1129,12 @@ impl Logic for Completer {
                 // the sums are there: the response's effect on the QP state (as RdDec, RdEnd and Done)
                 if self.fc.q.val().get_bit(1) {
                     self.l_adv.next = true;
-                    self.s_comp.d.next = self.psn1.q.val();
-                    self.s_rd.d.next = self.pa_rd.sum.val().get_bits::<32>(0);
+                    self.s.d.next.comp_psn = self.psn1.q.val();
+                    self.s.d.next.rd = self.pa_rd.sum.val().get_bits::<32>(0);
                     // progress: the timer starts over
                     self.tm.we_fresh.next = true;
                     self.qst.wdata.next.started = false;
-                    self.s_started.d.next = false;
+                    self.s.d.next.started = false;
                     if self.d_last.q.val() {
                         self.hot.d.next = false;
                         self.state.d.next = CompState::RdEnd;
@@ -1212,15 +1147,15 @@ impl Logic for Completer {
                 }
             }
             CompState::HeadRd => {
-                if (self.s_head.q.val() == self.s_tail.q.val())
+                if (self.s.q.val().head == self.s.q.val().tail)
                     & self.resp.q.val()
                     & self.d_ackop.q.val()
                     & self.sy_nak.q.val()
                     & (self.h_syn.q.val() == self.syn_seq.val())
-                    & !self.s_err.q.val()
+                    & !self.s.q.val().err
                 {
                     self.state.d.next = CompState::NWait;
-                } else if self.s_head.q.val() == self.s_tail.q.val() {
+                } else if self.s.q.val().head == self.s.q.val().tail {
                     if self.resp.q.val() {
                         // no pending WQE
                         self.cnt[3].inc.next = true;
@@ -1240,8 +1175,8 @@ impl Logic for Completer {
                 self.state.d.next = CompState::HeadEval;
             }
             CompState::HeadEval => {
-                self.s_hra.d.next = self.l_cls.val().get_bit(11);
-                if self.s_err.q.val() | (self.rec.q.val().status != self.k0_8.val()) {
+                self.s.d.next.hra = self.l_cls.val().get_bit(11);
+                if self.s.q.val().err | (self.rec.q.val().status != self.k0_8.val()) {
                     // a record that was never sent, or a QP in error: complete it now
                     self.cstat.d.next = self.rec.q.val().status;
                     if self.rec.q.val().status == self.k0_8.val() {
@@ -1326,7 +1261,7 @@ impl Logic for Completer {
                 if self.act.q.val() == self.a_implied.val() {
                     // a response beyond a pending READ/atomic: its response was lost; go back (once)
                     self.cnt[5].inc.next = true;
-                    if !self.s_started.q.val() {
+                    if !self.s.q.val().started {
                         self.rt_rnr.d.next = false;
                         self.state.d.next = CompState::Rt0;
                     }
@@ -1334,9 +1269,9 @@ impl Logic for Completer {
                     if self.h_syn.q.val() == self.syn_seq.val() {
                         // PSN sequence error: everything before its PSN is acknowledged; go back from there
                         if self.cmp_comp.gt.val() {
-                            self.s_comp.d.next = self.h_psn.q.val();
+                            self.s.d.next.comp_psn = self.h_psn.q.val();
                         }
-                        if self.cmp_comp.gt.val() | !self.s_started.q.val() {
+                        if self.cmp_comp.gt.val() | !self.s.q.val().started {
                             self.rt_rnr.d.next = false;
                             self.state.d.next = CompState::Rt0;
                         }
@@ -1350,34 +1285,34 @@ impl Logic for Completer {
                         if self.h_syn.q.val() == self.syn_acc.val() {
                             self.cstat.d.next = self.st_acc.val();
                         }
-                        self.s_err.d.next = true;
+                        self.s.d.next.err = true;
                         self.fb.qerr_set.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     }
                 } else if self.act.q.val() == self.a_rnr.val() {
-                    if self.s_nl.q.val() == self.k0_3.val() {
+                    if self.s.q.val().nl == self.k0_3.val() {
                         self.cstat.d.next = self.st_rnr.val();
-                        self.s_err.d.next = true;
+                        self.s.d.next.err = true;
                         self.fb.qerr_set.next = true;
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     } else {
                         // wait the NAK's RNR time, then go back (rnr_retry counts down, 7 = infinite)
-                        if self.s_nl.q.val() != self.k7_3.val() {
-                            self.s_nl.d.next = self.s_nl.q.val() - self.k1_3.val();
+                        if self.s.q.val().nl != self.k7_3.val() {
+                            self.s.d.next.nl = self.s.q.val().nl - self.k1_3.val();
                         }
                         self.tm_rnr.d.next = true;
                         // a PSN-sequence NAK for the packets behind the one RNR NAKed (rxe sends one) must not
                         // cut the wait short: counts as a go-back-N already started (rxe `wait_for_rnr_timer`)
-                        self.s_started.d.next = true;
+                        self.s.d.next.started = true;
                         self.rnr_code.d.next = self.h_syn.q.val().get_bits::<5>(0);
                         self.tw.d.next = self.k0_2.val();
                         self.state.d.next = CompState::RnrW;
                     }
                 } else if self.act.q.val() == self.a_coalesce.val() {
                     if self.cmp_next.gt.val() {
-                        self.s_comp.d.next = self.rec.q.val().next_psn;
+                        self.s.d.next.comp_psn = self.rec.q.val().next_psn;
                     }
                     self.state.d.next = CompState::CqLoad;
                 } else if self.act.q.val() == self.a_ack_last.val() {
@@ -1388,14 +1323,14 @@ impl Logic for Completer {
                 } else if self.act.q.val() == self.a_bad.val() {
                     self.cnt[4].inc.next = true;
                     self.cstat.d.next = self.st_bad.val();
-                    self.s_err.d.next = true;
+                    self.s.d.next.err = true;
                     self.fb.qerr_set.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else if self.act.q.val() == self.a_read.val() {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
-                    self.s_started.d.next = false;
+                    self.s.d.next.started = false;
                     // the sums are there: their inputs (the head record, s_rd, h_plen) have been stable since
                     // HeadEval, three cycles ago
                     self.state.d.next = CompState::RdChk;
@@ -1406,10 +1341,10 @@ impl Logic for Completer {
                 } else if self.act.q.val() == self.a_ack_adv.val() {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
-                    self.s_started.d.next = false;
-                    self.s_comp.d.next = self.psn1.q.val();
+                    self.s.d.next.started = false;
+                    self.s.d.next.comp_psn = self.psn1.q.val();
                 } else if self.act.q.val() == self.a_ack_comp.val() {
-                    self.s_comp.d.next = self.psn1.q.val();
+                    self.s.d.next.comp_psn = self.psn1.q.val();
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 }
@@ -1426,13 +1361,13 @@ impl Logic for Completer {
                 self.fc.d.next = self.k0_2.val();
                 if self.over.q.val() {
                     self.cstat.d.next = self.st_len.val();
-                    self.s_err.d.next = true;
+                    self.s.d.next.err = true;
                     self.fb.qerr_set.next = true;
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else {
-                    self.s_rd.d.next = self.l_rdsum.val().get_bits::<32>(0);
-                    self.s_comp.d.next = self.psn1.q.val();
+                    self.s.d.next.rd = self.l_rdsum.val().get_bits::<32>(0);
+                    self.s.d.next.comp_psn = self.psn1.q.val();
                     if self.paypend.q.val() {
                         self.state.d.next = CompState::SCmd;
                     } else {
@@ -1452,14 +1387,14 @@ impl Logic for Completer {
                 if self.d_last.q.val() | self.d_only.q.val() {
                     // complete once the payload has gone to the Scatter Path
                     if !self.pl.fwd_on.val() & self.pl.empty.val() {
-                        self.s_reading.d.next = false;
+                        self.s.d.next.reading = false;
                         self.cstat.d.next = self.k0_8.val();
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     }
                 } else if self.fc.q.val().get_bit(1) {
                     // the QP is hot now: its next response may take the fast path
-                    self.s_reading.d.next = true;
+                    self.s.d.next.reading = true;
                     self.l_adv.next = true;
                     self.hot.d.next = true;
                     self.state.d.next = CompState::Done;
@@ -1475,18 +1410,18 @@ impl Logic for Completer {
                     // retire the head; progress restarts the timer (and a success the retry counters)
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
-                    self.s_started.d.next = false;
+                    self.s.d.next.started = false;
                     if self.cstat.q.val() == self.k0_8.val() {
-                        self.s_rl.d.next = self.qc.q.val().retry_cnt;
-                        self.s_nl.d.next = self.qc.q.val().rnr_retry;
+                        self.s.d.next.rl = self.qc.q.val().retry_cnt;
+                        self.s.d.next.nl = self.qc.q.val().rnr_retry;
                     }
-                    self.s_head.d.next = self.s_head.q.val() + self.k1_5.val();
+                    self.s.d.next.head = self.s.q.val().head + self.k1_5.val();
                     if self.c_rd_at.val() {
                         // a READ/atomic retired: WQE Check may send another
-                        self.s_fin.d.next = self.s_fin.q.val() + self.k1_8.val();
+                        self.s.d.next.fin = self.s.q.val().fin + self.k1_8.val();
                     }
-                    self.s_rd.d.next = self.k0_32.val();
-                    self.s_reading.d.next = false;
+                    self.s.d.next.rd = self.k0_32.val();
+                    self.s.d.next.reading = false;
                     self.state.d.next = CompState::HeadRd;
                 }
             }
