@@ -97,9 +97,10 @@
 use rust_hdl::prelude::*;
 
 use crate::common::axis::{AxisSink, AxisSource};
-use crate::common::bytemap::ByteMap;
 use crate::common::psn_cmp::PsnCmp;
 
+pub mod intake;
+use intake::RespIntake;
 pub mod timer;
 use timer::RetryTimer;
 pub mod payload;
@@ -118,11 +119,6 @@ use crate::host::req_front::ReqIssued;
 use crate::wire::rx_parse::RxHeader;
 use rnic_driver::host::{wc_opcode_code, wc_status_code, wr_opcode_of};
 use testbench::model::{WcOpcode, WcStatus};
-use testbench::wire::headers::{AETH_TYPE_ACK, AETH_TYPE_MASK, AETH_TYPE_NAK, AETH_TYPE_RESERVED, AETH_TYPE_RNR_NAK};
-use testbench::wire::opcode::{
-    RC_ACKNOWLEDGE, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST, RC_RDMA_READ_RESPONSE_LAST,
-    RC_RDMA_READ_RESPONSE_MIDDLE, RC_RDMA_READ_RESPONSE_ONLY,
-};
 
 pub const CNT_ACKS: usize = 0;
 pub const CNT_NAKS: usize = 1;
@@ -346,6 +342,8 @@ crate::logic_block! {
 
         ring: SdpRam<Pend, 12>,
         /// The retransmit and RNR timers (timer.rs).
+        /// Response intake and PSN compares (intake.rs).
+        ri: RespIntake,
         tm: RetryTimer,
         /// The response payload: forwarded into a 16-beat FIFO to the Scatter Path, or dropped (payload.rs).
         pl: RespPayload,
@@ -369,9 +367,6 @@ crate::logic_block! {
         /// QP-table writes in order: {sq_psn 33:10, CMD_WRITE_QP_REQ 9, to RESET 8, QPN 7:0}
         cqwq: Fifo<Bits<34>, 4, 5>,
         cls_lut: Lut8<12> = Lut8::new(wr_class_table()),
-        cmp_last: PsnCmp,
-        cmp_comp: PsnCmp,
-        cmp_next: PsnCmp,
         /// The QP's `comp_psn` against the first record's first PSN and its next PSN, as the record is read in
         /// (`IRd`; results in `IHint`): an ACK that came before the record may already cover part of the WQE.
         hint_lo: PsnCmp,
@@ -382,9 +377,6 @@ crate::logic_block! {
         pa_addr: PipeAdd64,
         pa_room: PipeAdd64,
         pa_rd: PipeAdd64,
-        /// An ATOMIC_ACKNOWLEDGE's original value in host (little-endian) byte order: AtomicAckETH bytes reversed.
-        h_orig: DFF<Bits<64>>,
-        orig_map: ByteMap<64, 64> = crate::common::bytemap::swap64_map(),
         cnt: [EventCounter; COMP_COUNTERS],
 
         state: DFF<CompState>,
@@ -402,7 +394,6 @@ crate::logic_block! {
         rt_rnr: DFF<Bit>,
         sk_lo: DFF<Bits<13>>,
         skip: DFF<Bits<24>>,
-        h_syn: DFF<Bits<8>>,
         rec: DFF<Pend>,
         i_first: DFF<Bits<24>>,
         /// The QP's `comp_psn` before the first record of an empty list replaced it (see `IHint`).
@@ -415,22 +406,6 @@ crate::logic_block! {
         cstat: DFF<Bits<8>>,
         act: DFF<Bits<4>>,
         over: DFF<Bit>,
-        // header
-        h_psn: DFF<Bits<24>>,
-        h_plen: DFF<Bits<13>>,
-        d_ackop: DFF<Bit>,
-        d_first: DFF<Bit>,
-        d_mid: DFF<Bit>,
-        d_last: DFF<Bit>,
-        d_only: DFF<Bit>,
-        d_atack: DFF<Bit>,
-        sy_ack: DFF<Bit>,
-        sy_rnr: DFF<Bit>,
-        sy_nak: DFF<Bit>,
-        sy_res: DFF<Bit>,
-        inc_lo: DFF<Bits<12>>,
-        inc_c: DFF<Bit>,
-        psn1: DFF<Bits<24>>,
         // the fast path: the hot QP's next read response
         hot: DFF<Bit>,
         nx_addr: DFF<Bits<64>>,
@@ -452,11 +427,6 @@ crate::logic_block! {
         /// the record on offer (`iss`) as a ring entry
         l_irec: Signal<Local, Pend>,
         l_hqpn: Signal<Local, Bits<24>>,
-        l_ext: Signal<Local, Bits<352>>,
-        l_syn: Signal<Local, Bits<8>>,
-        l_hop: Signal<Local, Bits<8>>,
-        l_hpsn: Signal<Local, Bits<24>>,
-        l_hi: Signal<Local, Bits<12>>,
         l_cls: Signal<Local, Bits<12>>,
         l_room: Signal<Local, Bits<64>>,
         l_rdsum: Signal<Local, Bits<64>>,
@@ -491,19 +461,6 @@ crate::logic_block! {
         st_op: Constant<Bits<8>> = k(wc_status_code(WcStatus::RemOpErr) as u64),
         a_nak: Constant<Bits<4>> = k(10),
         a_rnr: Constant<Bits<4>> = k(11),
-        k1_12: Constant<Bits<12>> = k(1),
-        kfff_12: Constant<Bits<12>> = k(0xFFF),
-        op_ack: Constant<Bits<8>> = k(RC_ACKNOWLEDGE as u64),
-        op_atack: Constant<Bits<8>> = k(RC_ATOMIC_ACKNOWLEDGE as u64),
-        op_first: Constant<Bits<8>> = k(RC_RDMA_READ_RESPONSE_FIRST as u64),
-        op_mid: Constant<Bits<8>> = k(RC_RDMA_READ_RESPONSE_MIDDLE as u64),
-        op_last: Constant<Bits<8>> = k(RC_RDMA_READ_RESPONSE_LAST as u64),
-        op_only: Constant<Bits<8>> = k(RC_RDMA_READ_RESPONSE_ONLY as u64),
-        sy_mask: Constant<Bits<8>> = k(AETH_TYPE_MASK as u64),
-        sy_t_ack: Constant<Bits<8>> = k(AETH_TYPE_ACK as u64),
-        sy_t_rnr: Constant<Bits<8>> = k(AETH_TYPE_RNR_NAK as u64),
-        sy_t_nak: Constant<Bits<8>> = k(AETH_TYPE_NAK as u64),
-        sy_t_res: Constant<Bits<8>> = k(AETH_TYPE_RESERVED as u64),
         st_flush: Constant<Bits<8>> = k(wc_status_code(WcStatus::WrFlushErr) as u64),
         st_bad: Constant<Bits<8>> = k(wc_status_code(WcStatus::BadRespErr) as u64),
         st_len: Constant<Bits<8>> = k(wc_status_code(WcStatus::LocLenErr) as u64),
@@ -529,13 +486,12 @@ impl Logic for Completer {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, prio, qpn, cqn, rec, i_first, i_hint, a_hint, cls, resp, paypend, cstat, act, over,
-            h_psn, h_plen, d_ackop, d_first, d_mid, d_last, d_only, d_atack, sy_ack, sy_rnr, sy_nak, sy_res, inc_lo,
-            inc_c, psn1, hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, qc, tmo, tm_set, tm_arm,
-            tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, h_syn, h_orig, c_rst, c_req, c_psn, s
+            hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, qc, tmo, tm_set, tm_arm, tm_rnr, rnr_code,
+            tw, rt_rnr, sk_lo, skip, c_rst, c_req, c_psn, s
         );
         clock!(
-            self, clock, ring, qst, cqn_ram, cqwq, cmp_last, cmp_comp, cmp_next, hint_lo, hint_hi, add_addr, add_room,
-            add_rd, pa_addr, pa_room, pa_rd, tm, pl, cqe, fb
+            self, clock, ri, ring, qst, cqn_ram, cqwq, hint_lo, hint_hi, add_addr, add_room, add_rd, pa_addr, pa_room,
+            pa_rd, tm, pl, cqe, fb
         );
         for i in 0..9 {
             self.cnt[i].clock.next = self.clock.val();
@@ -548,14 +504,14 @@ impl Logic for Completer {
         self.hdr_ready.next = false;
         self.s_valid.next = false;
         self.s_addr.next = self.nx_addr.q.val();
-        self.s_len.next = self.h_plen.q.val();
+        self.s_len.next = self.ri.plen.val();
 
         // ---- payload (payload.rs): the last header's payload into the payload FIFO (or dropped); the FIFO to the
         // Scatter Path, so that the next header is taken while the Scatter Path still plans and writes this one ----
         self.pl.fwd.next = false;
         self.pl.drop.next = false;
         self.pl.at_push.next = false;
-        self.pl.at_data.next = self.h_orig.q.val();
+        self.pl.at_data.next = self.ri.orig.val();
         AxisSink::link(&mut self.pay, &mut self.pl.pay);
         AxisSource::link(&mut self.s_pay, &mut self.pl.s_pay);
         // ---- the completion register (cqe.rs): the head record's completion, loaded in CqLoad ----
@@ -655,15 +611,12 @@ impl Logic for Completer {
         self.ring.we.next = false;
         self.l_full.next = (self.qst.rdata.val().head ^ self.qst.rdata.val().tail) == self.k16_5.val();
 
-        // ---- PSN + 1 of the header, in two 12-bit halves ----
-        self.l_hpsn.next = self.h_psn.q.val();
-        self.inc_lo.d.next = self.l_hpsn.val().get_bits::<12>(0) + self.k1_12.val();
-        self.inc_c.d.next = self.l_hpsn.val().get_bits::<12>(0) == self.kfff_12.val();
-        self.l_hi.next = self.l_hpsn.val().get_bits::<12>(12);
-        if self.inc_c.q.val() {
-            self.l_hi.next = self.l_hpsn.val().get_bits::<12>(12) + self.k1_12.val();
-        }
-        self.psn1.d.next = (bit_cast::<24, 12>(self.l_hi.val()) << 12) | bit_cast::<24, 12>(self.inc_lo.q.val());
+        // ---- the response taken (intake.rs): its fields, PSN + 1, the PSN compares ----
+        self.ri.hdr.next = self.hdr.val();
+        self.ri.hdr_pay_len.next = self.hdr_pay_len.val();
+        self.ri.take.next = false;
+        self.ri.next_psn.next = self.rec.q.val().next_psn;
+        self.ri.comp_psn.next = self.s.q.val().comp_psn;
 
         // ---- the head record's class, registered ----
         self.cls_lut.x.next = self.rec.q.val().wr_op;
@@ -674,13 +627,6 @@ impl Logic for Completer {
         self.c_atomic.next = self.cls.q.val().get_bit(10);
         self.c_rd_at.next = self.cls.q.val().get_bit(11);
 
-        // ---- PSN compares (inputs stable from HeadEval; results in Eval) ----
-        self.cmp_last.a.next = self.psn1.q.val();
-        self.cmp_last.b.next = self.rec.q.val().next_psn;
-        self.cmp_comp.a.next = self.h_psn.q.val();
-        self.cmp_comp.b.next = self.s.q.val().comp_psn;
-        self.cmp_next.a.next = self.rec.q.val().next_psn;
-        self.cmp_next.b.next = self.s.q.val().comp_psn;
         // (inputs from the state word and the record on offer in IRd; results in IHint)
         self.hint_lo.a.next = self.qst.rdata.val().comp_psn;
         self.hint_lo.b.next = self.iss.val().first_psn;
@@ -695,7 +641,7 @@ impl Logic for Completer {
         self.add_room.b.next = !bit_cast::<64, 32>(self.s.q.val().rd);
         self.add_room.cin.next = true;
         self.add_rd.a.next = bit_cast::<64, 32>(self.s.q.val().rd);
-        self.add_rd.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
+        self.add_rd.b.next = bit_cast::<64, 13>(self.ri.plen.val());
         self.add_rd.cin.next = false;
         self.l_room.next = self.add_room.sum.val();
         self.l_rdsum.next = self.add_rd.sum.val();
@@ -711,17 +657,17 @@ impl Logic for Completer {
             & !self.f_end.q.val()
             & self.f_fit.q.val()
             & self.paypend.q.val()
-            & (self.d_mid.q.val() | (self.d_last.q.val() & self.sy_ack.q.val()));
+            & (self.ri.is_mid.val() | (self.ri.is_last.val() & self.ri.sy_ack.val()));
         // the next response's address, the room left and the bytes received, 3 cycles after their inputs
         // settle (fc counts the cycles; inputs: nx_addr, room, s_rd and h_plen)
         self.pa_addr.a.next = self.nx_addr.q.val();
-        self.pa_addr.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
+        self.pa_addr.b.next = bit_cast::<64, 13>(self.ri.plen.val());
         self.pa_addr.cin.next = false;
         self.pa_room.a.next = bit_cast::<64, 32>(self.room.q.val());
-        self.pa_room.b.next = !bit_cast::<64, 13>(self.h_plen.q.val());
+        self.pa_room.b.next = !bit_cast::<64, 13>(self.ri.plen.val());
         self.pa_room.cin.next = true;
         self.pa_rd.a.next = bit_cast::<64, 32>(self.s.q.val().rd);
-        self.pa_rd.b.next = bit_cast::<64, 13>(self.h_plen.q.val());
+        self.pa_rd.b.next = bit_cast::<64, 13>(self.ri.plen.val());
         self.pa_rd.cin.next = false;
         if self.fc.q.val() != self.k3_2.val() {
             self.fc.d.next = self.fc.q.val() + self.k1_2.val();
@@ -729,12 +675,7 @@ impl Logic for Completer {
         self.l_adv.next = false;
 
         // ---- header decode ----
-        self.l_ext.next = self.hdr.val().ext;
-        // AtomicAckETH's original value: ext bytes 4..12, big-endian
-        self.orig_map.x.next = self.l_ext.val().get_bits::<64>(32);
-        self.l_syn.next = self.l_ext.val().get_bits::<8>(0) & self.sy_mask.val();
-        self.l_hop.next = self.hdr.val().opcode;
-        self.l_rresp.next = self.d_first.q.val() | self.d_mid.q.val() | self.d_last.q.val() | self.d_only.q.val();
+        self.l_rresp.next = self.ri.is_first.val() | self.ri.is_mid.val() | self.ri.is_last.val() | self.ri.is_only.val();
         // (RQst) a read response while a go-back-N is started and nothing has progressed, for a QP whose head
         // is a READ/atomic, at a PSN other than comp_psn: the rules can only drop it (older: stale; inside the
         // head: a gap; beyond: an implied NAK, which does not go back again before progress)
@@ -743,9 +684,9 @@ impl Logic for Completer {
             & self.qst.rdata.val().hra
             & !self.qst.rdata.val().err
             & (self.qst.rdata.val().head != self.qst.rdata.val().tail)
-            & (self.h_psn.q.val() != self.qst.rdata.val().comp_psn);
-        self.l_badseq.next = (!self.s.q.val().reading & (self.d_mid.q.val() | self.d_last.q.val()))
-            | (self.s.q.val().reading & (self.d_first.q.val() | self.d_only.q.val() | self.d_atack.q.val()));
+            & (self.ri.psn.val() != self.qst.rdata.val().comp_psn);
+        self.l_badseq.next = (!self.s.q.val().reading & (self.ri.is_mid.val() | self.ri.is_last.val()))
+            | (self.s.q.val().reading & (self.ri.is_first.val() | self.ri.is_only.val() | self.ri.is_atack.val()));
 
         match self.state.q.val() {
             CompState::Idle => {
@@ -775,22 +716,8 @@ impl Logic for Completer {
                     self.qpn.d.next = self.l_hqpn.val();
                     self.qst.raddr.next = self.l_hqpn.val().get_bits::<8>(0);
                     self.cqn_ram.raddr.next = self.l_hqpn.val().get_bits::<8>(0);
-                    self.h_psn.d.next = self.hdr.val().psn;
-                    self.h_syn.d.next = self.l_ext.val().get_bits::<8>(0);
-                    // AETH (bytes 0..4), then AtomicAckETH's big-endian original value (bytes 4..12)
-                    self.h_orig.d.next = self.orig_map.y.val();
-                    self.h_plen.d.next = self.hdr_pay_len.val();
+                    self.ri.take.next = true;
                     self.paypend.d.next = self.hdr_pay_len.val() != self.k0_13.val();
-                    self.d_ackop.d.next = self.l_hop.val() == self.op_ack.val();
-                    self.d_atack.d.next = self.l_hop.val() == self.op_atack.val();
-                    self.d_first.d.next = self.l_hop.val() == self.op_first.val();
-                    self.d_mid.d.next = self.l_hop.val() == self.op_mid.val();
-                    self.d_last.d.next = self.l_hop.val() == self.op_last.val();
-                    self.d_only.d.next = self.l_hop.val() == self.op_only.val();
-                    self.sy_ack.d.next = self.l_syn.val() == self.sy_t_ack.val();
-                    self.sy_rnr.d.next = self.l_syn.val() == self.sy_t_rnr.val();
-                    self.sy_nak.d.next = self.l_syn.val() == self.sy_t_nak.val();
-                    self.sy_res.d.next = self.l_syn.val() == self.sy_t_res.val();
                     self.resp.d.next = true;
                     self.state.d.next = CompState::RQst;
                 } else if self.iss_valid.val() {
@@ -963,10 +890,10 @@ impl Logic for Completer {
                 // record comes after its last packet). Everything before the NAK's PSN is acknowledged, so it
                 // becomes comp_psn (the QP's window moves on), and the go-back-N waits for the record (IHint).
                 // A NAK older than comp_psn is stale: dropped.
-                if self.cmp_comp.neg.val() {
+                if self.ri.comp_neg.val() {
                     self.cnt[3].inc.next = true;
                 } else {
-                    self.s.d.next.comp_psn = self.h_psn.q.val();
+                    self.s.d.next.comp_psn = self.ri.psn.val();
                     self.s.d.next.nak_hint = true;
                 }
                 self.resp.d.next = false;
@@ -976,10 +903,10 @@ impl Logic for Completer {
                 self.s.d.next = self.qst.rdata.val();
                 self.cqn.d.next = self.cqn_ram.rdata.val().cqn;
                 self.qc.d.next = self.cqn_ram.rdata.val();
-                if self.d_ackop.q.val() {
-                    self.cnt[0].inc.next = self.sy_ack.q.val();
-                    self.cnt[1].inc.next = self.sy_nak.q.val();
-                    self.cnt[2].inc.next = self.sy_rnr.q.val();
+                if self.ri.is_ack.val() {
+                    self.cnt[0].inc.next = self.ri.sy_ack.val();
+                    self.cnt[1].inc.next = self.ri.sy_nak.val();
+                    self.cnt[2].inc.next = self.ri.sy_rnr.val();
                 }
                 self.fc.d.next = self.k0_2.val();
                 if self.l_fast.val() {
@@ -1102,7 +1029,7 @@ impl Logic for Completer {
             CompState::AtEnd => {
                 // complete once the value has gone to the Scatter Path
                 if self.pl.empty.val() {
-                    self.s.d.next.comp_psn = self.psn1.q.val();
+                    self.s.d.next.comp_psn = self.ri.psn1.val();
                     self.cstat.d.next = self.k0_8.val();
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
@@ -1129,18 +1056,18 @@ impl Logic for Completer {
                 // the sums are there: the response's effect on the QP state (as RdDec, RdEnd and Done)
                 if self.fc.q.val().get_bit(1) {
                     self.l_adv.next = true;
-                    self.s.d.next.comp_psn = self.psn1.q.val();
+                    self.s.d.next.comp_psn = self.ri.psn1.val();
                     self.s.d.next.rd = self.pa_rd.sum.val().get_bits::<32>(0);
                     // progress: the timer starts over
                     self.tm.we_fresh.next = true;
                     self.qst.wdata.next.started = false;
                     self.s.d.next.started = false;
-                    if self.d_last.q.val() {
+                    if self.ri.is_last.val() {
                         self.hot.d.next = false;
                         self.state.d.next = CompState::RdEnd;
                     } else {
                         self.qst.we.next = true;
-                        self.qst.wdata.next.comp_psn = self.psn1.q.val();
+                        self.qst.wdata.next.comp_psn = self.ri.psn1.val();
                         self.qst.wdata.next.rd = self.pa_rd.sum.val().get_bits::<32>(0);
                         self.state.d.next = CompState::Idle;
                     }
@@ -1149,9 +1076,9 @@ impl Logic for Completer {
             CompState::HeadRd => {
                 if (self.s.q.val().head == self.s.q.val().tail)
                     & self.resp.q.val()
-                    & self.d_ackop.q.val()
-                    & self.sy_nak.q.val()
-                    & (self.h_syn.q.val() == self.syn_seq.val())
+                    & self.ri.is_ack.val()
+                    & self.ri.sy_nak.val()
+                    & (self.ri.syn.val() == self.syn_seq.val())
                     & !self.s.q.val().err
                 {
                     self.state.d.next = CompState::NWait;
@@ -1162,7 +1089,7 @@ impl Logic for Completer {
                         // an ACK with nothing pending here: its PSN + 1 is kept as comp_psn (Done: PSN + 1 is
                         // there a cycle later) for the record of the WQE it acknowledges a part of, which comes
                         // after that WQE's last packet (IHint)
-                        self.a_hint.d.next = self.d_ackop.q.val() & self.sy_ack.q.val();
+                        self.a_hint.d.next = self.ri.is_ack.val() & self.ri.sy_ack.val();
                     }
                     self.resp.d.next = false;
                     self.state.d.next = CompState::Done;
@@ -1197,48 +1124,48 @@ impl Logic for Completer {
             CompState::Eval => {
                 self.state.d.next = CompState::Act;
                 self.act.d.next = self.a_ignore.val();
-                if self.cmp_last.gt.val() {
+                if self.ri.last_gt.val() {
                     if self.c_rd_at.val() {
                         self.act.d.next = self.a_implied.val();
                     } else {
                         self.act.d.next = self.a_coalesce.val();
                     }
-                } else if self.cmp_comp.neg.val() {
-                    if self.cmp_last.eq.val() & self.d_ackop.q.val() & self.sy_ack.q.val() & !self.c_rd_at.val() {
+                } else if self.ri.comp_neg.val() {
+                    if self.ri.last_eq.val() & self.ri.is_ack.val() & self.ri.sy_ack.val() & !self.c_rd_at.val() {
                         self.act.d.next = self.a_ack_last.val();
                     } else {
                         self.act.d.next = self.a_stale.val();
                     }
-                } else if self.cmp_comp.gt.val() & self.c_rd_at.val() {
+                } else if self.ri.comp_gt.val() & self.c_rd_at.val() {
                     self.act.d.next = self.a_stale.val();
                 } else if self.l_badseq.val() {
                     self.act.d.next = self.a_bad.val();
                 } else if self.l_rresp.val() {
-                    if !self.c_read.val() | (!self.d_mid.q.val() & !self.sy_ack.q.val()) {
+                    if !self.c_read.val() | (!self.ri.is_mid.val() & !self.ri.sy_ack.val()) {
                         self.act.d.next = self.a_bad.val();
                     } else {
                         self.act.d.next = self.a_read.val();
                     }
-                } else if self.d_atack.q.val() {
-                    if !self.c_atomic.val() | !self.sy_ack.q.val() {
+                } else if self.ri.is_atack.val() {
+                    if !self.c_atomic.val() | !self.ri.sy_ack.val() {
                         self.act.d.next = self.a_bad.val();
                     } else {
                         self.act.d.next = self.a_atomic.val();
                     }
-                } else if self.d_ackop.q.val() {
-                    if self.sy_ack.q.val() {
+                } else if self.ri.is_ack.val() {
+                    if self.ri.sy_ack.val() {
                         if self.c_rd_at.val() {
                             self.act.d.next = self.a_stale.val();
-                        } else if self.cmp_last.eq.val() {
+                        } else if self.ri.last_eq.val() {
                             self.act.d.next = self.a_ack_comp.val();
                         } else {
                             self.act.d.next = self.a_ack_adv.val();
                         }
-                    } else if self.sy_res.q.val() {
+                    } else if self.ri.sy_res.val() {
                         self.act.d.next = self.a_bad.val();
-                    } else if self.sy_nak.q.val() {
+                    } else if self.ri.sy_nak.val() {
                         self.act.d.next = self.a_nak.val();
-                    } else if self.sy_rnr.q.val() {
+                    } else if self.ri.sy_rnr.val() {
                         self.act.d.next = self.a_rnr.val();
                     }
                 }
@@ -1266,12 +1193,12 @@ impl Logic for Completer {
                         self.state.d.next = CompState::Rt0;
                     }
                 } else if self.act.q.val() == self.a_nak.val() {
-                    if self.h_syn.q.val() == self.syn_seq.val() {
+                    if self.ri.syn.val() == self.syn_seq.val() {
                         // PSN sequence error: everything before its PSN is acknowledged; go back from there
-                        if self.cmp_comp.gt.val() {
-                            self.s.d.next.comp_psn = self.h_psn.q.val();
+                        if self.ri.comp_gt.val() {
+                            self.s.d.next.comp_psn = self.ri.psn.val();
                         }
-                        if self.cmp_comp.gt.val() | !self.s.q.val().started {
+                        if self.ri.comp_gt.val() | !self.s.q.val().started {
                             self.rt_rnr.d.next = false;
                             self.state.d.next = CompState::Rt0;
                         }
@@ -1279,10 +1206,10 @@ impl Logic for Completer {
                         // NAK invalid request / remote access / remote operational (any other code): the head
                         // completes with its status and the QP goes to error
                         self.cstat.d.next = self.st_op.val();
-                        if self.h_syn.q.val() == self.syn_inv.val() {
+                        if self.ri.syn.val() == self.syn_inv.val() {
                             self.cstat.d.next = self.st_inv.val();
                         }
-                        if self.h_syn.q.val() == self.syn_acc.val() {
+                        if self.ri.syn.val() == self.syn_acc.val() {
                             self.cstat.d.next = self.st_acc.val();
                         }
                         self.s.d.next.err = true;
@@ -1306,12 +1233,12 @@ impl Logic for Completer {
                         // a PSN-sequence NAK for the packets behind the one RNR NAKed (rxe sends one) must not
                         // cut the wait short: counts as a go-back-N already started (rxe `wait_for_rnr_timer`)
                         self.s.d.next.started = true;
-                        self.rnr_code.d.next = self.h_syn.q.val().get_bits::<5>(0);
+                        self.rnr_code.d.next = self.ri.syn.val().get_bits::<5>(0);
                         self.tw.d.next = self.k0_2.val();
                         self.state.d.next = CompState::RnrW;
                     }
                 } else if self.act.q.val() == self.a_coalesce.val() {
-                    if self.cmp_next.gt.val() {
+                    if self.ri.next_gt.val() {
                         self.s.d.next.comp_psn = self.rec.q.val().next_psn;
                     }
                     self.state.d.next = CompState::CqLoad;
@@ -1342,9 +1269,9 @@ impl Logic for Completer {
                     self.tm_set.d.next = true;
                     self.tm_arm.d.next = true;
                     self.s.d.next.started = false;
-                    self.s.d.next.comp_psn = self.psn1.q.val();
+                    self.s.d.next.comp_psn = self.ri.psn1.val();
                 } else if self.act.q.val() == self.a_ack_comp.val() {
-                    self.s.d.next.comp_psn = self.psn1.q.val();
+                    self.s.d.next.comp_psn = self.ri.psn1.val();
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 }
@@ -1352,7 +1279,7 @@ impl Logic for Completer {
             CompState::RdChk => {
                 // payload beyond the WQE length: pay_len > len - received
                 self.over.d.next = (self.l_room.val().get_bits::<19>(13) == self.k0_19.val())
-                    & (self.h_plen.q.val() > self.l_room.val().get_bits::<13>(0));
+                    & (self.ri.plen.val() > self.l_room.val().get_bits::<13>(0));
                 self.nx_addr.d.next = self.add_addr.sum.val();
                 self.room.d.next = self.l_room.val().get_bits::<32>(0);
                 self.state.d.next = CompState::RdDec;
@@ -1367,7 +1294,7 @@ impl Logic for Completer {
                     self.state.d.next = CompState::CqLoad;
                 } else {
                     self.s.d.next.rd = self.l_rdsum.val().get_bits::<32>(0);
-                    self.s.d.next.comp_psn = self.psn1.q.val();
+                    self.s.d.next.comp_psn = self.ri.psn1.val();
                     if self.paypend.q.val() {
                         self.state.d.next = CompState::SCmd;
                     } else {
@@ -1384,7 +1311,7 @@ impl Logic for Completer {
                 }
             }
             CompState::RdEnd => {
-                if self.d_last.q.val() | self.d_only.q.val() {
+                if self.ri.is_last.val() | self.ri.is_only.val() {
                     // complete once the payload has gone to the Scatter Path
                     if !self.pl.fwd_on.val() & self.pl.empty.val() {
                         self.s.d.next.reading = false;
@@ -1428,7 +1355,7 @@ impl Logic for Completer {
             CompState::Done => {
                 self.qst.we.next = true;
                 if self.a_hint.q.val() {
-                    self.qst.wdata.next.comp_psn = self.psn1.q.val();
+                    self.qst.wdata.next.comp_psn = self.ri.psn1.val();
                 }
                 self.a_hint.d.next = false;
                 if self.tm_set.q.val() {

@@ -1,4 +1,9 @@
 use super::*;
+use testbench::wire::headers::AETH_TYPE_ACK;
+use testbench::wire::opcode::{
+    RC_ACKNOWLEDGE, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST, RC_RDMA_READ_RESPONSE_LAST,
+    RC_RDMA_READ_RESPONSE_MIDDLE, RC_RDMA_READ_RESPONSE_ONLY,
+};
 use crate::common::axis::beat_of;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
