@@ -46,6 +46,7 @@ fn table() -> Vec<Entry> {
         ("completer", || rtl::verilog_of(&mut rtl::transport::completer::Completer::default()), Some(6)),
         // the Completer's stage blocks (their depth is measured in the Completer's gate)
         ("comp_intake", || rtl::verilog_of(&mut rtl::transport::completer::intake::RespIntake::default()), Some(6)),
+        ("comp_read_place", || rtl::verilog_of(&mut rtl::transport::completer::read_place::ReadPlace::default()), Some(6)),
         ("comp_timer", || rtl::verilog_of(&mut rtl::transport::completer::timer::RetryTimer::default()), Some(6)),
         ("comp_payload", || rtl::verilog_of(&mut rtl::transport::completer::payload::RespPayload::default()), Some(6)),
         ("comp_cqe", || rtl::verilog_of(&mut rtl::transport::completer::cqe::CompCqe::default()), Some(6)),

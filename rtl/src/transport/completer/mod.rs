@@ -101,6 +101,8 @@ use crate::common::psn_cmp::PsnCmp;
 
 pub mod intake;
 use intake::RespIntake;
+pub mod read_place;
+use read_place::ReadPlace;
 pub mod timer;
 use timer::RetryTimer;
 pub mod payload;
@@ -113,7 +115,6 @@ use feedback::ReqFeedback;
 use crate::common::consts::k;
 use crate::common::counter::EventCounter;
 use crate::common::fifo::{Fifo, SdpRam};
-use crate::transport::key_cache::PipeAdd64;
 use crate::common::lut::Lut8;
 use crate::host::req_front::ReqIssued;
 use crate::wire::rx_parse::RxHeader;
@@ -344,6 +345,8 @@ crate::logic_block! {
         /// The retransmit and RNR timers (timer.rs).
         /// Response intake and PSN compares (intake.rs).
         ri: RespIntake,
+        /// Where a READ response lands, and the hot QP's fast path (read_place.rs).
+        rp: ReadPlace,
         tm: RetryTimer,
         /// The response payload: forwarded into a 16-beat FIFO to the Scatter Path, or dropped (payload.rs).
         pl: RespPayload,
@@ -371,12 +374,6 @@ crate::logic_block! {
         /// (`IRd`; results in `IHint`): an ACK that came before the record may already cover part of the WQE.
         hint_lo: PsnCmp,
         hint_hi: PsnCmp,
-        add_addr: PipeAdd64,
-        add_room: PipeAdd64,
-        add_rd: PipeAdd64,
-        pa_addr: PipeAdd64,
-        pa_room: PipeAdd64,
-        pa_rd: PipeAdd64,
         cnt: [EventCounter; COMP_COUNTERS],
 
         state: DFF<CompState>,
@@ -406,19 +403,7 @@ crate::logic_block! {
         cstat: DFF<Bits<8>>,
         act: DFF<Bits<4>>,
         over: DFF<Bit>,
-        // the fast path: the hot QP's next read response
-        hot: DFF<Bit>,
-        nx_addr: DFF<Bits<64>>,
-        room: DFF<Bits<32>>,
-        room_big: DFF<Bit>,
-        fc: DFF<Bits<2>>,
-        f_same: DFF<Bit>,
-        f_psn: DFF<Bit>,
-        f_end: DFF<Bit>,
-        f_fit: DFF<Bit>,
 
-        l_fast: Signal<Local, Bit>,
-        l_adv: Signal<Local, Bit>,
         l_qpn8: Signal<Local, Bits<8>>,
         l_head: Signal<Local, Bits<5>>,
         l_tail: Signal<Local, Bits<5>>,
@@ -428,8 +413,6 @@ crate::logic_block! {
         l_irec: Signal<Local, Pend>,
         l_hqpn: Signal<Local, Bits<24>>,
         l_cls: Signal<Local, Bits<12>>,
-        l_room: Signal<Local, Bits<64>>,
-        l_rdsum: Signal<Local, Bits<64>>,
         l_full: Signal<Local, Bit>,
         l_rresp: Signal<Local, Bit>,
         l_badseq: Signal<Local, Bit>,
@@ -445,7 +428,6 @@ crate::logic_block! {
         k0_8: Constant<Bits<8>> = k(0),
         k0_13: Constant<Bits<13>> = k(0),
         k8_13: Constant<Bits<13>> = k(8),
-        k0_19: Constant<Bits<19>> = k(0),
         k0_32: Constant<Bits<32>> = k(0),
         k0_3: Constant<Bits<3>> = k(0),
         k1_3: Constant<Bits<3>> = k(1),
@@ -486,12 +468,10 @@ impl Logic for Completer {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, prio, qpn, cqn, rec, i_first, i_hint, a_hint, cls, resp, paypend, cstat, act, over,
-            hot, nx_addr, room, room_big, fc, f_same, f_psn, f_end, f_fit, qc, tmo, tm_set, tm_arm, tm_rnr, rnr_code,
-            tw, rt_rnr, sk_lo, skip, c_rst, c_req, c_psn, s
+            qc, tmo, tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, c_rst, c_req, c_psn, s
         );
         clock!(
-            self, clock, ri, ring, qst, cqn_ram, cqwq, hint_lo, hint_hi, add_addr, add_room, add_rd, pa_addr, pa_room,
-            pa_rd, tm, pl, cqe, fb
+            self, clock, ri, rp, ring, qst, cqn_ram, cqwq, hint_lo, hint_hi, tm, pl, cqe, fb
         );
         for i in 0..9 {
             self.cnt[i].clock.next = self.clock.val();
@@ -503,7 +483,7 @@ impl Logic for Completer {
         self.iss_ready.next = false;
         self.hdr_ready.next = false;
         self.s_valid.next = false;
-        self.s_addr.next = self.nx_addr.q.val();
+        self.s_addr.next = self.rp.addr.val();
         self.s_len.next = self.ri.plen.val();
 
         // ---- payload (payload.rs): the last header's payload into the payload FIFO (or dropped); the FIFO to the
@@ -633,46 +613,26 @@ impl Logic for Completer {
         self.hint_hi.a.next = self.qst.rdata.val().comp_psn;
         self.hint_hi.b.next = self.iss.val().next_psn;
 
-        // ---- the read path's sums (pipelined: 3 cycles, inputs stable from HeadEval) ----
-        self.add_addr.a.next = self.rec.q.val().laddr;
-        self.add_addr.b.next = bit_cast::<64, 32>(self.s.q.val().rd);
-        self.add_addr.cin.next = false;
-        self.add_room.a.next = bit_cast::<64, 32>(self.rec.q.val().len);
-        self.add_room.b.next = !bit_cast::<64, 32>(self.s.q.val().rd);
-        self.add_room.cin.next = true;
-        self.add_rd.a.next = bit_cast::<64, 32>(self.s.q.val().rd);
-        self.add_rd.b.next = bit_cast::<64, 13>(self.ri.plen.val());
-        self.add_rd.cin.next = false;
-        self.l_room.next = self.add_room.sum.val();
-        self.l_rdsum.next = self.add_rd.sum.val();
-
-        // ---- the fast path: the hot QP (its state in the registers, its head a READ being read, in order) ----
-        // checks of the header on offer, registered (used in RQst, the cycle after it is taken)
-        self.f_same.d.next = self.hot.q.val() & (self.l_hqpn.val() == self.qpn.q.val());
-        self.f_psn.d.next = self.hdr.val().psn == self.s.q.val().comp_psn;
-        self.f_end.d.next = self.hdr.val().psn == self.rec.q.val().next_psn;
-        self.f_fit.d.next = self.room_big.q.val() | (self.hdr_pay_len.val() <= self.room.q.val().get_bits::<13>(0));
-        self.l_fast.next = self.f_same.q.val()
-            & self.f_psn.q.val()
-            & !self.f_end.q.val()
-            & self.f_fit.q.val()
-            & self.paypend.q.val()
-            & (self.ri.is_mid.val() | (self.ri.is_last.val() & self.ri.sy_ack.val()));
-        // the next response's address, the room left and the bytes received, 3 cycles after their inputs
-        // settle (fc counts the cycles; inputs: nx_addr, room, s_rd and h_plen)
-        self.pa_addr.a.next = self.nx_addr.q.val();
-        self.pa_addr.b.next = bit_cast::<64, 13>(self.ri.plen.val());
-        self.pa_addr.cin.next = false;
-        self.pa_room.a.next = bit_cast::<64, 32>(self.room.q.val());
-        self.pa_room.b.next = !bit_cast::<64, 13>(self.ri.plen.val());
-        self.pa_room.cin.next = true;
-        self.pa_rd.a.next = bit_cast::<64, 32>(self.s.q.val().rd);
-        self.pa_rd.b.next = bit_cast::<64, 13>(self.ri.plen.val());
-        self.pa_rd.cin.next = false;
-        if self.fc.q.val() != self.k3_2.val() {
-            self.fc.d.next = self.fc.q.val() + self.k1_2.val();
-        }
-        self.l_adv.next = false;
+        // ---- where a READ response lands, and the hot QP's fast path (read_place.rs) ----
+        self.rp.laddr.next = self.rec.q.val().laddr;
+        self.rp.len.next = self.rec.q.val().len;
+        self.rp.rd.next = self.s.q.val().rd;
+        self.rp.plen.next = self.ri.plen.val();
+        self.rp.hdr_qpn.next = self.l_hqpn.val();
+        self.rp.hdr_psn.next = self.hdr.val().psn;
+        self.rp.hdr_pay_len.next = self.hdr_pay_len.val();
+        self.rp.qpn.next = self.qpn.q.val();
+        self.rp.comp_psn.next = self.s.q.val().comp_psn;
+        self.rp.next_psn.next = self.rec.q.val().next_psn;
+        self.rp.paypend.next = self.paypend.q.val();
+        self.rp.is_mid.next = self.ri.is_mid.val();
+        self.rp.is_last.next = self.ri.is_last.val();
+        self.rp.sy_ack.next = self.ri.sy_ack.val();
+        self.rp.load.next = false;
+        self.rp.restart.next = false;
+        self.rp.adv.next = false;
+        self.rp.heat.next = false;
+        self.rp.cool.next = false;
 
         // ---- header decode ----
         self.l_rresp.next = self.ri.is_first.val() | self.ri.is_mid.val() | self.ri.is_last.val() | self.ri.is_only.val();
@@ -691,7 +651,7 @@ impl Logic for Completer {
         match self.state.q.val() {
             CompState::Idle => {
                 if !self.cqwq.empty.val() {
-                    self.hot.d.next = false;
+                    self.rp.cool.next = true;
                     self.cqwq.pop.next = true;
                     self.qpn.d.next = bit_cast::<24, 8>(self.cqwq.dout.val().get_bits::<8>(0));
                     self.c_rst.d.next = self.cqwq.dout.val().get_bit(8);
@@ -703,7 +663,7 @@ impl Logic for Completer {
                 } else if self.tm.expired.val() {
                     // a timer the scanner saw expire
                     self.tm.take.next = true;
-                    self.hot.d.next = false;
+                    self.rp.cool.next = true;
                     self.tmo.d.next = true;
                     self.resp.d.next = false;
                     self.qpn.d.next = bit_cast::<24, 8>(self.tm.exp_qpn.val());
@@ -745,7 +705,7 @@ impl Logic for Completer {
                 {
                     // a rewind's marker, a go-back-N in progress, or the first record of an empty list (the
                     // timer starts, comp_psn is set): the general path, in the event registers
-                    self.hot.d.next = false;
+                    self.rp.cool.next = true;
                     self.qpn.d.next = self.l_iqpn.val();
                     self.qst.raddr.next = self.l_iqpn.val().get_bits::<8>(0);
                     self.cqn_ram.raddr.next = self.l_iqpn.val().get_bits::<8>(0);
@@ -908,8 +868,8 @@ impl Logic for Completer {
                     self.cnt[1].inc.next = self.ri.sy_nak.val();
                     self.cnt[2].inc.next = self.ri.sy_rnr.val();
                 }
-                self.fc.d.next = self.k0_2.val();
-                if self.l_fast.val() {
+                self.rp.restart.next = true;
+                if self.rp.fast.val() {
                     // an in-order MIDDLE or LAST of the hot QP's READ that fits: the outcome is known
                     self.s_valid.next = true;
                     if self.s_ready.val() {
@@ -921,18 +881,18 @@ impl Logic for Completer {
                     }
                 } else if self.qst.rdata.val().retrying {
                     // a rewind is on its way: the responses of what is sent again will tell
-                    self.hot.d.next = false;
+                    self.rp.cool.next = true;
                     self.cnt[3].inc.next = true;
                     self.state.d.next = CompState::Done;
                 } else if self.l_fdrop.val() {
                     // dropped in 4 cycles instead of the rules' 10: after a loss the peer may still be sending
                     // many MiB of responses that can only be dropped, at a line-rate pace the general path
                     // cannot keep (one MTU-256 response every 8.7 cycles at 100 Gb/s)
-                    self.hot.d.next = false;
+                    self.rp.cool.next = true;
                     self.cnt[3].inc.next = true;
                     self.state.d.next = CompState::FDrop;
                 } else {
-                    self.hot.d.next = false;
+                    self.rp.cool.next = true;
                     self.state.d.next = CompState::HeadRd;
                 }
             }
@@ -965,7 +925,7 @@ impl Logic for Completer {
             CompState::Rt0 => {
                 // go-back-N from comp_psn: the head WQE is resumed after comp_psn - first_psn packets
                 self.sk_lo.d.next = self.l_sk_lo.val();
-                self.hot.d.next = false;
+                self.rp.cool.next = true;
                 if !self.rt_rnr.q.val() & (self.s.q.val().rl == self.k0_3.val()) {
                     // retry_cnt exhausted
                     self.cstat.d.next = self.st_retry.val();
@@ -1054,21 +1014,21 @@ impl Logic for Completer {
             }
             CompState::FEnd => {
                 // the sums are there: the response's effect on the QP state (as RdDec, RdEnd and Done)
-                if self.fc.q.val().get_bit(1) {
-                    self.l_adv.next = true;
+                if self.rp.sums.val() {
+                    self.rp.adv.next = true;
                     self.s.d.next.comp_psn = self.ri.psn1.val();
-                    self.s.d.next.rd = self.pa_rd.sum.val().get_bits::<32>(0);
+                    self.s.d.next.rd = self.rp.rd_fast.val();
                     // progress: the timer starts over
                     self.tm.we_fresh.next = true;
                     self.qst.wdata.next.started = false;
                     self.s.d.next.started = false;
                     if self.ri.is_last.val() {
-                        self.hot.d.next = false;
+                        self.rp.cool.next = true;
                         self.state.d.next = CompState::RdEnd;
                     } else {
                         self.qst.we.next = true;
                         self.qst.wdata.next.comp_psn = self.ri.psn1.val();
-                        self.qst.wdata.next.rd = self.pa_rd.sum.val().get_bits::<32>(0);
+                        self.qst.wdata.next.rd = self.rp.rd_fast.val();
                         self.state.d.next = CompState::Idle;
                     }
                 }
@@ -1278,14 +1238,12 @@ impl Logic for Completer {
             }
             CompState::RdChk => {
                 // payload beyond the WQE length: pay_len > len - received
-                self.over.d.next = (self.l_room.val().get_bits::<19>(13) == self.k0_19.val())
-                    & (self.ri.plen.val() > self.l_room.val().get_bits::<13>(0));
-                self.nx_addr.d.next = self.add_addr.sum.val();
-                self.room.d.next = self.l_room.val().get_bits::<32>(0);
+                self.over.d.next = self.rp.short.val();
+                self.rp.load.next = true;
                 self.state.d.next = CompState::RdDec;
             }
             CompState::RdDec => {
-                self.fc.d.next = self.k0_2.val();
+                self.rp.restart.next = true;
                 if self.over.q.val() {
                     self.cstat.d.next = self.st_len.val();
                     self.s.d.next.err = true;
@@ -1293,7 +1251,7 @@ impl Logic for Completer {
                     self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else {
-                    self.s.d.next.rd = self.l_rdsum.val().get_bits::<32>(0);
+                    self.s.d.next.rd = self.rp.rd_next.val();
                     self.s.d.next.comp_psn = self.ri.psn1.val();
                     if self.paypend.q.val() {
                         self.state.d.next = CompState::SCmd;
@@ -1319,11 +1277,11 @@ impl Logic for Completer {
                         self.resp.d.next = false;
                         self.state.d.next = CompState::CqLoad;
                     }
-                } else if self.fc.q.val().get_bit(1) {
+                } else if self.rp.sums.val() {
                     // the QP is hot now: its next response may take the fast path
                     self.s.d.next.reading = true;
-                    self.l_adv.next = true;
-                    self.hot.d.next = true;
+                    self.rp.adv.next = true;
+                    self.rp.heat.next = true;
                     self.state.d.next = CompState::Done;
                 }
             }
@@ -1377,11 +1335,6 @@ impl Logic for Completer {
         self.fb.st_comp.next = self.qst.wdata.val().comp_psn;
         self.fb.st_busy.next = self.qst.wdata.val().head != self.qst.wdata.val().tail;
         self.fb.st_fin.next = self.qst.wdata.val().fin;
-        if self.l_adv.val() {
-            self.nx_addr.d.next = self.pa_addr.sum.val();
-            self.room.d.next = self.pa_room.sum.val().get_bits::<32>(0);
-            self.room_big.d.next = self.pa_room.sum.val().get_bits::<19>(13) != self.k0_19.val();
-        }
     }
 }
 

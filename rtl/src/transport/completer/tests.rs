@@ -220,7 +220,7 @@ impl Rig {
                 iq.push_front(ReqIssued { qpn: bits(q), idx: bits(i), rewind: true, ..Default::default() });
                 quiet = 0;
             }
-            if self.u.state.q.val() == CompState::FEnd && self.u.fc.q.val().get_bit(1) {
+            if self.u.state.q.val() == CompState::FEnd && self.u.rp.sums.val() {
                 self.fast += 1;
             }
             quiet += 1;
@@ -1103,7 +1103,7 @@ fn read_stream(mtu: u32, npk: u32, last: u32, qps: u32, nreads: usize, window: u
         u.clock.next = false.into();
         assert!(simulate(u, 200));
         let (mut new_hdr, mut new_pay) = (hdr_ok, pay_ok);
-        if u.state.q.val() == CompState::FEnd && u.fc.q.val().get_bit(1) && taken_at.len() > window * npk as usize {
+        if u.state.q.val() == CompState::FEnd && u.rp.sums.val() && taken_at.len() > window * npk as usize {
             fast += 1;
         }
         if iv && u.iss_ready.val() {
