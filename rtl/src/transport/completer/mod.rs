@@ -1238,7 +1238,7 @@ impl Logic for Completer {
             }
             CompState::RdChk => {
                 // payload beyond the WQE length: pay_len > len - received
-                self.over.d.next = self.rp.short.val();
+                self.over.d.next = self.rp.too_long.val();
                 self.rp.load.next = true;
                 self.state.d.next = CompState::RdDec;
             }

@@ -3,7 +3,7 @@
 //!
 //! * **General path**: from the head record (`laddr`, `len`) and the bytes of it received (`rd`), three
 //!   pipelined adders give the next address, the room left and the bytes after this response (`rd_next`, with
-//!   the response's payload length `plen`), three cycles after their inputs settle; `short` when the payload
+//!   the response's payload length `plen`), three cycles after their inputs settle; `too_long` when the payload
 //!   runs past the room. `load` keeps the address and the room.
 //! * **Fast path**: after a read response that leaves its READ at the head unfinished, the QP is *hot*
 //!   (`heat`): its state stays in the Completer's registers with the next response's address and the room
@@ -49,7 +49,7 @@ crate::logic_block! {
         /// The response takes the fast path; the fast sums are out; the payload runs past the room.
         pub fast: Signal<Out, Bit>,
         pub sums: Signal<Out, Bit>,
-        pub short: Signal<Out, Bit>,
+        pub too_long: Signal<Out, Bit>,
         /// The next response's address, the bytes received after this one (general and fast path).
         pub addr: Signal<Out, Bits<64>>,
         pub rd_next: Signal<Out, Bits<32>>,
@@ -100,7 +100,7 @@ impl Logic for ReadPlace {
         self.l_rdsum.next = self.add_rd.sum.val();
         self.rd_next.next = self.l_rdsum.val().get_bits::<32>(0);
         // payload beyond the WQE length: pay_len > len - received
-        self.short.next = (self.l_room.val().get_bits::<19>(13) == self.k0_19.val())
+        self.too_long.next = (self.l_room.val().get_bits::<19>(13) == self.k0_19.val())
             & (self.plen.val() > self.l_room.val().get_bits::<13>(0));
         self.addr.next = self.nx_addr.q.val();
         // the fast path: checks of the header on offer, registered (used the cycle after it is taken)
@@ -178,13 +178,13 @@ mod tests {
         for _ in 0..4 {
             tick(&mut u);
         }
-        assert!(!u.short.val());
+        assert!(!u.too_long.val());
         assert_eq!(u.rd_next.val().to_u64(), 2048);
         u.plen.next = bits(1977);
         for _ in 0..4 {
             tick(&mut u);
         }
-        assert!(u.short.val(), "1,977 bytes into 1,976 of room");
+        assert!(u.too_long.val(), "1,977 bytes into 1,976 of room");
         u.plen.next = bits(1024);
         for _ in 0..4 {
             tick(&mut u);
