@@ -1,8 +1,17 @@
 //! Completer (rxe `rxe_comp.c` `rxe_completer`, as `testbench::model::completer` implements it): the WQEs
 //! the requester is done with ([`ReqIssued`], `iss_*`) wait in a per-QP list until their responses
 //! (`hdr_*` + `pay`: RC ACKNOWLEDGE, ATOMIC ACKNOWLEDGE, RDMA READ RESPONSE FIRST/MIDDLE/LAST/ONLY) retire
-//! them; completions go to CQE Generation (`cq_*`, formed as the golden `send_cqe`), read-response payload
+//! them; completions go to CQE Generation (`cq`, formed as the golden `send_cqe`), read-response payload
 //! to the Scatter Path (`s_*`, `s_pay`).
+//!
+//! **Stages** (each a block in this folder, with its unit test beside it), sequenced by the event machine here,
+//! one event at a time (a response, a record from the Requester, a timer, a QP-table write):
+//! * [`intake`]: the response taken and decoded, PSN + 1, the PSN compares (rxe `check_psn`'s inputs);
+//! * [`read_place`]: where a READ response's payload lands, LOC_LEN_ERR, the hot QP's fast path;
+//! * [`payload`]: the response payload forwarded to the Scatter Path through a FIFO, or dropped;
+//! * [`timer`]: the retransmit and RNR timers of every QP (a scanner and the event's own check);
+//! * [`cqe`]: the completion register to CQE Generation;
+//! * [`feedback`]: rewinds, QP errors and the unacknowledged-PSN window to WQE Check.
 //!
 //! **State.** Per QP (256, index = QPN[7:0]): a ring of 16 ([`COMP_RING`]) pending records in block RAM (`ring`, address
 //! {QPN, slot}), and one state word (`qst`: head, tail with wrap bits, `comp_psn`, bytes received of the
@@ -40,29 +49,12 @@
 //! the atomic completes with its WC opcode (COMP_SWAP / FETCH_ADD). NAKs, RNR NAKs, implied NAKs and the
 //! retransmit timer: go-back-N, see `docs/architecture.md`.
 //!
-//! **Retransmit timer** for every QP without a counter per QP: one free-running unit clock (`now`, 4.096 us
-//! = [`TIMER_TICK`] cycles) and per QP a deadline (24 bits, compared modulo 2^24) and an armed bit in block
-//! RAM, twice: a scanner reads one QP's copy per cycle and reports an expired one, and the event machine
-//! checks its own copy again before acting. While the last report has not been taken the scanner scans again
-//! from that QP, so it never passes an expired timer by. `timeout` t gives 2^t units (0: none; above
-//! [`TIMEOUT_LOG2_MAX`] it acts as 22, 17 s); an RNR NAK sets the deadline to the NAK's wait instead.
-//!
 //! **Timing** (322 MHz, at most 6 LUT6 levels; the gate measures 5): one event at a time by a state machine.
 //! PSN compares mod 2^24 as rxe `psn_compare` in two registered stages ([`PsnCmp`], as `psn_check.rs`: narrow
 //! chunk compares, then the borrow); `PSN + 1` in two 12-bit halves; the 64-bit address and the 32-bit byte
 //! counts by pipelined adders ([`PipeAdd64`], 3 cycles, which pass while the PSNs are compared).
 //!
-//! **Fast path.** After a read response that leaves its READ at the head unfinished, the QP is *hot*: its
-//! state stays in the registers (head record, `comp_psn`, bytes received) together with the next response's
-//! address (`nx_addr` = laddr + bytes received) and the room left (`room` = len - bytes received), and the
-//! state is written back to `qst` after every event. The checks of the header on offer are registered while it
-//! is taken: same QP, PSN = `comp_psn`, PSN ≠ the READ's next PSN, payload ≤ room. The cycle after, an
-//! in-order MIDDLE, or LAST with an ACK AETH, with payload, whose checks all pass has the outcome the rules
-//! give (a_read, no LOC_LEN_ERR), so its scatter command goes out at once; `nx_addr + len`, `room - len` and
-//! `received + len` come from three pipelined adders ([`PipeAdd64`], 3 cycles) and `comp_psn` becomes PSN + 1
-//! four cycles after the header was taken. Every other response (FIRST, ONLY, ACKs, stale, duplicates,
-//! another QP, a timeout or a CMD_WRITE_QP in between) clears *hot* and takes the general path, which makes
-//! the QP hot again after a MIDDLE (or FIRST) it accepts.
+//! **Fast path**: the hot QP's in-order READ responses skip the general path (`read_place.rs`).
 //! **Fast drop.** After a loss the peer may still send many MiB of responses that can only be dropped (the
 //! rest of the READ with the gap, then every later READ's, until the responses to the go-back-N come). Such a
 //! read response (the QP's head a READ/atomic, a go-back-N started and nothing progressed since, PSN other than
@@ -73,10 +65,6 @@
 //! Requester issues between the responses of its READs; every event reads its QP's state word again. Only a
 //! rewind's marker, a record while a go-back-N is in progress and the first record of an empty list (the
 //! timer starts, `comp_psn` is set) take the general path (`IRd`).
-//! **Payload.** A taken header's payload goes into a 16-beat payload FIFO (forwarded) or is dropped, and the
-//! FIFO feeds the Scatter Path, so the next header can be taken while the Scatter Path still plans (3 cycles)
-//! and writes this one; a LAST or ONLY completes once its payload has left the FIFO. A header is taken only
-//! when the previous header's payload has all come in (as the top hands them on anyway).
 //! **Rate** (measured by `completer_keeps_up_with_read_responses_at_line_rate`, headers handed on as RX Parse
 //! and the top do, sinks always ready): a MIDDLE read response takes its payload beats + 2 cycles: 6 / 18 / 66
 //! cycles at path MTU 256 / 1024 / 4096 (the 100G wire brings one every 8.7 / 28.5 / 107.7 cycles; before
@@ -105,6 +93,7 @@ pub mod read_place;
 use read_place::ReadPlace;
 pub mod timer;
 use timer::RetryTimer;
+pub use timer::{rnr_units_table, timeout_units_table, CompTmr, TIMEOUT_LOG2_MAX, TIMER_TICK};
 pub mod payload;
 use payload::RespPayload;
 pub mod cqe;
@@ -134,27 +123,6 @@ pub const CNT_RETRIES: usize = 7;
 pub const CNT_TIMEOUTS: usize = 8;
 pub const COMP_COUNTERS: usize = 9;
 
-/// Core cycles per timer unit: 4.096 us at 322.265625 MHz (the IBA local ACK timeout's unit).
-pub const TIMER_TICK: u64 = 1320;
-/// Longest retransmit period, log2 of timer units: deadlines compare modulo 2^24 (rxe `psn_compare` style), so
-/// a period must stay below 2^23 units; timeouts 23..31 (34 s and more) act as 22 (17 s).
-pub const TIMEOUT_LOG2_MAX: u64 = 22;
-
-/// `per[timeout]`: the retransmit period in timer units (0: no timer).
-pub fn timeout_units_table() -> Vec<u64> {
-    (0..32u64).map(|t| if t == 0 { 0 } else { 1 << t.min(TIMEOUT_LOG2_MAX) }).collect()
-}
-
-/// `rnr[code]`: the RNR NAK wait in timer units, rounded up (the IBA table, as rxe `rnrnak_usec`).
-pub fn rnr_units_table() -> Vec<u64> {
-    (0..32usize)
-        .map(|c| {
-            let us = u64::from(testbench::wire::headers::RNR_TIMER_USEC[c]);
-            ((us * 1000).div_ceil(4096)).max(1)
-        })
-        .collect()
-}
-
 /// A QP's completer configuration (CMD_WRITE_QP): its send CQ and its retry attributes.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct CompCfg {
@@ -162,14 +130,6 @@ pub struct CompCfg {
     pub timeout: Bits<5>,
     pub retry_cnt: Bits<3>,
     pub rnr_retry: Bits<3>,
-}
-
-/// A QP's timer: armed, waiting out an RNR NAK (else the retransmit timer), and its deadline in timer units.
-#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
-pub struct CompTmr {
-    pub armed: Bit,
-    pub rnr: Bit,
-    pub dl: Bits<24>,
 }
 
 /// Pending records per QP (ring slots).

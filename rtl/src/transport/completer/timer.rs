@@ -14,12 +14,40 @@
 
 use rust_hdl::prelude::*;
 
-use super::{rnr_units_table, timeout_units_table, CompTmr, TIMER_TICK};
 use crate::common::consts::k;
 use crate::common::fifo::SdpRam;
 use crate::common::lut::Lut8;
 use crate::common::psn_cmp::PsnCmp;
 use crate::transport::key_cache::PipeAdd64;
+
+/// Core cycles per timer unit: 4.096 us at 322.265625 MHz (the IBA local ACK timeout's unit).
+pub const TIMER_TICK: u64 = 1320;
+/// Longest retransmit period, log2 of timer units: deadlines compare modulo 2^24 (rxe `psn_compare` style), so
+/// a period must stay below 2^23 units; timeouts 23..31 (34 s and more) act as 22 (17 s).
+pub const TIMEOUT_LOG2_MAX: u64 = 22;
+
+/// `per[timeout]`: the retransmit period in timer units (0: no timer).
+pub fn timeout_units_table() -> Vec<u64> {
+    (0..32u64).map(|t| if t == 0 { 0 } else { 1 << t.min(TIMEOUT_LOG2_MAX) }).collect()
+}
+
+/// `rnr[code]`: the RNR NAK wait in timer units, rounded up (the IBA table, as rxe `rnrnak_usec`).
+pub fn rnr_units_table() -> Vec<u64> {
+    (0..32usize)
+        .map(|c| {
+            let us = u64::from(testbench::wire::headers::RNR_TIMER_USEC[c]);
+            ((us * 1000).div_ceil(4096)).max(1)
+        })
+        .collect()
+}
+
+/// A QP's timer: armed, waiting out an RNR NAK (else the retransmit timer), and its deadline in timer units.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct CompTmr {
+    pub armed: Bit,
+    pub rnr: Bit,
+    pub dl: Bits<24>,
+}
 
 crate::logic_block! {
     /// The timers (see the module documentation).
