@@ -48,6 +48,19 @@ macro_rules! logic_block {
     };
 }
 
+/// One clock cycle of a block in rust-hdl's simulator, for unit tests: the clock low and settled, then high
+/// and settled (outputs show the registers after the rising edge).
+#[macro_export]
+macro_rules! tick {
+    ($u:expr) => {{
+        let u = &mut *$u;
+        u.clock.next = false.into();
+        rust_hdl::prelude::simulate(u, 20);
+        u.clock.next = true.into();
+        rust_hdl::prelude::simulate(u, 20);
+    }};
+}
+
 #[cfg(test)]
 mod tests {
     use crate::common::consts::k;

@@ -76,12 +76,6 @@ impl Logic for CompCqe {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut CompCqe) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     fn load(u: &mut CompCqe, signaled: bool, status: u64, cls: u64) {
         let mut rec = Pend::default();
@@ -95,7 +89,7 @@ mod tests {
         u.cqn.next = bits(5);
         u.qpn.next = bits(0x11);
         u.load.next = true;
-        tick(u);
+        crate::tick!(u);
         u.load.next = false;
     }
 
@@ -108,10 +102,10 @@ mod tests {
         load(&mut u, true, 0, 0x001);
         assert!(u.cq.valid.val());
         assert_eq!((u.cq.wc.val().wr_id.to_u64(), u.cq.wc.val().byte_len.to_u64(), u.cq.wc.val().opcode.to_u64(), u.cq.wc.val().wc_flags.to_u64()), (0x1234, 4096, 1, 0));
-        tick(&mut u);
+        crate::tick!(&mut u);
         assert!(u.cq.valid.val(), "held");
         u.clear.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.clear.next = false;
         assert!(!u.cq.valid.val());
         load(&mut u, false, 0, 0x001);

@@ -116,12 +116,6 @@ impl Logic for ReqFeedback {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut ReqFeedback) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// The window two cycles after the state word's write, comp_psn + 128 across the 2^24 wrap; the error pulse
     /// one cycle long with its QPN; rewinds out in order, held while WQE Check is not ready.
@@ -134,21 +128,21 @@ mod tests {
         u.st_comp.next = bits(0xFF_FFC0);
         u.st_busy.next = true;
         u.st_fin.next = bits(3);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.st_we.next = false;
         assert!(!u.win_we.val());
-        tick(&mut u);
+        crate::tick!(&mut u);
         assert!(u.win_we.val() && u.win_busy.val());
         assert_eq!((u.win_qpn.val().to_u64(), u.win_lim.val().to_u64(), u.win_fin.val().to_u64()), (9, 0x40, 3));
-        tick(&mut u);
+        crate::tick!(&mut u);
         assert!(!u.win_we.val());
         u.qpn.next = bits(4);
         u.qerr_set.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.qerr_set.next = false;
         u.qpn.next = bits(5);
         assert!(u.qerr_valid.val() && u.qerr_qpn.val().to_u64() == 4);
-        tick(&mut u);
+        crate::tick!(&mut u);
         assert!(!u.qerr_valid.val());
         for q in [1u64, 2, 3] {
             let mut r = RwCmd::default();
@@ -156,7 +150,7 @@ mod tests {
             r.psn = bits(100 * q);
             u.rw_in.next = r;
             u.rw_push.next = true;
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         u.rw_push.next = false;
         let mut out = Vec::new();
@@ -166,7 +160,7 @@ mod tests {
             if u.rw_valid.val() && u.rw_ready.val() {
                 out.push((u.rw_qpn.val().to_u64(), u.rw_psn.val().to_u64()));
             }
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert_eq!(out, vec![(1, 100), (2, 200), (3, 300)]);
         assert!(!u.rw_valid.val());

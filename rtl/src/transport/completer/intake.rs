@@ -169,12 +169,6 @@ impl Logic for RespIntake {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut RespIntake) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     fn take(u: &mut RespIntake, op: u8, psn: u64, syn: u8, orig: u64) {
         let mut h = RxHeader::default();
@@ -189,10 +183,10 @@ mod tests {
         u.hdr.next = h;
         u.hdr_pay_len.next = bits(256);
         u.take.next = true;
-        tick(u);
+        crate::tick!(u);
         u.take.next = false;
         for _ in 0..4 {
-            tick(u);
+            crate::tick!(u);
         }
     }
 
@@ -221,13 +215,13 @@ mod tests {
         u.next_psn.next = bits(101);
         u.comp_psn.next = bits(103);
         for _ in 0..3 {
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert!(u.last_eq.val() && !u.last_gt.val() && u.comp_neg.val() && !u.comp_gt.val() && !u.next_gt.val());
         u.next_psn.next = bits(100);
         u.comp_psn.next = bits(99);
         for _ in 0..3 {
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert!(u.last_gt.val() && !u.comp_neg.val() && u.comp_gt.val() && u.next_gt.val());
     }

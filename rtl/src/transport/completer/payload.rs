@@ -87,12 +87,6 @@ impl Logic for RespPayload {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut RespPayload) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// A forwarded payload comes out to the Scatter Path beat for beat (the FIFO takes 16 while the Scatter
     /// Path waits); a dropped one is taken and vanishes; `pin` until a payload's last beat is in.
@@ -108,7 +102,7 @@ mod tests {
         };
         // forward 20 beats with the Scatter Path stalled: 16 go in, then it waits
         u.fwd.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.fwd.next = false;
         let mut taken = 0;
         for _ in 0..30 {
@@ -118,7 +112,7 @@ mod tests {
             if u.pay.tready.val() {
                 taken += 1;
             }
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert_eq!(taken, 16, "the FIFO holds 16 while the Scatter Path waits");
         u.s_pay.tready.next = true;
@@ -136,19 +130,19 @@ mod tests {
             if u.s_pay.tvalid.val() {
                 out.push(u.s_pay.tdata.val().get_bits::<64>(0).to_u64());
             }
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert_eq!(out, (0..20).collect::<Vec<_>>());
         assert!(!u.pin.val() && u.empty.val());
         // a dropped payload: taken at once, nothing out
         u.drop.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.drop.next = false;
         for i in 0..3 {
             beat(&mut u, 100 + i, i == 2);
             simulate(&mut u, 20);
             assert!(u.pay.tready.val() && !u.s_pay.tvalid.val());
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         u.pay.tvalid.next = false;
         simulate(&mut u, 20);
@@ -156,7 +150,7 @@ mod tests {
         // an atomic's value: one 8-byte beat
         u.at_push.next = true;
         u.at_data.next = bits(0xABCD);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.at_push.next = false;
         assert!(u.s_pay.tvalid.val() && u.s_pay.tlast.val());
         assert_eq!((u.s_pay.tdata.val().get_bits::<64>(0).to_u64(), u.s_pay.tkeep.val().get_bits::<64>(0).to_u64()), (0xABCD, 0xFF));

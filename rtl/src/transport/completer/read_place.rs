@@ -157,12 +157,6 @@ impl Logic for ReadPlace {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut ReadPlace) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// The general path places a response at laddr + received and finds one too long; the hot QP then takes
     /// in-order MIDDLEs that fit on the fast path, each advancing the address and the room, and refuses another
@@ -176,22 +170,22 @@ mod tests {
         u.rd.next = bits(1024);
         u.plen.next = bits(1024);
         for _ in 0..4 {
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert!(!u.too_long.val());
         assert_eq!(u.rd_next.val().to_u64(), 2048);
         u.plen.next = bits(1977);
         for _ in 0..4 {
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert!(u.too_long.val(), "1,977 bytes into 1,976 of room");
         u.plen.next = bits(1024);
         for _ in 0..4 {
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         u.load.next = true;
         u.heat.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.load.next = false;
         u.heat.next = false;
         assert_eq!(u.addr.val().to_u64(), 0x10_0400, "laddr + received");
@@ -203,7 +197,7 @@ mod tests {
             u.hdr_qpn.next = bits(qpn);
             u.hdr_psn.next = bits(psn);
             u.hdr_pay_len.next = bits(len);
-            tick(u);
+            crate::tick!(u);
             u.paypend.next = true;
             u.is_mid.next = true;
             simulate(u, 20);
@@ -216,23 +210,23 @@ mod tests {
         assert!(!offer(&mut u, 5, 200, 1977), "past the room");
         // the fast sums: three cycles from the restart, then kept for the next response
         u.restart.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.restart.next = false;
         let mut n = 0;
         while !u.sums.val() {
-            tick(&mut u);
+            crate::tick!(&mut u);
             n += 1;
         }
         assert_eq!(n, 2);
         assert_eq!(u.rd_fast.val().to_u64(), 2048);
         u.adv.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.adv.next = false;
         assert_eq!(u.addr.val().to_u64(), 0x10_0800);
         assert!(offer(&mut u, 5, 200, 952), "the room left: 952");
         assert!(!offer(&mut u, 5, 200, 953));
         u.cool.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.cool.next = false;
         assert!(!offer(&mut u, 5, 200, 512), "cooled");
     }

@@ -194,12 +194,6 @@ impl Logic for RetryTimer {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut RetryTimer) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// Arm QP `q` with timeout `t` (or the RNR wait of `code`) now, with WQEs pending or not.
     fn arm_with(u: &mut RetryTimer, q: u64, t: u64, rnr: Option<u64>, pending: bool) {
@@ -210,10 +204,10 @@ mod tests {
         u.arm.next = true;
         u.pending.next = pending;
         for _ in 0..4 {
-            tick(u);
+            crate::tick!(u);
         }
         u.we.next = true;
-        tick(u);
+        crate::tick!(u);
         u.we.next = false;
         u.rnr.next = false;
     }
@@ -229,14 +223,14 @@ mod tests {
             if u.expired.val() {
                 let e = u.exp_qpn.val().to_u64();
                 u.take.next = true;
-                tick(u);
+                crate::tick!(u);
                 u.take.next = false;
                 if e == q {
                     return Some(n);
                 }
                 continue;
             }
-            tick(u);
+            crate::tick!(u);
         }
         None
     }
@@ -254,12 +248,12 @@ mod tests {
         assert!(n + 5 >= 3 * unit && n <= 5 * unit + 300, "{n} cycles for 4 units");
         // the event machine's copy: armed, not RNR, due
         u.qpn.next = bits(3);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.load.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.load.next = false;
         for _ in 0..3 {
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         assert!(u.t_armed.val() && !u.t_rnr.val() && u.due.val());
         // (the event machine disarms it: nothing pending)
@@ -284,14 +278,14 @@ mod tests {
             if u.expired.val() && seen.len() < 2 {
                 // hold the report 500 cycles before taking it
                 for _ in 0..500 {
-                    tick(&mut u);
+                    crate::tick!(&mut u);
                 }
                 seen.push(u.exp_qpn.val().to_u64());
                 u.take.next = true;
-                tick(&mut u);
+                crate::tick!(&mut u);
                 u.take.next = false;
             }
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         seen.sort();
         assert_eq!(seen, vec![20, 21]);

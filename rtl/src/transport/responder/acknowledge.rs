@@ -99,12 +99,6 @@ impl Logic for RespTx {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut RespTx) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// A header and its gather command are loaded together with the QP's addresses, held until each is taken,
     /// and the next is loadable (`free`) in the cycle the last one is taken; `busy` by the registers alone.
@@ -130,7 +124,7 @@ mod tests {
         u.g_go.next = true;
         u.g_in_addr.next = bits(0x8000);
         u.g_in_len.next = bits(1024);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.go.next = false;
         u.g_go.next = false;
         let h = u.tx_hdr.val();
@@ -140,21 +134,21 @@ mod tests {
         assert_eq!((u.g_addr.val().to_u64(), u.g_len.val().to_u64()), (0x8000, 1024));
         // the header taken first: still not free while the gather command waits
         u.tx_hdr_ready.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.tx_hdr_ready.next = false;
         simulate(&mut u, 20);
         assert!(!u.tx_hdr_valid.val() && u.g_valid.val() && !u.free.val() && u.busy.val());
         u.g_ready.next = true;
         simulate(&mut u, 20);
         assert!(u.free.val() && u.busy.val(), "free as it is taken, busy by the register");
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.g_ready.next = false;
         simulate(&mut u, 20);
         assert!(!u.g_valid.val() && u.free.val() && !u.busy.val());
         // an ACK: no gather command
         u.go.next = true;
         u.pay_len.next = bits(0);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.go.next = false;
         assert!(u.tx_hdr_valid.val() && !u.g_valid.val());
     }

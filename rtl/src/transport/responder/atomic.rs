@@ -257,12 +257,6 @@ impl Logic for AtomicRmw {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut AtomicRmw) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// The extension header of an atomic: swap/add at bytes 12..20, compare at 20..28, masks at 28..44.
     fn ext(swap_add: u64, cmp: u64, sm: u64, cm: u64) -> Bits<352> {
@@ -285,27 +279,27 @@ mod tests {
         u.connect_all();
         u.take.next = true;
         u.ext.next = e;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.take.next = false;
         u.op.next = bits(op as u64);
         u.dma.next = bits(dma);
         simulate(&mut u, 20);
         assert!(u.plain.val());
         u.start.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.start.next = false;
         // the read waits for rd_ok, then for the port
         for _ in 0..3 {
             simulate(&mut u, 20);
             assert!(!u.rd_req_valid.val());
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         u.rd_ok.next = true;
         simulate(&mut u, 20);
         assert!(u.rd_req_valid.val());
         let addr = u.rd_req_addr.val().to_u64();
         u.rd_req_ready.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.rd_req_ready.next = false;
         let mut blk = Bits::<512>::default();
         for w in 0..8 {
@@ -315,7 +309,7 @@ mod tests {
         u.rd_resp_valid.next = true;
         u.rd_resp_last.next = true;
         u.rd_resp_data.next = blk;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.rd_resp_valid.next = false;
         let mut n = 0;
         let mut sc = false;
@@ -324,7 +318,7 @@ mod tests {
             if u.sc_set.val() {
                 sc = true;
             }
-            tick(&mut u);
+            crate::tick!(&mut u);
             n += 1;
             assert!(n < 30, "the write-back beat comes");
         }
@@ -332,7 +326,7 @@ mod tests {
         let new = u.s_tdata.val().get_bits::<64>(0).to_u64();
         assert_eq!(u.s_tkeep.val().get_bits::<64>(0).to_u64(), 0xFF, "8 bytes");
         u.s_tready.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         simulate(&mut u, 20);
         assert!(u.done.val());
         (addr, u.orig.val().to_u64(), new, u.orig_be.val().to_u64())

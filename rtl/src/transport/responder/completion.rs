@@ -55,12 +55,6 @@ impl Logic for RecvCompletion {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut RecvCompletion) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// A completion raised while payload is still in the mover is offered only after the mover's last beat; one
     /// raised with the mover idle (or in its last beat's cycle) at once; held until CQE Generation takes it.
@@ -72,29 +66,29 @@ mod tests {
         u.wc.next.wr_id = bits(77);
         u.wc.next.byte_len = bits(600);
         u.mv_on.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.raise.next = false;
         for _ in 0..5 {
             assert!(u.busy.val() && !u.cq.valid.val(), "held behind the payload");
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         u.mv_done.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.mv_done.next = false;
         u.mv_on.next = false;
         assert!(u.cq.valid.val());
         assert_eq!((u.cq.wc.val().wr_id.to_u64(), u.cq.wc.val().byte_len.to_u64()), (77, 600));
-        tick(&mut u);
+        crate::tick!(&mut u);
         assert!(u.cq.valid.val(), "held until taken");
         u.cq.ready.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.cq.ready.next = false;
         assert!(!u.cq.valid.val() && !u.busy.val());
         // raised in the cycle of the mover's last beat: not held
         u.raise.next = true;
         u.mv_on.next = true;
         u.mv_done.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.raise.next = false;
         u.mv_on.next = false;
         u.mv_done.next = false;

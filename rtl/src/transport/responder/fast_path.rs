@@ -99,12 +99,6 @@ mod tests {
     use super::*;
     use testbench::wire::opcode::RC_SEND_MIDDLE;
 
-    fn tick(u: &mut FastPath) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     fn hdr(op: u8, qpn: u64, psn: u64, pad: u64, pkey: u64, ip: u64) -> RxHeader {
         let mut h = RxHeader::default();
@@ -138,11 +132,11 @@ mod tests {
         // armed, written back with 2,000 bytes left: a MIDDLE of 1,024
         u.arm.next = true;
         u.arm_in.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.arm.next = false;
         u.wb.next = true;
         u.wr_big.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.wb.next = false;
         assert_eq!(offer(&mut u, hdr(RC_RDMA_WRITE_MIDDLE, 9, 101, 0, pk, 0x0A00_0001), 1024), (true, true));
         assert!(!offer(&mut u, hdr(RC_RDMA_WRITE_MIDDLE, 8, 101, 0, pk, 0x0A00_0001), 1024).0, "another QP");
@@ -155,30 +149,30 @@ mod tests {
         assert!(offer(&mut u, hdr(RC_RDMA_WRITE_MIDDLE, 9, 101, 0, 0x7FFF, 0x0A00_0001), 1024).0, "the P_Key's membership bit aside");
         // the MIDDLE executed, 5 bytes left: the LAST of 5 with pad 3
         u.take.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.take.next = false;
         assert!(!offer(&mut u, hdr(RC_RDMA_WRITE_MIDDLE, 9, 101, 0, pk, 0x0A00_0001), 1024).0, "cool once taken");
         u.arm.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.arm.next = false;
         u.wb.next = true;
         u.wr_big.next = false;
         u.wr.next = bits(5);
         u.wr_pad.next = bits(3);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.wb.next = false;
         assert_eq!(offer(&mut u, hdr(RC_RDMA_WRITE_LAST, 9, 101, 3, pk, 0x0A00_0001), 5), (true, true));
         u.kill.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.kill.next = false;
         assert!(!offer(&mut u, hdr(RC_RDMA_WRITE_LAST, 9, 101, 3, pk, 0x0A00_0001), 5).0, "a command cools it");
         // not armed (a LAST executed): written back cold
         u.arm.next = true;
         u.arm_in.next = false;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.arm.next = false;
         u.wb.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.wb.next = false;
         assert!(!offer(&mut u, hdr(RC_RDMA_WRITE_LAST, 9, 101, 3, pk, 0x0A00_0001), 5).0);
     }

@@ -167,12 +167,6 @@ impl Logic for KeyCheck {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut KeyCheck) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// Register an MR: key (index << 8 | tag), PD 7, the access flags, [va, va + len) at DMA base `base`.
     fn mr(u: &mut KeyCheck, key: u64, access: u64, va: u64, len: u64, base: u64) {
@@ -185,24 +179,24 @@ mod tests {
         u.kc_wr.va.next = bits(va);
         u.kc_wr.len.next = bits(len);
         u.kc_wr.base.next = bits(base);
-        tick(u);
+        crate::tick!(u);
         u.kc_wr.en.next = false;
     }
 
     /// Issue the loaded check and wait for its answer: (ok, DMA address).
     fn answer(u: &mut KeyCheck) -> (bool, u64) {
         u.issue.next = true;
-        tick(u);
+        crate::tick!(u);
         u.issue.next = false;
         for _ in 0..20 {
             simulate(u, 20);
             if u.res_valid.val() {
                 u.take.next = true;
-                tick(u);
+                crate::tick!(u);
                 u.take.next = false;
                 return (u.ok.val(), u.dma.val().to_u64());
             }
-            tick(u);
+            crate::tick!(u);
         }
         panic!("no answer");
     }
@@ -214,7 +208,7 @@ mod tests {
         u.dlen.next = bits(len);
         u.read.next = read;
         u.atomic.next = atomic;
-        tick(u);
+        crate::tick!(u);
         u.rkey_load.next = false;
         answer(u)
     }
@@ -254,7 +248,7 @@ mod tests {
         let first = |u: &mut KeyCheck, plen: u64| {
             u.plen.next = bits(plen);
             u.buf_first.next = true;
-            tick(u);
+            crate::tick!(u);
             u.buf_first.next = false;
             let (ok, dma) = answer(u);
             (ok, dma, u.room_ok.val(), u.end_off.val().to_u64())
@@ -263,13 +257,13 @@ mod tests {
             u.r_off.next = bits(off);
             u.plen.next = bits(plen);
             u.buf_next.next = true;
-            tick(u);
+            crate::tick!(u);
             u.buf_next.next = false;
             for _ in 0..3 {
-                tick(u);
+                crate::tick!(u);
             }
             u.buf_next2.next = true;
-            tick(u);
+            crate::tick!(u);
             u.buf_next2.next = false;
             let (ok, dma) = answer(u);
             (ok, dma, u.room_ok.val(), u.end_off.val().to_u64())

@@ -310,12 +310,6 @@ impl Logic for ReadReply {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut ReadReply) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// (opcode, PSN, AETH MSN or None, payload length, gather address) per response, until `done`.
     fn responses(u: &mut ReadReply, stall: bool) -> Vec<(u8, u64, Option<u64>, u64, Option<u64>)> {
@@ -333,10 +327,10 @@ mod tests {
                 out.push((u.opcode.val().to_u64() as u8, u.hdr_psn.val().to_u64(), msn, u.pay_len.val().to_u64(), g));
             }
             if u.done.val() {
-                tick(u);
+                crate::tick!(u);
                 return out;
             }
-            tick(u);
+            crate::tick!(u);
             n += 1;
             assert!(n < 1000, "the READ ends");
         }
@@ -362,7 +356,7 @@ mod tests {
             u.psn.next = bits(0xFF_FFFF);
             u.dlen.next = bits(2500);
             u.dma.next = bits(0x10_0000);
-            tick(&mut u);
+            crate::tick!(&mut u);
             u.start.next = false;
             let r = responses(&mut u, stall);
             assert_eq!(
@@ -381,7 +375,7 @@ mod tests {
             u.psn.next = bits(7);
             u.dlen.next = bits(len);
             u.dma.next = bits(0x2000);
-            tick(&mut u);
+            crate::tick!(&mut u);
             u.start.next = false;
             assert_eq!(responses(&mut u, false), vec![(op, 7, Some(42), len, (len > 0).then_some(0x2000))]);
         }
@@ -401,11 +395,11 @@ mod tests {
             u.va.next = bits(va);
             u.dlen.next = bits(len);
             u.rkey.next = bits(rkey);
-            tick(&mut u);
+            crate::tick!(&mut u);
             u.dup_go.next = false;
             let mut n = 0;
             while !u.dup_ok.val() && !u.dup_bad.val() {
-                tick(&mut u);
+                crate::tick!(&mut u);
                 n += 1;
                 assert!(n < 20);
             }
@@ -413,7 +407,7 @@ mod tests {
             if u.dup_bad.val() {
                 return None;
             }
-            tick(&mut u);
+            crate::tick!(&mut u);
             Some(responses(&mut u, false))
         };
         // the tail from PSN 102: VA 0x5000 + 2048, 1952 bytes

@@ -126,12 +126,6 @@ impl Logic for ReadResources {
 mod tests {
     use super::*;
 
-    fn tick(u: &mut ReadResources) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     fn res(first: u32, end: u32, atomic: bool) -> ReadRes {
         ReadRes { first: bits(first as u64), end: bits(end as u64), va: bits(0x1000 + first as u64), atomic, ..Default::default() }
@@ -143,23 +137,23 @@ mod tests {
         u.psn.next = bits(psn as u64);
         u.res_valid.next = bits(valid as u64);
         u.scan_start.next = true;
-        tick(u);
+        crate::tick!(u);
         u.scan_start.next = false;
         u.scan.next = true;
         let mut n = 0;
         while !u.scan_done.val() {
-            tick(u);
+            crate::tick!(u);
             n += 1;
             assert!(n < 40, "the scan ends");
         }
         assert_eq!(n, READ_RESOURCES + 3, "cycles to the scan's last");
-        tick(u);
+        crate::tick!(u);
         u.scan.next = false;
         if !u.found.val() {
             return None;
         }
         u.pick.next = true;
-        tick(u);
+        crate::tick!(u);
         u.pick.next = false;
         Some(u.rdata.val())
     }
@@ -181,13 +175,13 @@ mod tests {
                 7 => res(0xFF_FFF0, 0x10, false),
                 _ => res(100 * i, 100 * i + 50, false),
             };
-            tick(&mut u);
+            crate::tick!(&mut u);
         }
         // QP 6's slot 2 holds the same range as QP 5's: never seen by QP 5's scan
         u.qpn.next = bits(6);
         u.res_head.next = bits(2);
         u.w.next = res(200, 250, false);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.we.next = false;
         let all = 0xFFFF;
         assert_eq!(scan(&mut u, 5, 210, all).map(|r| r.first.to_u64()), Some(200));
@@ -205,7 +199,7 @@ mod tests {
         u.res_head.next = bits(2);
         u.we.next = true;
         u.w.next = res(5000, 5010, false);
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.we.next = false;
         assert_eq!(scan(&mut u, 5, 210, all), None);
         assert_eq!(scan(&mut u, 5, 5005, all).map(|r| r.va.to_u64()), Some(0x1000 + 5000));

@@ -289,12 +289,6 @@ mod tests {
     use testbench::model::{QpState, QpType};
     use testbench::wire::headers::DEFAULT_PKEY;
 
-    fn tick(u: &mut ReqTake) {
-        u.clock.next = false.into();
-        simulate(u, 20);
-        u.clock.next = true.into();
-        simulate(u, 20);
-    }
 
     /// A WRITE ONLY WITH IMMEDIATE to QP `qpn` (RETH: VA, rkey, length; then the immediate), as RX Parse hands it on.
     fn write_imm(qpn: u64, psn: u64, ack_req: bool, pad: u64, pkey: u64) -> RxHeader {
@@ -333,7 +327,7 @@ mod tests {
         u.attr_we.next = true;
         u.attr_qpn.next = bits(0x12);
         u.attr_data.next = st;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.attr_we.next = false;
         let mut rs = QpResp::default();
         rs.epsn = bits(0x77);
@@ -341,25 +335,25 @@ mod tests {
         u.upd_we.next = true;
         u.upd_qpn.next = bits(0x12);
         u.upd_data.next = rs;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.upd_we.next = false;
         let take = |u: &mut ReqTake, h: RxHeader| {
             u.hdr.next = h;
             u.hdr_pay_len.next = bits(1000);
             u.take.next = true;
-            tick(u);
+            crate::tick!(u);
             u.take.next = false;
             let mut n = 0;
             while !u.found.val() {
-                tick(u);
+                crate::tick!(u);
                 n += 1;
                 assert!(n < 10);
             }
             u.load.next = true;
-            tick(u);
+            crate::tick!(u);
             u.load.next = false;
             u.look.next = true;
-            tick(u);
+            crate::tick!(u);
             u.look.next = false;
         };
         take(&mut u, write_imm(0x12, 0x77, true, 0, DEFAULT_PKEY as u64));
@@ -372,7 +366,7 @@ mod tests {
         assert_eq!((u.epsn.val().to_u64(), u.msn.val().to_u64(), u.mtu.val().to_u64(), u.kind.val().to_u64()), (0x77, 5, 1024, KIND_SEND_WRITE));
         assert_eq!(u.st.val().dest_qpn.to_u64(), 0x99);
         u.len8.next = true;
-        tick(&mut u);
+        crate::tick!(&mut u);
         u.len8.next = false;
         assert_eq!(u.plen.val().to_u64(), 8);
         // another P_Key: dropped by the lookup, with its reason
