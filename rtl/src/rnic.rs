@@ -38,6 +38,7 @@ use rust_hdl::prelude::*;
 use crate::wire::arp::ArpResponder;
 use crate::wire::icmp::IcmpEcho;
 use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::ports::DmaRead;
 use crate::transport::completer::Completer;
 use crate::common::consts::k;
 use crate::common::axis_slice::{AxisSlice, HoldReg};
@@ -663,56 +664,20 @@ impl Logic for Rnic {
 
         // ---- DMA reads: WQE Prefetch and the Responder's receive-WQE fetch share arb2; arb2 and the Gather Path
         // share the port
-        self.arb2.a_req_valid.next = self.sq.rd_req_valid.val();
-        self.sq.rd_req_ready.next = self.arb2.a_req_ready.val();
-        self.arb2.a_req_addr.next = self.sq.rd_req_addr.val();
-        self.arb2.a_req_len.next = self.sq.rd_req_len.val();
-        self.arb2.a_req_tag.next = self.sq.rd_req_tag.val();
-        self.sq.rd_resp_valid.next = self.arb2.a_resp_valid.val();
-        self.arb2.a_resp_ready.next = self.sq.rd_resp_ready.val();
-        self.sq.rd_resp_data.next = self.arb2.resp_data.val();
-        self.sq.rd_resp_tag.next = self.arb2.resp_tag.val();
-        self.sq.rd_resp_last.next = self.arb2.resp_last.val();
-        self.arb2.b_req_valid.next = self.resp.rd_req_valid.val();
-        self.resp.rd_req_ready.next = self.arb2.b_req_ready.val();
-        self.arb2.b_req_addr.next = self.resp.rd_req_addr.val();
-        self.arb2.b_req_len.next = self.resp.rd_req_len.val();
-        self.arb2.b_req_tag.next = self.resp.rd_req_tag.val();
-        self.resp.rd_resp_valid.next = self.arb2.b_resp_valid.val();
-        self.arb2.b_resp_ready.next = self.resp.rd_resp_ready.val();
-        self.resp.rd_resp_data.next = self.arb2.resp_data.val();
-        self.resp.rd_resp_tag.next = self.arb2.resp_tag.val();
-        self.resp.rd_resp_last.next = self.arb2.resp_last.val();
-        self.arb.a_req_valid.next = self.arb2.rd_req_valid.val();
-        self.arb2.rd_req_ready.next = self.arb.a_req_ready.val();
-        self.arb.a_req_addr.next = self.arb2.rd_req_addr.val();
-        self.arb.a_req_len.next = self.arb2.rd_req_len.val();
-        self.arb.a_req_tag.next = self.arb2.rd_req_tag.val();
-        self.arb2.rd_resp_valid.next = self.arb.a_resp_valid.val();
-        self.arb.a_resp_ready.next = self.arb2.rd_resp_ready.val();
-        self.arb2.rd_resp_data.next = self.arb.resp_data.val();
-        self.arb2.rd_resp_tag.next = self.arb.resp_tag.val();
-        self.arb2.rd_resp_last.next = self.arb.resp_last.val();
-        self.arb.b_req_valid.next = self.gather.rd_req_valid.val();
-        self.gather.rd_req_ready.next = self.arb.b_req_ready.val();
-        self.arb.b_req_addr.next = self.gather.rd_req_addr.val();
-        self.arb.b_req_len.next = self.gather.rd_req_len.val();
-        self.arb.b_req_tag.next = self.gather.rd_req_tag.val();
-        self.gather.rd_resp_valid.next = self.arb.b_resp_valid.val();
-        self.arb.b_resp_ready.next = self.gather.rd_resp_ready.val();
-        self.gather.rd_resp_data.next = self.arb.resp_data.val();
-        self.gather.rd_resp_tag.next = self.arb.resp_tag.val();
-        self.gather.rd_resp_last.next = self.arb.resp_last.val();
-        self.rd_req_valid.next = self.arb.rd_req_valid.val();
-        self.arb.rd_req_ready.next = self.rd_req_ready.val();
-        self.rd_req_addr.next = self.arb.rd_req_addr.val();
-        self.rd_req_len.next = self.arb.rd_req_len.val();
-        self.rd_req_tag.next = self.arb.rd_req_tag.val();
-        self.arb.rd_resp_valid.next = self.rd_resp_valid.val();
-        self.rd_resp_ready.next = self.arb.rd_resp_ready.val();
-        self.arb.rd_resp_data.next = self.rd_resp_data.val();
-        self.arb.rd_resp_tag.next = self.rd_resp_tag.val();
-        self.arb.rd_resp_last.next = self.rd_resp_last.val();
+        DmaRead::join(&mut self.sq.dma, &mut self.arb2.a);
+        DmaRead::join(&mut self.resp.dma, &mut self.arb2.b);
+        DmaRead::join(&mut self.arb2.port, &mut self.arb.a);
+        DmaRead::join(&mut self.gather.dma, &mut self.arb.b);
+        self.rd_req_valid.next = self.arb.port.req_valid.val();
+        self.arb.port.req_ready.next = self.rd_req_ready.val();
+        self.rd_req_addr.next = self.arb.port.req_addr.val();
+        self.rd_req_len.next = self.arb.port.req_len.val();
+        self.rd_req_tag.next = self.arb.port.req_tag.val();
+        self.arb.port.resp_valid.next = self.rd_resp_valid.val();
+        self.rd_resp_ready.next = self.arb.port.resp_ready.val();
+        self.arb.port.resp_data.next = self.rd_resp_data.val();
+        self.arb.port.resp_tag.next = self.rd_resp_tag.val();
+        self.arb.port.resp_last.next = self.rd_resp_last.val();
 
         // ---- DMA writes: the Responder's (scat2) and the Completer's (scat) Scatter Paths share warb2; warb2 and
         // CQE Generation share the port

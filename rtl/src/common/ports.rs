@@ -4,6 +4,7 @@
 //! * [`CqSource`] / [`CqSink`]: a work completion on its way to CQE Generation ([`Wc`]: every field of a CQE
 //!   but the phase bit), with its valid/ready handshake. The Completer and the Responder (and their
 //!   completion stages) are sources; CQE Generation is the sink.
+//! * [`DmaRead`] / [`DmaReadTarget`]: a DMA read port, request and in-order response beats.
 
 use rust_hdl::prelude::*;
 
@@ -37,4 +38,38 @@ pub struct CqSink {
     pub valid: Signal<In, Bit>,
     pub ready: Signal<Out, Bit>,
     pub wc: Signal<In, Wc>,
+}
+
+/// A DMA read requester's port (`docs/host-interface.md`, DMA ports): a request (`req_addr`, `req_len` bytes,
+/// `req_tag`), then its response beats in request order, the last marked. WQE Prefetch, the Responder and the
+/// Gather Path are requesters; the DMA read arbiters serve them.
+#[derive(LogicInterface, Default)]
+#[join = "DmaReadTarget"]
+pub struct DmaRead {
+    pub req_valid: Signal<Out, Bit>,
+    pub req_ready: Signal<In, Bit>,
+    pub req_addr: Signal<Out, Bits<64>>,
+    pub req_len: Signal<Out, Bits<13>>,
+    pub req_tag: Signal<Out, Bits<8>>,
+    pub resp_valid: Signal<In, Bit>,
+    pub resp_ready: Signal<Out, Bit>,
+    pub resp_data: Signal<In, Bits<512>>,
+    pub resp_tag: Signal<In, Bits<8>>,
+    pub resp_last: Signal<In, Bit>,
+}
+
+/// The serving side of [`DmaRead`].
+#[derive(LogicInterface, Default)]
+#[join = "DmaRead"]
+pub struct DmaReadTarget {
+    pub req_valid: Signal<In, Bit>,
+    pub req_ready: Signal<Out, Bit>,
+    pub req_addr: Signal<In, Bits<64>>,
+    pub req_len: Signal<In, Bits<13>>,
+    pub req_tag: Signal<In, Bits<8>>,
+    pub resp_valid: Signal<Out, Bit>,
+    pub resp_ready: Signal<In, Bit>,
+    pub resp_data: Signal<Out, Bits<512>>,
+    pub resp_tag: Signal<Out, Bits<8>>,
+    pub resp_last: Signal<Out, Bit>,
 }

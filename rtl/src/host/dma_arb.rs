@@ -10,41 +10,16 @@
 use rust_hdl::prelude::*;
 
 use crate::common::fifo::Fifo;
+use crate::common::ports::{DmaRead, DmaReadTarget};
 
 crate::logic_block! {
     pub struct DmaReadArb {
         pub clock: Signal<In, Clock>,
-        // source 0
-        pub a_req_valid: Signal<In, Bit>,
-        pub a_req_ready: Signal<Out, Bit>,
-        pub a_req_addr: Signal<In, Bits<64>>,
-        pub a_req_len: Signal<In, Bits<13>>,
-        pub a_req_tag: Signal<In, Bits<8>>,
-        pub a_resp_valid: Signal<Out, Bit>,
-        pub a_resp_ready: Signal<In, Bit>,
-        // source 1
-        pub b_req_valid: Signal<In, Bit>,
-        pub b_req_ready: Signal<Out, Bit>,
-        pub b_req_addr: Signal<In, Bits<64>>,
-        pub b_req_len: Signal<In, Bits<13>>,
-        pub b_req_tag: Signal<In, Bits<8>>,
-        pub b_resp_valid: Signal<Out, Bit>,
-        pub b_resp_ready: Signal<In, Bit>,
-        /// Response beat, shared by both sources (each sees its own `*_resp_valid`).
-        pub resp_data: Signal<Out, Bits<512>>,
-        pub resp_tag: Signal<Out, Bits<8>>,
-        pub resp_last: Signal<Out, Bit>,
-        // the port
-        pub rd_req_valid: Signal<Out, Bit>,
-        pub rd_req_ready: Signal<In, Bit>,
-        pub rd_req_addr: Signal<Out, Bits<64>>,
-        pub rd_req_len: Signal<Out, Bits<13>>,
-        pub rd_req_tag: Signal<Out, Bits<8>>,
-        pub rd_resp_valid: Signal<In, Bit>,
-        pub rd_resp_ready: Signal<Out, Bit>,
-        pub rd_resp_data: Signal<In, Bits<512>>,
-        pub rd_resp_tag: Signal<In, Bits<8>>,
-        pub rd_resp_last: Signal<In, Bit>,
+        /// The two requesters (each sees the shared response beat, with its own `resp_valid`).
+        pub a: DmaReadTarget,
+        pub b: DmaReadTarget,
+        /// The port they share.
+        pub port: DmaRead,
 
         order: Fifo<Bit, 6, 7>,
         /// Source 1 had the last grant (round robin).
@@ -59,32 +34,35 @@ impl Logic for DmaReadArb {
         dff_setup!(self, clock, last_b);
         self.order.clock.next = self.clock.val();
         // grant: b when only b asks, or both ask and a had the last grant
-        self.grant_b.next = self.b_req_valid.val() & (!self.a_req_valid.val() | !self.last_b.q.val());
-        self.rd_req_valid.next = (self.a_req_valid.val() | self.b_req_valid.val()) & !self.order.full.val();
-        self.rd_req_addr.next = self.a_req_addr.val();
-        self.rd_req_len.next = self.a_req_len.val();
-        self.rd_req_tag.next = self.a_req_tag.val();
+        self.grant_b.next = self.b.req_valid.val() & (!self.a.req_valid.val() | !self.last_b.q.val());
+        self.port.req_valid.next = (self.a.req_valid.val() | self.b.req_valid.val()) & !self.order.full.val();
+        self.port.req_addr.next = self.a.req_addr.val();
+        self.port.req_len.next = self.a.req_len.val();
+        self.port.req_tag.next = self.a.req_tag.val();
         if self.grant_b.val() {
-            self.rd_req_addr.next = self.b_req_addr.val();
-            self.rd_req_len.next = self.b_req_len.val();
-            self.rd_req_tag.next = self.b_req_tag.val();
+            self.port.req_addr.next = self.b.req_addr.val();
+            self.port.req_len.next = self.b.req_len.val();
+            self.port.req_tag.next = self.b.req_tag.val();
         }
-        self.a_req_ready.next = self.rd_req_ready.val() & !self.order.full.val() & !self.grant_b.val();
-        self.b_req_ready.next = self.rd_req_ready.val() & !self.order.full.val() & self.grant_b.val();
+        self.a.req_ready.next = self.port.req_ready.val() & !self.order.full.val() & !self.grant_b.val();
+        self.b.req_ready.next = self.port.req_ready.val() & !self.order.full.val() & self.grant_b.val();
         self.order.din.next = self.grant_b.val();
-        self.order.push.next = self.rd_req_valid.val() & self.rd_req_ready.val();
-        if self.rd_req_valid.val() & self.rd_req_ready.val() {
+        self.order.push.next = self.port.req_valid.val() & self.port.req_ready.val();
+        if self.port.req_valid.val() & self.port.req_ready.val() {
             self.last_b.d.next = self.grant_b.val();
         }
         // responses to the source at the head of the order FIFO
-        self.resp_data.next = self.rd_resp_data.val();
-        self.resp_tag.next = self.rd_resp_tag.val();
-        self.resp_last.next = self.rd_resp_last.val();
-        self.a_resp_valid.next = self.rd_resp_valid.val() & !self.order.empty.val() & !self.order.dout.val();
-        self.b_resp_valid.next = self.rd_resp_valid.val() & !self.order.empty.val() & self.order.dout.val();
-        self.rd_resp_ready.next = !self.order.empty.val()
-            & ((!self.order.dout.val() & self.a_resp_ready.val()) | (self.order.dout.val() & self.b_resp_ready.val()));
-        self.order.pop.next = self.rd_resp_valid.val() & self.rd_resp_ready.val() & self.rd_resp_last.val();
+        self.a.resp_data.next = self.port.resp_data.val();
+        self.a.resp_tag.next = self.port.resp_tag.val();
+        self.a.resp_last.next = self.port.resp_last.val();
+        self.b.resp_data.next = self.port.resp_data.val();
+        self.b.resp_tag.next = self.port.resp_tag.val();
+        self.b.resp_last.next = self.port.resp_last.val();
+        self.a.resp_valid.next = self.port.resp_valid.val() & !self.order.empty.val() & !self.order.dout.val();
+        self.b.resp_valid.next = self.port.resp_valid.val() & !self.order.empty.val() & self.order.dout.val();
+        self.port.resp_ready.next = !self.order.empty.val()
+            & ((!self.order.dout.val() & self.a.resp_ready.val()) | (self.order.dout.val() & self.b.resp_ready.val()));
+        self.order.pop.next = self.port.resp_valid.val() & self.port.resp_ready.val() & self.port.resp_last.val();
     }
 }
 
@@ -113,35 +91,35 @@ mod tests {
             let av = rng.gen_bool(0.8);
             let bv = rng.gen_bool(0.8);
             let beats = [rng.gen_range(1..4u64), rng.gen_range(1..4u64)];
-            u.a_req_valid.next = av;
-            u.a_req_addr.next = bits(next_addr[0]);
-            u.a_req_len.next = bits(beats[0] * 64);
-            u.a_req_tag.next = bits(0xA0);
-            u.b_req_valid.next = bv;
-            u.b_req_addr.next = bits(next_addr[1]);
-            u.b_req_len.next = bits(beats[1] * 64);
-            u.b_req_tag.next = bits(0xB0);
-            u.rd_req_ready.next = rng.gen_bool(0.7);
-            u.a_resp_ready.next = rng.gen_bool(0.6);
-            u.b_resp_ready.next = rng.gen_bool(0.6);
+            u.a.req_valid.next = av;
+            u.a.req_addr.next = bits(next_addr[0]);
+            u.a.req_len.next = bits(beats[0] * 64);
+            u.a.req_tag.next = bits(0xA0);
+            u.b.req_valid.next = bv;
+            u.b.req_addr.next = bits(next_addr[1]);
+            u.b.req_len.next = bits(beats[1] * 64);
+            u.b.req_tag.next = bits(0xB0);
+            u.port.req_ready.next = rng.gen_bool(0.7);
+            u.a.resp_ready.next = rng.gen_bool(0.6);
+            u.b.resp_ready.next = rng.gen_bool(0.6);
             if cur.is_none() {
                 cur = port.pop_front();
                 cur_beat = 0;
             }
-            u.rd_resp_valid.next = cur.is_some() && cycle % 3 != 0;
+            u.port.resp_valid.next = cur.is_some() && cycle % 3 != 0;
             if let Some((a, n, t)) = cur {
-                u.rd_resp_data.next = bits::<512>(a + cur_beat);
-                u.rd_resp_tag.next = bits(t as u64);
-                u.rd_resp_last.next = cur_beat + 1 == n;
+                u.port.resp_data.next = bits::<512>(a + cur_beat);
+                u.port.resp_tag.next = bits(t as u64);
+                u.port.resp_last.next = cur_beat + 1 == n;
             }
             simulate(&mut u, 100);
-            assert!(!(u.a_req_ready.val() && u.b_req_ready.val()));
-            if u.rd_req_valid.val() && u.rd_req_ready.val() {
-                let src = if u.b_req_ready.val() { 1 } else { 0 };
+            assert!(!(u.a.req_ready.val() && u.b.req_ready.val()));
+            if u.port.req_valid.val() && u.port.req_ready.val() {
+                let src = if u.b.req_ready.val() { 1 } else { 0 };
                 assert!(if src == 1 { bv } else { av });
-                let (a, n) = (u.rd_req_addr.val().to_u64(), u.rd_req_len.val().to_u64() / 64);
+                let (a, n) = (u.port.req_addr.val().to_u64(), u.port.req_len.val().to_u64() / 64);
                 assert_eq!(a, next_addr[src]);
-                port.push_back((a, n, u.rd_req_tag.val().to_u64() as u8));
+                port.push_back((a, n, u.port.req_tag.val().to_u64() as u8));
                 expect[src].push_back((a, n));
                 next_addr[src] += 0x1000;
                 granted[src] += 1;
@@ -149,17 +127,17 @@ mod tests {
             }
             for s in 0..2 {
                 let wants = if s == 0 { av } else { bv };
-                if wants && !(u.rd_req_valid.val() && u.rd_req_ready.val() && (u.b_req_ready.val() == (s == 1))) {
-                    gap[s] += (u.rd_req_valid.val() && u.rd_req_ready.val()) as usize;
+                if wants && !(u.port.req_valid.val() && u.port.req_ready.val() && (u.b.req_ready.val() == (s == 1))) {
+                    gap[s] += (u.port.req_valid.val() && u.port.req_ready.val()) as usize;
                     max_gap[s] = max_gap[s].max(gap[s]);
                 }
             }
-            if u.rd_resp_ready.val() && u.rd_resp_valid.val() {
+            if u.port.resp_ready.val() && u.port.resp_valid.val() {
                 let (a, n, t) = cur.unwrap();
-                let src = if u.b_resp_valid.val() { 1 } else { 0 };
-                assert!(u.a_resp_valid.val() ^ u.b_resp_valid.val());
+                let src = if u.b.resp_valid.val() { 1 } else { 0 };
+                assert!(u.a.resp_valid.val() ^ u.b.resp_valid.val());
                 assert_eq!(t, if src == 0 { 0xA0 } else { 0xB0 });
-                assert_eq!(u.resp_data.val().get_bits::<64>(0).to_u64(), a + cur_beat);
+                assert_eq!(u.a.resp_data.val().get_bits::<64>(0).to_u64(), a + cur_beat);
                 let &(ea, en) = expect[src].front().unwrap();
                 assert_eq!((ea, en), (a, n), "source {src} gets its own response, in order");
                 cur_beat += 1;

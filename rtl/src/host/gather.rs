@@ -39,6 +39,8 @@ use crate::common::consts::{k, keep_thermo};
 use crate::common::fifo::{BramFifo, Fifo};
 use rust_hdl::prelude::*;
 
+use crate::common::ports::DmaRead;
+
 /// Beats of the completion buffer.
 pub const GATHER_BUF_BEATS: u64 = 512;
 /// Beats one read can return at most (4,096 bytes from an unaligned address).
@@ -86,18 +88,7 @@ crate::logic_block! {
         pub i_data: Signal<In, Bits<512>>,
         pub i_last: Signal<In, Bit>,
         /// DMA read requests: byte address and byte length of the segment.
-        pub rd_req_valid: Signal<Out, Bit>,
-        pub rd_req_ready: Signal<In, Bit>,
-        pub rd_req_addr: Signal<Out, Bits<64>>,
-        pub rd_req_len: Signal<Out, Bits<13>>,
-        pub rd_req_tag: Signal<Out, Bits<8>>,
-        /// DMA read data: the 64-byte-aligned beats covering each request, in request order, `last` on each
-        /// request's last beat.
-        pub rd_resp_valid: Signal<In, Bit>,
-        pub rd_resp_ready: Signal<Out, Bit>,
-        pub rd_resp_data: Signal<In, Bits<512>>,
-        pub rd_resp_tag: Signal<In, Bits<8>>,
-        pub rd_resp_last: Signal<In, Bit>,
+        pub dma: DmaRead,
         /// The payload stream.
         pub m_axis: AxisSource,
 
@@ -185,7 +176,7 @@ impl Logic for GatherPath {
 
         // ---- command side: one DMA read per segment with a length, its plan queued in request order ----
         // the request register holds a read until the completion buffer has room for it
-        self.fire.next = self.rq_valid.q.val() & self.room.q.val() & self.rd_req_ready.val();
+        self.fire.next = self.rq_valid.q.val() & self.room.q.val() & self.dma.req_ready.val();
         self.req_free.next = !self.rq_valid.q.val() | self.fire.val();
         self.g_ready.next = self.req_free.val() & !self.segs.full.val();
         self.accept.next = self.g_valid.val() & self.req_free.val() & !self.segs.full.val();
@@ -211,10 +202,10 @@ impl Logic for GatherPath {
             self.rq_lo.d.next = bit_cast::<7, 6>(self.new_shift.val()) + bit_cast::<7, 6>(self.g_len.val().get_bits::<6>(0));
             self.rq_hi.d.next = bit_cast::<8, 7>(self.g_len.val().get_bits::<7>(6));
         }
-        self.rd_req_valid.next = self.rq_valid.q.val() & self.room.q.val();
-        self.rd_req_addr.next = self.rq_addr.q.val();
-        self.rd_req_len.next = self.rq_len.q.val();
-        self.rd_req_tag.next = self.rq_tag.q.val();
+        self.dma.req_valid.next = self.rq_valid.q.val() & self.room.q.val();
+        self.dma.req_addr.next = self.rq_addr.q.val();
+        self.dma.req_len.next = self.rq_len.q.val();
+        self.dma.req_tag.next = self.rq_tag.q.val();
         // the reservation count: beats issued (one cycle late) - beats popped, registered; the room flag from it
         // beats of the read = ceil(end / 64)
         self.l_beats_a.next = self.rq_hi.q.val() + bit_cast::<8, 1>(self.rq_lo.q.val().get_bits::<1>(6));
@@ -231,10 +222,10 @@ impl Logic for GatherPath {
         self.inuse.d.next = self.issued.q.val() - self.popped.q.val();
 
         // ---- completion buffer: every response beat is taken (its room was reserved) ----
-        self.rd_resp_ready.next = !self.cbuf.full.val();
-        self.cbuf.push.next = self.rd_resp_valid.val();
-        self.cbuf.din.next.data = self.rd_resp_data.val();
-        self.cbuf.din.next.last = self.rd_resp_last.val();
+        self.dma.resp_ready.next = !self.cbuf.full.val();
+        self.cbuf.push.next = self.dma.resp_valid.val();
+        self.cbuf.din.next.data = self.dma.resp_data.val();
+        self.cbuf.din.next.last = self.dma.resp_last.val();
         // the beats of the segment in turn: the completion buffer's or, for an inline segment, the inline
         // stream's (both in segment order)
         self.c_inl.next = self.segs.dout.val().inl;
@@ -390,33 +381,33 @@ pub(crate) mod tests {
 
         /// Drive the read ports for this cycle (before the combinational settle).
         pub fn drive(&mut self, u: &mut GatherPath, mem: &[u8], cycle: u64, pace: &Pace, rng: &mut SmallRng) {
-            u.rd_req_ready.next = rng.gen_ratio(pace.req_ready, 1000);
+            u.dma.req_ready.next = rng.gen_ratio(pace.req_ready, 1000);
             self.valid = false;
             if let Some(&(at, addr, len, tag)) = self.queue.front() {
                 if at <= cycle && rng.gen_ratio(pace.resp_valid, 1000) {
                     let base = (addr as usize / DMA_BEAT_BYTES + self.beat as usize) * DMA_BEAT_BYTES;
                     let (d, _) = beat_of(&mem[base..base + DMA_BEAT_BYTES]);
-                    u.rd_resp_data.next = d;
-                    u.rd_resp_tag.next = bits::<8>(tag as u64);
-                    u.rd_resp_last.next = self.beat + 1 == dma_beats(addr, len);
+                    u.dma.resp_data.next = d;
+                    u.dma.resp_tag.next = bits::<8>(tag as u64);
+                    u.dma.resp_last.next = self.beat + 1 == dma_beats(addr, len);
                     self.valid = true;
                 }
             }
             if !self.valid {
                 // garbage on an idle bus: it must not be taken
-                u.rd_resp_data.next = beat_of(&[0xEE; 64]).0;
-                u.rd_resp_last.next = rng.gen();
+                u.dma.resp_data.next = beat_of(&[0xEE; 64]).0;
+                u.dma.resp_last.next = rng.gen();
             }
-            u.rd_resp_valid.next = self.valid;
+            u.dma.resp_valid.next = self.valid;
         }
 
         /// After the settle: requests and beats that moved this cycle. `expect` yields the requests in order.
         pub fn sample(&mut self, u: &GatherPath, cycle: u64, pace: &Pace, expect: &mut impl FnMut() -> Option<Seg>) {
-            if u.rd_req_valid.val() && u.rd_req_ready.val() {
+            if u.dma.req_valid.val() && u.dma.req_ready.val() {
                 let want = expect().expect("a DMA read request for a segment that does not need one");
-                let addr = u.rd_req_addr.val().to_u64().wrapping_sub(HOST);
-                let len = u.rd_req_len.val().to_u32();
-                assert_eq!((addr, len as usize, u.rd_req_tag.val().to_u8()), (want.addr, want.len, want.tag), "read request");
+                let addr = u.dma.req_addr.val().to_u64().wrapping_sub(HOST);
+                let len = u.dma.req_len.val().to_u32();
+                assert_eq!((addr, len as usize, u.dma.req_tag.val().to_u8()), (want.addr, want.len, want.tag), "read request");
                 assert!(len >= 1 && len as usize <= DMA_MAX_BYTES);
                 self.queue.push_back((cycle + pace.latency, addr, len, want.tag));
                 self.issued += 1;
@@ -424,10 +415,10 @@ pub(crate) mod tests {
             }
             self.max_outstanding = self.max_outstanding.max(self.queue.len());
             self.max_beats_out = self.max_beats_out.max(self.beats_out);
-            if self.valid && !u.rd_resp_ready.val() {
+            if self.valid && !u.dma.resp_ready.val() {
                 self.refused += 1;
             }
-            if self.valid && u.rd_resp_ready.val() {
+            if self.valid && u.dma.resp_ready.val() {
                 self.beats_out -= 1;
                 let &(_, addr, len, _) = self.queue.front().unwrap();
                 self.beat += 1;

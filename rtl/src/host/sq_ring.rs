@@ -82,6 +82,8 @@ use crate::common::fifo::{DistRam, Fifo, SdpRam};
 use crate::transport::key_cache::PipeAdd64;
 use rust_hdl::prelude::*;
 
+use crate::common::ports::DmaRead;
+
 /// Most slots fetched by one DMA read.
 pub const MAX_BURST: usize = 8;
 /// Entries of the WQE output FIFO (the credit pool).
@@ -147,17 +149,7 @@ pub struct SqRing<const N: usize, const AW: usize> {
     pub rw_qpn: Signal<In, Bits<24>>,
     pub rw_idx: Signal<In, Bits<16>>,
     // DMA read request
-    pub rd_req_valid: Signal<Out, Bit>,
-    pub rd_req_ready: Signal<In, Bit>,
-    pub rd_req_addr: Signal<Out, Bits<64>>,
-    pub rd_req_len: Signal<Out, Bits<13>>,
-    pub rd_req_tag: Signal<Out, Bits<8>>,
-    // DMA read response (in request order)
-    pub rd_resp_valid: Signal<In, Bit>,
-    pub rd_resp_ready: Signal<Out, Bit>,
-    pub rd_resp_data: Signal<In, Bits<512>>,
-    pub rd_resp_tag: Signal<In, Bits<8>>,
-    pub rd_resp_last: Signal<In, Bit>,
+    pub dma: DmaRead,
     // WQE slots out
     pub wqe_valid: Signal<Out, Bit>,
     pub wqe_ready: Signal<In, Bit>,
@@ -344,16 +336,7 @@ impl<const N: usize, const AW: usize> Default for SqRing<N, AW> {
             rw_ready: Default::default(),
             rw_qpn: Default::default(),
             rw_idx: Default::default(),
-            rd_req_valid: Default::default(),
-            rd_req_ready: Default::default(),
-            rd_req_addr: Default::default(),
-            rd_req_len: Default::default(),
-            rd_req_tag: Default::default(),
-            rd_resp_valid: Default::default(),
-            rd_resp_ready: Default::default(),
-            rd_resp_data: Default::default(),
-            rd_resp_tag: Default::default(),
-            rd_resp_last: Default::default(),
+            dma: Default::default(),
             wqe_valid: Default::default(),
             wqe_ready: Default::default(),
             wqe_qpn: Default::default(),
@@ -515,7 +498,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         // ---------------------------------------------------------------- defaults
         self.ev_ign.d.next = false;
         self.ev_err.d.next = false;
-        self.rd_req_valid.next = false;
+        self.dma.req_valid.next = false;
         self.l_fire.next = false;
         self.sch_push.next = false;
         self.sch_pop.next = false;
@@ -782,9 +765,9 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
                         // direct service: pi, and the read of the first burst as a service issues it (pi is
                         // written again while the read waits: the same value)
                         self.ram_pi.we.next = true;
-                        self.rd_req_valid.next = true;
+                        self.dma.req_valid.next = true;
                         self.state.d.next = SqState::Issue;
-                        self.l_fire.next = self.rd_req_ready.val();
+                        self.l_fire.next = self.dma.req_ready.val();
                     } else {
                         self.ram_pi.we.next = true;
                         if !self.r_queued.q.val() {
@@ -794,8 +777,8 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
                         }
                     }
                 } else if self.c_work.q.val() {
-                    self.rd_req_valid.next = true;
-                    self.l_fire.next = self.rd_req_ready.val();
+                    self.dma.req_valid.next = true;
+                    self.l_fire.next = self.dma.req_ready.val();
                 } else {
                     // nothing to fetch (the ring was set up again, or disabled, while the QP was queued)
                     self.state.d.next = SqState::Idle;
@@ -830,9 +813,9 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         }
 
         // ---------------------------------------------------------------- DMA request
-        self.rd_req_addr.next = self.addr.sum.val();
-        self.rd_req_len.next = bit_cast::<13, 4>(self.c_n.q.val()) << 6;
-        self.rd_req_tag.next = self.tag.q.val();
+        self.dma.req_addr.next = self.addr.sum.val();
+        self.dma.req_len.next = bit_cast::<13, 4>(self.c_n.q.val()) << 6;
+        self.dma.req_tag.next = self.tag.q.val();
         self.infl.din.next.qpn = bit_cast::<16, AW>(self.op_qpn.q.val());
         self.infl.din.next.idx = self.r_fetch.q.val();
         self.infl.din.next.last_off = self.c_n.q.val().get_bits::<3>(0) - self.one3.val();
@@ -847,13 +830,13 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
         self.h_tag.next = self.infl.dout.val().tag;
         self.beat9.next = bit_cast::<9, 3>(self.beat.q.val());
         self.p_adv.next = !self.p_valid.q.val() | !self.outq.full.val();
-        self.rd_resp_ready.next = self.p_adv.val();
-        self.acc.next = self.rd_resp_valid.val() & self.p_adv.val();
+        self.dma.resp_ready.next = self.p_adv.val();
+        self.acc.next = self.dma.resp_valid.val() & self.p_adv.val();
         self.beat_last.next = self.beat.q.val() == self.h_last.val();
         self.infl.pop.next = false;
         if self.p_adv.val() {
             self.p_valid.d.next = self.acc.val() & !self.infl.empty.val();
-            self.p_data.d.next = self.rd_resp_data.val();
+            self.p_data.d.next = self.dma.resp_data.val();
             self.p_qpn.d.next = self.infl.dout.val().qpn;
             self.p_gen.d.next = self.infl.dout.val().gen;
             // the slot's ring index = first index + beat, as a carry-select pair
@@ -865,7 +848,7 @@ impl<const N: usize, const AW: usize> Logic for SqRing<N, AW> {
             if self.infl.empty.val() {
                 self.ev_err.d.next = true;
             } else {
-                if (self.rd_resp_tag.val() != self.h_tag.val()) | (self.rd_resp_last.val() != self.beat_last.val()) {
+                if (self.dma.resp_tag.val() != self.h_tag.val()) | (self.dma.resp_last.val() != self.beat_last.val()) {
                     self.ev_err.d.next = true;
                 }
                 if self.beat_last.val() {
@@ -1168,15 +1151,15 @@ mod tests {
                 u.db_qpn.next = bits(qpn as u64);
                 u.db_pi.next = bits(pi as u64);
             }
-            u.rd_req_ready.next = rng.gen_bool(p.p_req_ready);
+            u.dma.req_ready.next = rng.gen_bool(p.p_req_ready);
             if resp_shown.is_none() && resp.front().map_or(false, |b| b.0 <= cycle) && rng.gen_bool(p.p_resp) {
                 resp_shown = resp.pop_front();
             }
-            u.rd_resp_valid.next = resp_shown.is_some();
+            u.dma.resp_valid.next = resp_shown.is_some();
             if let Some((_, d, tag, last)) = resp_shown {
-                u.rd_resp_data.next = to_bits(&d);
-                u.rd_resp_tag.next = bits(tag as u64);
-                u.rd_resp_last.next = last;
+                u.dma.resp_data.next = to_bits(&d);
+                u.dma.resp_tag.next = bits(tag as u64);
+                u.dma.resp_last.next = last;
             }
             u.wqe_ready.next = rng.gen_bool(p.p_wqe_ready);
             u.clock.next = false.into();
@@ -1234,10 +1217,10 @@ mod tests {
                 }
             }
             // DMA read request
-            if u.rd_req_valid.val() && u.rd_req_ready.val() {
-                let addr = u.rd_req_addr.val().to_u64();
-                let len = u.rd_req_len.val().to_u64();
-                let tag = u.rd_req_tag.val().to_u64() as u8;
+            if u.dma.req_valid.val() && u.dma.req_ready.val() {
+                let addr = u.dma.req_addr.val().to_u64();
+                let len = u.dma.req_len.val().to_u64();
+                let tag = u.dma.req_tag.val().to_u64() as u8;
                 assert!(addr % 64 == 0 && len % 64 == 0 && len >= 64, "cycle {cycle}: request {addr:#x} {len}");
                 let n = (len / 64) as u32;
                 assert!(n as usize <= MAX_BURST, "cycle {cycle}: {n} slots > MAX_BURST");
@@ -1304,7 +1287,7 @@ mod tests {
             }
             if resp_shown.is_some() {
                 // the credits leave room for every beat asked for: a response is always taken at once
-                assert!(u.rd_resp_ready.val(), "cycle {cycle}: the response channel is back-pressured");
+                assert!(u.dma.resp_ready.val(), "cycle {cycle}: the response channel is back-pressured");
                 resp_shown = None;
             }
             // WQE slot out
@@ -1425,7 +1408,7 @@ mod tests {
                 && resp.is_empty()
                 && qs.iter().all(|q| q.posted.is_empty() && q.pi_dut == q.pi_drv);
             if drained {
-                assert!(!u.rd_req_valid.val() || quiet == 0, "cycle {cycle}: a request after everything was fetched");
+                assert!(!u.dma.req_valid.val() || quiet == 0, "cycle {cycle}: a request after everything was fetched");
                 quiet += 1;
                 if quiet > 200 {
                     break;
@@ -1585,12 +1568,12 @@ mod tests {
             u.rw_qpn.next = bits(q as u64);
             u.rw_idx.next = bits(v & 0xFFFF);
         }
-        u.rd_req_ready.next = true;
-        u.rd_resp_valid.next = !resp.is_empty();
+        u.dma.req_ready.next = true;
+        u.dma.resp_valid.next = !resp.is_empty();
         if let Some((d, tag, last)) = resp.front() {
-            u.rd_resp_data.next = to_bits(d);
-            u.rd_resp_tag.next = bits(*tag as u64);
-            u.rd_resp_last.next = *last;
+            u.dma.resp_data.next = to_bits(d);
+            u.dma.resp_tag.next = bits(*tag as u64);
+            u.dma.resp_last.next = *last;
         }
         u.wqe_ready.next = true;
         u.clock.next = false.into();
@@ -1631,13 +1614,13 @@ mod tests {
             if drive_cycle(&mut u, c, &resp) {
                 cmds.pop_front();
             }
-            if u.rd_req_valid.val() {
-                let (addr, n, tag) = (u.rd_req_addr.val().to_u64(), u.rd_req_len.val().to_u64() / 64, u.rd_req_tag.val().to_u64() as u8);
+            if u.dma.req_valid.val() {
+                let (addr, n, tag) = (u.dma.req_addr.val().to_u64(), u.dma.req_len.val().to_u64() / 64, u.dma.req_tag.val().to_u64() as u8);
                 for k in 0..n {
                     resp.push_back((mem[&(addr + 64 * k)], tag, k + 1 == n));
                 }
             }
-            if u.rd_resp_valid.val() && u.rd_resp_ready.val() {
+            if u.dma.resp_valid.val() && u.dma.resp_ready.val() {
                 resp.pop_front();
             }
             if u.wqe_valid.val() {
@@ -1686,18 +1669,18 @@ mod tests {
                 }
                 cmds.pop_front();
             }
-            if u.rd_req_valid.val() {
+            if u.dma.req_valid.val() {
                 if let Some(t) = db_at.take() {
                     lat.push(cycle - t);
                 }
-                let (addr, n, tag) = (u.rd_req_addr.val().to_u64(), u.rd_req_len.val().to_u64() / 64, u.rd_req_tag.val().to_u64() as u8);
+                let (addr, n, tag) = (u.dma.req_addr.val().to_u64(), u.dma.req_len.val().to_u64() / 64, u.dma.req_tag.val().to_u64() as u8);
                 for k in 0..n {
                     let mut sl = [0u8; 64];
                     sl[1] = ((addr - base) / 64 + k) as u8;
                     resp.push_back((sl, tag, k + 1 == n));
                 }
             }
-            if u.rd_resp_valid.val() && u.rd_resp_ready.val() {
+            if u.dma.resp_valid.val() && u.dma.resp_ready.val() {
                 resp.pop_front();
             }
             if u.wqe_valid.val() {

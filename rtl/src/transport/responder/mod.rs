@@ -71,6 +71,8 @@
 
 use rust_hdl::prelude::*;
 
+use crate::common::ports::DmaRead;
+
 use crate::common::axis::{AxisSink, AxisSource};
 use crate::common::consts::k;
 use crate::common::counter::EventCounter;
@@ -230,16 +232,7 @@ crate::logic_block! {
         /// Key Cache write port (RX copy).
         pub kc_wr: KcWrite,
         /// Receive WQE fetch (one 64-byte beat per request).
-        pub rd_req_valid: Signal<Out, Bit>,
-        pub rd_req_ready: Signal<In, Bit>,
-        pub rd_req_addr: Signal<Out, Bits<64>>,
-        pub rd_req_len: Signal<Out, Bits<13>>,
-        pub rd_req_tag: Signal<Out, Bits<8>>,
-        pub rd_resp_valid: Signal<In, Bit>,
-        pub rd_resp_ready: Signal<Out, Bit>,
-        pub rd_resp_data: Signal<In, Bits<512>>,
-        pub rd_resp_tag: Signal<In, Bits<8>>,
-        pub rd_resp_last: Signal<In, Bit>,
+        pub dma: DmaRead,
         /// Scatter commands (SEND / WRITE payload placement) and the payload.
         pub s_valid: Signal<Out, Bit>,
         pub s_ready: Signal<In, Bit>,
@@ -488,10 +481,10 @@ impl Logic for Responder {
         self.at.op.next = self.tk.op.val();
         self.at.dma.next = self.kck.dma.val();
         self.at.start.next = false;
-        self.at.rd_req_ready.next = self.rd_req_ready.val();
-        self.at.rd_resp_valid.next = self.rd_resp_valid.val();
-        self.at.rd_resp_data.next = self.rd_resp_data.val();
-        self.at.rd_resp_last.next = self.rd_resp_last.val();
+        self.at.rd_req_ready.next = self.dma.req_ready.val();
+        self.at.rd_resp_valid.next = self.dma.resp_valid.val();
+        self.at.rd_resp_data.next = self.dma.resp_data.val();
+        self.at.rd_resp_last.next = self.dma.resp_last.val();
         self.at.sv.next = self.o_sv.q.val();
         self.at.s_tready.next = self.s_pay.tready.val();
         self.at.orig_we.next = false;
@@ -522,7 +515,7 @@ impl Logic for Responder {
         self.chk.epsn.next = self.tk.epsn.val();
         self.chk.kind.next = self.tk.kind.val();
         self.chk.sent_nak.next = self.tk.sent_nak.val();
-        self.l_wqe.next = self.rd_resp_data.val();
+        self.l_wqe.next = self.dma.resp_data.val();
 
         // ---- AETH words: syndrome, then the MSN big-endian
         self.l_aeth_ack.next = bit_cast::<32, 8>(self.syn.q.val())
@@ -602,8 +595,8 @@ impl Logic for Responder {
                 self.mv_on.d.next = false;
             }
         }
-        self.rd_req_len.next = self.len64.val();
-        self.rd_req_tag.next = self.zero8.val();
+        self.dma.req_len.next = self.len64.val();
+        self.dma.req_tag.next = self.zero8.val();
 
         // ---- sub-blocks
         // the key checks (key_check.rs): the R_Key of the request, a SEND's receive buffer
@@ -684,16 +677,16 @@ impl Logic for Responder {
         self.rq.wb.next = false;
         self.rq.db_run.next = self.state.q.val() == RespState::Db;
         self.rq.have_wqe.next = self.x_ram.rdata.val().have_wqe;
-        self.rq.rd_req_ready.next = self.rd_req_ready.val();
-        self.rq.rd_resp_valid.next = self.rd_resp_valid.val();
-        self.rq.rd_resp_data.next = self.rd_resp_data.val();
-        self.rd_req_valid.next = self.rq.rd_req_valid.val();
-        self.rd_req_addr.next = self.rq.rd_req_addr.val();
-        self.rd_resp_ready.next = self.rq.rd_resp_ready.val() | self.at.rd_resp_ready.val();
+        self.rq.rd_req_ready.next = self.dma.req_ready.val();
+        self.rq.rd_resp_valid.next = self.dma.resp_valid.val();
+        self.rq.rd_resp_data.next = self.dma.resp_data.val();
+        self.dma.req_valid.next = self.rq.rd_req_valid.val();
+        self.dma.req_addr.next = self.rq.rd_req_addr.val();
+        self.dma.resp_ready.next = self.rq.rd_resp_ready.val() | self.at.rd_resp_ready.val();
         // (an atomic's block read goes out only when the Receive Queue has none on its way)
         if self.at.rd_req_valid.val() {
-            self.rd_req_valid.next = true;
-            self.rd_req_addr.next = self.at.rd_req_addr.val();
+            self.dma.req_valid.next = true;
+            self.dma.req_addr.next = self.at.rd_req_addr.val();
         }
         self.l_wb.next = false;
         self.l_wbq.next = false;

@@ -106,20 +106,20 @@ impl Rig {
         u.kc_wr.inv_en.next = false;
         u.hdr_valid.next = false;
         u.pay.tvalid.next = false;
-        u.rd_req_ready.next = false;
-        u.rd_resp_valid.next = false;
+        u.dma.req_ready.next = false;
+        u.dma.resp_valid.next = false;
     }
     /// One command on a valid/ready port (closure sets the port and returns its ready).
     fn cmd(&mut self, set: impl Fn(&mut Responder, bool), ready: impl Fn(&Responder) -> bool) {
         for _ in 0..200 {
             self.idle_inputs();
             set(&mut self.u, true);
-            self.u.rd_req_ready.next = true;
+            self.u.dma.req_ready.next = true;
             self.u.clock.next = false.into();
             assert!(simulate(&mut *self.u, 400));
             let r = ready(&self.u);
-            if self.u.rd_req_valid.val() {
-                let a = self.u.rd_req_addr.val().to_u64();
+            if self.u.dma.req_valid.val() {
+                let a = self.u.dma.req_addr.val().to_u64();
                 let lat = if self.lat > 0 { self.lat } else { self.rng.gen_range(1..20) };
                 self.dma.push_back((self.cycles + lat, a));
                 self.reads.push((self.cycles, a));
@@ -195,13 +195,13 @@ impl Rig {
                     }
                     None => [0u8; 64],
                 };
-                self.u.rd_resp_data.next = beat_of(&w).0;
-                self.u.rd_resp_tag.next = bits(0);
-                self.u.rd_resp_last.next = true;
+                self.u.dma.resp_data.next = beat_of(&w).0;
+                self.u.dma.resp_tag.next = bits(0);
+                self.u.dma.resp_last.next = true;
             }
-            self.u.rd_resp_valid.next = dv;
+            self.u.dma.resp_valid.next = dv;
             let rr = self.rng.gen_ratio(2, 3);
-            self.u.rd_req_ready.next = rr;
+            self.u.dma.req_ready.next = rr;
             let (tr, gr, sr, pr, cr) = if self.free {
                 (true, true, true, true, true)
             } else {
@@ -240,16 +240,16 @@ impl Rig {
                 beats.pop_front();
                 quiet = 0;
             }
-            if self.u.rd_req_valid.val() && rr {
-                assert_eq!(self.u.rd_req_len.val().to_u64(), 64);
-                let a = self.u.rd_req_addr.val().to_u64();
+            if self.u.dma.req_valid.val() && rr {
+                assert_eq!(self.u.dma.req_len.val().to_u64(), 64);
+                let a = self.u.dma.req_addr.val().to_u64();
                 assert_eq!(a & 63, 0);
                 let lat = if self.lat > 0 { self.lat } else { self.rng.gen_range(1..20) };
                 dma.push_back((self.cycles + lat, a));
                 self.reads.push((self.cycles, a));
                 quiet = 0;
             }
-            if dv && self.u.rd_resp_ready.val() {
+            if dv && self.u.dma.resp_ready.val() {
                 dma.pop_front();
                 quiet = 0;
             }
