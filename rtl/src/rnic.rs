@@ -38,7 +38,7 @@ use rust_hdl::prelude::*;
 use crate::wire::arp::ArpResponder;
 use crate::wire::icmp::IcmpEcho;
 use crate::common::axis::{AxisSink, AxisSource};
-use crate::common::ports::DmaRead;
+use crate::common::ports::{DmaRead, DmaWrite};
 use crate::transport::completer::Completer;
 use crate::common::consts::k;
 use crate::common::axis_slice::{AxisSlice, HoldReg};
@@ -681,36 +681,16 @@ impl Logic for Rnic {
 
         // ---- DMA writes: the Responder's (scat2) and the Completer's (scat) Scatter Paths share warb2; warb2 and
         // CQE Generation share the port
-        self.warb2.a_valid.next = self.scat2.wr_valid.val();
-        self.scat2.wr_ready.next = self.warb2.a_ready.val();
-        self.warb2.a_addr.next = self.scat2.wr_addr.val();
-        self.warb2.a_data.next = self.scat2.wr_data.val();
-        self.warb2.a_strb.next = self.scat2.wr_strb.val();
-        self.warb2.a_last.next = self.scat2.wr_last.val();
-        self.warb2.b_valid.next = self.scat.wr_valid.val();
-        self.scat.wr_ready.next = self.warb2.b_ready.val();
-        self.warb2.b_addr.next = self.scat.wr_addr.val();
-        self.warb2.b_data.next = self.scat.wr_data.val();
-        self.warb2.b_strb.next = self.scat.wr_strb.val();
-        self.warb2.b_last.next = self.scat.wr_last.val();
-        self.warb.a_valid.next = self.warb2.wr_valid.val();
-        self.warb2.wr_ready.next = self.warb.a_ready.val();
-        self.warb.a_addr.next = self.warb2.wr_addr.val();
-        self.warb.a_data.next = self.warb2.wr_data.val();
-        self.warb.a_strb.next = self.warb2.wr_strb.val();
-        self.warb.a_last.next = self.warb2.wr_last.val();
-        self.warb.b_last.next = true;
-        self.warb.b_valid.next = self.cq_gen.wr_valid.val();
-        self.cq_gen.wr_ready.next = self.warb.b_ready.val();
-        self.warb.b_addr.next = self.cq_gen.wr_addr.val();
-        self.warb.b_data.next = self.cq_gen.wr_data.val();
-        self.warb.b_strb.next = self.cq_gen.wr_strb.val();
-        self.wr_valid.next = self.warb.wr_valid.val();
-        self.warb.wr_ready.next = self.wr_ready.val();
-        self.wr_addr.next = self.warb.wr_addr.val();
-        self.wr_data.next = self.warb.wr_data.val();
-        self.wr_strb.next = self.warb.wr_strb.val();
-        self.wr_last.next = self.warb.wr_last.val();
+        DmaWrite::join(&mut self.scat2.dma, &mut self.warb2.a);
+        DmaWrite::join(&mut self.scat.dma, &mut self.warb2.b);
+        DmaWrite::join(&mut self.warb2.port, &mut self.warb.a);
+        DmaWrite::join(&mut self.cq_gen.dma, &mut self.warb.b);
+        self.wr_valid.next = self.warb.port.valid.val();
+        self.warb.port.ready.next = self.wr_ready.val();
+        self.wr_addr.next = self.warb.port.addr.val();
+        self.wr_data.next = self.warb.port.data.val();
+        self.wr_strb.next = self.warb.port.strb.val();
+        self.wr_last.next = self.warb.port.last.val();
 
         // ---- requester: WQE Prefetch -> WQE Check -> Requester -> Gather + TX Packet Build
         self.front.wqe_valid.next = self.sq.wqe_valid.val();

@@ -5,6 +5,8 @@
 //!   but the phase bit), with its valid/ready handshake. The Completer and the Responder (and their
 //!   completion stages) are sources; CQE Generation is the sink.
 //! * [`DmaRead`] / [`DmaReadTarget`]: a DMA read port, request and in-order response beats.
+//! * [`DmaWrite`] / [`DmaWriteTarget`]: a DMA write port, 64-byte beats with byte strobes, a command's last
+//!   beat marked.
 
 use rust_hdl::prelude::*;
 
@@ -72,4 +74,30 @@ pub struct DmaReadTarget {
     pub resp_data: Signal<Out, Bits<512>>,
     pub resp_tag: Signal<Out, Bits<8>>,
     pub resp_last: Signal<Out, Bit>,
+}
+
+/// A DMA write source's port (`docs/host-interface.md`, DMA ports): 64-byte-aligned beat address, data, byte
+/// strobes, `last` on a command's last beat. The Scatter Paths and CQE Generation (single-beat commands,
+/// `last` always high) are sources; the DMA write arbiters serve them.
+#[derive(LogicInterface, Default)]
+#[join = "DmaWriteTarget"]
+pub struct DmaWrite {
+    pub valid: Signal<Out, Bit>,
+    pub ready: Signal<In, Bit>,
+    pub addr: Signal<Out, Bits<64>>,
+    pub data: Signal<Out, Bits<512>>,
+    pub strb: Signal<Out, Bits<64>>,
+    pub last: Signal<Out, Bit>,
+}
+
+/// The serving side of [`DmaWrite`].
+#[derive(LogicInterface, Default)]
+#[join = "DmaWrite"]
+pub struct DmaWriteTarget {
+    pub valid: Signal<In, Bit>,
+    pub ready: Signal<Out, Bit>,
+    pub addr: Signal<In, Bits<64>>,
+    pub data: Signal<In, Bits<512>>,
+    pub strb: Signal<In, Bits<64>>,
+    pub last: Signal<In, Bit>,
 }

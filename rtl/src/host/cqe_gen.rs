@@ -11,7 +11,7 @@
 //! CQE bytes 12..15 as they stand, byte 12 in bits 7:0 ([`cqe_imm_field`]): the producer has already put
 //! immediate data in wire order or the invalidated rkey little-endian. A CQE goes to slot `pi mod entries`,
 //! address `base + 32 * slot`: beat `(base + 32 * slot) & !63` with the 32-byte strobe of its half. The other
-//! half of `wr_data` carries a copy of the same CQE and is not strobed.
+//! half of the beat's data carries a copy of the same CQE and is not strobed.
 //!
 //! **Overflow.** A completion for a CQ that is full (`(pi - ci) mod 2^16 == capacity`), in error, not set up,
 //! or `cqn >= N` is not written: the CQ goes to error (sticky until the next setup; IBA CQ overrun, an
@@ -53,7 +53,7 @@ use crate::transport::key_cache::PipeAdd64;
 use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
 
-use crate::common::ports::CqSink;
+use crate::common::ports::{CqSink, DmaWrite};
 use rnic_driver::host::{Cqe, CQE_BYTES, DMA_BEAT_BYTES};
 use testbench::model::verbs::WcFlags;
 
@@ -176,12 +176,8 @@ pub struct CqeGen<const N: usize, const AW: usize> {
     pub ci_value: Signal<In, Bits<16>>,
     // completions
     pub cq: CqSink,
-    // DMA write port: one 64-byte beat, 32 bytes strobed
-    pub wr_valid: Signal<Out, Bit>,
-    pub wr_ready: Signal<In, Bit>,
-    pub wr_addr: Signal<Out, Bits<64>>,
-    pub wr_data: Signal<Out, Bits<512>>,
-    pub wr_strb: Signal<Out, Bits<64>>,
+    /// DMA write port: one 64-byte beat, 32 bytes strobed, `last` always high.
+    pub dma: DmaWrite,
     // events
     pub ovf_valid: Signal<Out, Bit>,
     pub ovf_cqn: Signal<Out, Bits<24>>,
@@ -312,11 +308,7 @@ impl<const N: usize, const AW: usize> Default for CqeGen<N, AW> {
             ci_value: Default::default(),
             cq: Default::default(),
             l_cqn: Default::default(),
-            wr_valid: Default::default(),
-            wr_ready: Default::default(),
-            wr_addr: Default::default(),
-            wr_data: Default::default(),
-            wr_strb: Default::default(),
+            dma: Default::default(),
             ovf_valid: Default::default(),
             ovf_cqn: Default::default(),
             ovf_count: Default::default(),
@@ -609,13 +601,14 @@ impl<const N: usize, const AW: usize> Logic for CqeGen<N, AW> {
         self.orec.next = self.out.dout.val();
         self.form.x.next = self.orec.val().f.into();
         self.cqe.next = self.form.y.val();
-        self.wr_valid.next = !self.out.empty.val();
-        self.out.pop.next = self.wr_ready.val() & !self.out.empty.val();
-        self.wr_addr.next = bit_cast::<64, 58>(self.orec.val().beat) << 6;
-        self.wr_data.next = (bit_cast::<512, 256>(self.cqe.val()) << 256) | bit_cast::<512, 256>(self.cqe.val());
-        self.wr_strb.next = self.k_strb_lo.val();
+        self.dma.valid.next = !self.out.empty.val();
+        self.dma.last.next = true;
+        self.out.pop.next = self.dma.ready.val() & !self.out.empty.val();
+        self.dma.addr.next = bit_cast::<64, 58>(self.orec.val().beat) << 6;
+        self.dma.data.next = (bit_cast::<512, 256>(self.cqe.val()) << 256) | bit_cast::<512, 256>(self.cqe.val());
+        self.dma.strb.next = self.k_strb_lo.val();
         if self.orec.val().hi {
-            self.wr_strb.next = self.k_strb_hi.val();
+            self.dma.strb.next = self.k_strb_hi.val();
         }
 
         // ---- events ----
@@ -849,15 +842,15 @@ mod tests {
             u.cq.wc.next.status = bits(c.status as u64);
             u.cq.wc.next.opcode = bits(c.opcode as u64);
             u.cq.wc.next.wc_flags = bits(c.wc_flags as u64);
-            u.wr_ready.next = i.wr_ready;
+            u.dma.ready.next = i.wr_ready;
             u.clock.next = false.into();
             assert!(simulate(u, 100));
             let t = self.cycle;
             // DMA write port
-            if u.wr_valid.val() && i.wr_ready {
-                let addr = u.wr_addr.val().to_u64();
-                let strb = u.wr_strb.val().to_u64();
-                let data = u.wr_data.val();
+            if u.dma.valid.val() && i.wr_ready {
+                let addr = u.dma.addr.val().to_u64();
+                let strb = u.dma.strb.val().to_u64();
+                let data = u.dma.data.val();
                 let (wa, ws, wc) = self.want_wr.pop_front().unwrap_or_else(|| panic!("cycle {t}: unexpected write"));
                 assert_eq!(addr, wa, "cycle {t}: address");
                 assert_eq!(strb, ws, "cycle {t}: strobe: exactly the 32 bytes of the slot");

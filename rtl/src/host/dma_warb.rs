@@ -6,41 +6,27 @@
 //! packet that completed it: RX Parse hands on one packet's payload at a time, so a Scatter Path's last beat
 //! is out before a later packet's beats can hold the other input; `sim::system::CqeOrder` checks it on every
 //! DMA write in `rnic_system`). Chained, three sources share the port (the top: the Responder's and the
-//! Completer's Scatter Paths, then CQE Generation, whose beats are single-beat commands: `b_last` tied high).
+//! Completer's Scatter Paths, then CQE Generation, whose beats are single-beat commands: `last` always high).
 //!
-//! The grant is a register: `a_ready` / `b_ready` are the port's ready AND a flip-flop, never a function of
+//! The grant is a register: `a.ready` / `b.ready` are the port's ready AND a flip-flop, never a function of
 //! the sources' `valid`s in the same cycle. A source's next state therefore never waits on another source's
 //! request through the arbiter (before, the top's worst path, 12 LUT levels, ran from one arbiter's grant
 //! through the other's `valid`-dependent grant and the ready chain back into the Completer). The price is
 //! one idle cycle between commands (the cycle the new grant is registered); a command is a packet's payload
 //! (up to 64 beats) or one CQE beat, and the port (512 bits at the core clock) has 1.6x the line rate.
 
+use crate::common::ports::{DmaWrite, DmaWriteTarget};
 use rust_hdl::prelude::*;
 
 #[derive(LogicBlock, Default)]
 pub struct DmaWriteArb {
     pub clock: Signal<In, Clock>,
-    // source a: multi-beat commands
-    pub a_valid: Signal<In, Bit>,
-    pub a_ready: Signal<Out, Bit>,
-    pub a_addr: Signal<In, Bits<64>>,
-    pub a_data: Signal<In, Bits<512>>,
-    pub a_strb: Signal<In, Bits<64>>,
-    pub a_last: Signal<In, Bit>,
-    // source b
-    pub b_valid: Signal<In, Bit>,
-    pub b_ready: Signal<Out, Bit>,
-    pub b_addr: Signal<In, Bits<64>>,
-    pub b_data: Signal<In, Bits<512>>,
-    pub b_strb: Signal<In, Bits<64>>,
-    pub b_last: Signal<In, Bit>,
-    // the port
-    pub wr_valid: Signal<Out, Bit>,
-    pub wr_ready: Signal<In, Bit>,
-    pub wr_addr: Signal<Out, Bits<64>>,
-    pub wr_data: Signal<Out, Bits<512>>,
-    pub wr_strb: Signal<Out, Bits<64>>,
-    pub wr_last: Signal<Out, Bit>,
+    /// Source a: multi-beat commands.
+    pub a: DmaWriteTarget,
+    /// Source b.
+    pub b: DmaWriteTarget,
+    /// The port.
+    pub port: DmaWrite,
     /// The granted source (at most one).
     gnt_a: DFF<Bit>,
     gnt_b: DFF<Bit>,
@@ -55,30 +41,30 @@ impl Logic for DmaWriteArb {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, gnt_a, gnt_b, mid, last_b);
-        self.wr_valid.next = self.gnt_a.q.val() & self.a_valid.val();
-        self.wr_addr.next = self.a_addr.val();
-        self.wr_data.next = self.a_data.val();
-        self.wr_strb.next = self.a_strb.val();
-        self.wr_last.next = self.a_last.val();
+        self.port.valid.next = self.gnt_a.q.val() & self.a.valid.val();
+        self.port.addr.next = self.a.addr.val();
+        self.port.data.next = self.a.data.val();
+        self.port.strb.next = self.a.strb.val();
+        self.port.last.next = self.a.last.val();
         if self.gnt_b.q.val() {
-            self.wr_valid.next = self.b_valid.val();
-            self.wr_addr.next = self.b_addr.val();
-            self.wr_data.next = self.b_data.val();
-            self.wr_strb.next = self.b_strb.val();
-            self.wr_last.next = self.b_last.val();
+            self.port.valid.next = self.b.valid.val();
+            self.port.addr.next = self.b.addr.val();
+            self.port.data.next = self.b.data.val();
+            self.port.strb.next = self.b.strb.val();
+            self.port.last.next = self.b.last.val();
         }
-        self.a_ready.next = self.wr_ready.val() & self.gnt_a.q.val();
-        self.b_ready.next = self.wr_ready.val() & self.gnt_b.q.val();
-        self.take.next = self.wr_valid.val() & self.wr_ready.val();
+        self.a.ready.next = self.port.ready.val() & self.gnt_a.q.val();
+        self.b.ready.next = self.port.ready.val() & self.gnt_b.q.val();
+        self.take.next = self.port.valid.val() & self.port.ready.val();
         if self.gnt_a.q.val() | self.gnt_b.q.val() {
             if self.take.val() {
-                self.mid.d.next = !self.wr_last.val();
-                if self.wr_last.val() {
+                self.mid.d.next = !self.port.last.val();
+                if self.port.last.val() {
                     // the command is done: the next grant is decided in the next cycle
                     self.gnt_a.d.next = false;
                     self.gnt_b.d.next = false;
                 }
-            } else if !self.mid.q.val() & !self.wr_valid.val() {
+            } else if !self.mid.q.val() & !self.port.valid.val() {
                 // granted, but the source has withdrawn before its first beat: free the port
                 self.gnt_a.d.next = false;
                 self.gnt_b.d.next = false;
@@ -86,10 +72,10 @@ impl Logic for DmaWriteArb {
         } else {
             // no grant: b if only b waits, or both wait and a went last
             self.mid.d.next = false;
-            if self.b_valid.val() & (!self.a_valid.val() | !self.last_b.q.val()) {
+            if self.b.valid.val() & (!self.a.valid.val() | !self.last_b.q.val()) {
                 self.gnt_b.d.next = true;
                 self.last_b.d.next = true;
-            } else if self.a_valid.val() {
+            } else if self.a.valid.val() {
                 self.gnt_a.d.next = true;
                 self.last_b.d.next = false;
             }
@@ -117,34 +103,34 @@ mod tests {
         for _ in 0..20_000 {
             let av = a_held || rng.gen_bool(0.7);
             let bv = b_held || rng.gen_bool(0.3);
-            u.a_valid.next = av;
-            u.a_addr.next = bits(a_cmd << 16 | a_beat);
-            u.a_last.next = a_beat + 1 == a_len;
-            u.a_strb.next = bits(u64::MAX);
-            u.b_valid.next = bv;
-            u.b_addr.next = bits(1 << 63 | b_n);
-            u.b_strb.next = bits(0xFFFF_FFFF);
-            u.b_last.next = true;
-            u.wr_ready.next = rng.gen_bool(0.8);
+            u.a.valid.next = av;
+            u.a.addr.next = bits(a_cmd << 16 | a_beat);
+            u.a.last.next = a_beat + 1 == a_len;
+            u.a.strb.next = bits(u64::MAX);
+            u.b.valid.next = bv;
+            u.b.addr.next = bits(1 << 63 | b_n);
+            u.b.strb.next = bits(0xFFFF_FFFF);
+            u.b.last.next = true;
+            u.port.ready.next = rng.gen_bool(0.8);
             simulate(&mut u, 100);
-            assert!(!(u.a_ready.val() && u.b_ready.val()));
-            a_held = av && !u.a_ready.val();
-            b_held = bv && !u.b_ready.val();
-            if u.wr_valid.val() && u.wr_ready.val() {
-                let a = u.wr_addr.val().to_u64();
+            assert!(!(u.a.ready.val() && u.b.ready.val()));
+            a_held = av && !u.a.ready.val();
+            b_held = bv && !u.b.ready.val();
+            if u.port.valid.val() && u.port.ready.val() {
+                let a = u.port.addr.val().to_u64();
                 if a >> 63 == 1 {
                     assert!(in_a.is_none(), "a CQE beat inside a payload command");
                     assert_eq!(a & 0xFFFF, b_n, "CQE beats in order");
-                    assert!(u.wr_last.val());
-                    assert!(u.b_ready.val() && bv);
+                    assert!(u.port.last.val());
+                    assert!(u.b.ready.val() && bv);
                     b_n += 1;
                     b_done += 1;
                 } else {
-                    assert!(u.a_ready.val() && av);
+                    assert!(u.a.ready.val() && av);
                     assert_eq!((a >> 16, a & 0xFFFF), (a_cmd, a_beat), "payload beats in order");
                     in_a = Some(a_cmd);
                     a_beat += 1;
-                    if u.wr_last.val() {
+                    if u.port.last.val() {
                         assert_eq!(a_beat, a_len);
                         in_a = None;
                         a_cmd += 1;
@@ -180,17 +166,17 @@ mod tests {
             let rdy = rng.gen_bool(0.8);
             let mut seen = None;
             for (xa, xb) in [(false, false), (true, false), (false, true), (true, true), (av, bv)] {
-                u.a_valid.next = xa;
-                u.b_valid.next = xb;
-                u.a_last.next = al;
-                u.b_last.next = bl;
-                u.wr_ready.next = rdy;
+                u.a.valid.next = xa;
+                u.b.valid.next = xb;
+                u.a.last.next = al;
+                u.b.last.next = bl;
+                u.port.ready.next = rdy;
                 simulate(&mut u, 100);
-                let r = (u.a_ready.val(), u.b_ready.val());
+                let r = (u.a.ready.val(), u.b.ready.val());
                 assert_eq!(*seen.get_or_insert(r), r, "a ready followed the valids in the same cycle");
                 assert!(rdy || r == (false, false));
             }
-            beats += usize::from(u.wr_valid.val() && rdy);
+            beats += usize::from(u.port.valid.val() && rdy);
             clock(&mut u);
         }
         assert!(beats > 1_000, "only {beats} beats in 5,000 cycles");

@@ -29,6 +29,7 @@
 
 use crate::common::axis::AxisSink;
 use crate::common::consts::{k, keep_thermo};
+use crate::common::ports::DmaWrite;
 use rust_hdl::prelude::*;
 
 crate::logic_block! {
@@ -42,13 +43,8 @@ crate::logic_block! {
         pub s_len: Signal<In, Bits<13>>,
         /// The payload: ceil(len / 64) beats per command of length len.
         pub s_axis: AxisSink,
-        /// DMA writes: 64-byte-aligned beat address, data, byte strobes, `wr_last` on a command's last beat.
-        pub wr_valid: Signal<Out, Bit>,
-        pub wr_ready: Signal<In, Bit>,
-        pub wr_addr: Signal<Out, Bits<64>>,
-        pub wr_data: Signal<Out, Bits<512>>,
-        pub wr_strb: Signal<Out, Bits<64>>,
-        pub wr_last: Signal<Out, Bit>,
+        /// DMA writes: 64-byte-aligned beat address, data, byte strobes, `last` on a command's last beat.
+        pub dma: DmaWrite,
         /// One-cycle pulse: a payload beat's `tlast` disagreed with its command's length.
         pub pay_err: Signal<Out, Bit>,
         /// No command in the plan pipeline or being written and no write beat waiting: every beat of every
@@ -145,7 +141,7 @@ impl Logic for ScatterPath {
         );
 
         // ---- the write beat: {current payload beat, previous one} shifted up by s ----
-        self.can_out.next = !self.w_valid.q.val() | self.wr_ready.val();
+        self.can_out.next = !self.w_valid.q.val() | self.dma.ready.val();
         self.last_in.next = self.a_rem.q.val() == self.k1_7.val();
         self.out_last.next = self.a_owe.q.val() | (self.last_in.val() & !self.a_extra.q.val());
         self.fire.next = self.act.q.val() & self.can_out.val() & (self.a_owe.q.val() | self.s_axis.tvalid.val());
@@ -197,11 +193,11 @@ impl Logic for ScatterPath {
                 self.a_owe.d.next = true;
             }
         }
-        self.wr_valid.next = self.w_valid.q.val();
-        self.wr_addr.next = self.w_addr.q.val();
-        self.wr_data.next = self.w_data.q.val();
-        self.wr_strb.next = self.w_strb.q.val();
-        self.wr_last.next = self.w_last.q.val();
+        self.dma.valid.next = self.w_valid.q.val();
+        self.dma.addr.next = self.w_addr.q.val();
+        self.dma.data.next = self.w_data.q.val();
+        self.dma.strb.next = self.w_strb.q.val();
+        self.dma.last.next = self.w_last.q.val();
         self.pay_err.next = self.err.q.val();
         self.idle.next = !self.p1_v.q.val() & !self.p2_v.q.val() & !self.p3_v.q.val() & !self.act.q.val() & !self.w_valid.q.val();
 
@@ -315,17 +311,17 @@ mod tests {
 
         /// After the settle: the write beat that moved this cycle, if any.
         fn sample(&mut self, u: &ScatterPath, mem: &mut [u8], cycle: u64) {
-            if !u.wr_valid.val() {
+            if !u.dma.valid.val() {
                 assert!(self.stalled.is_none(), "cycle {cycle}: wr_valid dropped while stalled");
                 return;
             }
-            let b = (u.wr_addr.val().to_u64().wrapping_sub(HOST), bytes_of(&u.wr_data.val()), keep_u64(&u.wr_strb.val()), u.wr_last.val());
+            let b = (u.dma.addr.val().to_u64().wrapping_sub(HOST), bytes_of(&u.dma.data.val()), keep_u64(&u.dma.strb.val()), u.dma.last.val());
             if let Some(s) = self.stalled {
                 // the strobed bytes and the rest of the beat must hold
                 assert_eq!(s, b, "cycle {cycle}: the write beat changed while stalled");
             }
             self.stalled = None;
-            if !u.wr_ready.val() {
+            if !u.dma.ready.val() {
                 self.stalled = Some(b);
                 return;
             }
@@ -393,7 +389,7 @@ mod tests {
                 u.s_axis.tdata.next = beat_of(&[0xEE; 64]).0;
                 u.s_axis.tlast.next = rng.gen();
             }
-            u.wr_ready.next = rng.gen_ratio(pace.out_ready, 1000);
+            u.dma.ready.next = rng.gen_ratio(pace.out_ready, 1000);
             u.clock.next = false.into();
             assert!(simulate(&mut u, 50));
             // `idle` (the Responder issues its READ and atomic reads on it): every command taken so far is
@@ -409,7 +405,7 @@ mod tests {
                 pi += 1;
             }
             assert!(!u.pay_err.val(), "cycle {cycle}: pay_err on a consistent stream");
-            let moved = u.wr_valid.val() && u.wr_ready.val();
+            let moved = u.dma.valid.val() && u.dma.ready.val();
             wr.sample(&u, mem, cycle);
             if moved {
                 cycles.push(cycle);
@@ -531,7 +527,7 @@ mod tests {
             u.s_axis.tvalid.next = pi < beats.len();
             u.s_axis.tdata.next = beat_of(&beats[pi.min(beats.len() - 1)]).0;
             u.s_axis.tlast.next = true;
-            u.wr_ready.next = rng.gen_ratio(3, 4);
+            u.dma.ready.next = rng.gen_ratio(3, 4);
             u.clock.next = false.into();
             assert!(simulate(&mut u, 50));
             if u.s_valid.val() && u.s_ready.val() {
@@ -594,7 +590,7 @@ mod tests {
             let t = to[si.min(to.len() - 1)];
             sc.s_addr.next = bits::<64>(HOST.wrapping_add(t.addr));
             sc.s_len.next = bits::<13>(t.len as u64);
-            sc.wr_ready.next = rng.gen_ratio(pace.out_ready, 1000);
+            sc.dma.ready.next = rng.gen_ratio(pace.out_ready, 1000);
             g.clock.next = false.into();
             sc.clock.next = false.into();
             assert!(simulate(&mut g, 50));
@@ -614,7 +610,7 @@ mod tests {
             }
             dma.sample(&g, cycle, &pace, &mut next_req);
             assert!(!sc.pay_err.val(), "cycle {cycle}: the Gather's tlast disagrees with the length");
-            if sc.wr_valid.val() && sc.wr_ready.val() {
+            if sc.dma.valid.val() && sc.dma.ready.val() {
                 progress = cycle;
             }
             wr.sample(&sc, &mut dst, cycle);
