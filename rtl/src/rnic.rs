@@ -38,7 +38,7 @@ use rust_hdl::prelude::*;
 use crate::wire::arp::ArpResponder;
 use crate::wire::icmp::IcmpEcho;
 use crate::common::axis::{AxisSink, AxisSource};
-use crate::common::ports::{DmaRead, DmaWrite};
+use crate::common::ports::{DmaRead, DmaWrite, TxPacket};
 use crate::transport::completer::Completer;
 use crate::common::consts::k;
 use crate::common::axis_slice::{AxisSlice, HoldReg};
@@ -752,36 +752,22 @@ impl Logic for Rnic {
             self.cq_gen.cq.wc.next = self.resp.cq.wc.val();
         }
         // TX: the Requester's (a) and the Responder's (b) packets, header and gather command kept paired
-        self.txarb.a_hdr.next = self.req.hdr.val();
-        self.txarb.a_hdr_valid.next = self.req.hdr_valid.val();
-        self.req.hdr_ready.next = self.txarb.a_hdr_ready.val();
-        self.txarb.a_g_addr.next = self.req.g_addr.val();
-        self.txarb.a_g_len.next = self.req.g_len.val();
-        self.txarb.a_g_inl.next = self.req.g_inl.val();
-        self.txarb.a_g_valid.next = self.req.g_valid.val();
-        self.req.g_ready.next = self.txarb.a_g_ready.val();
-        self.txarb.b_hdr.next = self.resp.tx_hdr.val();
-        self.txarb.b_hdr_valid.next = self.resp.tx_hdr_valid.val();
-        self.resp.tx_hdr_ready.next = self.txarb.b_hdr_ready.val();
-        self.txarb.b_g_addr.next = self.resp.g_addr.val();
-        self.txarb.b_g_len.next = self.resp.g_len.val();
-        self.txarb.b_g_inl.next = false;
-        self.txarb.b_g_valid.next = self.resp.g_valid.val();
-        self.resp.g_ready.next = self.txarb.b_g_ready.val();
-        self.gather.g_valid.next = self.txarb.g_valid.val();
-        self.txarb.g_ready.next = self.gather.g_ready.val();
-        self.gather.g_addr.next = self.txarb.g_addr.val();
-        self.gather.g_len.next = self.txarb.g_len.val();
+        TxPacket::join(&mut self.req.tx, &mut self.txarb.a);
+        TxPacket::join(&mut self.resp.tx_pkt, &mut self.txarb.b);
+        self.gather.g_valid.next = self.txarb.out.g_valid.val();
+        self.txarb.out.g_ready.next = self.gather.g_ready.val();
+        self.gather.g_addr.next = self.txarb.out.g_addr.val();
+        self.gather.g_len.next = self.txarb.out.g_len.val();
         self.gather.g_tag.next = self.zero8.val();
-        self.gather.g_inl.next = self.txarb.g_inl.val();
+        self.gather.g_inl.next = self.txarb.out.g_inl.val();
         // inline WQEs' data slots, from WQE Check to the Gather Path
         self.gather.i_valid.next = self.front.inl_valid.val();
         self.front.inl_ready.next = self.gather.i_ready.val();
         self.gather.i_data.next = self.front.inl_data.val();
         self.gather.i_last.next = self.front.inl_last.val();
-        self.txb.hdr.next = self.txarb.hdr.val();
-        self.txb.hdr_valid.next = self.txarb.hdr_valid.val();
-        self.txarb.hdr_ready.next = self.txb.hdr_ready.val();
+        self.txb.hdr.next = self.txarb.out.hdr.val();
+        self.txb.hdr_valid.next = self.txarb.out.hdr_valid.val();
+        self.txarb.out.hdr_ready.next = self.txb.hdr_ready.val();
         // the Responder's scatter commands and payload
         self.scat2.s_valid.next = self.resp.s_valid.val();
         self.resp.s_ready.next = self.scat2.s_ready.val();

@@ -7,8 +7,12 @@
 //! * [`DmaRead`] / [`DmaReadTarget`]: a DMA read port, request and in-order response beats.
 //! * [`DmaWrite`] / [`DmaWriteTarget`]: a DMA write port, 64-byte beats with byte strobes, a command's last
 //!   beat marked.
+//! * [`TxPacket`] / [`TxPacketSink`]: a packet to send, its header for TX Packet Build and its payload's
+//!   gather command for the Gather Path, kept paired.
 
 use rust_hdl::prelude::*;
+
+use crate::wire::tx_build::TxHeader;
 
 /// A work completion: the CQ it goes to and the CQE's fields (`docs/host-interface.md`, CQE format).
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
@@ -100,4 +104,34 @@ pub struct DmaWriteTarget {
     pub data: Signal<In, Bits<512>>,
     pub strb: Signal<In, Bits<64>>,
     pub last: Signal<In, Bit>,
+}
+
+/// A packet to send: its header for TX Packet Build and, when the header has payload, the gather command for
+/// that payload (`g_inl`: from the inline data slots), issued with it and in header order. The Requester and the
+/// Responder are sources; the TX request arbiter serves them and is one itself.
+#[derive(LogicInterface, Default)]
+#[join = "TxPacketSink"]
+pub struct TxPacket {
+    pub hdr: Signal<Out, TxHeader>,
+    pub hdr_valid: Signal<Out, Bit>,
+    pub hdr_ready: Signal<In, Bit>,
+    pub g_valid: Signal<Out, Bit>,
+    pub g_ready: Signal<In, Bit>,
+    pub g_addr: Signal<Out, Bits<64>>,
+    pub g_len: Signal<Out, Bits<13>>,
+    pub g_inl: Signal<Out, Bit>,
+}
+
+/// The serving side of [`TxPacket`].
+#[derive(LogicInterface, Default)]
+#[join = "TxPacket"]
+pub struct TxPacketSink {
+    pub hdr: Signal<In, TxHeader>,
+    pub hdr_valid: Signal<In, Bit>,
+    pub hdr_ready: Signal<Out, Bit>,
+    pub g_valid: Signal<In, Bit>,
+    pub g_ready: Signal<Out, Bit>,
+    pub g_addr: Signal<In, Bits<64>>,
+    pub g_len: Signal<In, Bits<13>>,
+    pub g_inl: Signal<In, Bit>,
 }

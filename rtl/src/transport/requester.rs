@@ -33,6 +33,7 @@ use crate::common::bytemap::{ByteMap, ByteSrc};
 use crate::common::consts::k;
 use crate::transport::key_cache::PipeAdd64;
 use crate::common::lut::Lut8;
+use crate::common::ports::TxPacket;
 use crate::wire::tx_build::{TxHeader, EXT_BITS, MAX_EXT};
 use rnic_driver::host::{
     WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD,
@@ -233,16 +234,9 @@ pub struct Requester {
     pub desc: Signal<In, ReqDesc>,
     pub desc_valid: Signal<In, Bit>,
     pub desc_ready: Signal<Out, Bit>,
-    pub hdr: Signal<Out, TxHeader>,
-    pub hdr_valid: Signal<Out, Bit>,
-    pub hdr_ready: Signal<In, Bit>,
-    /// Gather Path command: `g_len` payload bytes at DMA address `g_addr`.
-    pub g_addr: Signal<Out, Bits<64>>,
-    pub g_len: Signal<Out, Bits<13>>,
-    /// The payload comes from the inline data stream (the WQE's data slots), not from host memory.
-    pub g_inl: Signal<Out, Bit>,
-    pub g_valid: Signal<Out, Bit>,
-    pub g_ready: Signal<In, Bit>,
+    /// Packets out: the header, and the Gather Path command for its payload (`g_len` bytes at DMA address
+    /// `g_addr`, or from the inline data stream when `g_inl`).
+    pub tx: TxPacket,
     pub done: Signal<Out, ReqDone>,
     pub done_valid: Signal<Out, Bit>,
     pub done_ready: Signal<In, Bit>,
@@ -339,14 +333,7 @@ impl Default for Requester {
             desc: Default::default(),
             desc_valid: Default::default(),
             desc_ready: Default::default(),
-            hdr: Default::default(),
-            hdr_valid: Default::default(),
-            hdr_ready: Default::default(),
-            g_addr: Default::default(),
-            g_len: Default::default(),
-            g_inl: Default::default(),
-            g_valid: Default::default(),
-            g_ready: Default::default(),
+            tx: Default::default(),
             done: Default::default(),
             done_valid: Default::default(),
             done_ready: Default::default(),
@@ -452,24 +439,24 @@ impl Logic for Requester {
         self.add_left.clock.next = self.clock.val();
 
         // outputs are registers; a consumer taking one frees it
-        self.hdr.next = self.o_hdr.q.val();
-        self.hdr_valid.next = self.o_hv.q.val();
-        self.g_addr.next = self.o_gaddr.q.val();
-        self.g_len.next = self.o_glen.q.val();
-        self.g_inl.next = self.o_ginl.q.val();
-        self.g_valid.next = self.o_gv.q.val();
+        self.tx.hdr.next = self.o_hdr.q.val();
+        self.tx.hdr_valid.next = self.o_hv.q.val();
+        self.tx.g_addr.next = self.o_gaddr.q.val();
+        self.tx.g_len.next = self.o_glen.q.val();
+        self.tx.g_inl.next = self.o_ginl.q.val();
+        self.tx.g_valid.next = self.o_gv.q.val();
         self.done.next = self.o_done.q.val();
         self.done_valid.next = self.o_dv.q.val();
-        if self.hdr_ready.val() {
+        if self.tx.hdr_ready.val() {
             self.o_hv.d.next = false;
         }
-        if self.g_ready.val() {
+        if self.tx.g_ready.val() {
             self.o_gv.d.next = false;
         }
         if self.done_ready.val() {
             self.o_dv.d.next = false;
         }
-        self.l_out_free.next = (!self.o_hv.q.val() | self.hdr_ready.val()) & (!self.o_gv.q.val() | self.g_ready.val());
+        self.l_out_free.next = (!self.o_hv.q.val() | self.tx.hdr_ready.val()) & (!self.o_gv.q.val() | self.tx.g_ready.val());
 
         // ---- plan: packets, MTU, last packet's length
         self.l_len.next = self.wqe.q.val().len;
@@ -723,25 +710,25 @@ mod tests {
                 self.u.desc.next = d;
                 self.u.desc_valid.next = !sent;
                 let (hr, gr, dr) = (rng.gen_bool(0.7), rng.gen_bool(0.7), rng.gen_bool(0.5));
-                self.u.hdr_ready.next = hr;
-                self.u.g_ready.next = gr;
+                self.u.tx.hdr_ready.next = hr;
+                self.u.tx.g_ready.next = gr;
                 self.u.done_ready.next = dr;
                 simulate(&mut self.u, 200);
                 if !sent && self.u.desc_ready.val() {
                     sent = true;
                 }
-                if self.u.hdr_valid.val() && hr {
-                    hdrs.push(self.u.hdr.val());
+                if self.u.tx.hdr_valid.val() && hr {
+                    hdrs.push(self.u.tx.hdr.val());
                 }
-                if self.u.g_valid.val() && gr {
-                    assert_eq!(self.u.g_inl.val(), d.inl, "the gather command's inline flag is the WQE's");
-                    pending_g.push((self.u.g_addr.val().to_u64(), self.u.g_len.val().to_u64()));
+                if self.u.tx.g_valid.val() && gr {
+                    assert_eq!(self.u.tx.g_inl.val(), d.inl, "the gather command's inline flag is the WQE's");
+                    pending_g.push((self.u.tx.g_addr.val().to_u64(), self.u.tx.g_len.val().to_u64()));
                 }
                 if self.u.done_valid.val() && dr {
                     assert!(got.is_none(), "two done records for one descriptor");
                     got = Some(self.u.done.val());
                 }
-                let drained = !self.u.hdr_valid.val() && !self.u.g_valid.val();
+                let drained = !self.u.tx.hdr_valid.val() && !self.u.tx.g_valid.val();
                 self.clock();
                 // the done record may overtake the last packet's outputs: wait for both
                 if let (Some(done), true) = (got, drained) {

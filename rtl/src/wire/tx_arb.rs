@@ -7,35 +7,18 @@
 
 use rust_hdl::prelude::*;
 
+use crate::common::ports::{TxPacket, TxPacketSink};
+#[cfg(test)]
 use crate::wire::tx_build::TxHeader;
 
 crate::logic_block! {
     pub struct TxReqArb {
         pub clock: Signal<In, Clock>,
-        pub a_hdr: Signal<In, TxHeader>,
-        pub a_hdr_valid: Signal<In, Bit>,
-        pub a_hdr_ready: Signal<Out, Bit>,
-        pub a_g_addr: Signal<In, Bits<64>>,
-        pub a_g_len: Signal<In, Bits<13>>,
-        pub a_g_inl: Signal<In, Bit>,
-        pub a_g_valid: Signal<In, Bit>,
-        pub a_g_ready: Signal<Out, Bit>,
-        pub b_hdr: Signal<In, TxHeader>,
-        pub b_hdr_valid: Signal<In, Bit>,
-        pub b_hdr_ready: Signal<Out, Bit>,
-        pub b_g_addr: Signal<In, Bits<64>>,
-        pub b_g_len: Signal<In, Bits<13>>,
-        pub b_g_inl: Signal<In, Bit>,
-        pub b_g_valid: Signal<In, Bit>,
-        pub b_g_ready: Signal<Out, Bit>,
-        pub hdr: Signal<Out, TxHeader>,
-        pub hdr_valid: Signal<Out, Bit>,
-        pub hdr_ready: Signal<In, Bit>,
-        pub g_addr: Signal<Out, Bits<64>>,
-        pub g_len: Signal<Out, Bits<13>>,
-        pub g_inl: Signal<Out, Bit>,
-        pub g_valid: Signal<Out, Bit>,
-        pub g_ready: Signal<In, Bit>,
+        /// The Requester's packets (a) and the Responder's (b).
+        pub a: TxPacketSink,
+        pub b: TxPacketSink,
+        /// The packet granted: its header to TX Packet Build, its gather command to the Gather Path.
+        pub out: TxPacket,
         /// Waiting for the gather command of the header granted last (from b when `sel_b`).
         locked: DFF<Bit>,
         sel_b: DFF<Bit>,
@@ -50,36 +33,36 @@ impl Logic for TxReqArb {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, locked, sel_b, last_b);
-        self.pick_b.next = self.b_hdr_valid.val() & (!self.a_hdr_valid.val() | !self.last_b.q.val());
+        self.pick_b.next = self.b.hdr_valid.val() & (!self.a.hdr_valid.val() | !self.last_b.q.val());
         // headers: only at a packet boundary
-        self.hdr.next = self.a_hdr.val();
-        self.hdr_valid.next = self.a_hdr_valid.val() & !self.locked.q.val();
+        self.out.hdr.next = self.a.hdr.val();
+        self.out.hdr_valid.next = self.a.hdr_valid.val() & !self.locked.q.val();
         if self.pick_b.val() {
-            self.hdr.next = self.b_hdr.val();
-            self.hdr_valid.next = self.b_hdr_valid.val() & !self.locked.q.val();
+            self.out.hdr.next = self.b.hdr.val();
+            self.out.hdr_valid.next = self.b.hdr_valid.val() & !self.locked.q.val();
         }
-        self.a_hdr_ready.next = self.hdr_ready.val() & !self.locked.q.val() & !self.pick_b.val();
-        self.b_hdr_ready.next = self.hdr_ready.val() & !self.locked.q.val() & self.pick_b.val();
-        self.has_pay.next = self.hdr.val().pay_len != self.zero13.val();
-        if self.hdr_valid.val() & self.hdr_ready.val() {
+        self.a.hdr_ready.next = self.out.hdr_ready.val() & !self.locked.q.val() & !self.pick_b.val();
+        self.b.hdr_ready.next = self.out.hdr_ready.val() & !self.locked.q.val() & self.pick_b.val();
+        self.has_pay.next = self.out.hdr.val().pay_len != self.zero13.val();
+        if self.out.hdr_valid.val() & self.out.hdr_ready.val() {
             self.last_b.d.next = self.pick_b.val();
             self.sel_b.d.next = self.pick_b.val();
             self.locked.d.next = self.has_pay.val();
         }
         // gather commands: only the locked source's
-        self.g_addr.next = self.a_g_addr.val();
-        self.g_len.next = self.a_g_len.val();
-        self.g_inl.next = self.a_g_inl.val();
-        self.g_valid.next = self.a_g_valid.val() & self.locked.q.val() & !self.sel_b.q.val();
+        self.out.g_addr.next = self.a.g_addr.val();
+        self.out.g_len.next = self.a.g_len.val();
+        self.out.g_inl.next = self.a.g_inl.val();
+        self.out.g_valid.next = self.a.g_valid.val() & self.locked.q.val() & !self.sel_b.q.val();
         if self.sel_b.q.val() {
-            self.g_addr.next = self.b_g_addr.val();
-            self.g_len.next = self.b_g_len.val();
-            self.g_inl.next = self.b_g_inl.val();
-            self.g_valid.next = self.b_g_valid.val() & self.locked.q.val();
+            self.out.g_addr.next = self.b.g_addr.val();
+            self.out.g_len.next = self.b.g_len.val();
+            self.out.g_inl.next = self.b.g_inl.val();
+            self.out.g_valid.next = self.b.g_valid.val() & self.locked.q.val();
         }
-        self.a_g_ready.next = self.g_ready.val() & self.locked.q.val() & !self.sel_b.q.val();
-        self.b_g_ready.next = self.g_ready.val() & self.locked.q.val() & self.sel_b.q.val();
-        if self.g_valid.val() & self.g_ready.val() {
+        self.a.g_ready.next = self.out.g_ready.val() & self.locked.q.val() & !self.sel_b.q.val();
+        self.b.g_ready.next = self.out.g_ready.val() & self.locked.q.val() & self.sel_b.q.val();
+        if self.out.g_valid.val() & self.out.g_ready.val() {
             self.locked.d.next = false;
         }
     }
@@ -125,26 +108,26 @@ mod tests {
                 }
                 h
             };
-            u.a_hdr.next = mk(pk[0].front());
-            u.a_hdr_valid.next = !pk[0].is_empty();
-            u.b_hdr.next = mk(pk[1].front());
-            u.b_hdr_valid.next = !pk[1].is_empty();
+            u.a.hdr.next = mk(pk[0].front());
+            u.a.hdr_valid.next = !pk[0].is_empty();
+            u.b.hdr.next = mk(pk[1].front());
+            u.b.hdr_valid.next = !pk[1].is_empty();
             let ga = gq[0].front().copied();
             let gb = gq[1].front().copied();
-            u.a_g_valid.next = ga.is_some();
-            u.a_g_addr.next = bits(ga.map_or(0, |g| g.0));
-            u.a_g_len.next = bits(ga.map_or(0, |g| g.1));
-            u.b_g_valid.next = gb.is_some();
-            u.b_g_addr.next = bits(gb.map_or(0, |g| g.0));
-            u.b_g_len.next = bits(gb.map_or(0, |g| g.1));
-            u.hdr_ready.next = rng.gen_bool(0.7);
-            u.g_ready.next = rng.gen_bool(0.7);
+            u.a.g_valid.next = ga.is_some();
+            u.a.g_addr.next = bits(ga.map_or(0, |g| g.0));
+            u.a.g_len.next = bits(ga.map_or(0, |g| g.1));
+            u.b.g_valid.next = gb.is_some();
+            u.b.g_addr.next = bits(gb.map_or(0, |g| g.0));
+            u.b.g_len.next = bits(gb.map_or(0, |g| g.1));
+            u.out.hdr_ready.next = rng.gen_bool(0.7);
+            u.out.g_ready.next = rng.gen_bool(0.7);
             simulate(&mut u, 100);
-            if u.hdr_valid.val() && u.hdr_ready.val() {
-                let h = u.hdr.val();
+            if u.out.hdr_valid.val() && u.out.hdr_ready.val() {
+                let h = u.out.hdr.val();
                 let id = h.dest_qpn.to_u64() << 32 | h.psn.to_u64();
                 let s = (id >> 32) as usize;
-                assert!(if s == 0 { u.a_hdr_ready.val() } else { u.b_hdr_ready.val() });
+                assert!(if s == 0 { u.a.hdr_ready.val() } else { u.b.hdr_ready.val() });
                 let p = pk[s].pop_front().unwrap();
                 assert_eq!(p.0, id);
                 if p.1 > 0 {
@@ -152,8 +135,8 @@ mod tests {
                 }
                 count[s] += 1;
             }
-            if u.g_valid.val() && u.g_ready.val() {
-                let (a, l) = (u.g_addr.val().to_u64(), u.g_len.val().to_u64());
+            if u.out.g_valid.val() && u.out.g_ready.val() {
+                let (a, l) = (u.out.g_addr.val().to_u64(), u.out.g_len.val().to_u64());
                 let s = (a >> 32) as usize;
                 assert_eq!(gq[s].pop_front(), Some((a, l)));
                 assert_eq!(hdrs.pop_front(), Some((a, l)), "gather commands in header order");

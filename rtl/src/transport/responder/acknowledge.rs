@@ -12,6 +12,7 @@
 use rust_hdl::prelude::*;
 
 use crate::common::consts::k;
+use crate::common::ports::TxPacket;
 use crate::transport::qp_context::QpStatic;
 use crate::wire::tx_build::{TxHeader, EXT_BITS};
 
@@ -36,13 +37,7 @@ crate::logic_block! {
         pub free: Signal<Out, Bit>,
         pub busy: Signal<Out, Bit>,
         /// To TX Packet Build (through the TX request arbiter) and to the Gather Path.
-        pub tx_hdr: Signal<Out, TxHeader>,
-        pub tx_hdr_valid: Signal<Out, Bit>,
-        pub tx_hdr_ready: Signal<In, Bit>,
-        pub g_valid: Signal<Out, Bit>,
-        pub g_ready: Signal<In, Bit>,
-        pub g_addr: Signal<Out, Bits<64>>,
-        pub g_len: Signal<Out, Bits<13>>,
+        pub out: TxPacket,
 
         o_hdr: DFF<TxHeader>,
         o_hv: DFF<Bit>,
@@ -57,19 +52,20 @@ impl Logic for RespTx {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, o_hdr, o_hv, o_gv, o_gaddr, o_glen);
-        self.tx_hdr.next = self.o_hdr.q.val();
-        self.tx_hdr_valid.next = self.o_hv.q.val();
-        self.g_valid.next = self.o_gv.q.val();
-        self.g_addr.next = self.o_gaddr.q.val();
-        self.g_len.next = self.o_glen.q.val();
+        self.out.hdr.next = self.o_hdr.q.val();
+        self.out.hdr_valid.next = self.o_hv.q.val();
+        self.out.g_valid.next = self.o_gv.q.val();
+        self.out.g_addr.next = self.o_gaddr.q.val();
+        self.out.g_len.next = self.o_glen.q.val();
+        self.out.g_inl.next = false;
         self.busy.next = self.o_hv.q.val() | self.o_gv.q.val();
-        if self.tx_hdr_ready.val() {
+        if self.out.hdr_ready.val() {
             self.o_hv.d.next = false;
         }
-        if self.g_ready.val() {
+        if self.out.g_ready.val() {
             self.o_gv.d.next = false;
         }
-        self.free.next = (!self.o_hv.q.val() | self.tx_hdr_ready.val()) & (!self.o_gv.q.val() | self.g_ready.val());
+        self.free.next = (!self.o_hv.q.val() | self.out.hdr_ready.val()) & (!self.o_gv.q.val() | self.out.g_ready.val());
         if self.go.val() {
             self.o_hv.d.next = true;
             self.o_hdr.d.next.dst_mac = self.st.val().remote_mac;
@@ -127,29 +123,29 @@ mod tests {
         crate::tick!(&mut u);
         u.go.next = false;
         u.g_go.next = false;
-        let h = u.tx_hdr.val();
-        assert!(u.tx_hdr_valid.val() && u.g_valid.val() && u.busy.val() && !u.free.val());
+        let h = u.out.hdr.val();
+        assert!(u.out.hdr_valid.val() && u.out.g_valid.val() && u.busy.val() && !u.free.val());
         assert_eq!((h.dst_mac.to_u64(), h.src_ip.to_u64(), h.udp_sport.to_u64(), h.dest_qpn.to_u64()), (0x0200_0000_0002, 0x0A00_0002, 0xC000, 0x11));
         assert_eq!((h.opcode.to_u64(), h.psn.to_u64(), h.pay_len.to_u64()), (0x0D, 0x123, 1024));
-        assert_eq!((u.g_addr.val().to_u64(), u.g_len.val().to_u64()), (0x8000, 1024));
+        assert_eq!((u.out.g_addr.val().to_u64(), u.out.g_len.val().to_u64()), (0x8000, 1024));
         // the header taken first: still not free while the gather command waits
-        u.tx_hdr_ready.next = true;
+        u.out.hdr_ready.next = true;
         crate::tick!(&mut u);
-        u.tx_hdr_ready.next = false;
+        u.out.hdr_ready.next = false;
         simulate(&mut u, 20);
-        assert!(!u.tx_hdr_valid.val() && u.g_valid.val() && !u.free.val() && u.busy.val());
-        u.g_ready.next = true;
+        assert!(!u.out.hdr_valid.val() && u.out.g_valid.val() && !u.free.val() && u.busy.val());
+        u.out.g_ready.next = true;
         simulate(&mut u, 20);
         assert!(u.free.val() && u.busy.val(), "free as it is taken, busy by the register");
         crate::tick!(&mut u);
-        u.g_ready.next = false;
+        u.out.g_ready.next = false;
         simulate(&mut u, 20);
-        assert!(!u.g_valid.val() && u.free.val() && !u.busy.val());
+        assert!(!u.out.g_valid.val() && u.free.val() && !u.busy.val());
         // an ACK: no gather command
         u.go.next = true;
         u.pay_len.next = bits(0);
         crate::tick!(&mut u);
         u.go.next = false;
-        assert!(u.tx_hdr_valid.val() && !u.g_valid.val());
+        assert!(u.out.hdr_valid.val() && !u.out.g_valid.val());
     }
 }

@@ -1,9 +1,9 @@
 //! Responder (rxe `rxe_resp.c` `rxe_responder`, as `testbench::model::responder` implements it), RC only:
 //! request packets in (`hdr_*` + `pay` from RX Parse; the top routes request opcodes here), ACK / NAK / RNR NAK
-//! / READ RESPONSE / ATOMIC ACKNOWLEDGE headers out (`tx_hdr*`, with gather commands `g_*` for read-response
+//! / READ RESPONSE / ATOMIC ACKNOWLEDGE headers out (`tx_pkt`, with the gather commands for read-response
 //! payload, issued with their header and in order), SEND/WRITE payload and an atomic's new value to the Scatter
 //! Path (`s_*` + `s_pay`), receive completions to CQE Generation (`cq`), receive WQEs and atomic targets read
-//! through a DMA read port (`rd_*`).
+//! through a DMA read port (`dma`).
 //!
 //! **Stages** (each a block in this folder, with its unit test beside it), sequenced by the state machine here,
 //! one packet at a time:
@@ -65,7 +65,7 @@
 
 use rust_hdl::prelude::*;
 
-use crate::common::ports::DmaRead;
+use crate::common::ports::{DmaRead, TxPacket};
 
 use crate::common::axis::{AxisSink, AxisSource};
 use crate::common::consts::k;
@@ -74,7 +74,7 @@ use crate::common::fifo::SdpRam;
 use crate::transport::key_cache::{KcWrite, PipeAdd64, PD_BITS};
 use crate::transport::qp_context::QpStatic;
 use crate::wire::rx_parse::RxHeader;
-use crate::wire::tx_build::{TxHeader, EXT_BITS};
+use crate::wire::tx_build::EXT_BITS;
 use rnic_driver::host::{wc_opcode_code, wc_status_code};
 use testbench::model::{WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED};
@@ -157,15 +157,9 @@ crate::logic_block! {
         /// The Scatter Path has no command and no beat left to write (every beat it was given is out on the DMA
         /// write port): a READ response or an atomic's read is issued only then, after the payload mover is done.
         pub s_idle: Signal<In, Bit>,
-        /// Response headers (ACK, NAK, RNR NAK, READ RESPONSE) to TX Packet Build.
-        pub tx_hdr: Signal<Out, TxHeader>,
-        pub tx_hdr_valid: Signal<Out, Bit>,
-        pub tx_hdr_ready: Signal<In, Bit>,
-        /// Gather commands for read-response payload (issued with their header, in order).
-        pub g_valid: Signal<Out, Bit>,
-        pub g_ready: Signal<In, Bit>,
-        pub g_addr: Signal<Out, Bits<64>>,
-        pub g_len: Signal<Out, Bits<13>>,
+        /// Response headers (ACK, NAK, RNR NAK, READ RESPONSE, ATOMIC ACKNOWLEDGE) to TX Packet Build, with the
+        /// gather commands for read-response payload (issued with their header, in order).
+        pub tx_pkt: TxPacket,
         /// Receive completions to CQE Generation.
         pub cq: CqSource,
         /// Event counters (`CNT_*`) and the reason of the last QP lookup drop.
@@ -452,13 +446,7 @@ impl Logic for Responder {
         self.tx.g_go.next = false;
         self.tx.g_in_addr.next = self.rd.g_addr.val();
         self.tx.g_in_len.next = self.rd.g_len.val();
-        self.tx.tx_hdr_ready.next = self.tx_hdr_ready.val();
-        self.tx.g_ready.next = self.g_ready.val();
-        self.tx_hdr.next = self.tx.tx_hdr.val();
-        self.tx_hdr_valid.next = self.tx.tx_hdr_valid.val();
-        self.g_valid.next = self.tx.g_valid.val();
-        self.g_addr.next = self.tx.g_addr.val();
-        self.g_len.next = self.tx.g_len.val();
+        TxPacket::link(&mut self.tx_pkt, &mut self.tx.out);
         // the fast path (fast_path.rs): whether the header on offer is the hot QP's next WRITE MIDDLE/LAST; it
         // goes into a register (h_fast), never into the state choice of the same cycle
         self.fp.hdr.next = self.hdr.val();

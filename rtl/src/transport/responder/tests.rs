@@ -1,7 +1,7 @@
 use super::*;
 use crate::common::axis::beat_of;
 use crate::transport::qp_context::QpStatic;
-use crate::wire::tx_build::tx_header_of;
+use crate::wire::tx_build::{tx_header_of, TxHeader};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{HashMap, VecDeque};
@@ -213,8 +213,8 @@ impl Rig {
                     self.rng.gen_ratio(2, 3),
                 )
             };
-            self.u.tx_hdr_ready.next = tr;
-            self.u.g_ready.next = gr;
+            self.u.tx_pkt.hdr_ready.next = tr;
+            self.u.tx_pkt.g_ready.next = gr;
             self.u.s_ready.next = sr;
             self.u.s_pay.tready.next = pr;
             // idle: every scatter command's payload is in (and so in `mem`)
@@ -253,12 +253,12 @@ impl Rig {
                 dma.pop_front();
                 quiet = 0;
             }
-            if self.u.tx_hdr_valid.val() && tr {
-                hdrs.push(self.u.tx_hdr.val());
+            if self.u.tx_pkt.hdr_valid.val() && tr {
+                hdrs.push(self.u.tx_pkt.hdr.val());
                 quiet = 0;
             }
-            if self.u.g_valid.val() && gr {
-                let (a, l) = (self.u.g_addr.val().to_u64(), self.u.g_len.val().to_u64());
+            if self.u.tx_pkt.g_valid.val() && gr {
+                let (a, l) = (self.u.tx_pkt.g_addr.val().to_u64(), self.u.tx_pkt.g_len.val().to_u64());
                 gcmds.push_back((a, l, self.mem_read(a, l as usize)));
                 quiet = 0;
             }
