@@ -38,7 +38,7 @@ use rust_hdl::prelude::*;
 use crate::wire::arp::ArpResponder;
 use crate::wire::icmp::IcmpEcho;
 use crate::common::axis::{AxisSink, AxisSource};
-use crate::common::ports::{DmaRead, DmaWrite, TxPacket};
+use crate::common::ports::{DmaRead, DmaWrite, ScatterCmd, TxPacket};
 use crate::transport::completer::Completer;
 use crate::common::consts::k;
 use crate::common::axis_slice::{AxisSlice, HoldReg};
@@ -730,10 +730,7 @@ impl Logic for Rnic {
         self.sq.rw_qpn.next = self.front.sq_rw_qpn.val();
         self.sq.rw_idx.next = self.front.sq_rw_idx.val();
         // completer: read-response payload to the Scatter Path, completions to CQE Generation
-        self.scat.s_valid.next = self.comp.s_valid.val();
-        self.comp.s_ready.next = self.scat.s_ready.val();
-        self.scat.s_addr.next = self.comp.s_addr.val();
-        self.scat.s_len.next = self.comp.s_len.val();
+        ScatterCmd::join(&mut self.comp.s_cmd, &mut self.scat.cmd);
         self.scat.s_axis.tdata.next = self.comp.s_pay.tdata.val();
         self.scat.s_axis.tkeep.next = self.comp.s_pay.tkeep.val();
         self.scat.s_axis.tlast.next = self.comp.s_pay.tlast.val();
@@ -769,11 +766,8 @@ impl Logic for Rnic {
         self.txb.hdr_valid.next = self.txarb.out.hdr_valid.val();
         self.txarb.out.hdr_ready.next = self.txb.hdr_ready.val();
         // the Responder's scatter commands and payload
-        self.scat2.s_valid.next = self.resp.s_valid.val();
-        self.resp.s_ready.next = self.scat2.s_ready.val();
+        ScatterCmd::join(&mut self.resp.s_cmd, &mut self.scat2.cmd);
         self.resp.s_idle.next = self.scat2.idle.val();
-        self.scat2.s_addr.next = self.resp.s_addr.val();
-        self.scat2.s_len.next = self.resp.s_len.val();
         self.scat2.s_axis.tdata.next = self.resp.s_pay.tdata.val();
         self.scat2.s_axis.tkeep.next = self.resp.s_pay.tkeep.val();
         self.scat2.s_axis.tlast.next = self.resp.s_pay.tlast.val();

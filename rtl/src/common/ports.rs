@@ -9,6 +9,8 @@
 //!   beat marked.
 //! * [`TxPacket`] / [`TxPacketSink`]: a packet to send, its header for TX Packet Build and its payload's
 //!   gather command for the Gather Path, kept paired.
+//! * [`ScatterCmd`] / [`ScatterCmdSink`]: a Scatter Path command (host byte address, length); its payload
+//!   follows on an AXI stream.
 
 use rust_hdl::prelude::*;
 
@@ -134,4 +136,25 @@ pub struct TxPacketSink {
     pub g_addr: Signal<In, Bits<64>>,
     pub g_len: Signal<In, Bits<13>>,
     pub g_inl: Signal<In, Bit>,
+}
+
+/// A Scatter Path command: `len` bytes (0..=4096) to host byte address `addr`, the payload on the AXI stream
+/// beside it. The Responder and the Completer are sources; their Scatter Paths are the sinks.
+#[derive(LogicInterface, Default)]
+#[join = "ScatterCmdSink"]
+pub struct ScatterCmd {
+    pub valid: Signal<Out, Bit>,
+    pub ready: Signal<In, Bit>,
+    pub addr: Signal<Out, Bits<64>>,
+    pub len: Signal<Out, Bits<13>>,
+}
+
+/// The serving side of [`ScatterCmd`].
+#[derive(LogicInterface, Default)]
+#[join = "ScatterCmd"]
+pub struct ScatterCmdSink {
+    pub valid: Signal<In, Bit>,
+    pub ready: Signal<Out, Bit>,
+    pub addr: Signal<In, Bits<64>>,
+    pub len: Signal<In, Bits<13>>,
 }

@@ -29,7 +29,7 @@
 
 use crate::common::axis::AxisSink;
 use crate::common::consts::{k, keep_thermo};
-use crate::common::ports::DmaWrite;
+use crate::common::ports::{DmaWrite, ScatterCmdSink};
 use rust_hdl::prelude::*;
 
 crate::logic_block! {
@@ -37,10 +37,7 @@ crate::logic_block! {
     pub struct ScatterPath {
         pub clock: Signal<In, Clock>,
         /// Commands: host byte address, length in bytes (0..=4096).
-        pub s_valid: Signal<In, Bit>,
-        pub s_ready: Signal<Out, Bit>,
-        pub s_addr: Signal<In, Bits<64>>,
-        pub s_len: Signal<In, Bits<13>>,
+        pub cmd: ScatterCmdSink,
         /// The payload: ceil(len / 64) beats per command of length len.
         pub s_axis: AxisSink,
         /// DMA writes: 64-byte-aligned beat address, data, byte strobes, `last` on a command's last beat.
@@ -210,8 +207,8 @@ impl Logic for ScatterPath {
         // while the stages after it wait) or when the pipeline advances with its last stage free or nothing
         // active; a command offered with P1 and P3 full and a command active waits a cycle past the one
         // whose last beat frees the pipeline
-        self.s_ready.next = !self.p1_v.q.val() | !self.p3_v.q.val() | !self.act.q.val();
-        self.nonzero.next = self.s_len.val() != self.k0_13.val();
+        self.cmd.ready.next = !self.p1_v.q.val() | !self.p3_v.q.val() | !self.act.q.val();
+        self.nonzero.next = self.cmd.len.val() != self.k0_13.val();
         self.len6.next = self.p1_len.q.val().get_bits::<6>(0);
         self.s1.next = self.p1_addr.q.val().get_bits::<6>(0);
         self.hi_in.next = self.p1_addr.q.val().get_bits::<51>(13);
@@ -226,9 +223,9 @@ impl Logic for ScatterPath {
         }
         if self.adv.val() | !self.p1_v.q.val() {
             // P1: capture (a command of length 0 leaves no trace)
-            self.p1_v.d.next = self.s_valid.val() & self.s_ready.val() & self.nonzero.val();
-            self.p1_addr.d.next = self.s_addr.val();
-            self.p1_len.d.next = self.s_len.val();
+            self.p1_v.d.next = self.cmd.valid.val() & self.cmd.ready.val() & self.nonzero.val();
+            self.p1_addr.d.next = self.cmd.addr.val();
+            self.p1_len.d.next = self.cmd.len.val();
         }
         if self.adv.val() {
             // P2: shift, first strobes, payload beats, bytes missing from the last payload beat, high part + 1
@@ -374,10 +371,10 @@ mod tests {
         let (mut cycle, mut progress, mut after) = (0u64, 0u64, 0);
         loop {
             let sv = ci < segs.len() && rng.gen_ratio(pace.cmd, 1000);
-            u.s_valid.next = sv;
+            u.cmd.valid.next = sv;
             let s = segs[ci.min(segs.len() - 1)];
-            u.s_addr.next = bits::<64>(HOST.wrapping_add(s.addr));
-            u.s_len.next = bits::<13>(s.len as u64);
+            u.cmd.addr.next = bits::<64>(HOST.wrapping_add(s.addr));
+            u.cmd.len.next = bits::<13>(s.len as u64);
             let pv = pi < stream.len() && rng.gen_ratio(pace.resp_valid, 1000);
             u.s_axis.tvalid.next = pv;
             if pv {
@@ -398,7 +395,7 @@ mod tests {
                 let taken = segs[..ci].iter().filter(|s| s.len > 0).count();
                 assert_eq!(wr.next, taken, "cycle {cycle}: idle with a command taken and not written");
             }
-            if sv && u.s_ready.val() {
+            if sv && u.cmd.ready.val() {
                 ci += 1;
             }
             if pv && u.s_axis.tready.val() {
@@ -520,17 +517,17 @@ mod tests {
         let mut wr = DmaWriter::new(&segs);
         let (mut ci, mut pi, mut errs) = (0, 0, 0);
         for cycle in 0..20_000u64 {
-            u.s_valid.next = ci < segs.len();
+            u.cmd.valid.next = ci < segs.len();
             let s = segs[ci.min(segs.len() - 1)];
-            u.s_addr.next = bits::<64>(HOST.wrapping_add(s.addr));
-            u.s_len.next = bits::<13>(s.len as u64);
+            u.cmd.addr.next = bits::<64>(HOST.wrapping_add(s.addr));
+            u.cmd.len.next = bits::<13>(s.len as u64);
             u.s_axis.tvalid.next = pi < beats.len();
             u.s_axis.tdata.next = beat_of(&beats[pi.min(beats.len() - 1)]).0;
             u.s_axis.tlast.next = true;
             u.dma.ready.next = rng.gen_ratio(3, 4);
             u.clock.next = false.into();
             assert!(simulate(&mut u, 50));
-            if u.s_valid.val() && u.s_ready.val() {
+            if u.cmd.valid.val() && u.cmd.ready.val() {
                 ci += 1;
             }
             if u.s_axis.tvalid.val() && u.s_axis.tready.val() {
@@ -586,10 +583,10 @@ mod tests {
             g.g_tag.next = bits::<8>(f.tag as u64);
             dma.drive(&mut g, &src, cycle, &pace, &mut rng);
             let sv = si < to.len() && rng.gen_ratio(pace.cmd, 1000);
-            sc.s_valid.next = sv;
+            sc.cmd.valid.next = sv;
             let t = to[si.min(to.len() - 1)];
-            sc.s_addr.next = bits::<64>(HOST.wrapping_add(t.addr));
-            sc.s_len.next = bits::<13>(t.len as u64);
+            sc.cmd.addr.next = bits::<64>(HOST.wrapping_add(t.addr));
+            sc.cmd.len.next = bits::<13>(t.len as u64);
             sc.dma.ready.next = rng.gen_ratio(pace.out_ready, 1000);
             g.clock.next = false.into();
             sc.clock.next = false.into();
@@ -605,7 +602,7 @@ mod tests {
             if gv && g.g_ready.val() {
                 gi += 1;
             }
-            if sv && sc.s_ready.val() {
+            if sv && sc.cmd.ready.val() {
                 si += 1;
             }
             dma.sample(&g, cycle, &pace, &mut next_req);

@@ -2,7 +2,7 @@
 //! the requester is done with ([`ReqIssued`], `iss_*`) wait in a per-QP list until their responses
 //! (`hdr_*` + `pay`: RC ACKNOWLEDGE, ATOMIC ACKNOWLEDGE, RDMA READ RESPONSE FIRST/MIDDLE/LAST/ONLY) retire
 //! them; completions go to CQE Generation (`cq`, formed as the golden `send_cqe`), read-response payload
-//! to the Scatter Path (`s_*`, `s_pay`).
+//! to the Scatter Path (`s_cmd`, `s_pay`).
 //!
 //! **Stages** (each a block in this folder, with its unit test beside it), sequenced by the event machine here,
 //! one event at a time (a response, a record from the Requester, a timer, a QP-table write):
@@ -97,7 +97,7 @@ pub use timer::{rnr_units_table, timeout_units_table, CompTmr, TIMEOUT_LOG2_MAX,
 pub mod payload;
 use payload::RespPayload;
 pub mod cqe;
-use crate::common::ports::CqSource;
+use crate::common::ports::{CqSource, ScatterCmd};
 use cqe::CompCqe;
 pub mod feedback;
 use feedback::ReqFeedback;
@@ -166,10 +166,7 @@ crate::logic_block! {
         /// And the QP's READ/atomic WQEs retired (`fin`), with the window.
         pub win_fin: Signal<Out, Bits<8>>,
         /// Scatter commands (read-response payload placement) and their payload.
-        pub s_valid: Signal<Out, Bit>,
-        pub s_ready: Signal<In, Bit>,
-        pub s_addr: Signal<Out, Bits<64>>,
-        pub s_len: Signal<Out, Bits<13>>,
+        pub s_cmd: ScatterCmd,
         pub s_pay: AxisSource,
         /// Completions to CQE Generation.
         pub cq: CqSource,
@@ -317,9 +314,9 @@ impl Logic for Completer {
         // ---- defaults ----
         self.iss_ready.next = false;
         self.hdr_ready.next = false;
-        self.s_valid.next = false;
-        self.s_addr.next = self.rp.addr.val();
-        self.s_len.next = self.ri.plen.val();
+        self.s_cmd.valid.next = false;
+        self.s_cmd.addr.next = self.rp.addr.val();
+        self.s_cmd.len.next = self.ri.plen.val();
 
         // ---- payload (payload.rs): the last header's payload into the payload FIFO (or dropped); the FIFO to the
         // Scatter Path, so that the next header is taken while the Scatter Path still plans and writes this one ----
@@ -706,8 +703,8 @@ impl Logic for Completer {
                 self.rp.restart.next = true;
                 if self.rp.fast.val() {
                     // an in-order MIDDLE or LAST of the hot QP's READ that fits: the outcome is known
-                    self.s_valid.next = true;
-                    if self.s_ready.val() {
+                    self.s_cmd.valid.next = true;
+                    if self.s_cmd.ready.val() {
                         self.pl.fwd.next = true;
                         self.paypend.d.next = false;
                         self.state.d.next = CompState::FEnd;
@@ -808,10 +805,10 @@ impl Logic for Completer {
             CompState::AtCmd => {
                 // one 8-byte Scatter command at the WQE's (translated) local address; its beat in the next
                 // state (the Scatter Path's ready, which the DMA write grant drives, moves only the state)
-                self.s_addr.next = self.rec.q.val().laddr;
-                self.s_len.next = self.k8_13.val();
-                self.s_valid.next = true;
-                if self.s_ready.val() {
+                self.s_cmd.addr.next = self.rec.q.val().laddr;
+                self.s_cmd.len.next = self.k8_13.val();
+                self.s_cmd.valid.next = true;
+                if self.s_cmd.ready.val() {
                     self.state.d.next = CompState::AtPush;
                 }
             }
@@ -840,8 +837,8 @@ impl Logic for Completer {
                 }
             }
             CompState::FCmd => {
-                self.s_valid.next = true;
-                if self.s_ready.val() {
+                self.s_cmd.valid.next = true;
+                if self.s_cmd.ready.val() {
                     self.pl.fwd.next = true;
                     self.paypend.d.next = false;
                     self.state.d.next = CompState::FEnd;
@@ -1096,8 +1093,8 @@ impl Logic for Completer {
                 }
             }
             CompState::SCmd => {
-                self.s_valid.next = true;
-                if self.s_ready.val() {
+                self.s_cmd.valid.next = true;
+                if self.s_cmd.ready.val() {
                     self.pl.fwd.next = true;
                     self.paypend.d.next = false;
                     self.state.d.next = CompState::RdEnd;

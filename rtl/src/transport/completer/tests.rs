@@ -185,7 +185,7 @@ impl Rig {
             }
             self.u.pay.tvalid.next = pv;
             let (sr, tr, cr) = (self.rng.gen_ratio(2, 3), self.rng.gen_ratio(2, 3), self.rng.gen_ratio(2, 3));
-            self.u.s_ready.next = sr;
+            self.u.s_cmd.ready.next = sr;
             self.u.s_pay.tready.next = tr;
             self.u.cq.ready.next = cr;
             let rwr = self.rng.gen_ratio(1, 2);
@@ -252,8 +252,8 @@ impl Rig {
                 beats.pop_front();
                 quiet = 0;
             }
-            if self.u.s_valid.val() && sr {
-                cmds.push_back((self.u.s_addr.val().to_u64(), self.u.s_len.val().to_u64()));
+            if self.u.s_cmd.valid.val() && sr {
+                cmds.push_back((self.u.s_cmd.addr.val().to_u64(), self.u.s_cmd.len.val().to_u64()));
                 quiet = 0;
             }
             if self.u.s_pay.tvalid.val() && tr {

@@ -2,7 +2,7 @@
 //! request packets in (`hdr_*` + `pay` from RX Parse; the top routes request opcodes here), ACK / NAK / RNR NAK
 //! / READ RESPONSE / ATOMIC ACKNOWLEDGE headers out (`tx_pkt`, with the gather commands for read-response
 //! payload, issued with their header and in order), SEND/WRITE payload and an atomic's new value to the Scatter
-//! Path (`s_*` + `s_pay`), receive completions to CQE Generation (`cq`), receive WQEs and atomic targets read
+//! Path (`s_cmd` + `s_pay`), receive completions to CQE Generation (`cq`), receive WQEs and atomic targets read
 //! through a DMA read port (`dma`).
 //!
 //! **Stages** (each a block in this folder, with its unit test beside it), sequenced by the state machine here,
@@ -97,7 +97,7 @@ use acknowledge::RespTx;
 pub mod completion;
 pub mod key_check;
 use key_check::KeyCheck;
-use crate::common::ports::CqSource;
+use crate::common::ports::{CqSource, ScatterCmd};
 use completion::RecvCompletion;
 use atomic::AtomicRmw;
 use read_reply::ReadReply;
@@ -149,10 +149,7 @@ crate::logic_block! {
         /// Receive WQE fetch (one 64-byte beat per request).
         pub dma: DmaRead,
         /// Scatter commands (SEND / WRITE payload placement) and the payload.
-        pub s_valid: Signal<Out, Bit>,
-        pub s_ready: Signal<In, Bit>,
-        pub s_addr: Signal<Out, Bits<64>>,
-        pub s_len: Signal<Out, Bits<13>>,
+        pub s_cmd: ScatterCmd,
         pub s_pay: AxisSource,
         /// The Scatter Path has no command and no beat left to write (every beat it was given is out on the DMA
         /// write port): a READ response or an atomic's read is issued only then, after the payload mover is done.
@@ -463,9 +460,9 @@ impl Logic for Responder {
         self.fp.mtu.next = self.tk.mtu.val();
         self.fp.take.next = false;
         self.fp.kill.next = self.attr_we.val();
-        self.s_valid.next = self.o_sv.q.val();
-        self.s_addr.next = self.o_saddr.q.val();
-        self.s_len.next = self.tk.plen.val();
+        self.s_cmd.valid.next = self.o_sv.q.val();
+        self.s_cmd.addr.next = self.o_saddr.q.val();
+        self.s_cmd.len.next = self.tk.plen.val();
         // a receive completion (completion.rs) goes out once the payload in the mover when it was raised is
         // through: after every payload byte handed on before it; the state machine need not wait for it (a
         // SEND's or a WITH IMMEDIATE's goes on to the ACK and the next packet; a later completion waits for it)
@@ -605,7 +602,7 @@ impl Logic for Responder {
         }
         // a Scatter command or the atomic's beat taken: its valid drops, and the states move on by the register
         // (the Scatter Path's readies, which the DMA write grant drives, never reach the state)
-        if self.o_sv.q.val() & self.s_ready.val() {
+        if self.o_sv.q.val() & self.s_cmd.ready.val() {
             self.o_sv.d.next = false;
         }
         match self.state.q.val() {

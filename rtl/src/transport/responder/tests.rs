@@ -215,7 +215,7 @@ impl Rig {
             };
             self.u.tx_pkt.hdr_ready.next = tr;
             self.u.tx_pkt.g_ready.next = gr;
-            self.u.s_ready.next = sr;
+            self.u.s_cmd.ready.next = sr;
             self.u.s_pay.tready.next = pr;
             // idle: every scatter command's payload is in (and so in `mem`)
             self.u.s_idle.next = scmds.is_empty() && cur.is_none();
@@ -262,8 +262,8 @@ impl Rig {
                 gcmds.push_back((a, l, self.mem_read(a, l as usize)));
                 quiet = 0;
             }
-            if self.u.s_valid.val() && sr {
-                scmds.push_back((self.u.s_addr.val().to_u64(), self.u.s_len.val().to_u64()));
+            if self.u.s_cmd.valid.val() && sr {
+                scmds.push_back((self.u.s_cmd.addr.val().to_u64(), self.u.s_cmd.len.val().to_u64()));
                 quiet = 0;
             }
             if self.u.s_pay.tvalid.val() && pr {

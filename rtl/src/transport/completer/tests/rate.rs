@@ -43,7 +43,7 @@ fn read_stream(mtu: u32, npk: u32, last: u32, qps: u32, nreads: usize, window: u
         recs.push(r);
     }
     let u = &mut rig.u;
-    u.s_ready.next = true;
+    u.s_cmd.ready.next = true;
     u.s_pay.tready.next = true;
     u.cq.ready.next = true;
     let mut iq: VecDeque<ReqIssued> = recs.iter().take(window).copied().collect();
@@ -119,8 +119,8 @@ fn read_stream(mtu: u32, npk: u32, last: u32, qps: u32, nreads: usize, window: u
                 new_pay = false;
             }
         }
-        if u.s_valid.val() {
-            cmds.push_back((u.s_addr.val().to_u64(), u.s_len.val().to_u64()));
+        if u.s_cmd.valid.val() {
+            cmds.push_back((u.s_cmd.addr.val().to_u64(), u.s_cmd.len.val().to_u64()));
         }
         if u.s_pay.tvalid.val() {
             let c = cur.get_or_insert_with(|| (cmds.pop_front().expect("payload before its command").0, Vec::new()));
@@ -213,7 +213,7 @@ fn responses_after_a_gap_are_dropped_at_line_rate() {
     // the rest of both READs as the peer sent them before the go-back-N reached it, back to back (A's: a
     // gap, B's: implied NAKs before progress), everything ready
     let u = &mut rig.u;
-    u.s_ready.next = true;
+    u.s_cmd.ready.next = true;
     u.s_pay.tready.next = true;
     u.cq.ready.next = true;
     u.rw_ready.next = true;
@@ -244,7 +244,7 @@ fn responses_after_a_gap_are_dropped_at_line_rate() {
         u.clock.next = false.into();
         assert!(simulate(u, 200));
         assert!(!u.rw_valid.val(), "no second go-back-N before progress");
-        assert!(!u.s_valid.val() && !u.cq.valid.val(), "a dropped response scatters and completes nothing");
+        assert!(!u.s_cmd.valid.val() && !u.cq.valid.val(), "a dropped response scatters and completes nothing");
         let (mut nh, mut np) = (hdr_ok, pay_ok);
         if hv && u.hdr_ready.val() {
             next += 1;
