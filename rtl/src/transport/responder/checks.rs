@@ -14,6 +14,7 @@
 
 use rust_hdl::prelude::*;
 
+use super::take::ReqRec;
 use crate::common::consts::k;
 use crate::transport::key_cache::{ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE};
 use crate::transport::psn_check::{PsnCheck, VERDICT_DUP_ACK, VERDICT_DUP_RESOURCE, VERDICT_IN_ORDER, VERDICT_NAK_SEQ};
@@ -37,27 +38,20 @@ crate::logic_block! {
     pub struct RespChecks {
         pub clock: Signal<In, Clock>,
         pub en: Signal<In, Bit>,
-        /// The packet: its opcode's info bits, payload length, pad, RETH length.
-        pub info: Signal<In, Bits<10>>,
-        pub plen: Signal<In, Bits<13>>,
-        pub pad: Signal<In, Bits<2>>,
-        pub dlen: Signal<In, Bits<32>>,
-        /// The QP: access flags, `max_dest_rd_atomic`, path MTU in bytes, the message in progress (and whether a
-        /// WRITE), the WRITE context and its residue, the receive ring's producer and consumer index.
+        /// The request (the take stage's record): its opcode's info bits, payload length, pad, RETH length, the
+        /// path MTU in bytes; check_psn's inputs: the packet's PSN, the QP's ePSN, the kind of request, a
+        /// PSN-sequence NAK sent.
+        pub req: Signal<In, ReqRec>,
+        /// The QP: access flags, `max_dest_rd_atomic`, the message in progress (and whether a WRITE), the WRITE
+        /// context and its residue, the receive ring's producer and consumer index.
         pub access: Signal<In, Bits<8>>,
         pub mda: Signal<In, Bits<8>>,
-        pub mtu: Signal<In, Bits<13>>,
         pub mip: Signal<In, Bit>,
         pub mip_write: Signal<In, Bit>,
         pub w_valid: Signal<In, Bit>,
         pub w_resid: Signal<In, Bits<32>>,
         pub pi: Signal<In, Bits<16>>,
         pub ci: Signal<In, Bits<16>>,
-        /// check_psn's inputs: the packet's PSN, the QP's ePSN, the kind of request, a PSN-sequence NAK sent.
-        pub psn: Signal<In, Bits<24>>,
-        pub epsn: Signal<In, Bits<24>>,
-        pub kind: Signal<In, Bits<2>>,
-        pub sent_nak: Signal<In, Bit>,
         /// check_psn's verdict, three cycles after `en`: in order; the first out-of-sequence packet (NAK); a
         /// duplicate SEND/WRITE (ACK again); a duplicate READ or atomic (its resource).
         pub in_order: Signal<Out, Bit>,
@@ -86,6 +80,11 @@ crate::logic_block! {
         p_len_ok: DFF<Bit>,
         p_wl_resid: DFF<Bit>,
         p_wl_dlen: DFF<Bit>,
+        l_info: Signal<Local, Bits<10>>,
+        l_plen: Signal<Local, Bits<13>>,
+        l_pad: Signal<Local, Bits<2>>,
+        l_dlen: Signal<Local, Bits<32>>,
+        l_mtu: Signal<Local, Bits<13>>,
         l_send: Signal<Local, Bit>,
         l_write: Signal<Local, Bit>,
         l_read: Signal<Local, Bit>,
@@ -120,12 +119,17 @@ impl Logic for RespChecks {
     fn update(&mut self) {
         dff_setup!(self, clock, p_seq_ok, p_acc_ok, p_no_res, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen);
         clock!(self, clock, psnc);
+        self.l_info.next = self.req.val().info;
+        self.l_plen.next = self.req.val().plen;
+        self.l_pad.next = self.req.val().pad;
+        self.l_dlen.next = self.req.val().dlen;
+        self.l_mtu.next = self.req.val().mtu;
         // check_psn (PSN Check: in order, duplicate, one PSN-sequence NAK then silence)
         self.psnc.in_valid.next = self.en.val();
-        self.psnc.psn.next = self.psn.val();
-        self.psnc.epsn.next = self.epsn.val();
-        self.psnc.kind.next = self.kind.val();
-        self.psnc.sent_psn_nak.next = self.sent_nak.val();
+        self.psnc.psn.next = self.req.val().psn;
+        self.psnc.epsn.next = self.req.val().epsn;
+        self.psnc.kind.next = self.req.val().kind;
+        self.psnc.sent_psn_nak.next = self.req.val().sent_nak;
         self.in_order.next = self.psnc.verdict.val() == self.v_in_order.val();
         self.nak_seq.next = self.psnc.verdict.val() == self.v_nak_seq.val();
         self.dup_ack.next = self.psnc.verdict.val() == self.v_dup_ack.val();
@@ -138,25 +142,25 @@ impl Logic for RespChecks {
         self.len_ok.next = self.p_len_ok.q.val();
         self.wl_resid.next = self.p_wl_resid.q.val();
         self.wl_dlen.next = self.p_wl_dlen.q.val();
-        self.l_send.next = self.info.val().get_bit(0);
-        self.l_write.next = self.info.val().get_bit(1);
-        self.l_read.next = self.info.val().get_bit(2);
-        self.l_atomic.next = self.info.val().get_bit(3);
-        self.l_start.next = self.info.val().get_bit(4);
-        self.l_end.next = self.info.val().get_bit(5);
-        self.l_imm.next = self.info.val().get_bit(6);
-        self.l_has_reth.next = self.info.val().get_bit(7);
+        self.l_send.next = self.l_info.val().get_bit(0);
+        self.l_write.next = self.l_info.val().get_bit(1);
+        self.l_read.next = self.l_info.val().get_bit(2);
+        self.l_atomic.next = self.l_info.val().get_bit(3);
+        self.l_start.next = self.l_info.val().get_bit(4);
+        self.l_end.next = self.l_info.val().get_bit(5);
+        self.l_imm.next = self.l_info.val().get_bit(6);
+        self.l_has_reth.next = self.l_info.val().get_bit(7);
         self.l_sw.next = self.l_send.val() | self.l_write.val();
-        self.l_peq.next = self.plen.val() == self.mtu.val();
-        self.l_ple.next = self.plen.val() <= self.mtu.val();
-        self.l_pnz.next = self.plen.val() != self.zero13.val();
+        self.l_peq.next = self.l_plen.val() == self.l_mtu.val();
+        self.l_ple.next = self.l_plen.val() <= self.l_mtu.val();
+        self.l_pnz.next = self.l_plen.val() != self.zero13.val();
         // the WRITE length / PadCnt rule against the residue (MIDDLE/LAST) and the RETH length (FIRST/ONLY)
         self.wr_big.next = (self.w_resid.val().get_bits::<19>(13) != self.zero19.val())
-            | (self.w_resid.val().get_bits::<13>(0) > self.mtu.val());
+            | (self.w_resid.val().get_bits::<13>(0) > self.l_mtu.val());
         self.wr_pad.next = self.zero2.val() - self.w_resid.val().get_bits::<2>(0);
-        self.l_wd_big.next = (self.dlen.val().get_bits::<19>(13) != self.zero19.val())
-            | (self.dlen.val().get_bits::<13>(0) > self.mtu.val());
-        self.l_wd_pad.next = self.zero2.val() - self.dlen.val().get_bits::<2>(0);
+        self.l_wd_big.next = (self.l_dlen.val().get_bits::<19>(13) != self.zero19.val())
+            | (self.l_dlen.val().get_bits::<13>(0) > self.l_mtu.val());
+        self.l_wd_pad.next = self.zero2.val() - self.l_dlen.val().get_bits::<2>(0);
         if self.en.val() {
             // check_op_seq
             if self.mip.val() {
@@ -186,25 +190,25 @@ impl Logic for RespChecks {
                     self.p_len_ok.d.next = self.l_peq.val();
                 }
             }
-            if self.l_has_reth.val() & self.dlen.val().get_bit(31) & (self.dlen.val().get_bits::<31>(0) != self.zero31.val()) {
+            if self.l_has_reth.val() & self.l_dlen.val().get_bit(31) & (self.l_dlen.val().get_bits::<31>(0) != self.zero31.val()) {
                 self.p_len_ok.d.next = false;
             }
             // the WRITE length rule (true = bad)
             if self.wr_big.val() {
-                self.p_wl_resid.d.next = !self.l_peq.val() | (self.pad.val() != self.zero2.val()) | self.l_end.val();
+                self.p_wl_resid.d.next = !self.l_peq.val() | (self.l_pad.val() != self.zero2.val()) | self.l_end.val();
             } else {
-                self.p_wl_resid.d.next = (self.plen.val() != self.w_resid.val().get_bits::<13>(0))
-                    | (self.pad.val() != self.wr_pad.val())
+                self.p_wl_resid.d.next = (self.l_plen.val() != self.w_resid.val().get_bits::<13>(0))
+                    | (self.l_pad.val() != self.wr_pad.val())
                     | !self.l_end.val();
             }
             if !self.w_valid.val() {
                 self.p_wl_resid.d.next = true;
             }
             if self.l_wd_big.val() {
-                self.p_wl_dlen.d.next = !self.l_peq.val() | (self.pad.val() != self.zero2.val()) | self.l_end.val();
+                self.p_wl_dlen.d.next = !self.l_peq.val() | (self.l_pad.val() != self.zero2.val()) | self.l_end.val();
             } else {
-                self.p_wl_dlen.d.next = (self.plen.val() != self.dlen.val().get_bits::<13>(0))
-                    | (self.pad.val() != self.l_wd_pad.val())
+                self.p_wl_dlen.d.next = (self.l_plen.val() != self.l_dlen.val().get_bits::<13>(0))
+                    | (self.l_pad.val() != self.l_wd_pad.val())
                     | !self.l_end.val();
             }
         }
@@ -240,13 +244,13 @@ mod tests {
         let mut u = RespChecks::default();
         u.connect_all();
         let info = super::super::info_table()[p.op as usize];
-        u.info.next = bits(info);
-        u.plen.next = bits(p.plen);
-        u.pad.next = bits(p.pad);
-        u.dlen.next = bits(p.dlen);
+        u.req.next.info = bits(info);
+        u.req.next.plen = bits(p.plen);
+        u.req.next.pad = bits(p.pad);
+        u.req.next.dlen = bits(p.dlen);
         u.access.next = bits(q.access);
         u.mda.next = bits(q.mda);
-        u.mtu.next = bits(1024);
+        u.req.next.mtu = bits(1024);
         u.mip.next = q.mip.is_some();
         u.mip_write.next = q.mip == Some(true);
         u.w_valid.next = q.w_resid.is_some();
@@ -333,10 +337,10 @@ mod tests {
         let verdict = |psn: u64, epsn: u64, kind: u64, sent: bool| {
             let mut u = RespChecks::default();
             u.connect_all();
-            u.psn.next = bits(psn);
-            u.epsn.next = bits(epsn);
-            u.kind.next = bits(kind);
-            u.sent_nak.next = sent;
+            u.req.next.psn = bits(psn);
+            u.req.next.epsn = bits(epsn);
+            u.req.next.kind = bits(kind);
+            u.req.next.sent_nak = sent;
             u.en.next = true;
             for i in 0..4 {
                 u.clock.next = false.into();

@@ -15,6 +15,7 @@
 
 use rust_hdl::prelude::*;
 
+use super::take::ReqRec;
 use crate::common::consts::k;
 use crate::transport::key_cache::{
     KcWrite, KeyCache, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS,
@@ -27,13 +28,10 @@ crate::logic_block! {
         pub kc_wr: KcWrite,
         /// The QP's protection domain.
         pub pd: Signal<In, Bits<PD_BITS>>,
-        /// The request's R_Key, VA and DMA length; a READ or an atomic (else a WRITE).
+        /// The request (the take stage's record): its R_Key, VA and DMA length, whether a READ or an atomic
+        /// (else a WRITE), its payload length; `rkey_load` loads the R_Key check.
+        pub req: Signal<In, ReqRec>,
         pub rkey_load: Signal<In, Bit>,
-        pub rkey: Signal<In, Bits<32>>,
-        pub va: Signal<In, Bits<64>>,
-        pub dlen: Signal<In, Bits<32>>,
-        pub read: Signal<In, Bit>,
-        pub atomic: Signal<In, Bit>,
         /// A SEND's receive buffer: the WQE's address, length and lkey, the offset reached, the payload length.
         pub buf_first: Signal<In, Bit>,
         pub buf_next: Signal<In, Bit>,
@@ -42,7 +40,6 @@ crate::logic_block! {
         pub r_len: Signal<In, Bits<32>>,
         pub r_lkey: Signal<In, Bits<32>>,
         pub r_off: Signal<In, Bits<32>>,
-        pub plen: Signal<In, Bits<13>>,
         /// Start the loaded check; its answer (`res_valid`), latched by `take`.
         pub issue: Signal<In, Bit>,
         pub res_valid: Signal<Out, Bit>,
@@ -75,6 +72,13 @@ crate::logic_block! {
         kacc_rw: Constant<Bits<4>> = k(ACC_REMOTE_WRITE),
         kacc_ra: Constant<Bits<4>> = k(ACC_REMOTE_ATOMIC),
         eight32: Constant<Bits<32>> = k(8),
+        l_rkey: Signal<Local, Bits<32>>,
+        l_va: Signal<Local, Bits<64>>,
+        l_dlen: Signal<Local, Bits<32>>,
+        l_plen: Signal<Local, Bits<13>>,
+        l_info: Signal<Local, Bits<10>>,
+        l_read: Signal<Local, Bit>,
+        l_atomic: Signal<Local, Bit>,
     }
 }
 
@@ -83,6 +87,14 @@ impl Logic for KeyCheck {
     fn update(&mut self) {
         dff_setup!(self, clock, kl_key, kl_va, kl_len, kl_acc, kc_ok, kc_dma, end_s, va_a, va_b, end_a, end_b, room_a, room_b);
         clock!(self, clock, kc, add_va, add_end, add_room);
+        self.l_rkey.next = self.req.val().rkey;
+        self.l_va.next = self.req.val().va;
+        self.l_dlen.next = self.req.val().dlen;
+        self.l_plen.next = self.req.val().plen;
+        self.l_info.next = self.req.val().info;
+        // info bits I_READ (2) and I_ATOMIC (3): literal indices in HDL (the unit test checks the numbers)
+        self.l_read.next = self.l_info.val().get_bit(2);
+        self.l_atomic.next = self.l_info.val().get_bit(3);
         self.kc.wr_en.next = self.kc_wr.en.val();
         self.kc.inv_en.next = self.kc_wr.inv_en.val();
         self.kc.wr_index.next = self.kc_wr.index.val();
@@ -116,14 +128,14 @@ impl Logic for KeyCheck {
         self.room_ok.next = self.add_room.cout.val();
         if self.rkey_load.val() {
             // the R_Key check's inputs (issued beside the PSN check, once the QP's PD is known)
-            self.kl_key.d.next = self.rkey.val();
-            self.kl_va.d.next = self.va.val();
-            self.kl_len.d.next = self.dlen.val();
+            self.kl_key.d.next = self.l_rkey.val();
+            self.kl_va.d.next = self.l_va.val();
+            self.kl_len.d.next = self.l_dlen.val();
             self.kl_acc.d.next = self.kacc_rw.val();
-            if self.read.val() {
+            if self.l_read.val() {
                 self.kl_acc.d.next = self.kacc_rr.val();
             }
-            if self.atomic.val() {
+            if self.l_atomic.val() {
                 self.kl_len.d.next = self.eight32.val();
                 self.kl_acc.d.next = self.kacc_ra.val();
             }
@@ -131,12 +143,12 @@ impl Logic for KeyCheck {
         if self.buf_first.val() {
             // a SEND FIRST/ONLY starts at offset 0 of the WQE just fetched: the lkey check for [addr, addr +
             // payload), and the room (len - payload, its carry) summed while it runs
-            self.end_s.d.next = bit_cast::<32, 13>(self.plen.val());
+            self.end_s.d.next = bit_cast::<32, 13>(self.l_plen.val());
             self.room_a.d.next = bit_cast::<64, 32>(self.r_len.val());
-            self.room_b.d.next = !bit_cast::<64, 13>(self.plen.val());
+            self.room_b.d.next = !bit_cast::<64, 13>(self.l_plen.val());
             self.kl_key.d.next = self.r_lkey.val();
             self.kl_va.d.next = self.r_addr.val();
-            self.kl_len.d.next = bit_cast::<32, 13>(self.plen.val());
+            self.kl_len.d.next = bit_cast::<32, 13>(self.l_plen.val());
             self.kl_acc.d.next = self.kacc_lw.val();
         }
         if self.buf_next.val() {
@@ -144,7 +156,7 @@ impl Logic for KeyCheck {
             self.va_a.d.next = self.r_addr.val();
             self.va_b.d.next = bit_cast::<64, 32>(self.r_off.val());
             self.end_a.d.next = bit_cast::<64, 32>(self.r_off.val());
-            self.end_b.d.next = bit_cast::<64, 13>(self.plen.val());
+            self.end_b.d.next = bit_cast::<64, 13>(self.l_plen.val());
         }
         if self.buf_next2.val() {
             // the carry of len - end: the buffer holds the payload (summed while the Key Cache checks the lkey)
@@ -153,7 +165,7 @@ impl Logic for KeyCheck {
             self.room_b.d.next = !self.add_end.sum.val();
             self.kl_key.d.next = self.r_lkey.val();
             self.kl_va.d.next = self.add_va.sum.val();
-            self.kl_len.d.next = bit_cast::<32, 13>(self.plen.val());
+            self.kl_len.d.next = bit_cast::<32, 13>(self.l_plen.val());
             self.kl_acc.d.next = self.kacc_lw.val();
         }
         if self.take.val() {
@@ -166,6 +178,7 @@ impl Logic for KeyCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::responder::checks::{I_ATOMIC, I_READ};
 
 
     /// Register an MR: key (index << 8 | tag), PD 7, the access flags, [va, va + len) at DMA base `base`.
@@ -203,11 +216,11 @@ mod tests {
 
     fn rkey(u: &mut KeyCheck, key: u64, va: u64, len: u64, read: bool, atomic: bool) -> (bool, u64) {
         u.rkey_load.next = true;
-        u.rkey.next = bits(key);
-        u.va.next = bits(va);
-        u.dlen.next = bits(len);
-        u.read.next = read;
-        u.atomic.next = atomic;
+        u.req.next.rkey = bits(key);
+        u.req.next.va = bits(va);
+        u.req.next.dlen = bits(len);
+        assert_eq!((I_READ, I_ATOMIC), (2, 3), "the info bits KeyCheck reads");
+        u.req.next.info = bits((read as u64) << I_READ | (atomic as u64) << I_ATOMIC);
         crate::tick!(u);
         u.rkey_load.next = false;
         answer(u)
@@ -246,7 +259,7 @@ mod tests {
         u.r_len.next = bits(1500);
         u.r_lkey.next = bits(0x0120);
         let first = |u: &mut KeyCheck, plen: u64| {
-            u.plen.next = bits(plen);
+            u.req.next.plen = bits(plen);
             u.buf_first.next = true;
             crate::tick!(u);
             u.buf_first.next = false;
@@ -255,7 +268,7 @@ mod tests {
         };
         let next = |u: &mut KeyCheck, off: u64, plen: u64| {
             u.r_off.next = bits(off);
-            u.plen.next = bits(plen);
+            u.req.next.plen = bits(plen);
             u.buf_next.next = true;
             crate::tick!(u);
             u.buf_next.next = false;

@@ -8,7 +8,8 @@
 //! **Stages** (each a block in this folder, with its unit test beside it), sequenced by the state machine here,
 //! one packet at a time:
 //! * [`take`]: the header take and QP lookup (rxe `get_req`, `rxe_recv.c`'s drops): the request registers, the
-//!   QP's attributes and responder state;
+//!   QP's attributes and responder state, handed to the checks, the key checks and the READ responses as one
+//!   registered record ([`take::ReqRec`]);
 //! * [`checks`]: `check_psn`, `check_op_seq`, `check_op_valid`, `check_resource`, `check_length` and the WRITE
 //!   length rule, registered in `Pre`;
 //! * [`key_check`]: `check_rkey`, and a SEND's receive buffer (its lkey, the room left), through the RX copy of
@@ -404,23 +405,15 @@ impl Logic for Responder {
 
         // ---- the checks (Pre registers them; inputs are registers)
         self.chk.en.next = false;
-        self.chk.info.next = self.tk.info.val();
-        self.chk.plen.next = self.tk.plen.val();
-        self.chk.pad.next = self.tk.pad.val();
-        self.chk.dlen.next = self.tk.dlen.val();
+        self.chk.req.next = self.tk.req.val();
         self.chk.access.next = self.l_access.val();
         self.chk.mda.next = self.l_mda.val();
-        self.chk.mtu.next = self.tk.mtu.val();
         self.chk.mip.next = self.x.q.val().mip;
         self.chk.mip_write.next = self.x.q.val().mip_write;
         self.chk.w_valid.next = self.x.q.val().w_valid;
         self.chk.w_resid.next = self.x.q.val().w_resid;
         self.chk.pi.next = self.rq.pi.val();
         self.chk.ci.next = self.rq.ci.val();
-        self.chk.psn.next = self.tk.psn.val();
-        self.chk.epsn.next = self.tk.epsn.val();
-        self.chk.kind.next = self.tk.kind.val();
-        self.chk.sent_nak.next = self.tk.sent_nak.val();
         self.l_wqe.next = self.dma.resp_data.val();
 
         // ---- AETH words: syndrome, then the MSN big-endian
@@ -503,11 +496,7 @@ impl Logic for Responder {
         KcWrite::link(&mut self.kc_wr, &mut self.kck.kc_wr);
         self.kck.pd.next = self.l_pd.val().get_bits::<PD_BITS>(0);
         self.kck.rkey_load.next = false;
-        self.kck.rkey.next = self.tk.rkey.val();
-        self.kck.va.next = self.tk.va.val();
-        self.kck.dlen.next = self.tk.dlen.val();
-        self.kck.read.next = self.tk.is_read.val();
-        self.kck.atomic.next = self.tk.is_atomic.val();
+        self.kck.req.next = self.tk.req.val();
         self.kck.buf_first.next = false;
         self.kck.buf_next.next = false;
         self.kck.buf_next2.next = false;
@@ -515,7 +504,6 @@ impl Logic for Responder {
         self.kck.r_len.next = self.x.q.val().r_len;
         self.kck.r_lkey.next = self.x.q.val().r_lkey;
         self.kck.r_off.next = self.x.q.val().r_off;
-        self.kck.plen.next = self.tk.plen.val();
         self.kck.issue.next = false;
         self.kck.take.next = false;
         // READ and atomic resources: a new READ's record (ReadEnd) or an atomic's (AtEnd) at the ring head
@@ -536,14 +524,9 @@ impl Logic for Responder {
         self.rr.pick.next = false;
         // READ responses: the request, its translated address and the MSNs; headers go out through the output
         // registers when they are free and the payload before the READ is written
-        self.rd.psn.next = self.tk.psn.val();
-        self.rd.va.next = self.tk.va.val();
-        self.rd.rkey.next = self.tk.rkey.val();
-        self.rd.dlen.next = self.tk.dlen.val();
+        self.rd.req.next = self.tk.req.val();
         self.rd.dma.next = self.kck.dma.val();
         self.rd.msn1.next = self.msn1.q.val();
-        self.rd.msn.next = self.tk.msn.val();
-        self.rd.mtu.next = self.tk.mtu.val();
         self.rd.start.next = false;
         self.rd.dup_go.next = false;
         self.rd.res.next = self.rr.rdata.val();

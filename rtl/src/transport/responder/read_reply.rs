@@ -19,6 +19,7 @@
 use rust_hdl::prelude::*;
 
 use super::read_res::ReadRes;
+use super::take::ReqRec;
 use crate::common::consts::k;
 use crate::transport::key_cache::PipeAdd64;
 use crate::wire::tx_build::EXT_BITS;
@@ -49,16 +50,11 @@ crate::logic_block! {
     /// The READ response engine (see the module documentation).
     pub struct ReadReply {
         pub clock: Signal<In, Clock>,
-        /// The request: PSN, VA, rkey, DMA length; its DMA address (the Key Cache's translation); the MSN after
-        /// the READ's increment and the QP's current MSN; the path MTU in bytes.
-        pub psn: Signal<In, Bits<24>>,
-        pub va: Signal<In, Bits<64>>,
-        pub rkey: Signal<In, Bits<32>>,
-        pub dlen: Signal<In, Bits<32>>,
+        /// The request (the take stage's record: PSN, VA, rkey, DMA length, the QP's current MSN, the path MTU
+        /// in bytes); its DMA address (the Key Cache's translation); the MSN after the READ's increment.
+        pub req: Signal<In, ReqRec>,
         pub dma: Signal<In, Bits<64>>,
         pub msn1: Signal<In, Bits<24>>,
-        pub msn: Signal<In, Bits<24>>,
-        pub mtu: Signal<In, Bits<13>>,
         /// A new READ: respond from `dma`.
         pub start: Signal<In, Bit>,
         /// A duplicate READ with its resource `res`: check the subset, then replay (`dup_ok`) or not (`dup_bad`).
@@ -109,6 +105,12 @@ crate::logic_block! {
         du_ge: DFF<Bit>,
         du_ovf: DFF<Bit>,
         du_key: DFF<Bit>,
+        l_psn: Signal<Local, Bits<24>>,
+        l_va: Signal<Local, Bits<64>>,
+        l_rkey: Signal<Local, Bits<32>>,
+        l_dlen: Signal<Local, Bits<32>>,
+        l_msn: Signal<Local, Bits<24>>,
+        l_mtu: Signal<Local, Bits<13>>,
         l_aeth: Signal<Local, Bits<32>>,
         l_fits: Signal<Local, Bit>,
         syn_ack: Constant<Bits<8>> = k(AETH_ACK_UNLIMITED as u64),
@@ -133,6 +135,12 @@ impl Logic for ReadReply {
             r_replay, dr, du_ge, du_ovf, du_key
         );
         clock!(self, clock, add_a, add_b, add_c);
+        self.l_psn.next = self.req.val().psn;
+        self.l_va.next = self.req.val().va;
+        self.l_rkey.next = self.req.val().rkey;
+        self.l_dlen.next = self.req.val().dlen;
+        self.l_msn.next = self.req.val().msn;
+        self.l_mtu.next = self.req.val().mtu;
         self.add_a.a.next = self.aa_a.q.val();
         self.add_a.b.next = self.aa_b.q.val();
         self.add_a.cin.next = self.aa_c.q.val();
@@ -162,12 +170,12 @@ impl Logic for ReadReply {
         self.dup_ok.next = false;
         self.dup_bad.next = false;
         self.l_fits.next = (self.resid.q.val().get_bits::<19>(13) == self.zero19.val())
-            & (self.resid.q.val().get_bits::<13>(0) <= self.mtu.val());
+            & (self.resid.q.val().get_bits::<13>(0) <= self.l_mtu.val());
         match self.state.q.val() {
             RdState::Idle => {}
             RdState::Prep => {
                 self.rlast.d.next = self.l_fits.val();
-                self.rchunk.d.next = self.mtu.val();
+                self.rchunk.d.next = self.l_mtu.val();
                 if self.l_fits.val() {
                     self.rchunk.d.next = self.resid.q.val().get_bits::<13>(0);
                 }
@@ -192,10 +200,10 @@ impl Logic for ReadReply {
                     self.g_go.next = self.rchunk.q.val() != self.zero13.val();
                     // the next packet's address, residue and PSN
                     self.aa_a.d.next = self.g_ptr.q.val();
-                    self.aa_b.d.next = bit_cast::<64, 13>(self.mtu.val());
+                    self.aa_b.d.next = bit_cast::<64, 13>(self.l_mtu.val());
                     self.aa_c.d.next = false;
                     self.ab_a.d.next = bit_cast::<64, 32>(self.resid.q.val());
-                    self.ab_b.d.next = !bit_cast::<64, 13>(self.mtu.val());
+                    self.ab_b.d.next = !bit_cast::<64, 13>(self.l_mtu.val());
                     self.ab_c.d.next = true;
                     self.ac_a.d.next = bit_cast::<64, 24>(self.r_psn.q.val());
                     self.ac_b.d.next = self.zero64.val();
@@ -225,16 +233,16 @@ impl Logic for ReadReply {
             }
             RdState::Sub => {
                 // VA - va_org (no borrow: VA >= va_org), VA + len (carry: overflow), va_org + length
-                self.aa_a.d.next = self.va.val();
+                self.aa_a.d.next = self.l_va.val();
                 self.aa_b.d.next = !self.dr.q.val().va;
                 self.aa_c.d.next = true;
-                self.ab_a.d.next = self.va.val();
-                self.ab_b.d.next = bit_cast::<64, 32>(self.dlen.val());
+                self.ab_a.d.next = self.l_va.val();
+                self.ab_b.d.next = bit_cast::<64, 32>(self.l_dlen.val());
                 self.ab_c.d.next = false;
                 self.ac_a.d.next = self.dr.q.val().va;
                 self.ac_b.d.next = bit_cast::<64, 32>(self.dr.q.val().len);
                 self.ac_c.d.next = false;
-                self.du_key.d.next = self.dr.q.val().rkey == self.rkey.val();
+                self.du_key.d.next = self.dr.q.val().rkey == self.l_rkey.val();
                 self.state.d.next = RdState::S1;
             }
             RdState::S1 => {
@@ -276,10 +284,10 @@ impl Logic for ReadReply {
                     self.dup_ok.next = true;
                     self.r_replay.d.next = true;
                     self.g_ptr.d.next = self.add_b.sum.val();
-                    self.resid.d.next = self.dlen.val();
-                    self.r_psn.d.next = self.psn.val();
-                    self.rfirst.d.next = self.psn.val() == self.dr.q.val().first;
-                    self.rmsn.d.next = self.msn.val();
+                    self.resid.d.next = self.l_dlen.val();
+                    self.r_psn.d.next = self.l_psn.val();
+                    self.rfirst.d.next = self.l_psn.val() == self.dr.q.val().first;
+                    self.rmsn.d.next = self.l_msn.val();
                     self.state.d.next = RdState::Prep;
                 } else {
                     self.dup_bad.next = true;
@@ -294,8 +302,8 @@ impl Logic for ReadReply {
             self.r_replay.d.next = false;
             self.rmsn.d.next = self.msn1.val();
             self.g_ptr.d.next = self.dma.val();
-            self.resid.d.next = self.dlen.val();
-            self.r_psn.d.next = self.psn.val();
+            self.resid.d.next = self.l_dlen.val();
+            self.r_psn.d.next = self.l_psn.val();
             self.rfirst.d.next = true;
             self.state.d.next = RdState::Prep;
         }
@@ -339,8 +347,8 @@ mod tests {
     fn new(mtu: u64) -> ReadReply {
         let mut u = ReadReply::default();
         u.connect_all();
-        u.mtu.next = bits(mtu);
-        u.msn.next = bits(41);
+        u.req.next.mtu = bits(mtu);
+        u.req.next.msn = bits(41);
         u.msn1.next = bits(42);
         u
     }
@@ -353,8 +361,8 @@ mod tests {
         for stall in [false, true] {
             let mut u = new(1024);
             u.start.next = true;
-            u.psn.next = bits(0xFF_FFFF);
-            u.dlen.next = bits(2500);
+            u.req.next.psn = bits(0xFF_FFFF);
+            u.req.next.dlen = bits(2500);
             u.dma.next = bits(0x10_0000);
             crate::tick!(&mut u);
             u.start.next = false;
@@ -372,8 +380,8 @@ mod tests {
         for (len, op) in [(1024, RC_RDMA_READ_RESPONSE_ONLY), (0, RC_RDMA_READ_RESPONSE_ONLY)] {
             let mut u = new(1024);
             u.start.next = true;
-            u.psn.next = bits(7);
-            u.dlen.next = bits(len);
+            u.req.next.psn = bits(7);
+            u.req.next.dlen = bits(len);
             u.dma.next = bits(0x2000);
             crate::tick!(&mut u);
             u.start.next = false;
@@ -391,10 +399,10 @@ mod tests {
             let mut u = new(1024);
             u.res.next = res;
             u.dup_go.next = true;
-            u.psn.next = bits(psn);
-            u.va.next = bits(va);
-            u.dlen.next = bits(len);
-            u.rkey.next = bits(rkey);
+            u.req.next.psn = bits(psn);
+            u.req.next.va = bits(va);
+            u.req.next.dlen = bits(len);
+            u.req.next.rkey = bits(rkey);
             crate::tick!(&mut u);
             u.dup_go.next = false;
             let mut n = 0;

@@ -67,6 +67,30 @@ fn reth_map() -> ByteMap<352, 128> {
     ByteMap::new(m)
 }
 
+/// The request as this stage holds it, one registered record for the stages after it (rxe's packet info and
+/// the QP's responder state as `get_req` leaves them): the header's fields (`info`: the opcode's bits, `I_*`),
+/// the QP's ePSN, last ACKed PSN, MSN and PSN-sequence-NAK flag, the path MTU in bytes and the PSN check's kind.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct ReqRec {
+    pub qpn: Bits<24>,
+    pub op: Bits<8>,
+    pub info: Bits<10>,
+    pub psn: Bits<24>,
+    pub ack_req: Bit,
+    pub pad: Bits<2>,
+    pub plen: Bits<13>,
+    pub va: Bits<64>,
+    pub rkey: Bits<32>,
+    pub dlen: Bits<32>,
+    pub imm: Bits<32>,
+    pub epsn: Bits<24>,
+    pub ack_psn: Bits<24>,
+    pub msn: Bits<24>,
+    pub sent_nak: Bit,
+    pub mtu: Bits<13>,
+    pub kind: Bits<2>,
+}
+
 crate::logic_block! {
     /// The header take and QP lookup (see the module documentation).
     pub struct ReqTake {
@@ -100,6 +124,8 @@ crate::logic_block! {
         pub rkey: Signal<Out, Bits<32>>,
         pub dlen: Signal<Out, Bits<32>>,
         pub imm: Signal<Out, Bits<32>>,
+        /// The same as one record (`ReqRec`), for the check, key-check and READ-response stages.
+        pub req: Signal<Out, ReqRec>,
         /// The info bits by name.
         pub is_send: Signal<Out, Bit>,
         pub is_write: Signal<Out, Bit>,
@@ -213,6 +239,23 @@ impl Logic for ReqTake {
         self.mtu.next = self.r_mtu.q.val();
         self.kind.next = self.p_kind.q.val();
         self.l_pm.next = self.r_st.q.val().path_mtu;
+        self.req.next.qpn = self.h_qpn.q.val();
+        self.req.next.op = self.h_op.q.val();
+        self.req.next.info = self.h_info.q.val();
+        self.req.next.psn = self.h_psn.q.val();
+        self.req.next.ack_req = self.h_ack.q.val();
+        self.req.next.pad = self.h_pad.q.val();
+        self.req.next.plen = self.h_plen.q.val();
+        self.req.next.va = self.h_va.q.val();
+        self.req.next.rkey = self.h_rkey.q.val();
+        self.req.next.dlen = self.h_dlen.q.val();
+        self.req.next.imm = self.h_imm.q.val();
+        self.req.next.epsn = self.rs_epsn.q.val();
+        self.req.next.ack_psn = self.rs_ack.q.val();
+        self.req.next.msn = self.rs_msn.q.val();
+        self.req.next.sent_nak = self.rs_sent.q.val();
+        self.req.next.mtu = self.r_mtu.q.val();
+        self.req.next.kind = self.p_kind.q.val();
         // the QP lookup (rxe_recv.c's checks) of the header on offer; the responder state written back
         self.qpc.attr_we.next = self.attr_we.val();
         self.qpc.attr_qpn.next = self.attr_qpn.val();
