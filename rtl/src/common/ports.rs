@@ -30,6 +30,57 @@ pub struct Wc {
     pub wc_flags: Bits<8>,
 }
 
+/// A completion's fields as numbers, for the tests that check a completion port against the golden model's
+/// work completions (the Completer's and the Responder's).
+#[cfg(test)]
+#[derive(Clone, Debug, PartialEq)]
+pub struct WcSeen {
+    pub cqn: u64,
+    pub wr_id: u64,
+    pub byte_len: u64,
+    pub imm: u64,
+    pub qp_num: u64,
+    pub src_qp: u64,
+    pub status: u64,
+    pub opcode: u64,
+    pub flags: u64,
+}
+
+#[cfg(test)]
+impl WcSeen {
+    /// What the golden model's completion `wc` on CQ `cqn` is on the port (the immediate in wire byte order,
+    /// the flags' low byte).
+    pub fn of_model(wc: &rnic_driver::verbs::WorkCompletion, cqn: u64) -> Self {
+        use rnic_driver::host::{wc_opcode_code, wc_status_code};
+        WcSeen {
+            cqn,
+            wr_id: wc.wr_id,
+            byte_len: wc.byte_len as u64,
+            imm: wc.imm_data.swap_bytes() as u64,
+            qp_num: wc.qp_num as u64,
+            src_qp: wc.src_qp as u64,
+            status: wc_status_code(wc.status) as u64,
+            opcode: wc_opcode_code(wc.opcode) as u64,
+            flags: (wc.wc_flags.0 & 0xFF) as u64,
+        }
+    }
+
+    /// What a completion port carries.
+    pub fn of_port(wc: &Wc) -> Self {
+        WcSeen {
+            cqn: wc.cqn.to_u64(),
+            wr_id: wc.wr_id.to_u64(),
+            byte_len: wc.byte_len.to_u64(),
+            imm: wc.imm.to_u64(),
+            qp_num: wc.qp_num.to_u64(),
+            src_qp: wc.src_qp.to_u64(),
+            status: wc.status.to_u64(),
+            opcode: wc.opcode.to_u64(),
+            flags: wc.wc_flags.to_u64(),
+        }
+    }
+}
+
 /// The sending side of a completion port.
 #[derive(LogicInterface, Default)]
 #[join = "CqSink"]

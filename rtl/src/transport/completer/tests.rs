@@ -1,4 +1,5 @@
 use super::*;
+use crate::common::ports::WcSeen;
 use testbench::wire::headers::AETH_TYPE_ACK;
 use testbench::wire::opcode::{
     RC_ACKNOWLEDGE, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST, RC_RDMA_READ_RESPONSE_LAST,
@@ -8,7 +9,7 @@ use crate::common::axis::beat_of;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, VecDeque};
-use rnic_driver::host::{wc_opcode_code, wc_status_code, wr_opcode_code};
+use rnic_driver::host::{wc_status_code, wr_opcode_code};
 use testbench::model::harness::{ConnOpts, Pair};
 use testbench::model::*;
 use testbench::wire::frame::{parse_ethernet, Frame};
@@ -26,40 +27,12 @@ fn resp_of(bytes: &[u8]) -> Resp {
     Resp { h, ew, pay }
 }
 
-/// A completion as the RTL gave it.
-#[derive(Clone, Debug, PartialEq)]
-struct Cq {
-    cqn: u64,
-    wr_id: u64,
-    byte_len: u64,
-    imm: u64,
-    qp_num: u64,
-    src_qp: u64,
-    status: u64,
-    opcode: u64,
-    flags: u64,
-}
-
-fn cq_of_wc(wc: &WorkCompletion, cqn: u64) -> Cq {
-    Cq {
-        cqn,
-        wr_id: wc.wr_id,
-        byte_len: wc.byte_len as u64,
-        imm: wc.imm_data.swap_bytes() as u64,
-        qp_num: wc.qp_num as u64,
-        src_qp: wc.src_qp as u64,
-        status: wc_status_code(wc.status) as u64,
-        opcode: wc_opcode_code(wc.opcode) as u64,
-        flags: (wc.wc_flags.0 & 0xFF) as u64,
-    }
-}
-
 struct Rig {
     u: Completer,
     rng: SmallRng,
     /// scattered bytes: address -> byte
     mem: BTreeMap<u64, u8>,
-    cqs: Vec<Cq>,
+    cqs: Vec<WcSeen>,
     /// most records waiting at once while the QP was full (iss_ready low with iss_valid high)
     full_stalls: u64,
     /// read responses that took the fast path
@@ -278,18 +251,7 @@ impl Rig {
                 quiet = 0;
             }
             if self.u.cq.valid.val() && cr {
-                let u = &self.u;
-                self.cqs.push(Cq {
-                    cqn: u.cq.wc.val().cqn.to_u64(),
-                    wr_id: u.cq.wc.val().wr_id.to_u64(),
-                    byte_len: u.cq.wc.val().byte_len.to_u64(),
-                    imm: u.cq.wc.val().imm.to_u64(),
-                    qp_num: u.cq.wc.val().qp_num.to_u64(),
-                    src_qp: u.cq.wc.val().src_qp.to_u64(),
-                    status: u.cq.wc.val().status.to_u64(),
-                    opcode: u.cq.wc.val().opcode.to_u64(),
-                    flags: u.cq.wc.val().wc_flags.to_u64(),
-                });
+                self.cqs.push(WcSeen::of_port(&self.u.cq.wc.val()));
                 quiet = 0;
             }
             self.u.clock.next = true.into();
@@ -426,9 +388,9 @@ fn campaign(seed: u64, seqs: usize) -> (usize, usize, u64) {
             }
             let resps: Vec<Resp> = deliver.iter().map(|f| resp_of(f)).collect();
             rig.run(&recs, &resps);
-            let want: Vec<Cq> = p.a.poll_cq(p.cq_a, 1000).iter().map(|wc| cq_of_wc(wc, cqn as u64)).collect();
+            let want: Vec<WcSeen> = p.a.poll_cq(p.cq_a, 1000).iter().map(|wc| WcSeen::of_model(wc, cqn as u64)).collect();
             assert!(p.a.qp(qa).unwrap().sq.is_empty(), "the model completed the batch");
-            let got: Vec<Cq> = std::mem::take(&mut rig.cqs);
+            let got: Vec<WcSeen> = std::mem::take(&mut rig.cqs);
             assert_eq!(got, want, "seq {s} mtu {mtu}: completions");
             ncq += got.len();
             for (a, len) in reads {
@@ -448,7 +410,7 @@ fn campaign(seed: u64, seqs: usize) -> (usize, usize, u64) {
         let psn = p.a.qp(qa).unwrap().req.psn;
         p.a.post_send(qa, wr.clone()).unwrap();
         assert!(p.a.poll(0).is_empty());
-        let want: Vec<Cq> = p.a.poll_cq(p.cq_a, 10).iter().map(|wc| cq_of_wc(wc, cqn as u64)).collect();
+        let want: Vec<WcSeen> = p.a.poll_cq(p.cq_a, 10).iter().map(|wc| WcSeen::of_model(wc, cqn as u64)).collect();
         assert_eq!(want.len(), 1);
         assert_eq!(want[0].status, wc_status_code(WcStatus::LocProtErr) as u64);
         let rec = ReqIssued {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::common::ports::WcSeen;
 use crate::common::axis::beat_of;
 use crate::transport::qp_context::QpStatic;
 use crate::wire::tx_build::{tx_header_of, TxHeader};
@@ -21,33 +22,6 @@ struct Req {
 fn req_of(bytes: &[u8]) -> Req {
     let (h, ew, pay) = crate::wire::rx_parse::rx_header_of(bytes);
     Req { h, ew, pay }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-struct Cqe {
-    cqn: u64,
-    wr_id: u64,
-    byte_len: u64,
-    imm: u64,
-    qp_num: u64,
-    src_qp: u64,
-    status: u64,
-    opcode: u64,
-    flags: u64,
-}
-
-fn cqe_of_wc(wc: &WorkCompletion, cqn: u64) -> Cqe {
-    Cqe {
-        cqn,
-        wr_id: wc.wr_id,
-        byte_len: wc.byte_len as u64,
-        imm: wc.imm_data.swap_bytes() as u64,
-        qp_num: wc.qp_num as u64,
-        src_qp: wc.src_qp as u64,
-        status: wc_status_code(wc.status) as u64,
-        opcode: wc_opcode_code(wc.opcode) as u64,
-        flags: (wc.wc_flags.0 & 0xFF) as u64,
-    }
 }
 
 fn mac_bits(m: [u8; 6]) -> Bits<48> {
@@ -152,7 +126,7 @@ impl Rig {
     }
 
     /// Feed the requests, run until quiet; returns (headers with gather payload, completions).
-    fn run(&mut self, reqs: &[Req]) -> (Vec<(TxHeader, Vec<u8>)>, Vec<Cqe>) {
+    fn run(&mut self, reqs: &[Req]) -> (Vec<(TxHeader, Vec<u8>)>, Vec<WcSeen>) {
         let mut hq: VecDeque<Req> = reqs.iter().cloned().collect();
         let mut beats: VecDeque<(Vec<u8>, bool)> = VecDeque::new();
         let mut hdrs: Vec<TxHeader> = Vec::new();
@@ -288,18 +262,7 @@ impl Rig {
                 quiet = 0;
             }
             if self.u.cq.valid.val() && cr {
-                let u = &self.u;
-                cqs.push(Cqe {
-                    cqn: u.cq.wc.val().cqn.to_u64(),
-                    wr_id: u.cq.wc.val().wr_id.to_u64(),
-                    byte_len: u.cq.wc.val().byte_len.to_u64(),
-                    imm: u.cq.wc.val().imm.to_u64(),
-                    qp_num: u.cq.wc.val().qp_num.to_u64(),
-                    src_qp: u.cq.wc.val().src_qp.to_u64(),
-                    status: u.cq.wc.val().status.to_u64(),
-                    opcode: u.cq.wc.val().opcode.to_u64(),
-                    flags: u.cq.wc.val().wc_flags.to_u64(),
-                });
+                cqs.push(WcSeen::of_port(&self.u.cq.wc.val()));
                 quiet = 0;
             }
             self.u.clock.next = true.into();
@@ -585,7 +548,7 @@ impl World {
             self.checked += 1;
         }
         let wcs = self.b.poll_cq(self.cq_b, 1000);
-        let wcq: Vec<Cqe> = wcs.iter().map(|w| cqe_of_wc(w, self.cq_b.0 as u64)).collect();
+        let wcq: Vec<WcSeen> = wcs.iter().map(|w| WcSeen::of_model(w, self.cq_b.0 as u64)).collect();
         assert_eq!(cqs, wcq, "receive completions");
         let bm = self.b.mem().read(self.mr_b.addr, BUF_LEN).unwrap();
         if bm != self.rig.mem {
