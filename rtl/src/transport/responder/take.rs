@@ -112,19 +112,19 @@ crate::logic_block! {
         pub look: Signal<In, Bit>,
         /// An atomic's write-back: the payload length (the Scatter command's) becomes 8.
         pub len8: Signal<In, Bit>,
-        /// The request: QPN, opcode, its info bits, PSN, AckReq, pad, payload length, RETH, immediate.
+        /// The fields of `req` the Responder's sequencer reads by name: QPN, opcode, PSN, AckReq, payload length,
+        /// RETH, immediate (the info bits and pad only in `req`).
         pub qpn: Signal<Out, Bits<24>>,
         pub op: Signal<Out, Bits<8>>,
-        pub info: Signal<Out, Bits<10>>,
         pub psn: Signal<Out, Bits<24>>,
         pub ack_req: Signal<Out, Bit>,
-        pub pad: Signal<Out, Bits<2>>,
         pub plen: Signal<Out, Bits<13>>,
         pub va: Signal<Out, Bits<64>>,
         pub rkey: Signal<Out, Bits<32>>,
         pub dlen: Signal<Out, Bits<32>>,
         pub imm: Signal<Out, Bits<32>>,
-        /// The same as one record (`ReqRec`), for the check, key-check and READ-response stages.
+        /// The request and the QP's responder state as one record, for the check, key-check and READ-response
+        /// stages.
         pub req: Signal<Out, ReqRec>,
         /// The info bits by name.
         pub is_send: Signal<Out, Bit>,
@@ -137,41 +137,25 @@ crate::logic_block! {
         pub has_reth: Signal<Out, Bit>,
         pub is_bad: Signal<Out, Bit>,
         pub is_other: Signal<Out, Bit>,
-        /// The QP: its attributes; ePSN, the last ACKed PSN, MSN, a PSN-sequence NAK sent; the lookup's drop and
-        /// its reason; the path MTU in bytes and the PSN check's kind.
+        /// The QP: its attributes; ePSN, the last ACKed PSN, MSN; the lookup's drop and its reason; the path MTU in
+        /// bytes (the PSN-sequence-NAK flag and the PSN check's kind only in `req`).
         pub st: Signal<Out, QpStatic>,
         pub epsn: Signal<Out, Bits<24>>,
         pub ack_psn: Signal<Out, Bits<24>>,
         pub msn: Signal<Out, Bits<24>>,
-        pub sent_nak: Signal<Out, Bit>,
         pub drop: Signal<Out, Bit>,
         pub reason: Signal<Out, Bits<8>>,
         pub mtu: Signal<Out, Bits<13>>,
-        pub kind: Signal<Out, Bits<2>>,
 
         qpc: QpContext<256, 8>,
         info_lut: Lut8<10> = Lut8::new(info_table()),
         reth: ByteMap<352, 128> = reth_map(),
-        h_qpn: DFF<Bits<24>>,
-        h_op: DFF<Bits<8>>,
-        h_info: DFF<Bits<10>>,
-        h_psn: DFF<Bits<24>>,
-        h_ack: DFF<Bit>,
-        h_pad: DFF<Bits<2>>,
-        h_plen: DFF<Bits<13>>,
-        h_va: DFF<Bits<64>>,
-        h_rkey: DFF<Bits<32>>,
-        h_dlen: DFF<Bits<32>>,
-        h_imm: DFF<Bits<32>>,
+        /// The request and the QP's responder state (the `req` output).
+        r: DFF<ReqRec>,
         lk_drop: DFF<Bit>,
         lk_reason: DFF<Bits<8>>,
         r_st: DFF<QpStatic>,
-        rs_epsn: DFF<Bits<24>>,
-        rs_ack: DFF<Bits<24>>,
-        rs_msn: DFF<Bits<24>>,
-        rs_sent: DFF<Bit>,
-        r_mtu: DFF<Bits<13>>,
-        p_kind: DFF<Bits<2>>,
+        l_info: Signal<Local, Bits<10>>,
         l_ext: Signal<Local, Bits<352>>,
         l_reth: Signal<Local, Bits<128>>,
         l_bth1: Signal<Local, Bits<8>>,
@@ -197,10 +181,7 @@ crate::logic_block! {
 impl Logic for ReqTake {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(
-            self, clock, h_qpn, h_op, h_info, h_psn, h_ack, h_pad, h_plen, h_va, h_rkey, h_dlen, h_imm, lk_drop, lk_reason, r_st,
-            rs_epsn, rs_ack, rs_msn, rs_sent, r_mtu, p_kind
-        );
+        dff_setup!(self, clock, r, lk_drop, lk_reason, r_st);
         clock!(self, clock, qpc);
         self.l_ext.next = self.hdr.val().ext;
         self.l_bth1.next = self.hdr.val().bth1;
@@ -208,54 +189,35 @@ impl Logic for ReqTake {
         self.reth.x.next = self.l_ext.val();
         self.l_reth.next = self.reth.y.val();
         self.info_lut.x.next = self.hdr.val().opcode;
-        self.qpn.next = self.h_qpn.q.val();
-        self.op.next = self.h_op.q.val();
-        self.info.next = self.h_info.q.val();
-        self.psn.next = self.h_psn.q.val();
-        self.ack_req.next = self.h_ack.q.val();
-        self.pad.next = self.h_pad.q.val();
-        self.plen.next = self.h_plen.q.val();
-        self.va.next = self.h_va.q.val();
-        self.rkey.next = self.h_rkey.q.val();
-        self.dlen.next = self.h_dlen.q.val();
-        self.imm.next = self.h_imm.q.val();
-        self.is_send.next = self.h_info.q.val().get_bit(0);
-        self.is_write.next = self.h_info.q.val().get_bit(1);
-        self.is_read.next = self.h_info.q.val().get_bit(2);
-        self.is_atomic.next = self.h_info.q.val().get_bit(3);
-        self.is_start.next = self.h_info.q.val().get_bit(4);
-        self.is_end.next = self.h_info.q.val().get_bit(5);
-        self.is_imm.next = self.h_info.q.val().get_bit(6);
-        self.has_reth.next = self.h_info.q.val().get_bit(7);
-        self.is_bad.next = self.h_info.q.val().get_bit(8);
-        self.is_other.next = self.h_info.q.val().get_bit(9);
+        self.l_info.next = self.r.q.val().info;
+        self.qpn.next = self.r.q.val().qpn;
+        self.op.next = self.r.q.val().op;
+        self.psn.next = self.r.q.val().psn;
+        self.ack_req.next = self.r.q.val().ack_req;
+        self.plen.next = self.r.q.val().plen;
+        self.va.next = self.r.q.val().va;
+        self.rkey.next = self.r.q.val().rkey;
+        self.dlen.next = self.r.q.val().dlen;
+        self.imm.next = self.r.q.val().imm;
+        self.is_send.next = self.l_info.val().get_bit(0);
+        self.is_write.next = self.l_info.val().get_bit(1);
+        self.is_read.next = self.l_info.val().get_bit(2);
+        self.is_atomic.next = self.l_info.val().get_bit(3);
+        self.is_start.next = self.l_info.val().get_bit(4);
+        self.is_end.next = self.l_info.val().get_bit(5);
+        self.is_imm.next = self.l_info.val().get_bit(6);
+        self.has_reth.next = self.l_info.val().get_bit(7);
+        self.is_bad.next = self.l_info.val().get_bit(8);
+        self.is_other.next = self.l_info.val().get_bit(9);
         self.st.next = self.r_st.q.val();
-        self.epsn.next = self.rs_epsn.q.val();
-        self.ack_psn.next = self.rs_ack.q.val();
-        self.msn.next = self.rs_msn.q.val();
-        self.sent_nak.next = self.rs_sent.q.val();
+        self.epsn.next = self.r.q.val().epsn;
+        self.ack_psn.next = self.r.q.val().ack_psn;
+        self.msn.next = self.r.q.val().msn;
         self.drop.next = self.lk_drop.q.val();
         self.reason.next = self.lk_reason.q.val();
-        self.mtu.next = self.r_mtu.q.val();
-        self.kind.next = self.p_kind.q.val();
+        self.mtu.next = self.r.q.val().mtu;
         self.l_pm.next = self.r_st.q.val().path_mtu;
-        self.req.next.qpn = self.h_qpn.q.val();
-        self.req.next.op = self.h_op.q.val();
-        self.req.next.info = self.h_info.q.val();
-        self.req.next.psn = self.h_psn.q.val();
-        self.req.next.ack_req = self.h_ack.q.val();
-        self.req.next.pad = self.h_pad.q.val();
-        self.req.next.plen = self.h_plen.q.val();
-        self.req.next.va = self.h_va.q.val();
-        self.req.next.rkey = self.h_rkey.q.val();
-        self.req.next.dlen = self.h_dlen.q.val();
-        self.req.next.imm = self.h_imm.q.val();
-        self.req.next.epsn = self.rs_epsn.q.val();
-        self.req.next.ack_psn = self.rs_ack.q.val();
-        self.req.next.msn = self.rs_msn.q.val();
-        self.req.next.sent_nak = self.rs_sent.q.val();
-        self.req.next.mtu = self.r_mtu.q.val();
-        self.req.next.kind = self.p_kind.q.val();
+        self.req.next = self.r.q.val();
         // the QP lookup (rxe_recv.c's checks) of the header on offer; the responder state written back
         self.qpc.attr_we.next = self.attr_we.val();
         self.qpc.attr_qpn.next = self.attr_qpn.val();
@@ -277,50 +239,50 @@ impl Logic for ReqTake {
             self.lk_drop.d.next = self.qpc.out_drop.val();
             self.lk_reason.d.next = self.qpc.out_reason.val();
             self.r_st.d.next = self.qpc.out_static.val();
-            self.rs_epsn.d.next = self.qpc.out_resp.val().epsn;
-            self.rs_ack.d.next = self.qpc.out_resp.val().ack_psn;
-            self.rs_msn.d.next = self.qpc.out_resp.val().msn;
-            self.rs_sent.d.next = self.qpc.out_resp.val().sent_psn_nak;
+            self.r.d.next.epsn = self.qpc.out_resp.val().epsn;
+            self.r.d.next.ack_psn = self.qpc.out_resp.val().ack_psn;
+            self.r.d.next.msn = self.qpc.out_resp.val().msn;
+            self.r.d.next.sent_nak = self.qpc.out_resp.val().sent_psn_nak;
         }
         if self.look.val() {
-            self.r_mtu.d.next = self.mtu256.val();
+            self.r.d.next.mtu = self.mtu256.val();
             if self.l_pm.val() == self.pm2.val() {
-                self.r_mtu.d.next = self.mtu512.val();
+                self.r.d.next.mtu = self.mtu512.val();
             }
             if self.l_pm.val() == self.pm3.val() {
-                self.r_mtu.d.next = self.mtu1024.val();
+                self.r.d.next.mtu = self.mtu1024.val();
             }
             if self.l_pm.val() == self.pm4.val() {
-                self.r_mtu.d.next = self.mtu2048.val();
+                self.r.d.next.mtu = self.mtu2048.val();
             }
             if self.l_pm.val() == self.pm5.val() {
-                self.r_mtu.d.next = self.mtu4096.val();
+                self.r.d.next.mtu = self.mtu4096.val();
             }
-            self.p_kind.d.next = self.k_send_write.val();
-            if self.h_info.q.val().get_bit(2) {
-                self.p_kind.d.next = self.k_read.val();
+            self.r.d.next.kind = self.k_send_write.val();
+            if self.l_info.val().get_bit(2) {
+                self.r.d.next.kind = self.k_read.val();
             }
-            if self.h_info.q.val().get_bit(3) | self.h_info.q.val().get_bit(9) {
-                self.p_kind.d.next = self.k_atomic.val();
+            if self.l_info.val().get_bit(3) | self.l_info.val().get_bit(9) {
+                self.r.d.next.kind = self.k_atomic.val();
             }
         }
         if self.len8.val() {
-            self.h_plen.d.next = self.eight13.val();
+            self.r.d.next.plen = self.eight13.val();
         }
         if self.take.val() {
-            self.h_qpn.d.next = self.hdr.val().dest_qpn;
-            self.h_op.d.next = self.hdr.val().opcode;
-            self.h_info.d.next = self.info_lut.y.val();
-            self.h_psn.d.next = self.hdr.val().psn;
-            self.h_ack.d.next = self.l_bth8.val().get_bit(7);
-            self.h_pad.d.next = self.l_bth1.val().get_bits::<2>(4);
-            self.h_plen.d.next = self.hdr_pay_len.val();
-            self.h_va.d.next = self.l_reth.val().get_bits::<64>(0);
-            self.h_rkey.d.next = self.l_reth.val().get_bits::<32>(64);
-            self.h_dlen.d.next = self.l_reth.val().get_bits::<32>(96);
-            self.h_imm.d.next = self.l_ext.val().get_bits::<32>(0);
+            self.r.d.next.qpn = self.hdr.val().dest_qpn;
+            self.r.d.next.op = self.hdr.val().opcode;
+            self.r.d.next.info = self.info_lut.y.val();
+            self.r.d.next.psn = self.hdr.val().psn;
+            self.r.d.next.ack_req = self.l_bth8.val().get_bit(7);
+            self.r.d.next.pad = self.l_bth1.val().get_bits::<2>(4);
+            self.r.d.next.plen = self.hdr_pay_len.val();
+            self.r.d.next.va = self.l_reth.val().get_bits::<64>(0);
+            self.r.d.next.rkey = self.l_reth.val().get_bits::<32>(64);
+            self.r.d.next.dlen = self.l_reth.val().get_bits::<32>(96);
+            self.r.d.next.imm = self.l_ext.val().get_bits::<32>(0);
             if self.info_lut.y.val().get_bit(7) {
-                self.h_imm.d.next = self.l_ext.val().get_bits::<32>(128);
+                self.r.d.next.imm = self.l_ext.val().get_bits::<32>(128);
             }
         }
     }
@@ -400,13 +362,13 @@ mod tests {
             u.look.next = false;
         };
         take(&mut u, write_imm(0x12, 0x77, true, 0, DEFAULT_PKEY as u64));
-        assert_eq!((u.qpn.val().to_u64(), u.psn.val().to_u64(), u.plen.val().to_u64(), u.pad.val().to_u64()), (0x12, 0x77, 1000, 0));
+        assert_eq!((u.qpn.val().to_u64(), u.psn.val().to_u64(), u.plen.val().to_u64(), u.req.val().pad.to_u64()), (0x12, 0x77, 1000, 0));
         assert_eq!((u.va.val().to_u64(), u.rkey.val().to_u64(), u.dlen.val().to_u64()), (0x1122_3344_5566_7788, 0xAABB_CCDD, 1000));
         assert_eq!(u.imm.val().to_u64(), 0xEFBE_ADDE, "the immediate after the RETH, as its wire bytes");
         assert!(u.ack_req.val() && u.is_write.val() && u.is_imm.val() && u.is_start.val() && u.is_end.val() && u.has_reth.val());
         assert!(!u.is_send.val() && !u.is_read.val() && !u.is_atomic.val() && !u.is_bad.val() && !u.is_other.val());
         assert!(!u.drop.val());
-        assert_eq!((u.epsn.val().to_u64(), u.msn.val().to_u64(), u.mtu.val().to_u64(), u.kind.val().to_u64()), (0x77, 5, 1024, KIND_SEND_WRITE));
+        assert_eq!((u.epsn.val().to_u64(), u.msn.val().to_u64(), u.mtu.val().to_u64(), u.req.val().kind.to_u64()), (0x77, 5, 1024, KIND_SEND_WRITE));
         assert_eq!(u.st.val().dest_qpn.to_u64(), 0x99);
         u.len8.next = true;
         crate::tick!(&mut u);
@@ -414,6 +376,6 @@ mod tests {
         assert_eq!(u.plen.val().to_u64(), 8);
         // another P_Key: dropped by the lookup, with its reason
         take(&mut u, write_imm(0x12, 0x77, false, 2, 0x1234));
-        assert!(u.drop.val() && u.reason.val().to_u64() != 0 && u.pad.val().to_u64() == 2 && !u.ack_req.val());
+        assert!(u.drop.val() && u.reason.val().to_u64() != 0 && u.req.val().pad.to_u64() == 2 && !u.ack_req.val());
     }
 }
