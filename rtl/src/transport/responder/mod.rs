@@ -249,7 +249,6 @@ crate::logic_block! {
         l_fin_ok: Signal<Local, Bit>,
         x: DFF<RespExt>,
         // sums
-        ackm1: DFF<Bits<24>>,
         msn1: DFF<Bits<24>>,
         psn1: DFF<Bits<24>>,
         wqe_addr: DFF<Bits<64>>,
@@ -269,7 +268,6 @@ crate::logic_block! {
         o_reason: DFF<Bits<8>>,
         // locals
         l_ext: Signal<Local, Bits<352>>,
-        l_bth1: Signal<Local, Bits<8>>,
         l_rqpn: Signal<Local, Bits<24>>,
         /// the WRITE's residue (the hot QP's next packet length)
         l_wr: Signal<Local, Bits<32>>,
@@ -277,7 +275,6 @@ crate::logic_block! {
         l_mda: Signal<Local, Bits<8>>,
         l_pd: Signal<Local, Bits<32>>,
         l_aeth_ack: Signal<Local, Bits<32>>,
-        l_wqe: Signal<Local, Bits<512>>,
         // constants
         zero2: Constant<Bits<2>> = k(0),
         zero4: Constant<Bits<4>> = k(0),
@@ -327,7 +324,7 @@ impl Logic for Responder {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, wait_n, aa_a, aa_b, aa_c, ab_a,
-            ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, ackm1, msn1, psn1,
+            ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, msn1, psn1,
             wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, o_sv, o_saddr, o_reason,
             hq_diff
         );
@@ -362,7 +359,6 @@ impl Logic for Responder {
 
         // ---- the header on offer (the fast path's match), the request taken (take.rs)
         self.l_ext.next = self.hdr.val().ext;
-        self.l_bth1.next = self.hdr.val().bth1;
         self.l_rqpn.next = self.hdr.val().dest_qpn;
         self.tk.hdr.next = self.hdr.val();
         self.tk.hdr_pay_len.next = self.hdr_pay_len.val();
@@ -414,7 +410,6 @@ impl Logic for Responder {
         self.chk.w_resid.next = self.x.q.val().w_resid;
         self.chk.pi.next = self.rq.pi.val();
         self.chk.ci.next = self.rq.ci.val();
-        self.l_wqe.next = self.dma.resp_data.val();
 
         // ---- AETH words: syndrome, then the MSN big-endian
         self.l_aeth_ack.next = bit_cast::<32, 8>(self.syn.q.val())
@@ -697,7 +692,6 @@ impl Logic for Responder {
                 }
             }
             RespState::Verdict => {
-                self.ackm1.d.next = self.add_a.sum.val().get_bits::<24>(0);
                 self.msn1.d.next = self.add_b.sum.val().get_bits::<24>(0);
                 self.psn1.d.next = self.add_c.sum.val().get_bits::<24>(0);
                 self.wqe_addr.d.next = self.add_d.sum.val();
