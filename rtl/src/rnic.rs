@@ -206,6 +206,9 @@ pub struct Rnic {
     n_cqs: Constant<Bits<24>>,
     mtu_bias: Constant<Bits<4>>,
     st_reset: Constant<Bits<3>>,
+    ty_uc: Constant<Bits<2>>,
+    /// CMD_WRITE_QP names a UC QP
+    l_uc: Signal<Local, Bit>,
     /// max_rd_atomic thresholds (8-bit) and limits (7-bit) for WQE Check's `max_rd` (`rd_atomic_limit`).
     mra_t8: Constant<Bits<8>>,
     mra_t4: Constant<Bits<8>>,
@@ -262,7 +265,7 @@ impl Default for Rnic {
             m_axis: Default::default(),
             s_axis: Default::default(),
             s_axis_tuser: Default::default(),
-            csr: Csr::new(CAP_RC | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
+            csr: Csr::new(CAP_RC | CAP_UC | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
             sq: Default::default(),
             front: Default::default(),
             req: Default::default(),
@@ -328,6 +331,8 @@ impl Default for Rnic {
             // IB MTU code (1 = 256 .. 5 = 4096) + 7 = log2 bytes
             mtu_bias: k(7),
             st_reset: k(testbench::model::QpState::Reset as u64),
+            ty_uc: k(testbench::model::QpType::Uc as u64),
+            l_uc: Default::default(),
             mra_t8: k(8),
             mra_t4: k(4),
             mra_t2: k(2),
@@ -447,6 +452,7 @@ impl Logic for Rnic {
             3 => self.ctr_g[4].d.next = self.arp.ignored.val(),
             4 => self.ctr_g[4].d.next = self.arp.dropped.val(),
             5 => self.ctr_g[4].d.next = self.arp.requests.val(),
+            6 => self.ctr_g[4].d.next = self.resp.counters[12].val(),
             _ => self.ctr_g[4].d.next = self.zero32.val(),
         }
         match self.ctr_hi.q.val().index() {
@@ -487,6 +493,8 @@ impl Logic for Rnic {
         self.front.ctx_data.next.dst_ip = self.l_data.val().get_bits::<32>(192);
         self.front.ctx_data.next.dst_mac = self.l_data.val().get_bits::<48>(224);
         self.front.ctx_data.next.sig_all = false;
+        self.l_uc.next = self.l_w0.val().get_bits::<2>(4) == self.ty_uc.val();
+        self.front.ctx_data.next.uc = self.l_uc.val();
         // the READ/atomic limit: max_rd_atomic rounded up to a power of two, 1..=16 (rd_atomic_limit)
         self.l_mra.next = self.l_data.val().get_bits::<8>(64);
         self.front.ctx_data.next.max_rd = self.mra_v16.val();
@@ -512,6 +520,7 @@ impl Logic for Rnic {
         self.comp.cqw_timeout.next = self.l_data.val().get_bits::<5>(40);
         self.comp.cqw_retry.next = self.l_data.val().get_bits::<3>(48);
         self.comp.cqw_rnr.next = self.l_data.val().get_bits::<3>(56);
+        self.comp.cqw_uc.next = self.l_uc.val();
         self.comp.cqw_reset.next = self.l_w0.val().get_bits::<3>(0) == self.st_reset.val();
         // CMD_WRITE_QP_REQ's sq_psn for the completer too, in the cycle WQE Check takes it
         self.comp.cqp_we.next = false;

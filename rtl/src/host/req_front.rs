@@ -90,6 +90,8 @@ pub struct SqCtx {
     /// READ and atomic WQEs that may be outstanding (rxe `check_init_depth`): `max_rd_atomic` rounded up to a
     /// power of two, at least 1, at most [`RD_ATOMIC_MAX`].
     pub max_rd: Bits<7>,
+    /// A UC QP: its requests take the UC opcodes; a READ or an atomic on it is a local QP operation error.
+    pub uc: Bit,
 }
 
 /// The most READ/atomic WQEs a QP may have outstanding, whatever its `max_rd_atomic`: the Completer's record
@@ -711,7 +713,9 @@ impl Logic for ReqFront {
                 self.l_ndat.next = self.l_len.val().get_bits::<3>(6) + self.one3.val();
             }
         }
-        self.l_unsup.next = (self.l_inl.val() & !self.l_inl_ok.val()) | self.l_bad_ext.val();
+        self.l_unsup.next = (self.l_inl.val() & !self.l_inl_ok.val())
+            | self.l_bad_ext.val()
+            | (self.ctx.q.val().uc & (!self.l_send.val() | self.l_masked.val()));
         // the inline buffer: 8 slots; the reader sees the committed ones
         self.l_ib_full.next = (self.ib_w.q.val().get_bits::<3>(0) == self.ib_r.q.val().get_bits::<3>(0))
             & (self.ib_w.q.val().get_bit(3) != self.ib_r.q.val().get_bit(3));
@@ -936,6 +940,7 @@ impl Logic for ReqFront {
                         self.o_desc.d.next.sport = self.ctx.q.val().sport;
                         self.o_desc.d.next.cont = false;
                         self.o_desc.d.next.inl = self.l_inl.val();
+                        self.o_desc.d.next.uc = self.ctx.q.val().uc;
                         if self.l_inl.val() {
                             // its data slots into the inline buffer first (one packet: never resumed mid-way)
                             self.o_desc.d.next.laddr = self.zero64.val();
@@ -1479,6 +1484,7 @@ mod tests {
             pd: bits(7),
             sig_all: false,
             max_rd: bits(RD_ATOMIC_MAX),
+            uc: false,
         }
     }
 

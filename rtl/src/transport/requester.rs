@@ -80,6 +80,8 @@ pub struct ReqDesc {
     /// Inline WQE: the payload is in WQE Check's inline data stream, not at `laddr` (one packet, as inline
     /// data fits the smallest path MTU); its gather command says so (`g_inl`).
     pub inl: Bit,
+    /// A UC QP: the UC opcode of each packet (the RC one + 0x20, SEND and WRITE only).
+    pub uc: Bit,
 }
 
 /// What a WQE left behind.
@@ -316,6 +318,8 @@ pub struct Requester {
     zero7: Constant<Bits<7>>,
     max_noack: Constant<Bits<7>>,
     c_invalid: Constant<Bits<4>>,
+    /// RC opcode + this = the UC opcode (IBA: the transport in bits 7:5, RC 000, UC 001).
+    uc_op: Constant<Bits<8>>,
     c_read: Constant<Bits<4>>,
     k_none: Constant<Bits<3>>,
     k_reth: Constant<Bits<3>>,
@@ -415,6 +419,7 @@ impl Default for Requester {
             zero7: k(0),
             max_noack: k(u64::from(RXE_MAX_PKT_PER_ACK)),
             c_invalid: k(CLASS_INVALID),
+            uc_op: k(u64::from(UC_SEND_FIRST - RC_SEND_FIRST)),
             c_read: k(CLASS_READ),
             k_none: k(EXT_NONE),
             k_reth: k(EXT_RETH),
@@ -603,6 +608,9 @@ impl Logic for Requester {
                     self.o_hdr.d.next.ip_id = self.zero16.val();
                     self.o_hdr.d.next.udp_sport = self.wqe.q.val().sport;
                     self.o_hdr.d.next.opcode = self.op_lut.y.val();
+                    if self.wqe.q.val().uc {
+                        self.o_hdr.d.next.opcode = self.op_lut.y.val() | self.uc_op.val();
+                    }
                     self.o_hdr.d.next.solicited = self.l_ext.val().get_bit(7) & self.wqe.q.val().solicited;
                     self.o_hdr.d.next.ack_req = self.l_ack.val();
                     self.o_hdr.d.next.dest_qpn = self.wqe.q.val().dest_qpn;
@@ -750,9 +758,9 @@ mod tests {
         bits::<48>(m.iter().fold(0u64, |a, b| a << 8 | *b as u64))
     }
 
-    /// Random message sequences on one QP of the golden model and of the RTL; every header, gather command and
-    /// done record compared.
-    fn campaign(seed: u64, wqes: usize) -> usize {
+    /// Random message sequences on one QP (RC, or UC with its SENDs and WRITEs) of the golden model and of the
+    /// RTL; every header, gather command and done record compared.
+    fn campaign(seed: u64, wqes: usize, uc: bool) -> usize {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut rig = Rig::new();
         let mut checked = 0;
@@ -770,7 +778,7 @@ mod tests {
             let cq = dev.create_cq(256);
             let cap = QpCap { max_send_wr: 64, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
             let qpn = dev
-                .create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })
+                .create_qp(pd, QpInitAttr { qp_type: if uc { QpType::Uc } else { QpType::Rc }, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })
                 .unwrap();
             let psn0 = if rng.gen_bool(0.3) { 0xFF_FFFF - rng.gen_range(0..40) } else { rng.gen_range(0..0x100_0000) };
             for attr in [
@@ -812,7 +820,7 @@ mod tests {
                     WrOpcode::AtomicFetchAndAdd,
                     WrOpcode::MaskedAtomicCmpAndSwp,
                     WrOpcode::MaskedAtomicFetchAndAdd,
-                ][rng.gen_range(0..9)];
+                ][rng.gen_range(0..if uc { 4 } else { 9 })];
                 let m = mtu as u64;
                 let len = if op.is_atomic() {
                     8
@@ -867,6 +875,7 @@ mod tests {
                     cont: false,
                     // an inline WQE (payload from the inline stream): same packets, gather commands flagged
                     inl: !op.is_read_or_atomic() && len <= 256 && rng.gen_bool(0.5),
+                    uc,
                 };
                 let (pkts, done) = rig.run(d, &mut rng);
                 assert_eq!(pkts.len(), frames.len(), "{op:?} len {len} mtu {mtu}: packet count");
@@ -899,8 +908,15 @@ mod tests {
 
     #[test]
     fn requester_matches_the_golden_model_packet_for_packet() {
-        let n = campaign(1, 400);
+        let n = campaign(1, 400, false);
         assert!(n > 500, "{n} packets checked");
+    }
+
+    /// UC: the same packets with the UC opcodes (0x20..0x2A), AckReq as a 6.1 rxe sets it.
+    #[test]
+    fn uc_requests_match_the_golden_model_packet_for_packet() {
+        let n = campaign(2, 150, true);
+        assert!(n > 150, "{n} packets checked");
     }
 
     /// Go-back-N resumes a SEND/WRITE mid-message (`cont`): the first packet is a MIDDLE (or the LAST), no

@@ -237,13 +237,13 @@ pub fn trim_table() -> Vec<u64> {
         .collect()
 }
 
-/// Opcode table for RX: bit 4 = accepted, bits 3:0 = extension-header words. RC opcodes and the masked
-/// atomics (vendor opcodes that behave as RC); UC, UD, RD and CNP are not accepted yet.
+/// Opcode table for RX: bit 4 = accepted, bits 3:0 = extension-header words. RC and UC opcodes and the masked
+/// atomics (vendor opcodes that behave as RC); UD, RD and CNP are not accepted yet.
 pub fn rx_opcode_table() -> Vec<u64> {
     let mut t = vec![0u64; 256];
     for info in OPCODE_TABLE.iter() {
         let ext = info.header_len() - BTH_LEN;
-        let rc_like = matches!(info.transport, Transport::Rc) || info.code >= 0xC0;
+        let rc_like = matches!(info.transport, Transport::Rc | Transport::Uc) || info.code >= 0xC0;
         if rc_like && ext <= RX_MAX_EXT {
             t[info.code as usize] = 0x10 | (ext / 4) as u64;
         }

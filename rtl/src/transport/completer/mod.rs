@@ -137,6 +137,8 @@ crate::logic_block! {
         pub cqw_timeout: Signal<In, Bits<5>>,
         pub cqw_retry: Signal<In, Bits<3>>,
         pub cqw_rnr: Signal<In, Bits<3>>,
+        /// ... and whether it is a UC QP (no responses: each WQE completes when its record comes).
+        pub cqw_uc: Signal<In, Bit>,
         /// The CMD_WRITE_QP puts the QP in RESET: its retired READ/atomic count starts again from 0.
         pub cqw_reset: Signal<In, Bit>,
         /// CMD_WRITE_QP_REQ: the QP's sq_psn, where its `comp_psn` stands from now on (rxe sets `comp.psn` to
@@ -342,6 +344,7 @@ impl Logic for Completer {
         self.cqn_ram.wdata.next.timeout = self.cqw_timeout.val();
         self.cqn_ram.wdata.next.retry_cnt = self.cqw_retry.val();
         self.cqn_ram.wdata.next.rnr_retry = self.cqw_rnr.val();
+        self.cqn_ram.wdata.next.uc = self.cqw_uc.val();
 
         // ---- the timers (timer.rs): the event's QP, its timeout, and the write the states ask for ----
         self.tm.qpn.next = self.qpn.q.val().get_bits::<8>(0);
@@ -901,6 +904,11 @@ impl Logic for Completer {
                     if self.rec.q.val().status == self.k0_8.val() {
                         self.cstat.d.next = self.st_flush.val();
                     }
+                    self.state.d.next = CompState::CqLoad;
+                } else if self.qc.q.val().uc {
+                    // UC: nothing answers; the WQE was sent whole, so it completes now (rxe: on transmit)
+                    self.cstat.d.next = self.k0_8.val();
+                    self.resp.d.next = false;
                     self.state.d.next = CompState::CqLoad;
                 } else if self.tmo.q.val() {
                     self.state.d.next = CompState::Rt0;

@@ -20,13 +20,15 @@ pub const CNT_RETRIES: usize = 7;
 pub const CNT_TIMEOUTS: usize = 8;
 pub const COMP_COUNTERS: usize = 9;
 
-/// A QP's completer configuration (CMD_WRITE_QP): its send CQ and its retry attributes.
+/// A QP's completer configuration (CMD_WRITE_QP): its send CQ, its retry attributes, its service type.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct CompCfg {
     pub cqn: Bits<24>,
     pub timeout: Bits<5>,
     pub retry_cnt: Bits<3>,
     pub rnr_retry: Bits<3>,
+    /// A UC QP: its WQEs complete as their record comes (rxe completes UC and UD WQEs on transmit).
+    pub uc: Bit,
 }
 
 /// Pending records per QP (ring slots).

@@ -981,3 +981,28 @@ fn fast_path_edges_fall_back_to_the_rules() {
 }
 
 mod rate;
+
+/// UC (rxe completes UC WQEs on transmit): each WQE completes as its record comes, signaled ones with
+/// SUCCESS, a record that failed its local checks with its status; nothing waits for a response, no timer
+/// ever rewinds the QP, however long the silence.
+#[test]
+fn uc_wqes_complete_as_their_records_come() {
+    use rnic_driver::host::{WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND};
+    let mut rig = Rig::new(17);
+    let q = 0x31u32;
+    rig.u.cqw_uc.next = true;
+    rig.set_qp_to(q, 0x44, 1, 7, 7, false);
+    rig.u.cqw_uc.next = false;
+    let p = 0xFF_FFFEu32;
+    let s1 = rec(q, 1, WR_SEND, p, 3, 700, true, WcStatus::Success);
+    let w2 = rec(q, 2, WR_RDMA_WRITE, psn_add(p, 3), 1, 8, false, WcStatus::Success);
+    let w3 = rec(q, 3, WR_RDMA_WRITE_WITH_IMM, psn_add(p, 4), 2, 300, true, WcStatus::Success);
+    let e4 = rec(q, 4, WR_SEND, psn_add(p, 6), 0, 8, true, WcStatus::LocQpOpErr);
+    rig.min_cycles = 12 * TIMER_TICK;
+    rig.run(&[s1, w2, w3, e4], &[]);
+    rig.min_cycles = 0;
+    let got: Vec<(u64, u64)> = rig.cqs.iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(got, vec![(1, 0), (3, 0), (4, wc_status_code(WcStatus::LocQpOpErr) as u64)]);
+    assert!(rig.rewinds.is_empty(), "no go-back-N on UC: {:?}", rig.rewinds);
+    assert_eq!((rig.counter(CNT_RETRIES), rig.counter(CNT_TIMEOUTS)), (0, 0));
+}

@@ -58,6 +58,8 @@ crate::logic_block! {
         pub nak_seq: Signal<Out, Bit>,
         pub dup_ack: Signal<Out, Bit>,
         pub dup_res: Signal<Out, Bit>,
+        /// UC's check_psn (rxe: exactly the expected PSN, no duplicates, no NAK): PSN == ePSN, registered at `en`.
+        pub psn_eq: Signal<Out, Bit>,
         /// Verdicts (true = passes, but for the resource needs and the WRITE length rules: true = fails).
         pub seq_ok: Signal<Out, Bit>,
         pub acc_ok: Signal<Out, Bit>,
@@ -73,6 +75,7 @@ crate::logic_block! {
 
         psnc: PsnCheck,
         p_seq_ok: DFF<Bit>,
+        p_psn_eq: DFF<Bit>,
         p_acc_ok: DFF<Bit>,
         p_no_res: DFF<Bit>,
         p_need_rwqe: DFF<Bit>,
@@ -117,7 +120,7 @@ crate::logic_block! {
 impl Logic for RespChecks {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, p_seq_ok, p_acc_ok, p_no_res, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen);
+        dff_setup!(self, clock, p_seq_ok, p_psn_eq, p_acc_ok, p_no_res, p_need_rwqe, p_rq_empty, p_len_ok, p_wl_resid, p_wl_dlen);
         clock!(self, clock, psnc);
         self.l_info.next = self.req.val().info;
         self.l_plen.next = self.req.val().plen;
@@ -135,6 +138,7 @@ impl Logic for RespChecks {
         self.dup_ack.next = self.psnc.verdict.val() == self.v_dup_ack.val();
         self.dup_res.next = self.psnc.verdict.val() == self.v_dup_res.val();
         self.seq_ok.next = self.p_seq_ok.q.val();
+        self.psn_eq.next = self.p_psn_eq.q.val();
         self.acc_ok.next = self.p_acc_ok.q.val();
         self.no_res.next = self.p_no_res.q.val();
         self.need_rwqe.next = self.p_need_rwqe.q.val();
@@ -162,6 +166,7 @@ impl Logic for RespChecks {
             | (self.l_dlen.val().get_bits::<13>(0) > self.l_mtu.val());
         self.l_wd_pad.next = self.zero2.val() - self.l_dlen.val().get_bits::<2>(0);
         if self.en.val() {
+            self.p_psn_eq.d.next = self.req.val().psn == self.req.val().epsn;
             // check_op_seq
             if self.mip.val() {
                 self.p_seq_ok.d.next = ((self.l_write.val() & self.mip_write.val())

@@ -77,7 +77,7 @@ use crate::transport::qp_context::QpStatic;
 use crate::wire::rx_parse::RxHeader;
 use crate::wire::tx_build::EXT_BITS;
 use rnic_driver::host::{wc_opcode_code, wc_status_code};
-use testbench::model::{WcFlags, WcOpcode, WcStatus};
+use testbench::model::{QpType, WcFlags, WcOpcode, WcStatus};
 use testbench::wire::headers::{Aeth, NakCode, AETH_ACK_UNLIMITED};
 use testbench::wire::opcode::*;
 
@@ -263,6 +263,11 @@ crate::logic_block! {
         amsn: DFF<Bits<24>>,
         cc_cq: DFF<Bit>,
         cc_status: DFF<Bits<8>>,
+        /// UC: this packet (a FIRST/ONLY) resynchronised the QP (out of sequence or after a drop): the message in
+        /// progress is abandoned, so check_op_seq's verdict (taken with it in progress) does not apply
+        ucr: DFF<Bit>,
+        /// the packet's QP is UC: no ACKs, every check failure a silent drop of the message (rxe `drop_msg`)
+        l_uc: Signal<Local, Bit>,
         o_sv: DFF<Bit>,
         o_saddr: DFF<Bits<64>>,
         o_reason: DFF<Bits<8>>,
@@ -308,6 +313,7 @@ crate::logic_block! {
         st_ok: Constant<Bits<8>> = k(wc_status_code(WcStatus::Success) as u64),
         st_qp_op: Constant<Bits<8>> = k(wc_status_code(WcStatus::LocQpOpErr) as u64),
         st_flush: Constant<Bits<8>> = k(wc_status_code(WcStatus::WrFlushErr) as u64),
+        ty_uc: Constant<Bits<2>> = k(QpType::Uc as u64),
     }
 }
 
@@ -326,10 +332,10 @@ impl Logic for Responder {
             self, clock, state, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, wait_n, aa_a, aa_b, aa_c, ab_a,
             ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, msn1, psn1,
             wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, o_sv, o_saddr, o_reason,
-            hq_diff
+            hq_diff, ucr
         );
         clock!(self, clock, tk, fp, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
-        for i in 0..12 {
+        for i in 0..13 {
             self.cnt[i].clock.next = self.clock.val();
             self.cnt[i].inc.next = self.inc[i].val();
             self.counters[i].next = self.cnt[i].value.val();
@@ -378,6 +384,7 @@ impl Logic for Responder {
         self.tk.look.next = false;
         self.tk.len8.next = false;
         self.l_sync.next = self.tk.is_end.val() & (self.tk.is_send.val() | self.tk.is_imm.val());
+        self.l_uc.next = self.tk.st.val().qp_type == self.ty_uc.val();
         // the Atomic Unit's read-modify-write (atomic.rs): operands latched at the take, started by RkeyRes
         self.at.take.next = false;
         self.at.ext.next = self.l_ext.val();
@@ -608,6 +615,7 @@ impl Logic for Responder {
                     self.x_ram.waddr.next = self.rp_qpn.val().get_bits::<8>(0);
                     self.x_ram.wdata.next.err = false;
                     self.x_ram.wdata.next.mip = false;
+                    self.x_ram.wdata.next.drop_msg = false;
                     self.x_ram.wdata.next.have_wqe = false;
                     self.x_ram.wdata.next.w_valid = false;
                     self.x_ram.wdata.next.res_valid = self.zero16.val();
@@ -681,6 +689,7 @@ impl Logic for Responder {
                 self.af_b.d.next = !bit_cast::<64, 13>(self.tk.plen.val());
                 // check_op_seq, check_op_valid, check_resource, check_length, the WRITE length rule
                 self.chk.en.next = true;
+                self.ucr.d.next = false;
                 self.wait_n.d.next = self.two2.val();
                 self.ret.d.next = RespState::Verdict;
                 self.state.d.next = RespState::Wait;
@@ -701,7 +710,23 @@ impl Logic for Responder {
                 self.n_sent.d.next = false;
                 self.amsn.d.next = self.tk.msn.val();
                 self.cc_cq.d.next = false;
-                if self.chk.in_order.val() {
+                if self.l_uc.val() {
+                    // UC check_psn (rxe): the expected PSN, outside a message being dropped, goes on; otherwise
+                    // a FIRST/ONLY resynchronises (the message in progress abandoned, its receive WQE kept from
+                    // offset 0) and anything else is dropped with the rest of its message; no NAK, no duplicate
+                    self.state.d.next = RespState::Check;
+                    if self.x.q.val().drop_msg | !self.chk.psn_eq.val() {
+                        if self.tk.is_start.val() {
+                            self.ucr.d.next = true;
+                            self.x.d.next.drop_msg = false;
+                            self.x.d.next.mip = false;
+                            self.x.d.next.w_valid = false;
+                            self.x.d.next.r_off = self.zero32.val();
+                        } else {
+                            self.state.d.next = RespState::ClassC;
+                        }
+                    }
+                } else if self.chk.in_order.val() {
                     self.state.d.next = RespState::Check;
                 } else if self.chk.nak_seq.val() {
                     self.inc[2].next = true;
@@ -729,7 +754,9 @@ impl Logic for Responder {
             RespState::Check => {
                 self.syn.d.next = self.syn_inv.val();
                 self.kret.d.next = RespState::RkeyRes;
-                if !self.chk.seq_ok.val() | (self.tk.is_atomic.val() & !self.at.plain.val()) | self.tk.is_other.val()
+                if (!self.chk.seq_ok.val() & !self.ucr.q.val())
+                    | (self.tk.is_atomic.val() & !self.at.plain.val())
+                    | self.tk.is_other.val()
                     | !self.chk.acc_ok.val() | self.chk.no_res.val()
                 {
                     self.state.d.next = RespState::ClassC;
@@ -740,6 +767,11 @@ impl Logic for Responder {
                     self.apsn.d.next = self.tk.psn.val();
                     self.ack_nxt.d.next = RespState::WriteBack;
                     self.state.d.next = RespState::TxAck;
+                    if self.l_uc.val() {
+                        // UC: no RNR NAK, the message is dropped
+                        self.inc[3].next = false;
+                        self.state.d.next = RespState::ClassC;
+                    }
                 } else if !self.chk.len_ok.val() {
                     self.state.d.next = RespState::ClassC;
                 } else if self.tk.is_atomic.val() {
@@ -833,7 +865,12 @@ impl Logic for Responder {
                 // the WQE at the consumer index: taken from its prefetch entry, or its read queued (the Receive
                 // Queue does both; a take also queues the prefetch of the index PF_DEPTH on)
                 self.rq.fetch.next = true;
-                if self.rq.hit.val() {
+                if self.l_uc.val() & self.x.q.val().have_wqe {
+                    // UC: the receive WQE of a SEND dropped part-way is still held (the consumer index moves
+                    // only with its completion); the message that resynchronised takes it again from offset 0
+                    self.rq.fetch.next = false;
+                    self.state.d.next = self.fret.q.val();
+                } else if self.rq.hit.val() {
                     self.x.d.next.wr_id = self.rq.ent.val().wr_id;
                     self.x.d.next.r_addr = self.rq.ent.val().addr;
                     self.x.d.next.r_len = self.rq.ent.val().len;
@@ -948,7 +985,8 @@ impl Logic for Responder {
                     self.amsn.d.next = self.n_msn.q.val();
                     self.ack_nxt.d.next = RespState::WriteBack;
                     self.state.d.next = RespState::WriteBack;
-                    if self.tk.ack_req.val() {
+                    // (UC: never an ACK, though a 6.1 rxe sets AckReq on a UC message's last packet)
+                    if self.tk.ack_req.val() & !self.l_uc.val() {
                         self.state.d.next = RespState::TxAck;
                     }
                     // (the completion's fields only with a completion: one raised before may still be waiting)
@@ -1076,13 +1114,26 @@ impl Logic for Responder {
                 }
             }
             RespState::ClassC => {
-                // NAK with the packet's PSN and the current MSN; then the receive in progress, the flush
-                self.inc[4].next = true;
-                self.apsn.d.next = self.tk.psn.val();
-                self.amsn.d.next = self.tk.msn.val();
-                self.n_msn.d.next = self.tk.msn.val();
-                self.ack_nxt.d.next = RespState::CcCq;
-                self.state.d.next = RespState::TxAck;
+                if self.l_uc.val() {
+                    // UC (rxe `drop_msg`): no NAK; the rest of the message is dropped, counted; a receive
+                    // buffer that cannot take the SEND still completes LOC_QP_OP_ERR and flushes (rxe qp_error)
+                    self.inc[12].next = true;
+                    self.x.d.next.drop_msg = true;
+                    self.x.d.next.mip = false;
+                    self.x.d.next.w_valid = false;
+                    self.state.d.next = RespState::WriteBack;
+                    if self.cc_cq.q.val() {
+                        self.state.d.next = RespState::CcCq;
+                    }
+                } else {
+                    // NAK with the packet's PSN and the current MSN; then the receive in progress, the flush
+                    self.inc[4].next = true;
+                    self.apsn.d.next = self.tk.psn.val();
+                    self.amsn.d.next = self.tk.msn.val();
+                    self.n_msn.d.next = self.tk.msn.val();
+                    self.ack_nxt.d.next = RespState::CcCq;
+                    self.state.d.next = RespState::TxAck;
+                }
             }
             RespState::CcCq => {
                 self.state.d.next = RespState::Flush;

@@ -7,8 +7,8 @@
 //! request / remote access / remote operational), [`CNT_DROP_LOOKUP`] QP lookup drops (last reason on
 //! `last_drop_reason`, a `testbench::model::DropReason` code), [`CNT_DROP_OOS`] out-of-sequence drops after
 //! the NAK, [`CNT_DROP_DUP`] duplicates without a resource, [`CNT_DROP_ERR`] packets of a QP in error,
-//! [`CNT_DROP_MALFORMED`] opcodes that are not RC requests, [`CNT_ACKS`] ACKs sent, [`CNT_READ_RESP`] read
-//! responses sent.
+//! [`CNT_DROP_MALFORMED`] opcodes that are not RC or UC requests, [`CNT_ACKS`] ACKs sent, [`CNT_READ_RESP`] read
+//! responses sent, [`CNT_DROP_UC`] UC packets dropped by the checks.
 
 use rust_hdl::prelude::*;
 
@@ -24,7 +24,10 @@ pub const CNT_DROP_ERR: usize = 8;
 pub const CNT_DROP_MALFORMED: usize = 9;
 pub const CNT_ACKS: usize = 10;
 pub const CNT_READ_RESP: usize = 11;
-pub const RESP_COUNTERS: usize = 12;
+/// UC packets dropped by the checks (rxe `resp.drop_msg`): out of sequence or behind a drop until the next
+/// FIRST/ONLY, no receive posted, a length, R_Key or sequence error, a receive buffer too small.
+pub const CNT_DROP_UC: usize = 12;
+pub const RESP_COUNTERS: usize = 13;
 
 /// Extended per-QP responder state (beyond [`QpResp`]).
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
@@ -34,6 +37,8 @@ pub struct RespExt {
     /// A SEND or WRITE message is in progress (the last packet was FIRST or MIDDLE) and which.
     pub mip: Bit,
     pub mip_write: Bit,
+    /// UC: the rest of the message in progress is dropped, up to the next FIRST/ONLY (rxe `resp.drop_msg`).
+    pub drop_msg: Bit,
     /// The receive WQE at the consumer index is loaded, and where the SEND stands in it.
     pub have_wqe: Bit,
     pub wr_id: Bits<64>,

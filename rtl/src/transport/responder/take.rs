@@ -22,7 +22,7 @@ use testbench::wire::HeaderKind;
 pub fn info_table() -> Vec<u64> {
     (0..256u32)
         .map(|c| match info(c as u8) {
-            Some(i) if i.transport == Transport::Rc && i.is_request() => {
+            Some(i) if matches!(i.transport, Transport::Rc | Transport::Uc) && i.is_request() => {
                 let mut v = 0u64;
                 let mut set = |b: usize, on: bool| {
                     if on {
