@@ -18,7 +18,8 @@
 //!   their masked forms one packet with MaskedCmpSwapETH (swap, compare, swap mask, compare mask: 44 bytes) or
 //!   MaskedFetchAddETH (add, field-boundary mask: 28 bytes), the masks from the WQE's mask slot.
 //! * AckReq on the last packet of a message, on every READ and atomic request, and on any packet sent when 64
-//!   (`RXE_MAX_PKT_PER_ACK`) packets of the QP have gone without one.
+//!   (`RXE_MAX_PKT_PER_ACK`) packets of the QP have gone without one (RC; a UC QP never sets AckReq).
+//! * UC (`uc`): SEND and RDMA WRITE only, the same packets with the UC opcodes (RC + 0x20).
 //! * An opcode this requester does not implement (SEND_WITH_INV, unknown codes) sends nothing and
 //!   completes with `err` set (the completer reports it as a local QP operation error).
 //!
@@ -485,7 +486,8 @@ impl Logic for Requester {
         self.ext_lut.x.next = self.op_lut.x.val();
         self.l_ext.next = self.ext_lut.y.val();
         self.l_kind.next = self.l_ext.val().get_bits::<3>(0);
-        self.l_ack.next = self.l_last.val() | self.l_ext.val().get_bit(8) | (self.noack.q.val() >= self.max_noack.val());
+        self.l_ack.next = (self.l_last.val() | self.l_ext.val().get_bit(8) | (self.noack.q.val() >= self.max_noack.val()))
+            & !self.wqe.q.val().uc;
         self.l_pay.next = self.mtu.q.val();
         if self.l_last.val() {
             self.l_pay.next = self.last_len.q.val();
@@ -645,7 +647,10 @@ impl Logic for Requester {
                         self.o_glen.d.next = self.l_pay.val();
                         self.o_ginl.d.next = self.wqe.q.val().inl;
                     }
-                    self.noack.d.next = self.noack.q.val() + self.one7.val();
+                    // (UC: no AckReq and no count, as rxe)
+                    if !self.wqe.q.val().uc {
+                        self.noack.d.next = self.noack.q.val() + self.one7.val();
+                    }
                     if self.l_ack.val() {
                         self.noack.d.next = self.zero7.val();
                     }
@@ -912,7 +917,7 @@ mod tests {
         assert!(n > 500, "{n} packets checked");
     }
 
-    /// UC: the same packets with the UC opcodes (0x20..0x2A), AckReq as a 6.1 rxe sets it.
+    /// UC: the same packets with the UC opcodes (0x20..0x2A), AckReq never set, as the VM's rxe sends them.
     #[test]
     fn uc_requests_match_the_golden_model_packet_for_packet() {
         let n = campaign(2, 150, true);

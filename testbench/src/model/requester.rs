@@ -387,9 +387,10 @@ fn send_next_packet(ctx: &mut Ctx, qp: &mut Qp) -> Result<(), WcStatus> {
         }
         // SE on the last packet of SEND/SEND_IMM/WRITE_IMM when solicited.
         bth.se = last && wqe.wr.flags.solicited && (op.is_send() || op == WrOpcode::RdmaWriteWithImm);
-        // AckReq on the last packet, and after RXE_MAX_PKT_PER_ACK packets without one. UD/UC set it on the
-        // last packet too, as the 6.1 kernel of the test VM does (cleared since ~6.10).
-        bth.ack_req = last || qp.req.noack_pkts >= RXE_MAX_PKT_PER_ACK;
+        // AckReq (RC only) on the last packet, and after RXE_MAX_PKT_PER_ACK packets without one. UC and UD
+        // never set it ("RDMA/rxe: Don't set BTH_ACK_MASK for UC or UD QPs"): the test VM's 6.1 kernel
+        // (Debian 6.1.0-57) sends every UC packet with AckReq clear, the last one too.
+        bth.ack_req = qp.qp_type == QpType::Rc && (last || qp.req.noack_pkts >= RXE_MAX_PKT_PER_ACK);
         packet = RocePacket::new(bth, ext, payload);
         npsn = 1;
         is_last = last;
@@ -409,9 +410,10 @@ fn send_next_packet(ctx: &mut Ctx, qp: &mut Qp) -> Result<(), WcStatus> {
             w.orig_first_psn = psn;
         }
     }
+    // (rxe counts packets without AckReq on RC only: the counter's increment is behind the RC test)
     if packet.bth.ack_req {
         qp.req.noack_pkts = 0;
-    } else {
+    } else if qp.qp_type == QpType::Rc {
         qp.req.noack_pkts += 1;
     }
     ctx.counters.tx_request_packets += 1;
