@@ -922,16 +922,16 @@ impl<D: RnicDut> Rig<D> {
     /// [`Rig::add_qp_pair`] with our QP's queue sizes and completion queue chosen (the peer's QP gets the same
     /// sizes).
     pub fn add_qp_pair_with(&mut self, mtu: u32, psn_a: u32, psn_b: u32, cap: QpCap, cq: Cq) -> (u32, u32) {
-        let qpn = self
-            .drv
-            .create_qp(Pd(1), QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false })
-            .unwrap();
+        self.add_qp_pair_of(QpType::Rc, mtu, psn_a, psn_b, cap, cq)
+    }
+
+    /// [`Rig::add_qp_pair_with`] of this service type (RC or UC).
+    pub fn add_qp_pair_of(&mut self, qp_type: QpType, mtu: u32, psn_a: u32, psn_b: u32, cap: QpCap, cq: Cq) -> (u32, u32) {
+        let qpn = self.drv.create_qp(Pd(1), QpInitAttr { qp_type, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false }).unwrap();
         // the peer leaves the system while the driver's register accesses step it
         let mut peer = std::mem::replace(&mut self.sys.borrow_mut().peer, Device::new(DeviceConfig::simple(9)));
         let pcq = self.peer_cq;
-        let peer_qpn = peer
-            .create_qp(Pd(1), QpInitAttr { qp_type: QpType::Rc, send_cq: pcq, recv_cq: pcq, cap, sq_sig_all: false })
-            .unwrap();
+        let peer_qpn = peer.create_qp(Pd(1), QpInitAttr { qp_type, send_cq: pcq, recv_cq: pcq, cap, sq_sig_all: false }).unwrap();
         connect_pair(&mut self.drv, &mut peer, mtu, qpn, peer_qpn, psn_a, psn_b);
         self.sys.borrow_mut().peer = peer;
         (qpn, peer_qpn)

@@ -706,3 +706,103 @@ fn rtl_inline_sends_and_writes_land_at_the_golden_peer() {
     let d = testbench::decode::decode_pcap(&r.dir.join("rnic-tx.pcap")).unwrap();
     assert!(d.ok(), "{:?}", d.problems);
 }
+
+/// UC both ways over the whole RNIC against the golden peer (which behaves as rxe): SENDs and a WRITE WITH
+/// IMMEDIATE complete at the receiver, each side's WQEs complete on transmit with no ACK on the wire; a
+/// message that loses a packet is never completed (the receiver counts the drop) and the receive WQE it had
+/// taken goes to the next SEND; nothing is sent again.
+#[test]
+fn uc_both_ways_with_a_lost_packet_each_way() {
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    use testbench::wire::opcode::{UC_SEND_MIDDLE, UC_SEND_FIRST};
+    let dir = std::env::temp_dir().join(format!("rnic-system-uc-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (qpn, peer_qpn) = r.add_qp_pair_of(QpType::Uc, 1024, 0xFF_FFFE, 0x42, cap, Cq(0));
+    let op = |f: &[u8]| match parse_ethernet(f) {
+        Ok(Frame::Roce(rf)) => Some(rf.packet.bth.opcode),
+        _ => None,
+    };
+    // each way, the first SEND's MIDDLE is lost
+    let mut seen = 0;
+    r.sys.borrow_mut().to_peer_filter = Some(Box::new(move |f: &[u8]| {
+        let m = op(f) == Some(UC_SEND_MIDDLE);
+        seen += usize::from(m);
+        !(m && seen == 1)
+    }));
+    let mut seen_b = 0;
+    r.sys.borrow_mut().to_rnic_filter = Some(Box::new(move |f: &[u8]| {
+        let m = op(f) == Some(UC_SEND_MIDDLE);
+        seen_b += usize::from(m);
+        !(m && seen_b == 1)
+    }));
+    // ours -> peer: SEND 3000 (loses its MIDDLE), SEND 1, SEND_WITH_IMM 2500, WRITE_WITH_IMM 3000
+    {
+        let mut s = r.sys.borrow_mut();
+        for i in 0..3u64 {
+            let rw = RecvWr { wr_id: 100 + i, sg_list: vec![Sge { addr: r.peer_buf + i * 8192, length: 8192, lkey: r.peer_rkey }] };
+            s.peer.post_recv(peer_qpn, rw).unwrap();
+        }
+    }
+    let sends = [(WrOpcode::Send, 3000u32), (WrOpcode::Send, 1), (WrOpcode::SendWithImm, 2500)];
+    for (i, &(o, len)) in sends.iter().enumerate() {
+        let mut wr = SendWr::new(i as u64, o, vec![Sge { addr: r.src + i as u64 * 8192, length: len, lkey: r.lkey }]);
+        wr.imm_data = 0x5EED_0000 + i as u32;
+        wr.flags.signaled = true;
+        r.drv.post_send(qpn, &wr).unwrap();
+    }
+    let mut wi = SendWr::new(9, WrOpcode::RdmaWriteWithImm, vec![Sge { addr: r.src + 0x4_0000, length: 3000, lkey: r.lkey }]);
+    wi.remote_addr = r.peer_buf + 0x10_0000;
+    wi.rkey = r.peer_rkey;
+    wi.imm_data = 0x0BAD_CAFE;
+    wi.flags.signaled = true;
+    r.drv.post_send(qpn, &wi).unwrap();
+    let wcs = r.wait_peer_completions(3, 3_000_000);
+    let got: Vec<(u64, WcOpcode, u32)> = wcs.iter().map(|w| (w.wr_id, w.opcode, w.byte_len)).collect();
+    // the SEND that lost its MIDDLE completes nothing; SEND 1 takes its receive from offset 0
+    assert_eq!(got, vec![(100, WcOpcode::Recv, 1), (101, WcOpcode::Recv, 2500), (102, WcOpcode::RecvRdmaWithImm, 3000)]);
+    assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
+    assert_eq!(wcs[1].imm_data, 0x5EED_0002);
+    {
+        let s = r.sys.borrow();
+        assert!(s.peer.mem().read(r.peer_buf, 1).unwrap() == r.src_bytes(8192, 1), "SEND 1");
+        assert!(s.peer.mem().read(r.peer_buf + 8192, 2500).unwrap() == r.src_bytes(2 * 8192, 2500), "SEND 2500");
+        assert!(s.peer.mem().read(r.peer_buf + 0x10_0000, 3000).unwrap() == r.src_bytes(0x4_0000, 3000), "WRITE");
+        assert_eq!(s.peer.counters().drops.get(&DropReason::UcDropped), Some(&1), "{:?}", s.peer.counters().drops);
+    }
+    // our WQEs completed on transmit, the lost one too (the sender cannot know)
+    let ours = r.our_completions(4, 200_000);
+    let ids: Vec<(u64, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(ids, vec![(0, WcStatus::Success), (1, WcStatus::Success), (2, WcStatus::Success), (9, WcStatus::Success)]);
+
+    // peer -> ours: SEND 3000 (loses its MIDDLE), SEND 700, WRITE 2000
+    let rbuf = r.src + (1 << 20);
+    for i in 0..2u64 {
+        r.drv.post_recv(qpn, &RecvWr { wr_id: 700 + i, sg_list: vec![Sge { addr: rbuf + i * 8192, length: 8192, lkey: r.lkey }] }).unwrap();
+    }
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..1 << 16).map(|i: u32| (i.wrapping_mul(2246822519) >> 11) as u8).collect();
+        s.peer.mem_mut().write(r.peer_buf + 0x8_0000, &pat).unwrap();
+        s.peer.post_send(peer_qpn, SendWr::new(60, WrOpcode::Send, vec![Sge { addr: r.peer_buf + 0x8_0000, length: 3000, lkey: r.peer_rkey }])).unwrap();
+        s.peer.post_send(peer_qpn, SendWr::new(61, WrOpcode::Send, vec![Sge { addr: r.peer_buf + 0x8_2000, length: 700, lkey: r.peer_rkey }])).unwrap();
+        let mut w = SendWr::new(62, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf + 0x8_4000, length: 2000, lkey: r.peer_rkey }]);
+        w.remote_addr = r.src + 0x9_0000;
+        w.rkey = r.lkey;
+        s.peer.post_send(peer_qpn, w).unwrap();
+    }
+    let ours = r.our_completions(1, 400_000);
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert_eq!((ours[0].wr_id, ours[0].opcode, ours[0].byte_len, ours[0].status), (700, WcOpcode::Recv, 700, WcStatus::Success));
+    let s = r.sys.borrow();
+    assert!(r.src_bytes(1 << 20, 700) == s.peer.mem().read(r.peer_buf + 0x8_2000, 700).unwrap(), "SEND 700 from offset 0");
+    assert!(r.src_bytes(0x9_0000, 2000) == s.peer.mem().read(r.peer_buf + 0x8_4000, 2000).unwrap(), "WRITE 2000");
+    drop(s);
+    let drops = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 38).unwrap();
+    assert_eq!(drops, 1, "resp_drop_uc: the LAST behind the lost MIDDLE");
+    // no ACK either way, nothing sent twice
+    let s = r.sys.borrow();
+    assert!(s.sent.iter().all(|f| op(f).map_or(true, |o| o >> 5 == 1)), "only UC frames from us");
+    assert_eq!(s.sent.iter().filter(|f| op(f) == Some(UC_SEND_FIRST)).count(), 2, "each FIRST once");
+    assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+}
