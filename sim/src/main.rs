@@ -132,10 +132,15 @@ enum Cmd {
         /// The exchange's TCP port (the tools' -p).
         #[arg(long, default_value_t = 18515)]
         port: u16,
-        /// ibv_rc_pingpong, ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw (fetch-and-add),
+        /// ibv_rc_pingpong, ibv_uc_pingpong, ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw (fetch-and-add),
         /// ib_atomic_bw_cas, ib_send_lat, ib_write_lat, ib_read_lat.
         #[arg(long)]
         tool: String,
+        /// The transport, perftest's -c: RC (the default) or UC (ib_send_bw, ib_write_bw, ib_send_lat,
+        /// ib_write_lat; UC has no READ or atomics); UD is not supported yet. The pingpong tools name their
+        /// own (ibv_rc_pingpong: RC, ibv_uc_pingpong: UC).
+        #[arg(long)]
+        conn: Option<String>,
         /// Our endpoint's role: server (the tool in the VM connects to us) or client.
         #[arg(long, default_value = "server")]
         role: String,
@@ -337,13 +342,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
             campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, host_latency_ns, out, vcd)
         }
-        Cmd::Rxe { endpoint, tool, role, mtu, size, iters, drop, seed, pcap, pci, peer, port } => {
+        Cmd::Rxe { endpoint, tool, conn, role, mtu, size, iters, drop, seed, pcap, pci, peer, port } => {
+            let conn = rxe_conn(&tool, conn.as_deref())?;
             if pci.is_some() || peer.is_some() {
                 anyhow::ensure!(endpoint == "board", "--pci and --peer go with --endpoint board");
                 let peer = peer.context("--endpoint board --pci needs --peer (the rxe host's address)")?;
-                return rxe_card(&DevArgs { pci, sim: false }, peer, port, &tool, &role, mtu, size, iters);
+                return rxe_card(&DevArgs { pci, sim: false }, peer, port, &tool, conn, &role, mtu, size, iters);
             }
-            rxe(&endpoint, &tool, &role, mtu, size, iters, drop, seed, pcap)
+            rxe(&endpoint, &tool, conn, &role, mtu, size, iters, drop, seed, pcap)
         }
     }
 }
@@ -593,10 +599,28 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     }
 }
 
+/// The transport of an `rnic rxe` run: the pingpong tool's own, else `--conn` (perftest's `-c`, RC by
+/// default). Checked before anything starts: a pingpong tool with another `--conn`, UD, and a perftest tool the
+/// transport has no operation for are errors.
+fn rxe_conn(tool: &str, conn: Option<&str>) -> Result<sim::rxe::verbs::Conn> {
+    use sim::rxe::{perftest, pingpong};
+    let asked = conn.map(|c| c.parse::<sim::rxe::verbs::Conn>().map_err(|e| anyhow::anyhow!("--conn: {e:#}"))).transpose()?;
+    if let Some(own) = pingpong::tool_conn(tool) {
+        if let Some(c) = asked {
+            anyhow::ensure!(c == own, "{tool} is {own}, not --conn {c} (ibv_rc_pingpong is RC, ibv_uc_pingpong UC)");
+        }
+        return Ok(own);
+    }
+    let c = asked.unwrap_or_default();
+    perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?.check_conn(c)?;
+    Ok(c)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn rxe(
     endpoint: &str,
     tool: &str,
+    conn: sim::rxe::verbs::Conn,
     role: &str,
     mtu: u32,
     size: Option<usize>,
@@ -609,7 +633,7 @@ fn rxe(
     let endpoint: sim::rxe::verbs::EndpointKind = endpoint.parse()?;
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!((0.0..1.0).contains(&drop), "--drop is a fraction in [0, 1)");
-    if tool == "ibv_rc_pingpong" {
+    if pingpong::tool_conn(tool).is_some() {
         let mut o = pingpong::PingpongOpts {
             role: role.parse().map_err(|e| anyhow::anyhow!("--role: {e}"))?,
             mtu,
@@ -618,6 +642,7 @@ fn rxe(
             pcap,
             iters: iters.unwrap_or(200) as u32,
             endpoint,
+            conn,
             ..Default::default()
         };
         if let Some(s) = size {
@@ -645,6 +670,7 @@ fn rxe(
     o.pcap = pcap;
     o.iters = iters.unwrap_or(200);
     o.endpoint = endpoint;
+    o.conn = conn;
     if let Some(s) = size {
         o.size = s;
     }
@@ -669,7 +695,7 @@ fn card_open(dev: &DevArgs) -> Result<(rnic_driver::vfio::VfioBar, rnic_driver::
 /// `rnic rxe --endpoint board --pci BDF --peer IP`: the tool peers over the card against a tool started on a
 /// remote rxe host.
 #[allow(clippy::too_many_arguments)]
-fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, role: &str, mtu: u32, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
+fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, conn: sim::rxe::verbs::Conn, role: &str, mtu: u32, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
     use sim::rxe::{card_ep, perftest, pingpong};
     let (mut bar, dma) = card_open(dev)?;
     let p = sim::bringup::probe(&mut bar)?;
@@ -683,10 +709,11 @@ fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, role
         Box::new(|_, _| ()),
     )?);
     let mut tell = |c: &str| println!("on the rxe host {peer}, run:\n  {c}");
-    if tool == "ibv_rc_pingpong" {
+    if pingpong::tool_conn(tool).is_some() {
         let o = pingpong::PingpongOpts {
             role: role.parse().map_err(|e| anyhow::anyhow!("--role: {e}"))?,
             mtu,
+            conn,
             port,
             size: size.map_or(4096, |s| s as u32),
             iters: iters.unwrap_or(1000) as u32,
@@ -717,6 +744,7 @@ fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, role
     o.port = port;
     o.iters = iters.unwrap_or(1000);
     o.endpoint = sim::rxe::verbs::EndpointKind::Card;
+    o.conn = conn;
     o.timeout = std::time::Duration::from_secs(120);
     if let Some(s) = size {
         o.size = s;

@@ -177,6 +177,30 @@ fn board_commands_without_a_card_say_what_is_missing() {
     assert!(code == 2 && err.contains("go with --endpoint board"), "{err}");
 }
 
+/// `rnic rxe --conn`: what cannot run is refused with the reason before any VM starts, never with a panic.
+#[test]
+fn rxe_conn_refusals_are_clear_errors() {
+    for (args, want) in [
+        (&["rxe", "--conn", "UD", "--tool", "ib_send_bw"][..], "UD is not supported yet"),
+        (&["rxe", "--conn", "XRC", "--tool", "ib_send_bw"], "unknown connection type `XRC`"),
+        (&["rxe", "--conn", "UC", "--tool", "ib_read_bw"], "ib_read_bw cannot run on UC"),
+        (&["rxe", "--conn", "uc", "--tool", "ib_read_lat"], "ib_read_lat cannot run on UC"),
+        (&["rxe", "--conn", "UC", "--tool", "ib_atomic_bw"], "ib_atomic_bw cannot run on UC"),
+        (&["rxe", "--conn", "UC", "--tool", "ib_atomic_bw_cas"], "ib_atomic_bw cannot run on UC"),
+        (&["rxe", "--conn", "RC", "--tool", "ibv_uc_pingpong"], "ibv_uc_pingpong is UC"),
+        (&["rxe", "--conn", "UC", "--tool", "ibv_rc_pingpong"], "ibv_rc_pingpong is RC"),
+        (&["rxe", "--conn", "UC", "--tool", "ib_write_bw", "--drop", "0.01"], "--drop needs RC"),
+        (&["rxe", "--tool", "ibv_uc_pingpong", "--drop", "0.01"], "--drop needs RC"),
+        (&["rxe", "--conn", "UC", "--tool", "ib_send_bw", "--iters", "16001"], "UC_MAX_RX"),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (code, _, err) = rnic(args);
+        assert!(code == 2 && err.contains(want) && !err.contains("panicked"), "{args:?}: {code} {err}");
+        // refused up front: no VM was built or booted
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{args:?} took {:?}", t0.elapsed());
+    }
+}
+
 /// `rnic board build --board u250 --out DIR` with no Vivado on PATH: every file of the flow written, and the
 /// command to run on a Vivado machine printed; exit 0.
 #[test]
@@ -236,7 +260,7 @@ fn board_commands_on_the_simulated_board() {
             Some((w.next()?, w.next()?.parse().ok()?))
         })
         .collect();
-    assert_eq!(named.len(), 38 + 13, "every RNIC counter and board register, one a line:\n{out}");
+    assert_eq!(named.len(), 39 + 13, "every RNIC counter and board register, one a line:\n{out}");
     let get = |n: &str| named.iter().find(|x| x.0 == n).map(|x| x.1);
     assert_eq!(get("board_id"), Some(0x524E_4942), "{out}");
     assert_eq!(get("link_ups"), Some(1), "{out}");

@@ -1,5 +1,5 @@
 //! The unmodified perftest tools (Debian perftest 4.5+0.17) in the rxe VM against the golden model on our
-//! side, in both roles: `sim::rxe::perftest::run_perftest`.
+//! side, in both roles, over RC and (`*_uc_*`, perftest's `-c UC`) UC: `sim::rxe::perftest::run_perftest`.
 //!
 //! Each test checks that the VM tool exited 0 and printed its result table, that our side completed, that
 //! every frame of the pcap passes the golden decoder, and rxe's hw_counters (see [`check_counters`]).
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use sim::rxe::perftest::{
     count_retransmissions, run_perftest, AtomicOp, PerftestOpts, PerftestReport, Role, Tool,
 };
-use sim::rxe::verbs::EndpointKind;
+use sim::rxe::verbs::{Conn, EndpointKind};
 use sim::rxe::{self, VmImage};
 
 static BUILD: Mutex<()> = Mutex::new(());
@@ -51,7 +51,7 @@ const ZERO_LOSSY: &[&str] = &[
     "link_downed",
 ];
 
-fn check_counters(r: &PerftestReport, lossy: bool) {
+fn check_counters(r: &PerftestReport, lossy: bool, conn: Conn) {
     assert!(
         r.hw_counters.len() >= 10,
         "hw_counters missing from the VM log:\n{r}"
@@ -66,10 +66,12 @@ fn check_counters(r: &PerftestReport, lossy: bool) {
             .any(|m| m.to_lowercase().contains("icrc")),
         "rxe logged an ICRC problem:\n{r}"
     );
-    assert!(
-        r.hw("rcvd_pkts").unwrap_or(0) > 0,
-        "rxe received nothing:\n{r}"
-    );
+    // on UC nothing answers rxe's requests: when it only sends (ours the server), it receives nothing
+    let (counter, what) = match (conn, r.role) {
+        (Conn::Uc, Role::Server) => ("sent_pkts", "sent"),
+        _ => ("rcvd_pkts", "received"),
+    };
+    assert!(r.hw(counter).unwrap_or(0) > 0, "rxe {what} nothing:\n{r}");
 }
 
 fn run(
@@ -106,6 +108,21 @@ fn run_on(
     mtu: u32,
     endpoint: EndpointKind,
 ) -> Option<PerftestReport> {
+    run_conn(test, tool, role, size, iters, drop, mtu, endpoint, Conn::Rc)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_conn(
+    test: &str,
+    tool: Tool,
+    role: Role,
+    size: usize,
+    iters: usize,
+    drop: f64,
+    mtu: u32,
+    endpoint: EndpointKind,
+    conn: Conn,
+) -> Option<PerftestReport> {
     let img = image_or_skip(test)?;
     let t0 = Instant::now();
     let dir = rxe::run_dir(&format!("perftest-{test}"));
@@ -122,6 +139,7 @@ fn run_on(
     o.run_dir = Some(dir);
     o.image = Some(img);
     o.endpoint = endpoint;
+    o.conn = conn;
     let r = run_perftest(&o).unwrap();
     eprintln!("{test}: {:.1} s\n{r}", t0.elapsed().as_secs_f64());
     assert!(
@@ -143,7 +161,7 @@ fn run_on(
     if drop == 0.0 {
         assert!(r.ours.unexpected_drops.is_empty(), "{test}: our endpoint dropped frames on a clean link:\n{r}");
     }
-    check_counters(&r, drop > 0.0);
+    check_counters(&r, drop > 0.0, conn);
     if drop > 0.0 {
         let re = count_retransmissions(&pcap).unwrap();
         eprintln!("{test}: pcap {re:?}, bridge {:?}", r.bridge);
@@ -493,6 +511,97 @@ fn write_bw_mtu4096_ours_client() {
         return;
     };
     assert!(r.vm_output.contains("Mtu             : 4096[B]"), "{r}");
+}
+
+// ---- UC (`-c UC`): SEND and RDMA WRITE on Unreliable Connected QPs, both roles ----
+//
+// No ACK, no retransmission, no RNR NAK: a SEND that finds no receive is dropped, so the runs stay at or
+// below the receives both sides post up front (perftest's rx depth on UC is the iterations, up to
+// UC_MAX_RX; ours posts every receive before the last barrier). What a clean UC run must show, beyond
+// `run_conn`'s checks: the VM tool ran UC, every RoCE frame on the link is a UC request of the expected
+// opcode and count (nothing retransmitted, nothing ACKed), and the receiving side took every packet.
+// 200 messages each, 5-7 s per run: SEND_ONLY (64 B) both ways, RDMA WRITE FIRST/MIDDLE/LAST (4 KiB at MTU
+// 1024) from rxe into us and WRITE_ONLY (64 B) from us; the multi-packet SENDs both ways are
+// `ibv_uc_pingpong`'s (sim/tests/rxe_pingpong.rs).
+
+/// Who plays our side in the UC runs: the RTL (the Verilator model of the RNIC's Verilog, through the driver).
+const UC_ENDPOINT: EndpointKind = EndpointKind::Rtl;
+const UC_ITERS: usize = 200;
+
+/// RoCE frames our endpoint took in good (the model's `rx_frames`, the RTL's `rx_good_frames`).
+fn frames_in(r: &PerftestReport) -> u64 {
+    let c = &r.ours.endpoint_counters;
+    c.iter()
+        .find(|(n, _)| n == "rx_frames" || n == "rx_good_frames")
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no frame counter of our endpoint:\n{r}"))
+}
+
+/// One UC run of `tool` with `size`-byte messages at MTU 1024, checked as above; `op` is the opcode family
+/// in the decoder's names ("UC_SEND", "UC_RDMA_WRITE").
+fn run_uc(test: &str, tool: Tool, role: Role, size: usize, op: &str) -> Option<PerftestReport> {
+    let r = run_conn(test, tool, role, size, UC_ITERS, 0.0, 1024, UC_ENDPOINT, Conn::Uc)?;
+    assert!(r.vm_output.contains("Connection type : UC"), "the VM's tool did not run UC:\n{r}");
+    let pcap = r.pcap.as_ref().expect("the runs write a pcap");
+    let dec = testbench::decode::decode_pcap(pcap).unwrap();
+    let (n, per_msg) = (UC_ITERS, size.div_ceil(1024));
+    let want = if per_msg == 1 { vec![("ONLY", n)] } else { vec![("FIRST", n), ("MIDDLE", n * (per_msg - 2)), ("LAST", n)] };
+    for (pos, count) in want {
+        let name = format!("{op}_{pos}");
+        assert_eq!(dec.opcode_counts.get(&name).copied().unwrap_or(0), count, "{test}: {name} packets on the link:\n{r}");
+    }
+    // and no other RoCE frame: nothing retransmitted, nothing answered
+    let total = (n * per_msg) as u64;
+    assert_eq!(dec.roce_frames as u64, total, "{test}: RoCE frames besides the UC requests: {:?}\n{r}", dec.opcode_counts);
+    match role {
+        // the VM's tool sent, our endpoint took every packet in
+        Role::Server => {
+            assert_eq!(r.hw("sent_pkts"), Some(total), "{r}");
+            assert_eq!(frames_in(&r), total, "our endpoint took in every packet:\n{r}");
+        }
+        // we sent, rxe took every packet in
+        Role::Client => {
+            assert_eq!(r.hw("rcvd_pkts"), Some(total), "{r}");
+            assert_eq!(r.hw("sent_pkts"), Some(0), "rxe answered a UC request:\n{r}");
+        }
+    }
+    Some(r)
+}
+
+#[test]
+fn send_bw_uc_ours_server() {
+    let Some(r) = run_uc("send_bw_uc_server", Tool::SendBw, Role::Server, 64, "UC_SEND") else {
+        return;
+    };
+    // every SEND landed in one of our receives
+    assert_eq!((r.ours.messages, r.ours.completions), (200, 200), "{r}");
+    assert_eq!(r.hw("rdma_sends"), Some(200), "{r}");
+}
+
+#[test]
+fn send_bw_uc_ours_client() {
+    let Some(r) = run_uc("send_bw_uc_client", Tool::SendBw, Role::Client, 64, "UC_SEND") else {
+        return;
+    };
+    // our SENDs completed on transmit; rxe's receives took every one
+    assert_eq!((r.ours.messages, r.ours.completions), (200, 200), "{r}");
+    assert_eq!(r.hw("rdma_recvs"), Some(200), "{r}");
+}
+
+#[test]
+fn write_bw_uc_ours_server() {
+    let Some(r) = run_uc("write_bw_uc_server", Tool::WriteBw, Role::Server, 4096, "UC_RDMA_WRITE") else {
+        return;
+    };
+    assert_eq!(r.ours.remote_report.map(|x| (x.size, x.iters)), Some((4096, 200)), "{r}");
+}
+
+#[test]
+fn write_bw_uc_ours_client() {
+    let Some(r) = run_uc("write_bw_uc_client", Tool::WriteBw, Role::Client, 64, "UC_RDMA_WRITE") else {
+        return;
+    };
+    assert_eq!((r.ours.messages, r.ours.completions), (200, 200), "{r}");
 }
 
 // ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----

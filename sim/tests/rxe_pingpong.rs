@@ -1,5 +1,6 @@
 //! The stock `ibv_rc_pingpong` in the rxe VM against the golden model on our side, both roles, path MTU 1024
-//! (VM netdev MTU 1500) and 4096 (netdev MTU 9000), and once with 1% loss each way.
+//! (VM netdev MTU 1500) and 4096 (netdev MTU 9000), and once with 1% loss each way; `ibv_uc_pingpong` (UC QPs)
+//! in both roles.
 //!
 //! Each test asserts (through [`PingpongReport::problems`], whose doc lists the rxe counters that must be zero
 //! and why `duplicate_request` / `completer_retry_err` may not be under TCG):
@@ -15,6 +16,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use sim::rxe::pingpong::{run_pingpong, PingpongOpts, PingpongReport, Role};
+use sim::rxe::verbs::{Conn, EndpointKind};
 use sim::rxe::{self, VmImage};
 
 /// One image build at a time within this test binary (build-vm.sh also takes a file lock).
@@ -154,6 +156,54 @@ fn pingpong_our_server_mtu1024_drop1pct() {
         pc.dup_requests_from_vm
     );
     assert!(r.model.tx_retransmitted_packets > 0);
+}
+
+// ---- ibv_uc_pingpong: the same exchange and loop over UC QPs ----
+//
+// UC answers nothing and retransmits nothing; a SEND that found no receive would be dropped and both tools
+// would wait for it forever, which the loop never risks (each side keeps rx_depth receives posted and sends
+// only after the peer's previous SEND arrived). 200 exchanges of 2500 bytes at MTU 1024: each message is
+// UC_SEND_FIRST, MIDDLE and a short LAST, both ways; 5-6 s per run.
+
+/// Who plays our side in the UC runs: the RTL (the Verilator model of the RNIC's Verilog, through the driver).
+const UC_ENDPOINT: EndpointKind = EndpointKind::Rtl;
+
+fn uc(o: &mut PingpongOpts) {
+    o.conn = Conn::Uc;
+    o.endpoint = UC_ENDPOINT;
+    o.iters = 200;
+    o.size = 2500;
+}
+
+/// What a clean UC run shows beyond `run`'s checks: every RoCE frame on the link, both ways, is a UC SEND
+/// packet, each exactly once (nothing retransmitted, nothing ACKed), rxe sent and took all of
+/// them, and every message landed whole in one of our receives.
+fn check_uc(r: &PingpongReport) {
+    let pc = r.pcap.as_ref().expect("pcap checked");
+    let per_dir = 200 * 3;
+    for op in ["UC_SEND_FIRST", "UC_SEND_MIDDLE", "UC_SEND_LAST"] {
+        assert_eq!(pc.opcode_counts.get(op).copied(), Some(2 * 200), "{op}:\n{}", r.summary());
+    }
+    assert_eq!((pc.roce_frames, pc.roce_to_vm, pc.roce_from_vm), (2 * per_dir, per_dir as u64, per_dir as u64), "{}", r.summary());
+    assert_eq!(r.hw_counters.get("sent_pkts").copied(), Some(per_dir as u64), "{}", r.summary());
+    assert_eq!(r.hw_counters.get("rcvd_pkts").copied(), Some(per_dir as u64), "{}", r.summary());
+    assert_eq!(r.ours.bytes_received, 200 * 2500);
+}
+
+#[test]
+fn uc_pingpong_our_server_mtu1024() {
+    let Some(r) = run("uc_pingpong_our_server_mtu1024", Role::Server, 1024, uc) else {
+        return;
+    };
+    check_uc(&r);
+}
+
+#[test]
+fn uc_pingpong_our_client_mtu1024() {
+    let Some(r) = run("uc_pingpong_our_client_mtu1024", Role::Client, 1024, uc) else {
+        return;
+    };
+    check_uc(&r);
 }
 
 // ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----

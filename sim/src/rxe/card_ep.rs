@@ -160,7 +160,8 @@ pub fn perftest_remote(
     Ok(r)
 }
 
-/// `ibv_rc_pingpong` on a remote rxe host against `dev` (the card), as [`perftest_remote`].
+/// `ibv_rc_pingpong` (or `ibv_uc_pingpong`, `o.conn`) on a remote rxe host against `dev` (the card), as
+/// [`perftest_remote`].
 pub fn pingpong_remote(
     o: &super::pingpong::PingpongOpts,
     dev: super::verbs::Dev,
@@ -175,8 +176,8 @@ pub fn pingpong_remote(
     };
     let args = format!("-d rxe0 -g <GID index of its RoCE v2 IPv4 GID> -p {} -m {} -s {} -n {} -r {}", o.port, o.mtu, o.size, o.iters, o.rx_depth);
     tell(&match o.role {
-        super::pingpong::Role::Server => format!("ibv_rc_pingpong {args} <this host's address>"),
-        super::pingpong::Role::Client => format!("ibv_rc_pingpong {args}"),
+        super::pingpong::Role::Server => format!("{} {args} <this host's address>", o.tool()),
+        super::pingpong::Role::Client => format!("{} {args}", o.tool()),
     });
     let mut res = super::pingpong::OurResult::default();
     let link = super::pingpong::LinkAddrs { vm_ip: None, vm_mac: testbench::wire::MacAddr::ZERO, our_ip };

@@ -26,6 +26,17 @@
 //! `timeout` 14 (the RTL endpoint: [`PerftestOpts::our_qp_timeout`]), `retry_cnt` 7, `rnr_retry` 7,
 //! `max_rd_atomic` = the peer's `out_reads` (reads/atomics).
 //!
+//! # UC (`-c UC`, [`PerftestOpts::conn`])
+//!
+//! Our QP is then a UC QP set up as perftest's `ctx_modify_qp_to_init` / `_rtr` / `_rts` do for UC: INIT
+//! with REMOTE_WRITE | LOCAL_WRITE, RTR with only the path MTU, AV, destination QPN and RQ PSN (no
+//! `max_dest_rd_atomic`, no `min_rnr_timer`), RTS with only the SQ PSN (no timeout, retry counts or
+//! `max_rd_atomic`). perftest refuses READ and atomics on UC (`change_conn_type`), and so do we, before the
+//! VM starts. UC has no RNR NAK: a SEND that finds no receive is dropped, and the receiving tool then waits
+//! for it forever. Both sides post every receive before the run (perftest's `force_dependecies` sets the
+//! rx depth to the iterations on UC, up to `UC_MAX_RX`), so a clean run loses nothing; UC with drops is
+//! refused (nothing would recover the lost message).
+//!
 //! # What each side does on RDMA
 //!
 //! * `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`: the client writes into / reads from / issues atomics on the
@@ -45,12 +56,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use testbench::model::{
     AccessFlags, AddressVector, Counters, Cq, DeviceConfig, QpAttr, QpCap, QpInitAttr, QpState,
-    QpType, RecvWr, SendWr, Sge, WcStatus, WrOpcode,
+    RecvWr, SendWr, Sge, WcStatus, WrOpcode,
 };
 use testbench::wire::frame::MacAddr;
 
 use super::oob::{Listening, Oob, OobConn};
-use super::verbs::{open_endpoint_with, Dev, EndpointKind};
+use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT,
 };
@@ -72,6 +83,9 @@ const OUR_OUT_READS: u8 = 16;
 /// perftest's `MIN_RNR_TIMER` and default `qp_timeout`.
 const MIN_RNR_TIMER: u8 = 12;
 const QP_TIMEOUT: u8 = 14;
+/// perftest's `UC_MAX_RX`: the most receives its UC receiver posts at once (its rx depth is the iterations,
+/// up to this).
+pub const UC_MAX_RX: usize = 16000;
 
 const VM_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const VM_MAC: MacAddr = MacAddr([0x52, 0x54, 0, 0, 0, 0x01]);
@@ -141,6 +155,23 @@ impl Tool {
             "read_lat" => Tool::ReadLat,
             _ => return None,
         })
+    }
+
+    /// Whether the tool runs on `conn`: UC has no READ and no atomics (perftest's `change_conn_type`: "UC
+    /// connection not possible in READ/ATOMIC verbs").
+    pub fn runs_on(self, conn: Conn) -> bool {
+        conn == Conn::Rc || !self.uses_rd_atomic()
+    }
+
+    /// [`Tool::runs_on`] as an error that says why.
+    pub fn check_conn(self, conn: Conn) -> Result<()> {
+        if !self.runs_on(conn) {
+            bail!(
+                "{} cannot run on {conn}: UC has no RDMA READ and no atomics (perftest: \"UC connection not possible in READ/ATOMIC verbs\")",
+                self.binary()
+            );
+        }
+        Ok(())
     }
 
     pub fn is_lat(self) -> bool {
@@ -251,6 +282,8 @@ pub struct PerftestOpts {
     /// The VM tool's QP timeout (`-u`, 4.096 us x 2^N); `None`: perftest's 14 (67 ms) against the model,
     /// [`super::rtl_ep::vm_qp_timeout`] of the path MTU against the RTL.
     pub vm_qp_timeout: Option<u8>,
+    /// The transport (`-c`): RC, or UC for the tools that run on it ([`Tool::runs_on`]).
+    pub conn: Conn,
 }
 
 impl PerftestOpts {
@@ -271,7 +304,32 @@ impl PerftestOpts {
             image: None,
             endpoint: EndpointKind::Model,
             vm_qp_timeout: None,
+            conn: Conn::Rc,
         }
+    }
+
+    /// Refuse what cannot run, before any VM starts: a tool the transport has no operation for, UC with
+    /// drops (no retransmission: the receiving tool would wait for the lost message forever), and UC SENDs
+    /// beyond what the receiver keeps posted (`UC_MAX_RX`: any more may find no receive and be dropped).
+    pub fn check(&self) -> Result<()> {
+        mtu_enum(self.mtu)?;
+        if self.iters == 0 {
+            bail!("iters must be at least 1");
+        }
+        self.tool.check_conn(self.conn)?;
+        if self.conn == Conn::Uc {
+            if self.drop > 0.0 {
+                bail!("UC does not retransmit: a dropped packet loses its message and the tool waits for it forever; --drop needs RC");
+            }
+            if self.tool.is_send() && self.iters > UC_MAX_RX {
+                bail!(
+                    "{} on UC with {} iterations: perftest keeps at most {UC_MAX_RX} receives posted on UC (UC_MAX_RX) and a SEND that finds none is dropped; use at most {UC_MAX_RX}",
+                    self.tool.binary(),
+                    self.iters
+                );
+            }
+        }
+        Ok(())
     }
 
     fn eff_size(&self) -> usize {
@@ -343,9 +401,15 @@ impl PerftestOpts {
             Tool::AtomicBw(AtomicOp::CmpSwap) => c.push_str(" -A CMP_AND_SWAP"),
             _ => c.push_str(&format!(" -s {}", self.size)),
         }
+        // RC is perftest's default: its command stays as it was
+        if self.conn != Conn::Rc {
+            c.push_str(&format!(" -c {}", self.conn));
+        }
+        // perftest sets the QP timeout on RC only (`ctx_modify_qp_to_rts`); UC has no retransmit timer
         let qp_timeout = self
             .vm_qp_timeout
-            .or(self.endpoint.is_rtl().then(|| super::rtl_ep::vm_qp_timeout(self.mtu)));
+            .or(self.endpoint.is_rtl().then(|| super::rtl_ep::vm_qp_timeout(self.mtu)))
+            .filter(|_| self.conn == Conn::Rc);
         if let Some(t) = qp_timeout {
             c.push_str(&format!(" -u {t}"));
         }
@@ -739,14 +803,11 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// Run one perftest tool in the VM against the golden model on our side.
 pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
     let t0 = Instant::now();
+    opts.check()?;
     let img = match &opts.image {
         Some(i) => i.clone(),
         None => super::build_vm()?,
     };
-    mtu_enum(opts.mtu)?;
-    if opts.iters == 0 {
-        bail!("iters must be at least 1");
-    }
     let role_s = match opts.role {
         Role::Server => "server",
         Role::Client => "client",
@@ -857,8 +918,8 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         tool: opts.tool,
         role: opts.role,
         opts_summary: format!(
-            "{} ours={role_s} mtu={} size={size} iters={} drop={}",
-            opts.tool, opts.mtu, opts.iters, opts.drop
+            "{} -c {} ours={role_s} mtu={} size={size} iters={} drop={}",
+            opts.tool, opts.conn, opts.mtu, opts.iters, opts.drop
         ),
         vm_command: vm_cmd,
         vm_rc,
@@ -892,8 +953,8 @@ pub struct OurSide {
 
 impl OurSide {
     pub fn prepare(opts: &PerftestOpts, dev: &Dev, oob: &Oob) -> Result<Self> {
-        mtu_enum(opts.mtu)?;
-        let local = setup_local(dev, opts.eff_size(), opts.iters)?;
+        opts.check()?;
+        let local = setup_local(dev, opts.eff_size(), opts.iters, opts.conn)?;
         let listening = match opts.role {
             Role::Server => Some(oob.listen(opts.port)?),
             Role::Client => None,
@@ -964,7 +1025,7 @@ impl OurSide {
     }
 }
 
-fn setup_local(dev: &Dev, size: usize, iters: usize) -> Result<Local> {
+fn setup_local(dev: &Dev, size: usize, iters: usize, conn: Conn) -> Result<Local> {
     let d = dev;
     // perftest's BUFF_SIZE: max(size, cycle buffer); the peer uses [vaddr, vaddr + BUFF).
     let buff = (size as u64)
@@ -987,18 +1048,24 @@ fn setup_local(dev: &Dev, size: usize, iters: usize) -> Result<Local> {
     let qpn = d.create_qp(
         pd,
         QpInitAttr {
-            qp_type: QpType::Rc,
+            qp_type: conn.qp_type(),
             send_cq: scq,
             recv_cq: rcq,
             cap,
             sq_sig_all: false,
         },
     )?;
+    // RC: every right, whatever the tool; UC: perftest's `ctx_modify_qp_to_init` for WRITE and SEND (UC has
+    // no READ or atomics to allow)
+    let access = match conn {
+        Conn::Rc => AccessFlags::ALL,
+        Conn::Uc => AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
+    };
     d.modify_qp(
         qpn,
         &QpAttr {
             qp_state: Some(QpState::Init),
-            qp_access_flags: Some(AccessFlags::ALL),
+            qp_access_flags: Some(access),
             ..Default::default()
         },
     )
@@ -1119,33 +1186,31 @@ impl Peer<'_> {
         let rd = self.opts.tool.uses_rd_atomic();
         let max_rd = (rem.out_reads.clamp(1, u32::from(OUR_OUT_READS))) as u8;
         let d = &self.local.dev;
-        d.modify_qp(
-            self.local.qpn,
-            &QpAttr {
-                qp_state: Some(QpState::Rtr),
-                path_mtu: Some(self.res.path_mtu),
-                dest_qp_num: Some(rem.qpn),
-                rq_psn: Some(rem.psn),
-                max_dest_rd_atomic: Some(if rd { OUR_OUT_READS } else { 1 }),
-                min_rnr_timer: Some(MIN_RNR_TIMER),
-                av: Some(AddressVector::new(dmac, dip)),
-                ..Default::default()
-            },
-        )
-        .context("modify_qp RTR")?;
-        d.modify_qp(
-            self.local.qpn,
-            &QpAttr {
-                qp_state: Some(QpState::Rts),
-                sq_psn: Some(self.my.psn),
-                timeout: Some(self.opts.our_qp_timeout()),
-                retry_cnt: Some(7),
-                rnr_retry: Some(7),
-                max_rd_atomic: Some(if rd { max_rd } else { 1 }),
-                ..Default::default()
-            },
-        )
-        .context("modify_qp RTS")?;
+        let mut rtr = QpAttr {
+            qp_state: Some(QpState::Rtr),
+            path_mtu: Some(self.res.path_mtu),
+            dest_qp_num: Some(rem.qpn),
+            rq_psn: Some(rem.psn),
+            av: Some(AddressVector::new(dmac, dip)),
+            ..Default::default()
+        };
+        let mut rts = QpAttr {
+            qp_state: Some(QpState::Rts),
+            sq_psn: Some(self.my.psn),
+            ..Default::default()
+        };
+        // ctx_modify_qp_to_rtr / _rts: the responder resources, RNR timer, timeout and retry counts are RC's;
+        // a UC QP gets none of them
+        if self.opts.conn == Conn::Rc {
+            rtr.max_dest_rd_atomic = Some(if rd { OUR_OUT_READS } else { 1 });
+            rtr.min_rnr_timer = Some(MIN_RNR_TIMER);
+            rts.timeout = Some(self.opts.our_qp_timeout());
+            rts.retry_cnt = Some(7);
+            rts.rnr_retry = Some(7);
+            rts.max_rd_atomic = Some(if rd { max_rd } else { 1 });
+        }
+        d.modify_qp(self.local.qpn, &rtr).context("modify_qp RTR")?;
+        d.modify_qp(self.local.qpn, &rts).context("modify_qp RTS")?;
         Ok(())
     }
 
@@ -1640,5 +1705,41 @@ mod tests {
         );
         assert_eq!(Tool::parse("ib_send_lat"), Some(Tool::SendLat));
         assert_eq!(mtu_from_enum(3), Some(1024));
+    }
+
+    /// `-c UC` on the VM's command line, no `-u` (perftest sets no QP timeout on UC), and the combinations
+    /// perftest refuses are refused before a VM starts.
+    #[test]
+    fn uc_commands_and_refusals() {
+        let mut o = PerftestOpts::new(Tool::SendBw, Role::Server);
+        o.iters = 200;
+        o.size = 4096;
+        o.conn = Conn::Uc;
+        o.endpoint = EndpointKind::Rtl;
+        assert_eq!(
+            o.vm_command(),
+            "ib_send_bw -d rxe0 -x $RNIC_GID -F -n 200 -m 1024 -p 18515 -s 4096 -c UC 10.0.0.2"
+        );
+        assert!(o.check().is_ok());
+        o.iters = UC_MAX_RX + 1;
+        assert!(o.check().unwrap_err().to_string().contains("UC_MAX_RX"));
+        o.iters = 200;
+        o.drop = 0.01;
+        assert!(o.check().unwrap_err().to_string().contains("--drop needs RC"));
+        for t in [Tool::ReadBw, Tool::ReadLat, Tool::AtomicBw(AtomicOp::FetchAdd), Tool::AtomicBw(AtomicOp::CmpSwap)] {
+            let mut o = PerftestOpts::new(t, Role::Client);
+            o.conn = Conn::Uc;
+            let e = o.check().unwrap_err().to_string();
+            assert!(e.contains("cannot run on UC"), "{e}");
+            o.conn = Conn::Rc;
+            assert!(o.check().is_ok());
+        }
+        for t in [Tool::WriteBw, Tool::SendLat, Tool::WriteLat] {
+            assert!(t.runs_on(Conn::Uc), "{t}");
+        }
+        assert_eq!("uc".parse::<Conn>().unwrap(), Conn::Uc);
+        assert_eq!("RC".parse::<Conn>().unwrap(), Conn::Rc);
+        assert!("UD".parse::<Conn>().unwrap_err().to_string().contains("not supported yet"));
+        assert!("XRC".parse::<Conn>().is_err());
     }
 }

@@ -1,5 +1,6 @@
-//! An `ibv_rc_pingpong` peer on our side of the rxe link: the golden model ([`testbench::model::Device`])
-//! speaks rdma-core's `libibverbs/examples/rc_pingpong.c` protocol to the stock tool in the VM, in either role.
+//! An `ibv_rc_pingpong` / `ibv_uc_pingpong` peer on our side of the rxe link: the golden model
+//! ([`testbench::model::Device`]) speaks rdma-core's `libibverbs/examples/rc_pingpong.c` (or `uc_pingpong.c`)
+//! protocol to the stock tool in the VM, in either role.
 //!
 //! The protocol, as rc_pingpong does it:
 //! * both sides create a PD, one buffer of `size` bytes (an MR with LOCAL_WRITE), one CQ for sends and
@@ -13,13 +14,21 @@
 //!   its previous SEND and a RECV have completed (the server: once a RECV has completed), until `iters`
 //!   SENDs and `iters` RECVs completed; receives are topped up to `rx_depth` when at most one is left.
 //!
+//! `uc_pingpong.c` ([`PingpongOpts::conn`] = [`Conn::Uc`]) is the same exchange, buffers and loop over a UC
+//! QP whose `pp_connect_ctx` sets only the path MTU, AV, destination QPN and RQ PSN at RTR and only the SQ PSN
+//! at RTS (no `max_dest_rd_atomic`, `min_rnr_timer`, timeout, retry counts or `max_rd_atomic`). A UC SEND
+//! completes once sent and nothing is ACKed; a SEND that finds no receive is dropped (no RNR NAK), which
+//! the loop never risks: each side sends only after the peer's previous SEND arrived, and keeps `rx_depth`
+//! receives posted. A lost packet loses its message for good and both tools wait forever, so UC runs take
+//! no drops.
+//!
 //! [`run_pingpong`] boots the VM with `sim/vm/scripts/pingpong-vm.sh` (the tool in the opposite role), runs
 //! our side in the calling thread against our endpoint shared with the bridge thread ([`super::verbs::Verbs`]: the golden model or the RTL), then
 //! collects the tool's output, rxe's `hw_counters`, the bridge statistics and a check of the pcap (golden
 //! decoder, retransmitted PSNs). [`PingpongReport::check`] says whether the run is a clean pass.
 //!
-//! The options map to `rnic rxe --endpoint model --tool ibv_rc_pingpong --role server|client --mtu N --size N
-//! --iters N --drop P --pcap FILE`.
+//! The options map to `rnic rxe --endpoint model --tool ibv_rc_pingpong|ibv_uc_pingpong --role server|client
+//! --mtu N --size N --iters N --drop P --pcap FILE`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -34,12 +43,12 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use testbench::model::{
     AccessFlags, AddressVector, Counters, Cq, DeviceConfig, DropReason, QpAttr, QpCap, QpInitAttr,
-    QpState, QpType, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
+    QpState, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
 };
 use testbench::wire::{parse_ethernet, Frame};
 
 use super::oob::{Listening, Oob};
-use super::verbs::{open_endpoint_with, Dev, EndpointKind};
+use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT,
 };
@@ -108,6 +117,8 @@ pub struct PingpongOpts {
     /// ICMP echo requests the VM sends to our address before the tool (`ping -c N`; 0: none). Our side's
     /// echo responder answers them: the RTL's own for an RTL endpoint, the host stack's for the model.
     pub pings: u32,
+    /// The transport: RC runs `ibv_rc_pingpong`, UC `ibv_uc_pingpong` (both in the VM and as our QP's type).
+    pub conn: Conn,
 }
 
 impl Default for PingpongOpts {
@@ -130,11 +141,30 @@ impl Default for PingpongOpts {
             port: PINGPONG_PORT,
             endpoint: EndpointKind::Model,
             pings: 0,
+            conn: Conn::Rc,
         }
     }
 }
 
+/// The pingpong example of each transport: `ibv_rc_pingpong` is RC, `ibv_uc_pingpong` UC (`None`: not a
+/// pingpong tool we run; `ibv_ud_pingpong` is UD, not supported yet).
+pub fn tool_conn(tool: &str) -> Option<Conn> {
+    match tool {
+        "ibv_rc_pingpong" => Some(Conn::Rc),
+        "ibv_uc_pingpong" => Some(Conn::Uc),
+        _ => None,
+    }
+}
+
 impl PingpongOpts {
+    /// The rdma-core example of this transport.
+    pub fn tool(&self) -> &'static str {
+        match self.conn {
+            Conn::Rc => "ibv_rc_pingpong",
+            Conn::Uc => "ibv_uc_pingpong",
+        }
+    }
+
     /// The VM's netdev MTU for this path MTU.
     pub fn vm_netdev_mtu(&self) -> u32 {
         self.vm_mtu
@@ -302,7 +332,7 @@ impl PingpongReport {
             p.push("the VM timed out".into());
         }
         if self.vm_rc != Some(0) {
-            p.push(format!("ibv_rc_pingpong exited with {:?}", self.vm_rc));
+            p.push(format!("{} exited with {:?}", o.tool(), self.vm_rc));
         }
         if o.pings > 0 {
             // "5 packets transmitted, 5 packets received, 0% packet loss" (busybox; iputils: "5 received")
@@ -319,7 +349,7 @@ impl PingpongReport {
             }
         }
         if !self.tool_output.contains(&format!("{} iters in", o.iters)) {
-            p.push("ibv_rc_pingpong did not report its iterations".into());
+            p.push(format!("{} did not report its iterations", o.tool()));
         }
         if let Some(e) = &self.ours.error {
             p.push(format!("our side: {e}"));
@@ -386,10 +416,16 @@ impl PingpongReport {
                     p.push(format!("pcap does not decode clean: {:?}", c.problems));
                 }
                 let rcvd = self.hw("rcvd_pkts");
+                // RC: frames of ours the VM never answered (e.g. our re-ACKs of its retransmitted last SEND) may
+                // reach rxe after the tool destroyed its QP; rxe drops those before counting. UC answers
+                // nothing, but we send nothing but SENDs, and the tool's last receive completion needs every one
+                // of their packets: all of them reached its QP.
+                let tail = match o.conn {
+                    Conn::Rc => c.roce_to_vm_unanswered_tail,
+                    Conn::Uc => 0,
+                };
                 if !self.hw_counters.is_empty() {
-                    // frames of ours the VM never answered (e.g. our re-ACKs of its retransmitted last SEND) may
-                    // reach rxe after the tool destroyed its QP; rxe drops those before counting
-                    if lossless && rcvd + c.roce_to_vm_unanswered_tail < c.roce_to_vm {
+                    if lossless && rcvd + tail < c.roce_to_vm {
                         p.push(format!(
                             "rxe counted {rcvd} good packets but we delivered {} (bad ICRC or header?)",
                             c.roce_to_vm
@@ -414,7 +450,8 @@ impl PingpongReport {
             Ok(())
         } else {
             bail!(
-                "ibv_rc_pingpong run failed:\n  {}\n{}",
+                "{} run failed:\n  {}\n{}",
+                self.opts.tool(),
                 p.join("\n  "),
                 self.summary()
             )
@@ -431,7 +468,8 @@ impl PingpongReport {
         let o = &self.opts;
         let _ = writeln!(
             s,
-            "ibv_rc_pingpong: our side {:?}, path MTU {} (VM netdev {}, rxe active {:?}), size {}, iters {}, drop {}",
+            "{}: our side {:?}, path MTU {} (VM netdev {}, rxe active {:?}), size {}, iters {}, drop {}",
+            o.tool(),
             o.role,
             o.mtu,
             o.vm_netdev_mtu(),
@@ -442,8 +480,10 @@ impl PingpongReport {
         );
         let _ = writeln!(
             s,
-            "--- VM ibv_rc_pingpong (rc {:?}, timed out {}):",
-            self.vm_rc, self.vm_timed_out
+            "--- VM {} (rc {:?}, timed out {}):",
+            o.tool(),
+            self.vm_rc,
+            self.vm_timed_out
         );
         for l in self.tool_output.lines() {
             let _ = writeln!(s, "  {l}");
@@ -529,7 +569,7 @@ impl PingpongReport {
     }
 }
 
-/// The rc_pingpong peer on the model.
+/// The rc_pingpong / uc_pingpong peer on our endpoint.
 struct Peer {
     dev: Dev,
     cq: Cq,
@@ -552,7 +592,7 @@ impl Peer {
         let qpn = d.create_qp(
             pd,
             QpInitAttr {
-                qp_type: QpType::Rc,
+                qp_type: o.conn.qp_type(),
                 send_cq: cq,
                 recv_cq: cq,
                 cap: QpCap {
@@ -640,33 +680,31 @@ impl Peer {
         // hop_limit 1 in rc_pingpong's ah_attr is replaced by the route's (64) for RoCEv2 (guide 1a):
         // AddressVector::new's default.
         let av = AddressVector::new(mac, rem.ip());
-        d.modify_qp(
-            self.qpn,
-            &QpAttr {
-                qp_state: Some(QpState::Rtr),
-                path_mtu: Some(o.mtu),
-                dest_qp_num: Some(rem.qpn),
-                rq_psn: Some(rem.psn),
-                max_dest_rd_atomic: Some(1),
-                min_rnr_timer: Some(12),
-                av: Some(av),
-                ..Default::default()
-            },
-        )
-        .map_err(|e| anyhow!("failed to modify QP to RTR: {e:#}"))?;
-        d.modify_qp(
-            self.qpn,
-            &QpAttr {
-                qp_state: Some(QpState::Rts),
-                timeout: Some(o.our_qp_timeout()),
-                retry_cnt: Some(7),
-                rnr_retry: Some(7),
-                sq_psn: Some(my_psn),
-                max_rd_atomic: Some(1),
-                ..Default::default()
-            },
-        )
-        .map_err(|e| anyhow!("failed to modify QP to RTS: {e:#}"))
+        let mut rtr = QpAttr {
+            qp_state: Some(QpState::Rtr),
+            path_mtu: Some(o.mtu),
+            dest_qp_num: Some(rem.qpn),
+            rq_psn: Some(rem.psn),
+            av: Some(av),
+            ..Default::default()
+        };
+        let mut rts = QpAttr {
+            qp_state: Some(QpState::Rts),
+            sq_psn: Some(my_psn),
+            ..Default::default()
+        };
+        // uc_pingpong's pp_connect_ctx sets only the above: the responder resources, RNR timer, timeout and
+        // retry counts are RC's
+        if o.conn == Conn::Rc {
+            rtr.max_dest_rd_atomic = Some(1);
+            rtr.min_rnr_timer = Some(12);
+            rts.timeout = Some(o.our_qp_timeout());
+            rts.retry_cnt = Some(7);
+            rts.rnr_retry = Some(7);
+            rts.max_rd_atomic = Some(1);
+        }
+        d.modify_qp(self.qpn, &rtr).map_err(|e| anyhow!("failed to modify QP to RTR: {e:#}"))?;
+        d.modify_qp(self.qpn, &rts).map_err(|e| anyhow!("failed to modify QP to RTS: {e:#}"))
     }
 
     /// rc_pingpong's main loop (`parse_single_wc`).
@@ -809,7 +847,7 @@ pub fn our_side(
             let conn = listener
                 .expect("listener")
                 .accept(t())
-                .context("waiting for the peer's ibv_rc_pingpong to connect")?;
+                .with_context(|| format!("waiting for the peer's {} to connect", o.tool()))?;
             let msg = conn.recv_exact(RECORD_LEN, t()).context("server read")?;
             let rem = Dest::from_wire(&msg)?;
             res.remote = Some(rem);
@@ -822,7 +860,9 @@ pub fn our_side(
         }
         Role::Client => {
             // pp_client_exch_dest
-            let conn = oob.connect(o.port, t()).context("connecting to the peer's ibv_rc_pingpong server")?;
+            let conn = oob
+                .connect(o.port, t())
+                .with_context(|| format!("connecting to the peer's {} server", o.tool()))?;
             conn.send_all(&my.to_wire(), t()).context("client write")?;
             let msg = conn.recv_exact(RECORD_LEN, t()).context("client read")?;
             conn.send_all(b"done\0", t()).context("client write done")?;
@@ -998,8 +1038,8 @@ pub fn unanswered_tail(frames: &[Seen]) -> u64 {
     frames[from..].iter().filter(|f| f.ours).count() as u64
 }
 
-/// Boot the VM running `ibv_rc_pingpong` in the role opposite to `o.role`, play our role on the golden model,
-/// and report. Errors only when the run could not be set up (no VM image, socket); a failed run is an `Ok`
+/// Boot the VM running `ibv_rc_pingpong` (or `ibv_uc_pingpong`, [`PingpongOpts::conn`]) in the role opposite to
+/// `o.role`, play our role on our endpoint, and report. Errors only when the run could not be set up (no VM image, socket); a failed run is an `Ok`
 /// report whose [`PingpongReport::check`] fails.
 impl PingpongOpts {
     /// Our QP's retransmit timeout: rc_pingpong's 14 against the model; against the RTL, the rule perftest
@@ -1026,6 +1066,11 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         "iters, size >= 1 and rx depth >= 2"
     );
     ensure!((0.0..1.0).contains(&o.drop), "drop must be in [0, 1)");
+    ensure!(
+        o.conn == Conn::Rc || o.drop == 0.0,
+        "UC does not retransmit: a dropped packet loses its message and both {} peers wait for it forever; --drop needs RC",
+        o.tool()
+    );
     let t0 = Instant::now();
     let deadline = t0 + o.timeout;
     let image = match &o.image {
@@ -1086,8 +1131,8 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         Role::Client => ("server", String::new()),
     };
     cfg.script = Some(format!(
-        "PP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={port}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\nPP_PINGS={}\nPP_OUR_IP={our_ip}\n{GID_SCRIPT}\n{VM_SCRIPT}",
-        o.mtu, o.size, o.iters, o.rx_depth, o.pings
+        "PP_TOOL={}\nPP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={port}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\nPP_PINGS={}\nPP_OUR_IP={our_ip}\n{GID_SCRIPT}\n{VM_SCRIPT}",
+        o.tool(), o.mtu, o.size, o.iters, o.rx_depth, o.pings
     ));
     // ibv_rc_pingpong destroys its QP once its own last completion is in: the exchange after our last post
     // runs loss-free (`BridgeConfig::drops_end`)

@@ -168,7 +168,7 @@ pub fn rx_counter_slots() -> Vec<u32> {
 
 /// The RNIC's counter window, named (index = `COUNTER[i]`): RX Parse's first nine, then ARP's, the
 /// Responder's and the Completer's, RX Parse's MAC-error count (31), the ICMP echo responder's and ARP's
-/// other two (32..36).
+/// other three (32..37), the Responder's UC drops (38).
 pub fn counter_names() -> Vec<String> {
     let rx = rx_counter_names();
     let mut v: Vec<String> = rx[..9].to_vec();
@@ -200,7 +200,7 @@ pub fn counter_names() -> Vec<String> {
     }
     v.push(rx[9].clone());
     assert_eq!(v.len(), 32);
-    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped", "arp_requests"] {
+    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped", "arp_requests", "resp_drop_uc"] {
         v.push(n.into());
     }
     v

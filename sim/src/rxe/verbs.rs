@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
-use testbench::model::{AccessFlags, Counters, Cq, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
+use testbench::model::{
+    AccessFlags, Counters, Cq, Pd, QpAttr, QpInitAttr, QpType, RecvWr, SendWr, WorkCompletion,
+};
 
 use super::model_ep::SharedDevice;
 
@@ -169,6 +171,54 @@ impl std::fmt::Display for EndpointKind {
             EndpointKind::Board => "board",
             EndpointKind::Card => "card",
         })
+    }
+}
+
+/// The transport of the tools' QPs: perftest's `-c` (`change_conn_type`), or which of rdma-core's pingpong
+/// examples runs (`ibv_rc_pingpong`, `ibv_uc_pingpong`). Our side creates its QP with the same type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Conn {
+    /// Reliable Connected: ACKs, retransmission, RNR NAKs, READ and atomics.
+    #[default]
+    Rc,
+    /// Unreliable Connected: SEND and RDMA WRITE only; no ACK, no retransmission, and a SEND that finds no
+    /// receive posted is dropped (no RNR NAK), so a run must keep enough receives posted to lose nothing.
+    Uc,
+}
+
+impl Conn {
+    pub fn qp_type(self) -> QpType {
+        match self {
+            Conn::Rc => QpType::Rc,
+            Conn::Uc => QpType::Uc,
+        }
+    }
+
+    /// The name perftest's `-c` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conn::Rc => "RC",
+            Conn::Uc => "UC",
+        }
+    }
+}
+
+impl std::str::FromStr for Conn {
+    type Err = anyhow::Error;
+    /// perftest's names (`RC`, `UC`, `UD`; case-insensitive here).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "RC" => Ok(Conn::Rc),
+            "UC" => Ok(Conn::Uc),
+            "UD" => anyhow::bail!("connection type UD is not supported yet (RC or UC)"),
+            _ => anyhow::bail!("unknown connection type `{s}` (RC or UC; UD is not supported yet)"),
+        }
+    }
+}
+
+impl std::fmt::Display for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

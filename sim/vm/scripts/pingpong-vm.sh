@@ -1,9 +1,10 @@
-# In-VM side of sim::rxe::pingpong: the stock ibv_rc_pingpong against our side (10.0.0.2).
+# In-VM side of sim::rxe::pingpong: the stock ibv_rc_pingpong or ibv_uc_pingpong against our side (10.0.0.2).
 # sim::rxe::pingpong prepends the parameters as shell variables:
+#   PP_TOOL   ibv_rc_pingpong or ibv_uc_pingpong (the same options; default ibv_rc_pingpong)
 #   PP_MODE=server|client  the VM tool's role (the opposite of ours)
 #   PP_PEER   our address (used when PP_MODE=client)
 #   PP_PORT   TCP port of the QPN/PSN/GID exchange (18515)
-#   PP_MTU PP_SIZE PP_ITERS PP_RXDEPTH   ibv_rc_pingpong -m -s -n -r
+#   PP_MTU PP_SIZE PP_ITERS PP_RXDEPTH   the tool's -m -s -n -r
 #   (the GID index, RNIC_GID, comes from the prelude gid.sh: eth0's IPv4-mapped RoCE v2 GID)
 #   PP_TIMEOUT  seconds before the tool is killed (so the counters still get printed)
 # Prints the tool's output between PINGPONG_BEGIN/END markers, its exit status, then rxe's hw_counters
@@ -12,14 +13,15 @@
 if [ "${PP_PINGS:-0}" -gt 0 ]; then
     ping -c "$PP_PINGS" -i 0.2 -W 5 "$PP_OUR_IP" 2>&1 | grep -e 'packets transmitted' -e 'rtt' | sed 's/^/ping /'
 fi
-echo "=== PINGPONG_BEGIN mode=$PP_MODE mtu=$PP_MTU size=$PP_SIZE iters=$PP_ITERS ==="
+PP_TOOL=${PP_TOOL:-ibv_rc_pingpong}
+echo "=== PINGPONG_BEGIN tool=$PP_TOOL mode=$PP_MODE mtu=$PP_MTU size=$PP_SIZE iters=$PP_ITERS ==="
 echo "active_mtu $(ibv_devinfo -d rxe0 | awk '/active_mtu/ {print $2}')"
 if [ "$PP_MODE" = server ]; then
-    timeout "$PP_TIMEOUT" ibv_rc_pingpong -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
+    timeout "$PP_TIMEOUT" "$PP_TOOL" -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
         -s "$PP_SIZE" -n "$PP_ITERS" -r "$PP_RXDEPTH" 2>&1
     rc=$?
 else
-    timeout "$PP_TIMEOUT" ibv_rc_pingpong -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
+    timeout "$PP_TIMEOUT" "$PP_TOOL" -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
         -s "$PP_SIZE" -n "$PP_ITERS" -r "$PP_RXDEPTH" "$PP_PEER" 2>&1
     rc=$?
 fi

@@ -1,4 +1,4 @@
-//! Responder (rxe `rxe_resp.c` `rxe_responder`, as `testbench::model::responder` implements it), RC only:
+//! Responder (rxe `rxe_resp.c` `rxe_responder`, as `testbench::model::responder` implements it), RC and UC:
 //! request packets in (`hdr_*` + `pay` from RX Parse; the top routes request opcodes here), ACK / NAK / RNR NAK
 //! / READ RESPONSE / ATOMIC ACKNOWLEDGE headers out (`tx_pkt`, with the gather commands for read-response
 //! payload, issued with their header and in order), SEND/WRITE payload and an atomic's new value to the Scatter
@@ -43,6 +43,12 @@
 //! Class-C errors NAK with the packet's PSN and the current MSN, complete the receive in progress (if the rule
 //! says so), flush every posted receive WQE with WR_FLUSH_ERR (rxe `qp_error`) and put the QP in error.
 //! ATOMIC_WRITE and FLUSH: NAK invalid request, QP to error. An atomic's target must be 8-byte aligned.
+//! **UC** (the QP's type; rxe `check_psn`'s UC branch and `drop_msg`): a request must carry exactly the expected
+//! PSN outside a message being dropped; otherwise a FIRST/ONLY resynchronises (the message in progress
+//! abandoned, its receive WQE kept and filled again from offset 0) and anything else is dropped. Every check
+//! that would NAK on RC (sequence, access, length, R_Key, no receive posted) drops the packet and the rest of
+//! its message instead, counted in [`CNT_DROP_UC`]; a receive too small still completes LOC_QP_OP_ERR and
+//! flushes the receive queue (rxe `qp_error`). Nothing is ever ACKed, whatever AckReq says.
 //!
 //! **The payload mover**: a SEND/WRITE payload is handed in `PayFwd` to the mover (`mv_on`: `pay` to `s_pay`
 //! until its last beat; the next is handed over once `mv_on` is clear, so the Scatter Path's ready never
