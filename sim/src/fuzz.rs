@@ -9,10 +9,12 @@
 //! checks it or left as it was, ARP frames, and raw random bytes (14..9000). Every frame is built from the
 //! golden wire model (`testbench::wire`) and the seed alone.
 //!
-//! **QPs.** Four RC QPs of ours in RTS, connected to QPs of the peer: two *rough* ones take every kind of
-//! frame; two *clean* ones take only well-formed requests aimed inside the MR and receive WQEs with room for
-//! any message, so that they stay out of the error state and their data path (WQE fetch, scatter, READ
-//! responses, receive completions) is exercised. The peer is detached: what the RNIC sends is only collected.
+//! **QPs.** Four RC QPs and two UC QPs of ours in RTS, connected to QPs of the peer: three *rough* ones (two
+//! RC, one UC) take every kind of frame; three *clean* ones take only well-formed requests aimed inside the MR
+//! and receive WQEs with room for any message, so that they stay out of the error state and their data path
+//! (WQE fetch, scatter, READ responses, receive completions) is exercised. A UC QP's well-formed SENDs and
+//! WRITEs carry the UC opcodes (its READs and atomics keep RC's, which its lookup drops), as do most of its
+//! wild requests; what the UC rules drop is counted in `resp_drop_uc`, one of the ends of a request. The peer is detached: what the RNIC sends is only collected.
 //!
 //! **The run** is cut into chunks. Before a chunk every QP of ours is brought back (RESET, INIT, RTR, RTS with a
 //! fresh ePSN, send PSN, path MTU and, on the rough QPs, access: a class-C error leaves a QP dropping everything
@@ -112,6 +114,8 @@ const RO_OFF: u64 = 512 << 10;
 const RO_LEN: u64 = 64 << 10;
 /// Extra QPs besides the rig's.
 const EXTRA_QPS: usize = 3;
+/// UC QPs of ours after them (one rough, one clean).
+const UC_QPS: usize = 2;
 /// Chunks whose frames go in paced rather than at the link rate. A paced frame costs some 190 cycles (the
 /// link's 100-cycle latency, the RNIC's answer, the quiet gap), one at the link rate some 28, and the cycles
 /// are the run's time: with a quarter paced, flow control and the overflow probe, the CI run (seed 0x0F22)
@@ -383,8 +387,8 @@ pub enum Fate {
 /// Completer, everything else to the Responder), the Responder's `Look` state (malformed first, then the
 /// lookup) and QP Context's lookup (`rtl/src/transport/qp_context.rs`: QPN 0 or >= 256, an opcode whose transport bits
 /// are not RC's (the masked atomics 0xD3/0xD4 count as RC), a QP not in RTR/RTS/SQD/SQE, a source IP that is not the QP's remote IP, a P_Key whose low 15
-/// bits are not 0x7FFF). `live` holds our QPs (all RC, in RTS, remote IP `peer_ip`).
-pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
+/// bits are not 0x7FFF). `live` holds our QPs (QPN, UC or RC; in RTS, remote IP `peer_ip`).
+pub fn responder_fate(v: &RxVerdict, live: &[(u32, bool)], peer_ip: u32) -> Fate {
     if v.reason != 0 {
         return Fate::Dropped(v.reason);
     }
@@ -394,10 +398,12 @@ pub fn responder_fate(v: &RxVerdict, live: &[u32], peer_ip: u32) -> Fate {
     if responder_info()[v.opcode as usize] >> 8 & 1 == 1 {
         return Fate::Malformed;
     }
+    let Some(&(_, uc)) = live.iter().find(|q| q.0 == v.dest_qpn) else {
+        return Fate::Lookup;
+    };
     let drop = v.dest_qpn == 0
         || v.dest_qpn >= 256
-        || transport_bits(v.opcode) != transport_bits(RC_SEND_ONLY)
-        || !live.contains(&v.dest_qpn)
+        || transport_bits(v.opcode) != transport_bits(if uc { UC_SEND_ONLY } else { RC_SEND_ONLY })
         || v.src_ip != peer_ip
         || v.pkey & 0x7FFF != 0x7FFF;
     if drop {
@@ -460,6 +466,14 @@ struct QpGen {
     /// Well-formed requests here aim at the MR and carry no atomics (fewer class-C errors, so the QP lives
     /// longer and its data path is exercised); wild and mutated frames still reach it.
     clean: bool,
+    /// A UC QP: its well-formed SENDs and WRITEs carry the UC opcodes.
+    uc: bool,
+}
+
+/// The UC form of an RC SEND or WRITE opcode (RC + 0x20), `None` for the others (UC has no READ, atomic or
+/// SEND with invalidate).
+fn uc_op(rc: u8) -> Option<u8> {
+    (rc <= RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE).then(|| rc + (UC_SEND_FIRST - RC_SEND_FIRST))
 }
 
 /// Registered memory the generator aims at.
@@ -496,7 +510,8 @@ const RC_REQUEST_OPS: [u8; 21] = [
     MASKED_COMPARE_SWAP, MASKED_FETCH_ADD,
 ];
 const RESPONSE_OPS: [u8; 6] = [0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12];
-/// Opcodes of other transports the golden model can build (RX Parse takes none of them).
+/// Opcodes of other transports the golden model can build (RX Parse takes UC's; the lookup drops a UC opcode
+/// at an RC QP and an RC one at a UC QP).
 const OTHER_OPS: [u8; 6] = [UC_SEND_ONLY, UC_RDMA_WRITE_ONLY, UD_SEND_ONLY, RD_SEND_ONLY, RD_RDMA_READ_REQUEST, CNP];
 
 struct Gen {
@@ -764,6 +779,13 @@ impl Gen {
                 }
             }
         }
+        if self.qps[q].uc {
+            match uc_op(p.opcode) {
+                Some(op) => p.opcode = op,
+                // a READ or atomic on a UC QP: the lookup drops it (another transport), no PSN taken
+                None => packets = 0,
+            }
+        }
         if psn == epsn {
             self.qps[q].epsn = (epsn + packets) & 0xFF_FFFF;
         }
@@ -773,6 +795,8 @@ impl Gen {
     /// A request with a random RC opcode, PSN, RETH, payload length and pad.
     fn wild_request(&mut self, q: usize) -> Plan {
         let op = self.pick(&RC_REQUEST_OPS);
+        // (a UC QP: mostly the UC form of a SEND or WRITE opcode, else the RC opcode its lookup drops)
+        let op = if self.qps[q].uc && self.rng.gen_bool(0.8) { uc_op(op).unwrap_or(op) } else { op };
         let epsn = self.qps[q].epsn;
         let psn = match self.rng.gen_range(0..4) {
             0 | 1 => epsn,
@@ -1258,6 +1282,7 @@ struct OurQp {
     posts: u64,
     /// Receive WQEs posted and not completed, oldest first.
     posted: VecDeque<RecvWqe>,
+    uc: bool,
 }
 
 /// The counter window, by name.
@@ -1461,13 +1486,16 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         "unexpected rig host memory layout {rig_regions:x?} (src, CQ ring, SQ ring, RQ ring expected)"
     );
     let cq_ring = (rig_regions[1].0, rig_regions[1].1 as u64);
-    let mut qps = vec![OurQp { qpn: r.qpn, peer_qpn: r.peer_qpn, rq_base: rig_regions[3].0, posts: 0, posted: VecDeque::new() }];
-    for k in 0..EXTRA_QPS {
+    let mut qps = vec![OurQp { qpn: r.qpn, peer_qpn: r.peer_qpn, rq_base: rig_regions[3].0, posts: 0, posted: VecDeque::new(), uc: false }];
+    for k in 0..EXTRA_QPS + UC_QPS {
         let before = r.mem.lock().unwrap().regions().len();
-        let (qpn, peer_qpn) = r.add_qp_pair(1024, 0x100 * k as u32, 0x200 * k as u32);
+        let uc = k >= EXTRA_QPS;
+        let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        let ty = if uc { QpType::Uc } else { QpType::Rc };
+        let (qpn, peer_qpn) = r.add_qp_pair_of(ty, 1024, 0x100 * k as u32, 0x200 * k as u32, cap, Cq(0));
         let regions: Vec<(u64, usize)> = r.mem.lock().unwrap().regions().iter().map(|(b, v)| (*b, v.len())).collect();
         anyhow::ensure!(regions.len() == before + 2 && regions[before + 1].1 == RQ_DEPTH * WQE_BYTES, "unexpected ring allocation");
-        qps.push(OurQp { qpn, peer_qpn, rq_base: regions[before + 1].0, posts: 0, posted: VecDeque::new() });
+        qps.push(OurQp { qpn, peer_qpn, rq_base: regions[before + 1].0, posts: 0, posted: VecDeque::new(), uc });
     }
     let buf = r.mem.lock().unwrap().alloc((2 * CANARY + MR_LEN) as usize);
     {
@@ -1485,14 +1513,14 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
     };
     let mut gen = Gen {
         rng: SmallRng::seed_from_u64(o.seed ^ 0x5EED_F022),
-        qps: qps.iter().map(|q| QpGen { qpn: q.qpn, mtu: 1024, epsn: 0, sq_psn: 0, msg: None, clean: q.qpn != r.qpn && q.qpn % 2 == 0 }).collect(),
+        qps: qps.iter().map(|q| QpGen { qpn: q.qpn, mtu: 1024, epsn: 0, sq_psn: 0, msg: None, clean: q.qpn != r.qpn && q.qpn % 2 == 0, uc: q.uc }).collect(),
         mrs: setup.mrs,
         peer_mac,
         peer_ip,
     };
     let mut shadow = r.mem.lock().unwrap().clone();
     let mut rep = FuzzReport { seed: o.seed, ..Default::default() };
-    let live: Vec<u32> = qps.iter().map(|q| q.qpn).collect();
+    let live: Vec<(u32, bool)> = qps.iter().map(|q| (q.qpn, q.uc)).collect();
     let mut wr_id = 0u64;
     let mut done = 0u64;
     let mut before = Counters::read(&mut r).map_err(anyhow::Error::msg)?;
@@ -1857,7 +1885,7 @@ fn check_chunk(
             p.completer
         ));
     }
-    let outcomes = ["resp_duplicates", "resp_nak_psn_seq", "resp_drop_out_of_seq", "resp_rnr_naks", "resp_class_c_naks"];
+    let outcomes = ["resp_duplicates", "resp_nak_psn_seq", "resp_drop_out_of_seq", "resp_rnr_naks", "resp_class_c_naks", "resp_drop_uc"];
     let ends: u64 = outcomes.iter().map(|x| d(x)).sum();
     if ends > d("resp_requests") {
         problems.push(format!("{} requests, but {ends} ended as {outcomes:?}", d("resp_requests")));
