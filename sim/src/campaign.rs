@@ -237,6 +237,164 @@ pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
 }
 
 
+/// UC QP pairs of the UC campaign, and messages per round.
+const UC_QPS: usize = 4;
+pub const UC_PER_ROUND: usize = 16;
+/// Receive buffers of the UC campaign (SLOT bytes each, in RECV_AREA), and how many receives a QP keeps posted.
+const UC_BUFS: usize = 16;
+const UC_POSTED: usize = 4;
+
+/// The UC campaign: the golden model sends SEND, SEND_WITH_IMM, RDMA WRITE and WRITE_WITH_IMM on [`UC_QPS`]
+/// UC QP pairs to the RTL over a link with faults (drops, duplicates, reorders, corruption). UC recovers
+/// nothing: a message that loses a packet is never completed, a duplicated or late FIRST/ONLY may deliver a
+/// message again, and a SEND that finds no receive is dropped. What must hold: the sender completes every
+/// WQE (on transmit); every receive completion of ours is SUCCESS, takes our receive WQEs in posting order,
+/// and holds one whole message of its QP, byte for byte (its length, immediate, SEND data in its buffer,
+/// WRITE_WITH_IMM data at its target): never a corrupt or partial one; no DMA write outside the WRITE targets
+/// and the receive buffers; no class-C error, no QP in error; the drops are counted (`resp_drop_uc`).
+pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+    use std::collections::VecDeque;
+    let mut summary = String::new();
+    let mut r = crate::system::rig_with(rtl_dut(), mtu, dir);
+    if let Some(v) = vcd {
+        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
+    }
+    let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let qps: Vec<(u32, u32)> =
+        (0..UC_QPS).map(|i| r.add_qp_pair_of(QpType::Uc, mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32, cap, Cq(0))).collect();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..1 << 20).map(|_| rng.gen()).collect();
+        s.peer.mem_mut().write(r.peer_buf, &pat).unwrap();
+        s.out.set_faults(faults, seed ^ 0x7);
+        s.inl.set_faults(faults, seed ^ 0x1u64);
+    }
+    let before = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
+    let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
+    let mut free: Vec<u64> = (0..UC_BUFS as u64).collect();
+    // per QP: the receives posted and not completed (wr_id, buffer), oldest first
+    let mut posted: Vec<VecDeque<(u64, u64)>> = vec![VecDeque::new(); UC_QPS];
+    let mut next_wr = 0u64;
+    let (mut sent, mut delivered) = (0usize, 0usize);
+    let mut recent: Vec<Vec<Msg>> = vec![Vec::new(); UC_QPS];
+    for round in 0..rounds {
+        let mut msgs = Vec::new();
+        for i in 0..UC_PER_ROUND {
+            let op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::SendWithImm][rng.gen_range(0..4)];
+            let len = sizes[rng.gen_range(0..sizes.len())];
+            let our_off = WRITE_AREA + i as u64 * STRIDE + rng.gen_range(0..8);
+            msgs.push(Msg { op, len, qp: i % UC_QPS, peer_off: rng.gen_range(0..(1 << 20) - SLOT), our_off, imm: rng.gen() });
+        }
+        // receives for the SENDs and WRITE_WITH_IMMs, while the QP has fewer than UC_POSTED and a buffer is free
+        for m in &msgs {
+            if m.op != WrOpcode::RdmaWrite && posted[m.qp].len() < UC_POSTED {
+                if let Some(b) = free.pop() {
+                    next_wr += 1;
+                    let addr = r.src + RECV_AREA + b * STRIDE;
+                    r.drv.post_recv(qps[m.qp].0, &RecvWr { wr_id: next_wr, sg_list: vec![Sge { addr, length: SLOT as u32, lkey: r.lkey }] }).unwrap();
+                    posted[m.qp].push_back((next_wr, b));
+                }
+            }
+        }
+        {
+            let mut s = r.sys.borrow_mut();
+            for (i, m) in msgs.iter().enumerate() {
+                let mut w = SendWr::new((round * UC_PER_ROUND + i) as u64, m.op, vec![Sge { addr: r.peer_buf + m.peer_off, length: m.len as u32, lkey: r.peer_rkey }]);
+                w.flags.signaled = true;
+                w.remote_addr = r.src + m.our_off;
+                w.rkey = r.lkey;
+                w.imm_data = m.imm;
+                s.peer.post_send(qps[m.qp].1, w).unwrap();
+            }
+        }
+        // the sender completes on transmit; then run until the RNIC has been quiet for a while
+        let mut peer_wcs = Vec::new();
+        let mut ours = Vec::new();
+        let mut steps = 0u64;
+        loop {
+            assert!(steps < 30_000_000, "round {round}: hung with {} of {UC_PER_ROUND} peer completions", peer_wcs.len());
+            let quiet = {
+                let mut s = r.sys.borrow_mut();
+                for _ in 0..2048 {
+                    s.step();
+                }
+                peer_wcs.extend(s.peer.poll_cq(r.peer_cq, 64));
+                s.cycle > s.last_activity + 20_000
+            };
+            ours.extend(r.drv.poll_cq(Cq(0), 64).unwrap());
+            steps += 2048;
+            if peer_wcs.len() == UC_PER_ROUND && quiet {
+                break;
+            }
+        }
+        ours.extend(r.drv.poll_cq(Cq(0), 64).unwrap());
+        assert!(peer_wcs.iter().all(|w| w.status == WcStatus::Success), "round {round}: {peer_wcs:?}");
+        sent += UC_PER_ROUND;
+        for q in 0..UC_QPS {
+            recent[q].extend(msgs.iter().filter(|m| m.qp == q).copied());
+            let keep = recent[q].len().saturating_sub(3 * UC_PER_ROUND / UC_QPS);
+            recent[q].drain(..keep);
+        }
+        let s = r.sys.borrow();
+        let mem = r.mem.lock().unwrap();
+        for w in &ours {
+            let q = qps.iter().position(|p| p.0 == w.qp_num).unwrap_or_else(|| panic!("round {round}: a completion for QP {:#x}", w.qp_num));
+            assert_eq!(w.status, WcStatus::Success, "round {round}: {w:?}");
+            let (wr_id, b) = posted[q].pop_front().unwrap_or_else(|| panic!("round {round}: a completion with no receive posted: {w:?}"));
+            assert_eq!(w.wr_id, wr_id, "round {round} QP {q}: receives taken out of order");
+            // the whole message it holds, one of the QP's messages of this round or the two before
+            let src = |m: &Msg| s.peer.mem().read(r.peer_buf + m.peer_off, m.len as usize).unwrap();
+            let whole = recent[q].iter().any(|m| {
+                m.len == u64::from(w.byte_len)
+                    && match m.op {
+                        WrOpcode::RdmaWriteWithImm => {
+                            (w.opcode, w.imm_data) == (WcOpcode::RecvRdmaWithImm, m.imm)
+                                && msgs.iter().any(|x| x.our_off == m.our_off)
+                                && mem.read(r.src + m.our_off, m.len as usize).unwrap() == src(m)
+                        }
+                        WrOpcode::Send | WrOpcode::SendWithImm => {
+                            let imm = m.op == WrOpcode::SendWithImm;
+                            w.opcode == WcOpcode::Recv
+                                && w.wc_flags.has(WcFlags::WITH_IMM) == imm
+                                && (!imm || w.imm_data == m.imm)
+                                && mem.read(r.src + RECV_AREA + b * STRIDE, m.len as usize).unwrap() == src(m)
+                        }
+                        _ => false,
+                    }
+            });
+            assert!(whole, "round {round} QP {q}: a completion that holds no whole message of its QP: {w:?}");
+            delivered += 1;
+            free.push(b);
+        }
+        // nothing written outside the WRITE targets and the receive buffers
+        let now = mem.read(r.src, 2 << 20).unwrap();
+        let writable = |a: usize| (a as u64) < WRITE_AREA + UC_PER_ROUND as u64 * STRIDE || (RECV_AREA..RECV_AREA + UC_BUFS as u64 * STRIDE).contains(&(a as u64));
+        if let Some(i) = now.iter().zip(&before).enumerate().position(|(a, (x, y))| x != y && !writable(a)) {
+            panic!("round {round}: host memory written outside the messages' targets at offset {i:#x}");
+        }
+        progress(round + 1);
+    }
+    let s = r.sys.borrow();
+    let (o, i) = (s.out.stats.clone(), s.inl.stats.clone());
+    let cycles = s.cycle;
+    assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+    drop(s);
+    let c = counters(&mut r);
+    let get = |n: &str| counter(&c, n);
+    summary_line!(summary, "UC: {sent} messages over {UC_QPS} QPs at MTU {mtu} in {cycles} cycles; link to the RTL: {}", link_faults(&i));
+    summary_line!(summary, "RTL: {delivered} receive completions, each a whole message; {} requests, {} dropped by the UC rules, {} bad-ICRC drops, {} overflow drops", get("resp_requests"), get("resp_drop_uc"), get("rx_drop_bad_icrc"), get("rx_drop_overflow"));
+    assert!(i.dropped > 0, "no frame dropped: rates too low for the run");
+    assert!(get("resp_drop_uc") > 0, "the link's losses left no UC drop to count");
+    assert!(delivered > 0, "nothing delivered");
+    // UC answers nothing and never goes to error here
+    assert_eq!(o.sent, 0, "the RTL sent {} frames on UC QPs", o.sent);
+    for n in ["resp_class_c_naks", "resp_drop_qp_error", "resp_drop_malformed", "resp_acks", "resp_nak_psn_seq", "resp_rnr_naks"] {
+        assert_eq!(get(n), 0, "{n}: {c:?}");
+    }
+    summary
+}
+
 
 
 /// The RTL as requester: our driver posts the messages, the golden model answers.

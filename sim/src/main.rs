@@ -132,13 +132,14 @@ enum Cmd {
         /// The exchange's TCP port (the tools' -p).
         #[arg(long, default_value_t = 18515)]
         port: u16,
-        /// ibv_rc_pingpong, ibv_uc_pingpong, ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw (fetch-and-add),
-        /// ib_atomic_bw_cas, ib_send_lat, ib_write_lat, ib_read_lat.
+        /// ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong, ib_send_bw, ib_write_bw, ib_read_bw, ib_atomic_bw
+        /// (fetch-and-add), ib_atomic_bw_cas, ib_send_lat, ib_write_lat, ib_read_lat.
         #[arg(long)]
         tool: String,
-        /// The transport, perftest's -c: RC (the default) or UC (ib_send_bw, ib_write_bw, ib_send_lat,
-        /// ib_write_lat; UC has no READ or atomics); UD is not supported yet. The pingpong tools name their
-        /// own (ibv_rc_pingpong: RC, ibv_uc_pingpong: UC).
+        /// The transport, perftest's -c: RC (the default), UC (ib_send_bw, ib_write_bw, ib_send_lat,
+        /// ib_write_lat; UC has no READ or atomics) or UD (ib_send_bw, ib_send_lat: SEND only, messages of at
+        /// most the path MTU; against --endpoint model only, the RTL does not speak UD yet). The pingpong tools
+        /// name their own (ibv_rc_pingpong: RC, ibv_uc_pingpong: UC, ibv_ud_pingpong: UD).
         #[arg(long)]
         conn: Option<String>,
         /// Our endpoint's role: server (the tool in the VM connects to us) or client.
@@ -246,8 +247,10 @@ enum Cmd {
     Campaign {
         /// responder (golden requester, RTL responder), requester (RTL requester, golden responder), pair
         /// (RTL against RTL, both directions at once), reads (128 READs outstanding per QP: the RTL requester
-        /// and the golden one, each against the golden responder, the work each needed and its ratio), or atomics (RTL against RTL: --messages FETCH_ADD(1)
-        /// from 16 QPs on one counter, then a COMPARE_SWAP spin lock).
+        /// and the golden one, each against the golden responder, the work each needed and its ratio), atomics (RTL against RTL: --messages FETCH_ADD(1)
+        /// from 16 QPs on one counter, then a COMPARE_SWAP spin lock), or uc (the golden model sends on 4 UC QPs
+        /// in rounds of 16 SEND / SEND_IMM / WRITE / WRITE_IMM, the RTL receives: every receive completion a whole
+        /// message, the drops counted).
         #[arg(long, default_value = "pair")]
         role: String,
         #[arg(long, default_value_t = 1)]
@@ -506,7 +509,8 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
     let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], fcs: 0.0, reorder_cycles: 2_000 };
-    let rounds = messages.div_ceil(PER_ROUND).max(1);
+    let per_round = if role == "uc" { c::UC_PER_ROUND } else { PER_ROUND };
+    let rounds = messages.div_ceil(per_round).max(1);
     anyhow::ensure!(locks.is_none() || role == "atomics", "--locks is for --role atomics");
     anyhow::ensure!((1..=31).contains(&timeout), "--timeout is an exponent 1..=31");
     anyhow::ensure!(timeout == 4 || role == "atomics", "--timeout is for --role atomics");
@@ -571,14 +575,15 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
         "responder" => c::responder,
         "requester" => c::requester,
         "pair" => c::pair,
-        _ => anyhow::bail!("--role is responder, requester, pair, reads or atomics"),
+        "uc" => c::uc_responder,
+        _ => anyhow::bail!("--role is responder, requester, pair, uc, reads or atomics"),
     };
     let dir = match out {
         Some(d) => d,
         None => scratch("campaign")?,
     };
     std::fs::create_dir_all(&dir)?;
-    println!("rnic campaign: role {role}, seed {seed}, MTU {mtu}, {} messages, faults {rates:?}; pcaps in {}", rounds * PER_ROUND, dir.display());
+    println!("rnic campaign: role {role}, seed {seed}, MTU {mtu}, {} messages, faults {rates:?}; pcaps in {}", rounds * per_round, dir.display());
     if let Some(v) = &vcd {
         println!("VCD: {}", v.display());
     }
@@ -607,7 +612,7 @@ fn rxe_conn(tool: &str, conn: Option<&str>) -> Result<sim::rxe::verbs::Conn> {
     let asked = conn.map(|c| c.parse::<sim::rxe::verbs::Conn>().map_err(|e| anyhow::anyhow!("--conn: {e:#}"))).transpose()?;
     if let Some(own) = pingpong::tool_conn(tool) {
         if let Some(c) = asked {
-            anyhow::ensure!(c == own, "{tool} is {own}, not --conn {c} (ibv_rc_pingpong is RC, ibv_uc_pingpong UC)");
+            anyhow::ensure!(c == own, "{tool} is {own}, not --conn {c} (ibv_rc_pingpong is RC, ibv_uc_pingpong UC, ibv_ud_pingpong UD)");
         }
         return Ok(own);
     }
@@ -645,8 +650,11 @@ fn rxe(
             conn,
             ..Default::default()
         };
-        if let Some(s) = size {
-            o.size = s as u32;
+        match size {
+            Some(s) => o.size = u32::try_from(s).context("--size")?,
+            // ud_pingpong's own default (2048) is above the MTU at 1024: one packet of the path MTU
+            None if conn == sim::rxe::verbs::Conn::Ud => o.size = mtu,
+            None => {}
         }
         let r = pingpong::run_pingpong(&o)?;
         println!("{}", r.summary());
@@ -671,8 +679,11 @@ fn rxe(
     o.iters = iters.unwrap_or(200);
     o.endpoint = endpoint;
     o.conn = conn;
-    if let Some(s) = size {
-        o.size = s;
+    match size {
+        Some(s) => o.size = s,
+        // perftest without -s on UD sends messages of the MTU ("Changing to this MTU")
+        None if conn == sim::rxe::verbs::Conn::Ud => o.size = mtu as usize,
+        None => {}
     }
     let rep = perftest::run_perftest(&o)?;
     println!("{rep}");
@@ -697,6 +708,7 @@ fn card_open(dev: &DevArgs) -> Result<(rnic_driver::vfio::VfioBar, rnic_driver::
 #[allow(clippy::too_many_arguments)]
 fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, conn: sim::rxe::verbs::Conn, role: &str, mtu: u32, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
     use sim::rxe::{card_ep, perftest, pingpong};
+    conn.check_endpoint(sim::rxe::verbs::EndpointKind::Card)?;
     let (mut bar, dma) = card_open(dev)?;
     let p = sim::bringup::probe(&mut bar)?;
     anyhow::ensure!(p.problems().is_empty(), "the card is not ready for traffic:\n{p}");

@@ -2,7 +2,8 @@
 //! requester (golden responder) and against itself, each on a link with seeded drops, duplicates, reorders
 //! and bit flips both ways; every message must succeed, every byte land, every receive completion come once
 //! and in order, nothing hang (`sim::campaign` has the checks). `rnic campaign` runs the same with any seed
-//! and size.
+//! and size. The UC campaign (`uc_responder`): the golden model sends on UC QPs over a faulty link, the RTL
+//! receives; every receive completion must hold a whole message.
 
 use sim::campaign::{pair, requester, responder};
 use testbench::mac::MacFaults;
@@ -92,4 +93,13 @@ fn reads_128_deep_on_a_lossy_link_mtu_1024() {
     assert!(r.rtl.resent() > 0 && r.model.resent() > 0, "the faults must cost both requesters READs");
     let (a, b) = r.ratios();
     assert!(a <= 1.5 && b <= 1.5, "RTL / golden: resent {a:.2}x, responder frames {b:.2}x (at most 1.5x each)");
+}
+
+/// UC: the golden sender on a link with three times the campaign's rates, the RTL receiving: every receive
+/// completion a whole message, nothing written outside the messages, the drops counted.
+#[test]
+fn golden_uc_sender_and_rtl_responder_on_a_lossy_link_mtu_1024() {
+    let c = MacFaults::campaign();
+    let f = MacFaults { drop: 3.0 * c.drop, duplicate: 3.0 * c.duplicate, reorder: 3.0 * c.reorder, corrupt: 3.0 * c.corrupt, ..c };
+    eprint!("{}", sim::campaign::uc_responder(0x0C0F, 1024, 24, f, &dir("golden_uc_sender_and_rtl_responder_on_a_lossy_link_mtu_1024"), None, &mut |_| {}));
 }
