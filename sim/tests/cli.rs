@@ -145,7 +145,7 @@ fn campaign_runs_a_round_and_refuses_bad_arguments() {
     assert!(std::fs::metadata(&vcd).unwrap().len() > 1 << 20, "a VCD of the whole run");
     let (code, _, err) = rnic(&["campaign", "--role", "sideways"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--role is responder, requester, pair, reads or atomics"), "{err}");
+    assert!(err.contains("--role is responder, requester, pair, uc, reads or atomics"), "{err}");
     let (code, _, err) = rnic(&["campaign", "--drop", "0.7"]);
     assert_eq!(code, 2);
     assert!(err.contains("fault rates"), "{err}");
@@ -181,8 +181,19 @@ fn board_commands_without_a_card_say_what_is_missing() {
 #[test]
 fn rxe_conn_refusals_are_clear_errors() {
     for (args, want) in [
-        (&["rxe", "--conn", "UD", "--tool", "ib_send_bw"][..], "UD is not supported yet"),
-        (&["rxe", "--conn", "XRC", "--tool", "ib_send_bw"], "unknown connection type `XRC`"),
+        (&["rxe", "--conn", "XRC", "--tool", "ib_send_bw"][..], "unknown connection type `XRC`"),
+        (&["rxe", "--conn", "UD", "--tool", "ib_write_bw"], "ib_write_bw cannot run on UD: UD has SEND only"),
+        (&["rxe", "--conn", "ud", "--tool", "ib_read_lat"], "ib_read_lat cannot run on UD"),
+        (&["rxe", "--conn", "UD", "--tool", "ib_atomic_bw"], "ib_atomic_bw cannot run on UD"),
+        (&["rxe", "--conn", "UD", "--tool", "ib_send_bw", "--endpoint", "rtl"], "UD runs against the golden model only"),
+        (&["rxe", "--tool", "ibv_ud_pingpong", "--endpoint", "rtl"], "UD runs against the golden model only"),
+        (&["rxe", "--conn", "UD", "--tool", "ib_send_bw", "--size", "2048"], "larger than the path MTU 1024"),
+        (&["rxe", "--conn", "UD", "--tool", "ib_send_lat", "--drop", "0.01"], "--drop needs RC"),
+        (&["rxe", "--conn", "UD", "--tool", "ib_send_bw", "--iters", "16001"], "UC_MAX_RX"),
+        (&["rxe", "--tool", "ibv_ud_pingpong", "--mtu", "512"], "ibv_ud_pingpong has no -m"),
+        (&["rxe", "--tool", "ibv_ud_pingpong", "--size", "1025"], "refuses --size 1025 above the port MTU 1024"),
+        (&["rxe", "--tool", "ibv_ud_pingpong", "--drop", "0.01"], "--drop needs RC"),
+        (&["rxe", "--conn", "UC", "--tool", "ibv_ud_pingpong"], "ibv_ud_pingpong is UD"),
         (&["rxe", "--conn", "UC", "--tool", "ib_read_bw"], "ib_read_bw cannot run on UC"),
         (&["rxe", "--conn", "uc", "--tool", "ib_read_lat"], "ib_read_lat cannot run on UC"),
         (&["rxe", "--conn", "UC", "--tool", "ib_atomic_bw"], "ib_atomic_bw cannot run on UC"),
