@@ -1,5 +1,6 @@
 //! The unmodified perftest tools (Debian perftest 4.5+0.17) in the rxe VM against the golden model on our
-//! side, in both roles, over RC and (`*_uc_*`, perftest's `-c UC`) UC: `sim::rxe::perftest::run_perftest`.
+//! side, in both roles, over RC, (`*_uc_*`, perftest's `-c UC`) UC and (`*_ud_*`, `-c UD`, the golden model
+//! only) UD: `sim::rxe::perftest::run_perftest`.
 //!
 //! Each test checks that the VM tool exited 0 and printed its result table, that our side completed, that
 //! every frame of the pcap passes the golden decoder, and rxe's hw_counters (see [`check_counters`]).
@@ -66,9 +67,9 @@ fn check_counters(r: &PerftestReport, lossy: bool, conn: Conn) {
             .any(|m| m.to_lowercase().contains("icrc")),
         "rxe logged an ICRC problem:\n{r}"
     );
-    // on UC nothing answers rxe's requests: when it only sends (ours the server), it receives nothing
+    // on UC and UD nothing answers rxe's requests: when it only sends (ours the server), it receives nothing
     let (counter, what) = match (conn, r.role) {
-        (Conn::Uc, Role::Server) => ("sent_pkts", "sent"),
+        (Conn::Uc | Conn::Ud, Role::Server) => ("sent_pkts", "sent"),
         _ => ("rcvd_pkts", "received"),
     };
     assert!(r.hw(counter).unwrap_or(0) > 0, "rxe {what} nothing:\n{r}");
@@ -602,6 +603,75 @@ fn write_bw_uc_ours_client() {
         return;
     };
     assert_eq!((r.ours.messages, r.ours.completions), (200, 200), "{r}");
+}
+
+// ---- UD (`-c UD`): SEND on Unreliable Datagram QPs, both roles, the golden model as our endpoint ----
+//
+// One UD SEND_ONLY (0x64, with a DETH) per message, addressed by an address handle made from the peer's GID
+// with the QPN from its key record and Q_Key 0x11111111; every receive has 40 bytes of GRH room in front of
+// the payload. 200 messages of 1000 bytes at MTU 1024 (UD: a message is one packet).
+
+/// Who plays our side in the UD runs: the golden model (the RTL does not speak UD yet).
+const UD_ENDPOINT: EndpointKind = EndpointKind::Model;
+const UD_ITERS: usize = 200;
+const UD_SIZE: usize = 1000;
+
+/// One `ib_send_bw -c UD` run, checked beyond `run_conn`: the VM tool ran UD; on the link exactly one UD
+/// SEND_ONLY per message from the sender, nothing else (nothing answered, nothing retransmitted), AckReq
+/// clear, Q_Key 0x11111111 and the sender's QPN in every DETH, the receiver's QPN from its key record as
+/// destination, PSNs one by one from the sender's advertised PSN; rxe's counters exact.
+fn run_ud(test: &str, role: Role) -> Option<PerftestReport> {
+    let r = run_conn(test, Tool::SendBw, role, UD_SIZE, UD_ITERS, 0.0, 1024, UD_ENDPOINT, Conn::Ud)?;
+    assert!(r.vm_output.contains("Connection type : UD"), "the VM's tool did not run UD:\n{r}");
+    let n = UD_ITERS as u64;
+    let w = r.ud_wire.as_ref().expect("UD scan of the capture");
+    let (sender, receiver) = match role {
+        Role::Server => (&w.from_vm, &w.to_vm),
+        Role::Client => (&w.to_vm, &w.from_vm),
+    };
+    assert_eq!((sender.count(0x64), sender.frames, receiver.frames), (n, n, 0), "{test}:\n{r}");
+    assert_eq!((sender.ack_req, sender.psn_breaks), (0, 0), "{test}: AckReq / PSNs of the UD SENDs:\n{r}");
+    assert_eq!(sender.qkeys.iter().copied().collect::<Vec<_>>(), vec![0x1111_1111], "{r}");
+    assert_eq!(sender.payload_lens.iter().copied().collect::<Vec<_>>(), vec![UD_SIZE], "{r}");
+    let (src, dst, psn) = match role {
+        Role::Server => (r.ours.remote_qpn, r.ours.our_qpn, r.ours.remote_psn),
+        Role::Client => (r.ours.our_qpn, r.ours.remote_qpn, r.ours.our_psn),
+    };
+    assert_eq!(sender.src_qps.iter().copied().collect::<Vec<_>>(), vec![src], "{r}");
+    assert_eq!(sender.dest_qpns.iter().copied().collect::<Vec<_>>(), vec![dst], "{r}");
+    assert_eq!(sender.first_psn, Some(psn), "the UD PSNs start at the sender's advertised PSN:\n{r}");
+    Some(r)
+}
+
+#[test]
+fn send_bw_ud_ours_server() {
+    let Some(r) = run_ud("send_bw_ud_server", Role::Server) else {
+        return;
+    };
+    let n = UD_ITERS as u64;
+    // rxe sent exactly the 200 SENDs (and completed them) and received nothing; our endpoint took every one in
+    assert_eq!((r.hw("sent_pkts"), r.hw("rdma_sends"), r.hw("rcvd_pkts")), (Some(n), Some(n), Some(0)), "{r}");
+    assert_eq!(frames_in(&r), n, "{r}");
+    // every SEND landed in one of our receives: byte_len 1040, src_qp the VM's QPN, IBV_WC_GRH, the GRH
+    // area 20 zero bytes + the IPv4 header of its frame (the capture's, byte for byte)
+    assert_eq!((r.ours.messages, r.ours.completions), (n, n), "{r}");
+    let u = r.ours.ud.as_ref().expect("our UD receive checks");
+    assert_eq!((u.checked, u.bad), (n, 0), "{r}");
+    assert_eq!(u.src_qps.iter().copied().collect::<Vec<_>>(), vec![r.ours.remote_qpn], "{r}");
+    assert!(r.ours.ud_own_slots, "{r}");
+    let w = r.ud_wire.as_ref().unwrap();
+    assert_eq!(u.compare_with_capture(&w.from_vm.ip_headers), None, "{r}");
+}
+
+#[test]
+fn send_bw_ud_ours_client() {
+    let Some(r) = run_ud("send_bw_ud_client", Role::Client) else {
+        return;
+    };
+    let n = UD_ITERS as u64;
+    // our SENDs completed on transmit; rxe took every one into a receive and answered none
+    assert_eq!((r.ours.messages, r.ours.completions), (n, n), "{r}");
+    assert_eq!((r.hw("rcvd_pkts"), r.hw("rdma_recvs"), r.hw("sent_pkts")), (Some(n), Some(n), Some(0)), "{r}");
 }
 
 // ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----

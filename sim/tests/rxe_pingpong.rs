@@ -1,6 +1,6 @@
 //! The stock `ibv_rc_pingpong` in the rxe VM against the golden model on our side, both roles, path MTU 1024
 //! (VM netdev MTU 1500) and 4096 (netdev MTU 9000), and once with 1% loss each way; `ibv_uc_pingpong` (UC QPs)
-//! in both roles.
+//! and `ibv_ud_pingpong` (UD QPs, the golden model as our endpoint) in both roles.
 //!
 //! Each test asserts (through [`PingpongReport::problems`], whose doc lists the rxe counters that must be zero
 //! and why `duplicate_request` / `completer_retry_err` may not be under TCG):
@@ -204,6 +204,69 @@ fn uc_pingpong_our_client_mtu1024() {
         return;
     };
     check_uc(&r);
+}
+
+// ---- ibv_ud_pingpong: the same exchange and loop over UD QPs, the golden model as our endpoint ----
+//
+// One packet per message (UD SEND_ONLY with a DETH), addressed by an address handle made from the peer's GID,
+// Q_Key 0x11111111 both ways, every receive with 40 bytes of GRH room in front of the payload. 200 exchanges
+// of 1002 bytes (a padded payload: PadCnt 2) at rxe's active MTU 1024 (ibv_ud_pingpong has no -m).
+
+/// Who plays our side in the UD runs: the golden model (the RTL does not speak UD yet).
+const UD_ENDPOINT: EndpointKind = EndpointKind::Model;
+const UD_ITERS: u32 = 200;
+const UD_SIZE: u32 = 1002;
+
+fn ud(o: &mut PingpongOpts) {
+    o.conn = Conn::Ud;
+    o.endpoint = UD_ENDPOINT;
+    o.iters = UD_ITERS;
+    o.size = UD_SIZE;
+}
+
+/// What a clean UD run shows beyond `run`'s checks (which, on UD, already require every receive of ours to
+/// be right and its GRH area to hold the IPv4 header of the VM's frame byte for byte, Q_Key 0x11111111 and
+/// each side's QPN in every DETH, PSNs one by one, no AckReq from us): exactly one UD SEND_ONLY (0x64) per
+/// message each way and no other RoCE frame, rxe sent and took exactly those, AckReq clear on the VM's UD
+/// packets too, the VM's first PSN the one it advertised, and our completions' byte_len / src_qp / GRH.
+fn check_ud(r: &PingpongReport) {
+    let s = r.summary();
+    let n = u64::from(UD_ITERS);
+    let pc = r.pcap.as_ref().expect("pcap checked");
+    assert_eq!(pc.opcode_counts.get("UD_SEND_ONLY").copied(), Some(2 * UD_ITERS as usize), "{s}");
+    assert_eq!((pc.roce_frames as u64, pc.roce_to_vm, pc.roce_from_vm), (2 * n, n, n), "{s}");
+    let w = r.ud_wire.as_ref().expect("UD scan of the capture");
+    for d in [&w.to_vm, &w.from_vm] {
+        assert_eq!((d.count(0x64), d.frames, d.ack_req, d.psn_breaks), (n, n, 0, 0), "{s}");
+        assert_eq!(d.payload_lens.iter().copied().collect::<Vec<_>>(), vec![UD_SIZE as usize], "{s}");
+    }
+    let (local, remote) = (r.ours.local.unwrap(), r.ours.remote.unwrap());
+    assert_eq!(w.from_vm.first_psn, Some(remote.psn), "the VM's UD PSNs start at the PSN it advertised:\n{s}");
+    assert_eq!(w.to_vm.first_psn, Some(local.psn), "{s}");
+    assert_eq!(w.to_vm.dest_qpns.iter().copied().collect::<Vec<_>>(), vec![remote.qpn], "{s}");
+    assert_eq!(w.from_vm.dest_qpns.iter().copied().collect::<Vec<_>>(), vec![local.qpn], "{s}");
+    assert_eq!(r.hw_counters.get("sent_pkts").copied(), Some(n), "{s}");
+    assert_eq!(r.hw_counters.get("rcvd_pkts").copied(), Some(n), "{s}");
+    let u = r.ours.ud.as_ref().expect("our UD receives");
+    assert_eq!((u.checked, u.bad), (n, 0), "{s}");
+    assert_eq!(u.src_qps.iter().copied().collect::<Vec<_>>(), vec![remote.qpn], "{s}");
+    assert_eq!(r.ours.bytes_received, n * u64::from(UD_SIZE + 40), "byte_len = payload + 40:\n{s}");
+}
+
+#[test]
+fn ud_pingpong_our_server_mtu1024() {
+    let Some(r) = run("ud_pingpong_our_server_mtu1024", Role::Server, 1024, ud) else {
+        return;
+    };
+    check_ud(&r);
+}
+
+#[test]
+fn ud_pingpong_our_client_mtu1024() {
+    let Some(r) = run("ud_pingpong_our_client_mtu1024", Role::Client, 1024, ud) else {
+        return;
+    };
+    check_ud(&r);
 }
 
 // ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----

@@ -49,6 +49,7 @@ pub mod rtl_ep;
 pub mod verbs;
 pub mod perftest;
 pub mod pingpong;
+pub mod ud;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -37,6 +37,22 @@
 //! rx depth to the iterations on UC, up to `UC_MAX_RX`), so a clean run loses nothing; UC with drops is
 //! refused (nothing would recover the lost message).
 //!
+//! # UD (`-c UD`, [`PerftestOpts::conn`]; the golden model only)
+//!
+//! perftest runs SEND only on UD (`change_conn_type`: "UD connection only possible in SEND verb"):
+//! `ib_send_bw` and `ib_send_lat`; the RTL does not speak UD yet, so our side is the golden model and any
+//! other endpoint is refused before the VM starts, as are the other tools. As perftest sets its UD QP up
+//! (`ctx_modify_qp_to_init` / `_rtr` / `_rts`), ours is INIT with Q_Key 0x11111111 (`DEFF_QKEY`; no access
+//! flags), RTR with the state alone, RTS with the SQ PSN alone; the peer is an address handle made from the
+//! key record (`ctx_connect`: `ibv_create_ah` with the peer's GID, `hop_limit` 0xFF), and every SEND carries
+//! it with the peer's QPN from the record and Q_Key 0x11111111 (`ctx_set_send_wqes`). Every receive has 40
+//! bytes in front of the payload for the GRH (`UD_ADDITION`; perftest's receive SGE is `size + 40`). A UD
+//! message is one packet: perftest fails a `-s` above the MTU ("Max message size in UD cannot be greater
+//! than MTU"), and so do we, before the VM starts. The exchange is unchanged, the rx depth on UD is the
+//! iterations up to `UC_MAX_RX` as on UC (`force_dependecies`), and nothing is retransmitted, so drops are
+//! refused. Our receives each get their own slot (up to [`UD_SLOT_BYTES`] in all), so that every completion
+//! is checked against its own GRH area ([`super::ud::UdRecvCheck`]).
+//!
 //! # What each side does on RDMA
 //!
 //! * `ib_write_bw`, `ib_read_bw`, `ib_atomic_bw`: the client writes into / reads from / issues atomics on the
@@ -56,12 +72,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use testbench::model::{
     AccessFlags, AddressVector, Counters, Cq, DeviceConfig, QpAttr, QpCap, QpInitAttr, QpState,
-    RecvWr, SendWr, Sge, WcStatus, WrOpcode,
+    RecvWr, SendWr, Sge, UdDest, WcStatus, WrOpcode,
 };
 use testbench::wire::frame::MacAddr;
 
 use super::oob::{Listening, Oob, OobConn};
-use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind};
+use super::ud::{UdRecvCheck, UdWire};
+use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind, UD_GRH_ROOM, UD_QKEY};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT,
 };
@@ -86,6 +103,10 @@ const QP_TIMEOUT: u8 = 14;
 /// perftest's `UC_MAX_RX`: the most receives its UC receiver posts at once (its rx depth is the iterations,
 /// up to this).
 pub const UC_MAX_RX: usize = 16000;
+/// UD: the most host memory our receive slots take (one slot of `size + 40` bytes per receive, fewer when
+/// this is exceeded: then slots are reused and only the last receives' GRH areas can be compared with the
+/// capture).
+pub const UD_SLOT_BYTES: u64 = 8 << 20;
 
 const VM_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const VM_MAC: MacAddr = MacAddr([0x52, 0x54, 0, 0, 0, 0x01]);
@@ -158,18 +179,29 @@ impl Tool {
     }
 
     /// Whether the tool runs on `conn`: UC has no READ and no atomics (perftest's `change_conn_type`: "UC
-    /// connection not possible in READ/ATOMIC verbs").
+    /// connection not possible in READ/ATOMIC verbs"), UD SEND only ("UD connection only possible in SEND
+    /// verb").
     pub fn runs_on(self, conn: Conn) -> bool {
-        conn == Conn::Rc || !self.uses_rd_atomic()
+        match conn {
+            Conn::Rc => true,
+            Conn::Uc => !self.uses_rd_atomic(),
+            Conn::Ud => self.is_send(),
+        }
     }
 
     /// [`Tool::runs_on`] as an error that says why.
     pub fn check_conn(self, conn: Conn) -> Result<()> {
         if !self.runs_on(conn) {
-            bail!(
-                "{} cannot run on {conn}: UC has no RDMA READ and no atomics (perftest: \"UC connection not possible in READ/ATOMIC verbs\")",
-                self.binary()
-            );
+            match conn {
+                Conn::Ud => bail!(
+                    "{} cannot run on UD: UD has SEND only (ib_send_bw, ib_send_lat; perftest: \"UD connection only possible in SEND verb\")",
+                    self.binary()
+                ),
+                _ => bail!(
+                    "{} cannot run on {conn}: UC has no RDMA READ and no atomics (perftest: \"UC connection not possible in READ/ATOMIC verbs\")",
+                    self.binary()
+                ),
+            }
         }
         Ok(())
     }
@@ -282,7 +314,8 @@ pub struct PerftestOpts {
     /// The VM tool's QP timeout (`-u`, 4.096 us x 2^N); `None`: perftest's 14 (67 ms) against the model,
     /// [`super::rtl_ep::vm_qp_timeout`] of the path MTU against the RTL.
     pub vm_qp_timeout: Option<u8>,
-    /// The transport (`-c`): RC, or UC for the tools that run on it ([`Tool::runs_on`]).
+    /// The transport (`-c`): RC, or UC / UD for the tools that run on them ([`Tool::runs_on`]; UD against the
+    /// golden model only).
     pub conn: Conn,
 }
 
@@ -308,26 +341,36 @@ impl PerftestOpts {
         }
     }
 
-    /// Refuse what cannot run, before any VM starts: a tool the transport has no operation for, UC with
-    /// drops (no retransmission: the receiving tool would wait for the lost message forever), and UC SENDs
-    /// beyond what the receiver keeps posted (`UC_MAX_RX`: any more may find no receive and be dropped).
+    /// Refuse what cannot run, before any VM starts: a tool the transport has no operation for, UC or UD
+    /// with drops (no retransmission: the receiving tool would wait for the lost message forever), UC and UD
+    /// SENDs beyond what the receiver keeps posted (`UC_MAX_RX`: any more may find no receive and be
+    /// dropped), UD against anything but the golden model, and a UD message larger than the path MTU.
     pub fn check(&self) -> Result<()> {
         mtu_enum(self.mtu)?;
         if self.iters == 0 {
             bail!("iters must be at least 1");
         }
         self.tool.check_conn(self.conn)?;
-        if self.conn == Conn::Uc {
+        self.conn.check_endpoint(self.endpoint)?;
+        if self.conn != Conn::Rc {
             if self.drop > 0.0 {
-                bail!("UC does not retransmit: a dropped packet loses its message and the tool waits for it forever; --drop needs RC");
+                bail!("{} does not retransmit: a dropped packet loses its message and the tool waits for it forever; --drop needs RC", self.conn);
             }
             if self.tool.is_send() && self.iters > UC_MAX_RX {
                 bail!(
-                    "{} on UC with {} iterations: perftest keeps at most {UC_MAX_RX} receives posted on UC (UC_MAX_RX) and a SEND that finds none is dropped; use at most {UC_MAX_RX}",
+                    "{} on {} with {} iterations: perftest keeps at most {UC_MAX_RX} receives posted on UC and UD (UC_MAX_RX) and a SEND that finds none is dropped; use at most {UC_MAX_RX}",
                     self.tool.binary(),
+                    self.conn,
                     self.iters
                 );
             }
+        }
+        if self.conn == Conn::Ud && self.size > self.mtu as usize {
+            bail!(
+                "a UD message is one packet: --size {} is larger than the path MTU {} (perftest: \"Max message size in UD cannot be greater than MTU\")",
+                self.size,
+                self.mtu
+            );
         }
         Ok(())
     }
@@ -457,6 +500,9 @@ pub struct OurResult {
     pub path_mtu: u32,
     pub our_qpn: u32,
     pub remote_qpn: u32,
+    /// The PSNs of the key records: ours (our SQ PSN) and the peer's.
+    pub our_psn: u32,
+    pub remote_psn: u32,
     /// The peer's MAC our QP sends to (the RNIC's ARP answer, or the lab's known VM).
     pub peer_mac: Option<MacAddr>,
     /// Messages we sent or received (bw: the data messages; lat: our sends/writes/reads).
@@ -482,6 +528,10 @@ pub struct OurResult {
     pub endpoint_counters: Vec<(String, u64)>,
     /// Counters of frames our endpoint dropped that a lossless link cannot explain.
     pub unexpected_drops: Vec<(String, u64)>,
+    /// UD: the checks of our receive completions, and whether every receive had a slot of its own (then
+    /// their GRH areas can be compared with the capture one for one).
+    pub ud: Option<UdRecvCheck>,
+    pub ud_own_slots: bool,
 }
 
 /// Everything one run produced.
@@ -511,6 +561,8 @@ pub struct PerftestReport {
     /// How often the link paused the VM for our endpoint (RTL runs; see [`super::LinkPause`]).
     pub pause: Option<super::PauseStats>,
     pub pcap: Option<PathBuf>,
+    /// UD: the UD frames of the capture, both ways.
+    pub ud_wire: Option<UdWire>,
     pub wall: Duration,
 }
 
@@ -546,11 +598,38 @@ impl PerftestReport {
         !(self.tool == Tool::ReadLat && self.role == Role::Client)
     }
 
-    /// The tool exited 0 and printed its results (when its role prints any), and our side completed.
+    /// The tool exited 0 and printed its results (when its role prints any), and our side completed (UD:
+    /// with no problem in [`PerftestReport::ud_problems`]).
     pub fn ok(&self) -> bool {
         self.vm_rc == Some(0)
             && (self.vm_printed_results() || !self.vm_prints_results())
             && self.ours.completed
+            && self.ud_problems().is_empty()
+    }
+
+    /// UD: what is wrong with our receives (`byte_len`, `src_qp`, `IBV_WC_GRH`, the GRH area; and, when every
+    /// receive had its own slot and the run wrote a pcap, the GRH areas against the IPv4 headers of the VM's
+    /// frames byte for byte) and with our frames on the link (anything but UD SEND_ONLY, AckReq, a Q_Key
+    /// other than 0x11111111). Empty on other transports.
+    pub fn ud_problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        if let Some(u) = &self.ours.ud {
+            if u.bad != 0 {
+                p.push(format!("UD receives: {u}"));
+            }
+            if let (true, Some(w)) = (self.ours.ud_own_slots, &self.ud_wire) {
+                if let Some(e) = u.compare_with_capture(&w.from_vm.ip_headers) {
+                    p.push(format!("UD GRH areas against the capture: {e}"));
+                }
+            }
+        }
+        if let Some(w) = &self.ud_wire {
+            let d = &w.to_vm;
+            if d.non_ud() != 0 || d.ack_req != 0 || d.qkeys.iter().any(|&q| q != UD_QKEY) {
+                p.push(format!("our UD frames: {d}"));
+            }
+        }
+        p
     }
 }
 
@@ -595,6 +674,16 @@ impl fmt::Display for PerftestReport {
         )?;
         if let Some(l) = o.latency {
             writeln!(f, "ours: latency {l:?}")?;
+        }
+        if let Some(u) = &o.ud {
+            writeln!(f, "ours: {u}")?;
+        }
+        for p in self.ud_problems() {
+            writeln!(f, "UD PROBLEM: {p}")?;
+        }
+        if let Some(w) = &self.ud_wire {
+            writeln!(f, "UD on the link, ours: {}", w.to_vm)?;
+            writeln!(f, "UD on the link, the VM's: {}", w.from_vm)?;
         }
         if let Some(r) = o.remote_report {
             writeln!(f, "ours: the client's report {r:?}")?;
@@ -779,6 +868,10 @@ struct Local {
     src: u64,
     /// The buffer we announce (the peer writes/reads/atomics here).
     target: u64,
+    /// UD: our receive slots (`ud_slots` of `ud_stride` bytes from `ud_rx`), one per receive while they last.
+    ud_rx: u64,
+    ud_stride: u64,
+    ud_slots: usize,
 }
 
 /// Everything needed after the VM is started.
@@ -792,6 +885,9 @@ struct Peer<'a> {
     peer_ip: Option<Ipv4Addr>,
     rem: Dest,
     res: OurResult,
+    /// UD: the address handle, QPN and Q_Key of our SENDs (set by `connect_qp`), and the peer's address.
+    ud: Option<UdDest>,
+    ud_peer_ip: Option<Ipv4Addr>,
     /// When the run last printed its progress (every [`PROGRESS_EVERY`] on stderr).
     shown: Instant,
     started: Instant,
@@ -842,7 +938,9 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
             mac: host_cfg.mac,
             ip: IpAddr::V4(host_cfg.ip),
             seed: opts.seed,
-            first_qpn: 0x11,
+            // UD: a QPN other than the VM's (rxe numbers its first QP 0x11), so that a swapped source and
+            // destination QPN shows in the DETH checks
+            first_qpn: if opts.conn == Conn::Ud { 0x31 } else { 0x11 },
             active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
         },
         super::rtl_ep::INBOUND_GBPS,
@@ -933,6 +1031,10 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         bridge: br.stats,
         pause: out.pause.clone(),
         bridge_error: br.error.map(|e| format!("{e:#}")),
+        ud_wire: match (&opts.pcap, opts.conn) {
+            (Some(p), Conn::Ud) => super::ud::scan_pcap(p, host_cfg.ip).ok(),
+            _ => None,
+        },
         pcap: opts.pcap.clone(),
         wall: t0.elapsed(),
     })
@@ -955,6 +1057,10 @@ impl OurSide {
     pub fn prepare(opts: &PerftestOpts, dev: &Dev, oob: &Oob) -> Result<Self> {
         opts.check()?;
         let local = setup_local(dev, opts.eff_size(), opts.iters, opts.conn)?;
+        if opts.conn == Conn::Ud {
+            // refused by `check`, which a caller may not have run: the model would not send it either
+            anyhow::ensure!(opts.eff_size() <= opts.mtu as usize, "a UD message must fit the path MTU");
+        }
         let listening = match opts.role {
             Role::Server => Some(oob.listen(opts.port)?),
             Role::Client => None,
@@ -1011,6 +1117,8 @@ impl OurSide {
             peer_ip,
             rem: my,
             res,
+            ud: None,
+            ud_peer_ip: None,
             shown: Instant::now(),
             started: Instant::now(),
         };
@@ -1031,7 +1139,15 @@ fn setup_local(dev: &Dev, size: usize, iters: usize, conn: Conn) -> Result<Local
     let buff = (size as u64)
         .max(u64::from(CYCLE_BUFFER))
         .next_multiple_of(4096);
-    let buf_len = 2 * buff + 4096;
+    // UD: a receive slot of size + 40 bytes (cache-line aligned) per receive, up to UD_SLOT_BYTES
+    let (ud_stride, ud_slots) = if conn == Conn::Ud {
+        let stride = (size as u64 + u64::from(UD_GRH_ROOM)).next_multiple_of(64);
+        (stride, (iters as u64).clamp(1, (UD_SLOT_BYTES / stride).max(1)) as usize)
+    } else {
+        (0, 0)
+    };
+    let ud_off = 2 * buff + 4096;
+    let buf_len = ud_off + (ud_stride * ud_slots as u64).next_multiple_of(4096);
     let base = d.alloc(buf_len as usize)?;
     let pd = d.alloc_pd()?;
     let (lkey, _) = d.reg_mr(pd, base, buf_len, AccessFlags::ALL)?;
@@ -1056,20 +1172,13 @@ fn setup_local(dev: &Dev, size: usize, iters: usize, conn: Conn) -> Result<Local
         },
     )?;
     // RC: every right, whatever the tool; UC: perftest's `ctx_modify_qp_to_init` for WRITE and SEND (UC has
-    // no READ or atomics to allow)
-    let access = match conn {
-        Conn::Rc => AccessFlags::ALL,
-        Conn::Uc => AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
+    // no READ or atomics to allow); UD: the Q_Key and no access flags
+    let init = match conn {
+        Conn::Rc => QpAttr { qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
+        Conn::Uc => QpAttr { qp_access_flags: Some(AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE), ..Default::default() },
+        Conn::Ud => QpAttr { qkey: Some(UD_QKEY), ..Default::default() },
     };
-    d.modify_qp(
-        qpn,
-        &QpAttr {
-            qp_state: Some(QpState::Init),
-            qp_access_flags: Some(access),
-            ..Default::default()
-        },
-    )
-    .context("modify_qp INIT")?;
+    d.modify_qp(qpn, &QpAttr { qp_state: Some(QpState::Init), ..init }).context("modify_qp INIT")?;
     Ok(Local {
         dev: dev.clone(),
         qpn,
@@ -1078,6 +1187,9 @@ fn setup_local(dev: &Dev, size: usize, iters: usize, conn: Conn) -> Result<Local
         lkey,
         src: base,
         target: base + buff,
+        ud_rx: base + ud_off,
+        ud_stride,
+        ud_slots,
     })
 }
 
@@ -1119,6 +1231,8 @@ impl Peer<'_> {
         let r = self.oob.xchg(&self.my.encode(), "keys")?;
         self.rem = Dest::decode(&r)?;
         self.res.remote_qpn = self.rem.qpn;
+        self.res.our_psn = self.my.psn;
+        self.res.remote_psn = self.rem.psn;
         self.connect_qp()?;
         // receives first, so that the peer's first SEND finds one
         if tool.is_send() {
@@ -1186,6 +1300,18 @@ impl Peer<'_> {
         let rd = self.opts.tool.uses_rd_atomic();
         let max_rd = (rem.out_reads.clamp(1, u32::from(OUR_OUT_READS))) as u8;
         let d = &self.local.dev;
+        if self.opts.conn == Conn::Ud {
+            // ctx_modify_qp_to_rtr / _rts for UD: the state alone, then the SQ PSN; the peer is an address
+            // handle (ctx_connect's ibv_create_ah) with its QPN and DEF_QKEY in every SEND
+            d.modify_qp(self.local.qpn, &QpAttr { qp_state: Some(QpState::Rtr), ..Default::default() }).context("modify_qp RTR")?;
+            d.modify_qp(self.local.qpn, &QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(self.my.psn), ..Default::default() })
+                .context("modify_qp RTS")?;
+            self.ud = Some(UdDest { av: AddressVector::new(dmac, dip), remote_qpn: rem.qpn, remote_qkey: UD_QKEY });
+            self.ud_peer_ip = Some(dip4);
+            self.res.ud = Some(UdRecvCheck::default());
+            self.res.ud_own_slots = self.opts.iters <= self.local.ud_slots;
+            return Ok(());
+        }
         let mut rtr = QpAttr {
             qp_state: Some(QpState::Rtr),
             path_mtu: Some(self.res.path_mtu),
@@ -1217,17 +1343,43 @@ impl Peer<'_> {
     fn post_recvs(&mut self, n: usize) -> Result<()> {
         let d = &self.local.dev;
         for i in 0..n {
+            // UD: size + 40 in the receive's own slot (perftest: SIZE(UD, size, 1) = size + UD_ADDITION)
+            let (addr, length) = match self.opts.conn {
+                Conn::Ud => (self.ud_slot(i as u64), self.size as u32 + UD_GRH_ROOM),
+                _ => (self.local.target, self.size as u32),
+            };
             d.post_recv(
                 self.local.qpn,
                 RecvWr {
                     wr_id: i as u64,
                     sg_list: vec![Sge {
-                        addr: self.local.target,
-                        length: self.size as u32,
+                        addr,
+                        length,
                         lkey: self.local.lkey,
                     }],
                 },
             )?;
+        }
+        Ok(())
+    }
+
+    /// UD: the receive slot of the receive with `wr_id`.
+    fn ud_slot(&self, wr_id: u64) -> u64 {
+        self.local.ud_rx + (wr_id % self.local.ud_slots.max(1) as u64) * self.local.ud_stride
+    }
+
+    /// UD: check receive completions against their slots' GRH areas.
+    fn check_ud_recvs(&mut self, wcs: &[testbench::model::WorkCompletion]) -> Result<()> {
+        let (Some(peer_ip), Some(_)) = (self.ud_peer_ip, self.res.ud.as_ref()) else {
+            return Ok(());
+        };
+        let g = self.my.gid;
+        let our_ip = Ipv4Addr::new(g[12], g[13], g[14], g[15]);
+        for wc in wcs {
+            let area = self.local.dev.read_mem(self.ud_slot(wc.wr_id), UD_GRH_ROOM as usize)?;
+            if let Some(u) = self.res.ud.as_mut() {
+                u.check(wc, &area, self.size as u32, self.rem.qpn, peer_ip, our_ip);
+            }
         }
         Ok(())
     }
@@ -1254,6 +1406,7 @@ impl Peer<'_> {
             wr.remote_addr = self.rem.vaddr;
             wr.rkey = self.rem.rkey;
         }
+        wr.ud = self.ud;
         match op {
             WrOpcode::AtomicFetchAndAdd => wr.compare_add = 1,
             WrOpcode::AtomicCmpAndSwp => {
@@ -1271,6 +1424,9 @@ impl Peer<'_> {
     fn poll_some(&mut self, cq: Cq, max: usize) -> Result<usize> {
         loop {
             let wcs = self.local.dev.poll_cq(cq, max)?;
+            if !wcs.is_empty() && cq == self.local.rcq && self.opts.conn == Conn::Ud {
+                self.check_ud_recvs(&wcs)?;
+            }
             if !wcs.is_empty() {
                 for wc in &wcs {
                     self.res.completions += 1;
@@ -1739,7 +1895,39 @@ mod tests {
         }
         assert_eq!("uc".parse::<Conn>().unwrap(), Conn::Uc);
         assert_eq!("RC".parse::<Conn>().unwrap(), Conn::Rc);
-        assert!("UD".parse::<Conn>().unwrap_err().to_string().contains("not supported yet"));
+        assert_eq!("ud".parse::<Conn>().unwrap(), Conn::Ud);
         assert!("XRC".parse::<Conn>().is_err());
+    }
+
+    /// `-c UD` on the VM's command line; SEND only, the golden model only, one packet per message, no drops:
+    /// everything else refused before a VM starts.
+    #[test]
+    fn ud_commands_and_refusals() {
+        let mut o = PerftestOpts::new(Tool::SendBw, Role::Server);
+        o.iters = 200;
+        o.size = 1000;
+        o.conn = Conn::Ud;
+        assert_eq!(o.vm_command(), "ib_send_bw -d rxe0 -x $RNIC_GID -F -n 200 -m 1024 -p 18515 -s 1000 -c UD 10.0.0.2");
+        assert!(o.check().is_ok());
+        o.size = 1024;
+        assert!(o.check().is_ok(), "a message of exactly the MTU is one packet");
+        o.size = 1025;
+        assert!(o.check().unwrap_err().to_string().contains("larger than the path MTU 1024"));
+        o.size = 1000;
+        o.endpoint = EndpointKind::Rtl;
+        assert!(o.check().unwrap_err().to_string().contains("golden model only"));
+        o.endpoint = EndpointKind::Model;
+        o.drop = 0.01;
+        assert!(o.check().unwrap_err().to_string().contains("--drop needs RC"));
+        o.drop = 0.0;
+        o.iters = UC_MAX_RX + 1;
+        assert!(o.check().unwrap_err().to_string().contains("UC_MAX_RX"));
+        for t in [Tool::WriteBw, Tool::ReadBw, Tool::WriteLat, Tool::ReadLat, Tool::AtomicBw(AtomicOp::FetchAdd)] {
+            let mut o = PerftestOpts::new(t, Role::Client);
+            o.conn = Conn::Ud;
+            let e = o.check().unwrap_err().to_string();
+            assert!(e.contains("cannot run on UD: UD has SEND only"), "{e}");
+        }
+        assert!(Tool::SendLat.runs_on(Conn::Ud) && Tool::SendBw.runs_on(Conn::Ud));
     }
 }

@@ -1,6 +1,6 @@
-//! An `ibv_rc_pingpong` / `ibv_uc_pingpong` peer on our side of the rxe link: the golden model
-//! ([`testbench::model::Device`]) speaks rdma-core's `libibverbs/examples/rc_pingpong.c` (or `uc_pingpong.c`)
-//! protocol to the stock tool in the VM, in either role.
+//! An `ibv_rc_pingpong` / `ibv_uc_pingpong` / `ibv_ud_pingpong` peer on our side of the rxe link: the golden
+//! model ([`testbench::model::Device`]) speaks rdma-core's `libibverbs/examples/rc_pingpong.c` (or
+//! `uc_pingpong.c`, `ud_pingpong.c`) protocol to the stock tool in the VM, in either role.
 //!
 //! The protocol, as rc_pingpong does it:
 //! * both sides create a PD, one buffer of `size` bytes (an MR with LOCAL_WRITE), one CQ for sends and
@@ -22,6 +22,19 @@
 //! receives posted. A lost packet loses its message for good and both tools wait forever, so UC runs take
 //! no drops.
 //!
+//! `ud_pingpong.c` ([`Conn::Ud`], the golden model only: the RTL does not speak UD yet) exchanges the same
+//! 52-byte record, but its QP is UD: INIT with P_Key index 0, the port and Q_Key 0x11111111 (no access
+//! flags), RTR with the state alone, RTS with the SQ PSN alone; then it creates an address handle from the
+//! peer's record (`is_global` with the peer's GID, `hop_limit` 1, our GID index) — the server before it
+//! writes its record, the client after the exchange. Its buffer is `size + 40` bytes (an MR with
+//! LOCAL_WRITE): every receive takes the whole buffer (`size + 40`: rxe writes the 40-byte GRH area first),
+//! every SEND goes from `buf + 40` (`size` bytes) to the peer's QPN with Q_Key 0x11111111. A message is one
+//! packet: the tool refuses a `size` above the port's active MTU, and it has no `-m` (the path is the active
+//! MTU: 1024 with the VM's netdev MTU 1500, 4096 with 9000). Same loop and iteration counts as rc_pingpong.
+//! Our side does the same and checks every receive ([`super::ud::UdRecvCheck`]: `byte_len` = size + 40,
+//! `src_qp` = the tool's QPN, `IBV_WC_GRH`, the GRH area = 20 zero bytes and the frame's IPv4 header, the
+//! payload the tool's 0x7b bytes).
+//!
 //! [`run_pingpong`] boots the VM with `sim/vm/scripts/pingpong-vm.sh` (the tool in the opposite role), runs
 //! our side in the calling thread against our endpoint shared with the bridge thread ([`super::verbs::Verbs`]: the golden model or the RTL), then
 //! collects the tool's output, rxe's `hw_counters`, the bridge statistics and a check of the pcap (golden
@@ -30,7 +43,7 @@
 //! The options map to `rnic rxe --endpoint model --tool ibv_rc_pingpong|ibv_uc_pingpong --role server|client
 //! --mtu N --size N --iters N --drop P --pcap FILE`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
@@ -43,12 +56,13 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use testbench::model::{
     AccessFlags, AddressVector, Counters, Cq, DeviceConfig, DropReason, QpAttr, QpCap, QpInitAttr,
-    QpState, RecvWr, SendWr, Sge, WcOpcode, WcStatus, WrOpcode,
+    QpState, RecvWr, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode,
 };
 use testbench::wire::{parse_ethernet, Frame};
 
 use super::oob::{Listening, Oob};
-use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind};
+use super::ud::{UdRecvCheck, UdWire};
+use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind, UD_GRH_ROOM, UD_QKEY};
 use super::{
     BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT,
 };
@@ -117,7 +131,8 @@ pub struct PingpongOpts {
     /// ICMP echo requests the VM sends to our address before the tool (`ping -c N`; 0: none). Our side's
     /// echo responder answers them: the RTL's own for an RTL endpoint, the host stack's for the model.
     pub pings: u32,
-    /// The transport: RC runs `ibv_rc_pingpong`, UC `ibv_uc_pingpong` (both in the VM and as our QP's type).
+    /// The transport: RC runs `ibv_rc_pingpong`, UC `ibv_uc_pingpong`, UD `ibv_ud_pingpong` (both in the VM
+    /// and as our QP's type).
     pub conn: Conn,
 }
 
@@ -146,12 +161,13 @@ impl Default for PingpongOpts {
     }
 }
 
-/// The pingpong example of each transport: `ibv_rc_pingpong` is RC, `ibv_uc_pingpong` UC (`None`: not a
-/// pingpong tool we run; `ibv_ud_pingpong` is UD, not supported yet).
+/// The pingpong example of each transport: `ibv_rc_pingpong` is RC, `ibv_uc_pingpong` UC, `ibv_ud_pingpong`
+/// UD (`None`: not a pingpong tool we run).
 pub fn tool_conn(tool: &str) -> Option<Conn> {
     match tool {
         "ibv_rc_pingpong" => Some(Conn::Rc),
         "ibv_uc_pingpong" => Some(Conn::Uc),
+        "ibv_ud_pingpong" => Some(Conn::Ud),
         _ => None,
     }
 }
@@ -162,7 +178,51 @@ impl PingpongOpts {
         match self.conn {
             Conn::Rc => "ibv_rc_pingpong",
             Conn::Uc => "ibv_uc_pingpong",
+            Conn::Ud => "ibv_ud_pingpong",
         }
+    }
+
+    /// rxe's active MTU for the VM's netdev MTU: the largest IB MTU that fits the netdev MTU less the RoCEv2
+    /// headers (1500: 1024, 9000: 4096).
+    pub fn vm_active_mtu(&self) -> u32 {
+        let room = self.vm_netdev_mtu().saturating_sub(80);
+        [4096, 2048, 1024, 512, 256].into_iter().find(|&m| m <= room).unwrap_or(256)
+    }
+
+    /// Refuse what cannot run, before any VM starts.
+    pub fn check(&self) -> Result<()> {
+        ensure!(
+            [256, 512, 1024, 2048, 4096].contains(&self.mtu),
+            "path MTU must be 256, 512, 1024, 2048 or 4096"
+        );
+        ensure!(
+            self.iters >= 1 && self.size >= 1 && self.rx_depth >= 2,
+            "iters, size >= 1 and rx depth >= 2"
+        );
+        ensure!((0.0..1.0).contains(&self.drop), "drop must be in [0, 1)");
+        ensure!(
+            self.conn == Conn::Rc || self.drop == 0.0,
+            "{} does not retransmit: a dropped packet loses its message and both {} peers wait for it forever; --drop needs RC",
+            self.conn,
+            self.tool()
+        );
+        self.conn.check_endpoint(self.endpoint)?;
+        if self.conn == Conn::Ud {
+            let active = self.vm_active_mtu();
+            ensure!(
+                self.mtu == active,
+                "ibv_ud_pingpong has no -m: its path is rxe's active MTU, {active} with the VM's netdev MTU {} (1024 with 1500, 4096 with 9000); use --mtu 1024 or 4096, not {}",
+                self.vm_netdev_mtu(),
+                self.mtu
+            );
+            ensure!(
+                self.size <= self.mtu,
+                "a UD message is one packet: ibv_ud_pingpong refuses --size {} above the port MTU {} (\"Requested size larger than port MTU\")",
+                self.size,
+                self.mtu
+            );
+        }
+        Ok(())
     }
 
     /// The VM's netdev MTU for this path MTU.
@@ -244,6 +304,8 @@ pub struct OurResult {
     pub error: Option<String>,
     /// rc_pingpong-style output lines.
     pub lines: Vec<String>,
+    /// UD: the checks of every receive completion ([`UdRecvCheck`]).
+    pub ud: Option<UdRecvCheck>,
 }
 
 /// The pcap, checked.
@@ -299,6 +361,8 @@ pub struct PingpongReport {
     /// Counters of frames our endpoint dropped that a lossless link cannot explain.
     pub unexpected_drops: Vec<(String, u64)>,
     pub pcap: Option<PcapCheck>,
+    /// UD: the UD frames of the capture, both ways.
+    pub ud_wire: Option<UdWire>,
     pub wall: Duration,
 }
 
@@ -422,7 +486,7 @@ impl PingpongReport {
                 // of their packets: all of them reached its QP.
                 let tail = match o.conn {
                     Conn::Rc => c.roce_to_vm_unanswered_tail,
-                    Conn::Uc => 0,
+                    Conn::Uc | Conn::Ud => 0,
                 };
                 if !self.hw_counters.is_empty() {
                     if lossless && rcvd + tail < c.roce_to_vm {
@@ -439,6 +503,53 @@ impl PingpongReport {
                     }
                 }
             }
+        }
+        if o.conn == Conn::Ud {
+            p.extend(self.ud_problems());
+        }
+        p
+    }
+
+    /// What a clean UD run must show: every receive of ours checked and right, the GRH areas holding the
+    /// IPv4 headers of the VM's frames byte for byte, and on the link only UD SENDs with Q_Key 0x11111111
+    /// from each side's QP, PSNs one by one, none of ours with AckReq (the golden model never sets it on UD).
+    fn ud_problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        let o = &self.opts;
+        match &self.ours.ud {
+            None => p.push("our side checked no UD receive".into()),
+            Some(u) => {
+                if u.checked != u64::from(self.ours.recvs) || u.bad != 0 {
+                    p.push(format!("UD receives: {u}"));
+                }
+                if let Some(w) = &self.ud_wire {
+                    if let Some(e) = u.compare_with_capture(&w.from_vm.ip_headers) {
+                        p.push(format!("UD GRH areas against the capture: {e}"));
+                    }
+                }
+            }
+        }
+        let Some(w) = &self.ud_wire else {
+            p.push("no UD scan of the capture".into());
+            return p;
+        };
+        let (ours, theirs) = (self.ours.local.map(|d| d.qpn), self.ours.remote.map(|d| d.qpn));
+        for (name, d, src) in [("ours", &w.to_vm, ours), ("the VM's", &w.from_vm, theirs)] {
+            if d.non_ud() != 0 {
+                p.push(format!("{name}: RoCE frames other than UD SEND_ONLY: {d}"));
+            }
+            if d.frames != 0 && (d.qkeys != BTreeSet::from([UD_QKEY]) || Some(d.src_qps.clone()) != src.map(|q| BTreeSet::from([q]))) {
+                p.push(format!("{name}: DETH Q_Keys {:x?} / source QPs {:x?} (want 0x{UD_QKEY:x} / {src:x?})", d.qkeys, d.src_qps));
+            }
+            if d.psn_breaks != 0 {
+                p.push(format!("{name}: UD PSNs not one by one: {d}"));
+            }
+            if d.payload_lens.iter().any(|&l| l != o.size as usize) {
+                p.push(format!("{name}: payload lengths {:?}, not {}", d.payload_lens, o.size));
+            }
+        }
+        if w.to_vm.ack_req != 0 {
+            p.push(format!("{} of our UD packets have AckReq", w.to_vm.ack_req));
         }
         p
     }
@@ -536,6 +647,13 @@ impl PingpongReport {
         if let Some(p) = &self.pause {
             let _ = writeln!(s, "--- link pause: {p}");
         }
+        if let Some(u) = &self.ours.ud {
+            let _ = writeln!(s, "--- our UD receives: {u}");
+        }
+        if let Some(w) = &self.ud_wire {
+            let _ = writeln!(s, "--- UD on the link, ours: {}", w.to_vm);
+            let _ = writeln!(s, "--- UD on the link, the VM's: {}", w.from_vm);
+        }
         if let Some(c) = &self.pcap {
             let _ = writeln!(
                 s,
@@ -569,7 +687,7 @@ impl PingpongReport {
     }
 }
 
-/// The rc_pingpong / uc_pingpong peer on our endpoint.
+/// The rc_pingpong / uc_pingpong / ud_pingpong peer on our endpoint.
 struct Peer {
     dev: Dev,
     cq: Cq,
@@ -578,16 +696,21 @@ struct Peer {
     lkey: u32,
     size: u32,
     rx_depth: u32,
+    conn: Conn,
+    /// UD: the address handle, remote QPN and Q_Key of our SENDs (set by [`Peer::connect`]).
+    ud: Option<UdDest>,
 }
 
 impl Peer {
-    /// `pp_init_ctx` + `pp_post_recv(rx_depth)`.
+    /// `pp_init_ctx` + `pp_post_recv(rx_depth)`. UD: the buffer is `size + 40` bytes (ud_pingpong's
+    /// `memalign(page_size, size + 40)`, 0x7b throughout).
     fn new(dev: Dev, o: &PingpongOpts) -> Result<Peer> {
         let d = &dev;
         let pd = d.alloc_pd()?;
-        let buf = d.alloc(o.size.max(1) as usize)?;
-        d.write_mem(buf, &vec![0x7b; o.size as usize])?;
-        let (lkey, _) = d.reg_mr(pd, buf, u64::from(o.size), AccessFlags::LOCAL_WRITE)?;
+        let len = o.size + if o.conn == Conn::Ud { UD_GRH_ROOM } else { 0 };
+        let buf = d.alloc(len as usize)?;
+        d.write_mem(buf, &vec![0x7b; len as usize])?;
+        let (lkey, _) = d.reg_mr(pd, buf, u64::from(len), AccessFlags::LOCAL_WRITE)?;
         let cq = d.create_cq(o.rx_depth + 1)?;
         let qpn = d.create_qp(
             pd,
@@ -605,15 +728,12 @@ impl Peer {
                 sq_sig_all: false,
             },
         )?;
-        d.modify_qp(
-            qpn,
-            &QpAttr {
-                qp_state: Some(QpState::Init),
-                qp_access_flags: Some(AccessFlags::NONE),
-                ..Default::default()
-            },
-        )
-        .context("modify_qp INIT")?;
+        // rc/uc_pingpong: access flags 0; ud_pingpong: P_Key index 0, the port and Q_Key 0x11111111
+        let init = match o.conn {
+            Conn::Rc | Conn::Uc => QpAttr { qp_access_flags: Some(AccessFlags::NONE), ..Default::default() },
+            Conn::Ud => QpAttr { qkey: Some(UD_QKEY), ..Default::default() },
+        };
+        d.modify_qp(qpn, &QpAttr { qp_state: Some(QpState::Init), ..init }).context("modify_qp INIT")?;
         let p = Peer {
             dev,
             cq,
@@ -622,6 +742,8 @@ impl Peer {
             lkey,
             size: o.size,
             rx_depth: o.rx_depth,
+            conn: o.conn,
+            ud: None,
         };
         let n = p.post_recv(o.rx_depth);
         ensure!(n == o.rx_depth, "couldn't post receive ({n})");
@@ -631,11 +753,12 @@ impl Peer {
     fn post_recv(&self, n: u32) -> u32 {
         let d = &self.dev;
         for i in 0..n {
+            // UD: the whole buffer, its first 40 bytes for the GRH (ud_pingpong's `ctx->size + 40`)
             let wr = RecvWr {
                 wr_id: RECV_WRID,
                 sg_list: vec![Sge {
                     addr: self.buf,
-                    length: self.size,
+                    length: self.size + self.grh_room(),
                     lkey: self.lkey,
                 }],
             };
@@ -646,25 +769,39 @@ impl Peer {
         n
     }
 
+    /// The room in front of the payload: 40 bytes on UD, none otherwise.
+    fn grh_room(&self) -> u32 {
+        if self.conn == Conn::Ud {
+            UD_GRH_ROOM
+        } else {
+            0
+        }
+    }
+
     fn post_send(&self) -> Result<()> {
-        let wr = SendWr::new(
+        // UD: from `buf + 40`, to the address handle, the peer's QPN and Q_Key 0x11111111
+        let mut wr = SendWr::new(
             SEND_WRID,
             WrOpcode::Send,
             vec![Sge {
-                addr: self.buf,
+                addr: self.buf + u64::from(self.grh_room()),
                 length: self.size,
                 lkey: self.lkey,
             }],
         );
+        if self.conn == Conn::Ud {
+            wr.ud = Some(self.ud.context("UD SEND before the address handle exists")?);
+        }
         self.dev
             .post_send(self.qpn, wr)
             .map_err(|e| anyhow!("couldn't post send: {e:#}"))
     }
 
-    /// `pp_connect_ctx`: RTR then RTS. The peer's MAC is asked on the wire by the RNIC itself (ARP) when
-    /// the endpoint can; `known_mac` otherwise (the lab's VM, against the golden model).
+    /// `pp_connect_ctx`: RTR then RTS (UD: then the address handle). The peer's MAC is asked on the wire by
+    /// the RNIC itself (ARP) when the endpoint can; `known_mac` otherwise (the lab's VM, against the golden
+    /// model).
     fn connect(
-        &self,
+        &mut self,
         o: &PingpongOpts,
         my_psn: u32,
         rem: &Dest,
@@ -680,6 +817,16 @@ impl Peer {
         // hop_limit 1 in rc_pingpong's ah_attr is replaced by the route's (64) for RoCEv2 (guide 1a):
         // AddressVector::new's default.
         let av = AddressVector::new(mac, rem.ip());
+        if self.conn == Conn::Ud {
+            // ud_pingpong's pp_connect_ctx: RTR with the state alone, RTS with the SQ PSN alone, then the AH
+            // from the peer's GID (its hop_limit 1 resolved to the route's, as above)
+            d.modify_qp(self.qpn, &QpAttr { qp_state: Some(QpState::Rtr), ..Default::default() })
+                .map_err(|e| anyhow!("Failed to modify QP to RTR: {e:#}"))?;
+            d.modify_qp(self.qpn, &QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(my_psn), ..Default::default() })
+                .map_err(|e| anyhow!("Failed to modify QP to RTS: {e:#}"))?;
+            self.ud = Some(UdDest { av, remote_qpn: rem.qpn, remote_qkey: UD_QKEY });
+            return Ok(());
+        }
         let mut rtr = QpAttr {
             qp_state: Some(QpState::Rtr),
             path_mtu: Some(o.mtu),
@@ -707,15 +854,26 @@ impl Peer {
         d.modify_qp(self.qpn, &rts).map_err(|e| anyhow!("failed to modify QP to RTS: {e:#}"))
     }
 
-    /// rc_pingpong's main loop (`parse_single_wc`).
+    /// rc_pingpong's main loop (`parse_single_wc`). UD: every receive is checked ([`UdRecvCheck`], from the
+    /// peer `rem` at `peer_ip` to `our_ip`) before anything is sent again, so the buffer still holds it.
+    #[allow(clippy::too_many_arguments)]
     fn run_loop(
         &self,
         client: bool,
         iters: u32,
         deadline: Instant,
         last_posted: &AtomicBool,
+        rem: &Dest,
+        our_ip: Ipv4Addr,
         res: &mut OurResult,
     ) -> Result<()> {
+        let peer_ip = match rem.ip() {
+            IpAddr::V4(v4) => Some(v4),
+            IpAddr::V6(_) => None,
+        };
+        if self.conn == Conn::Ud {
+            res.ud = Some(UdRecvCheck::default());
+        }
         let mut pending = RECV_WRID;
         let mut posted = 0u32;
         let mut post_send = || -> Result<()> {
@@ -768,6 +926,14 @@ impl Peer {
                             }
                             rcnt += 1;
                             res.bytes_received += u64::from(wc.byte_len);
+                            if let (Some(u), Some(pip)) = (res.ud.as_mut(), peer_ip) {
+                                let got = self.dev.read_mem(self.buf, (self.size + UD_GRH_ROOM) as usize)?;
+                                u.check(&wc, &got[..UD_GRH_ROOM as usize], self.size, rem.qpn, pip, our_ip);
+                                // the tool sends from its buffer of 0x7b bytes
+                                if let Some(i) = got[UD_GRH_ROOM as usize..].iter().position(|&b| b != 0x7b) {
+                                    bail!("UD receive #{rcnt}: payload byte {i} is 0x{:02x}, the tool sends 0x7b", got[UD_GRH_ROOM as usize + i]);
+                                }
+                            }
                         }
                         other => bail!("completion for unknown wr_id {other}"),
                     }
@@ -824,7 +990,7 @@ pub fn our_side(
         vm_mac,
         our_ip,
     } = link;
-    let peer = Peer::new(dev, o)?;
+    let mut peer = Peer::new(dev, o)?;
     let mut rng = SmallRng::seed_from_u64(o.seed ^ 0x7070_6e67);
     let my = Dest {
         lid: 0,
@@ -890,7 +1056,7 @@ pub fn our_side(
         peer.connect(o, my.psn, &rem, vm_mac, res)?;
     }
     let start = Instant::now();
-    let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, last_posted, res);
+    let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, last_posted, &rem, our_ip, res);
     res.elapsed = start.elapsed();
     r?;
     let bytes = u64::from(o.size) * u64::from(o.iters) * 2;
@@ -1057,20 +1223,7 @@ impl PingpongOpts {
 }
 
 pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
-    ensure!(
-        [256, 512, 1024, 2048, 4096].contains(&o.mtu),
-        "path MTU must be 256, 512, 1024, 2048 or 4096"
-    );
-    ensure!(
-        o.iters >= 1 && o.size >= 1 && o.rx_depth >= 2,
-        "iters, size >= 1 and rx depth >= 2"
-    );
-    ensure!((0.0..1.0).contains(&o.drop), "drop must be in [0, 1)");
-    ensure!(
-        o.conn == Conn::Rc || o.drop == 0.0,
-        "UC does not retransmit: a dropped packet loses its message and both {} peers wait for it forever; --drop needs RC",
-        o.tool()
-    );
+    o.check()?;
     let t0 = Instant::now();
     let deadline = t0 + o.timeout;
     let image = match &o.image {
@@ -1104,7 +1257,9 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
             mac: host_cfg.mac,
             ip: IpAddr::V4(our_ip),
             seed: o.seed,
-            first_qpn: 0x11,
+            // UD: a QPN other than the VM's (rxe numbers its first QP 0x11), so that a swapped source and
+            // destination QPN shows in the DETH checks
+            first_qpn: if o.conn == Conn::Ud { 0x31 } else { 0x11 },
             active_mtu: o.mtu.max(256),
         },
         super::rtl_ep::INBOUND_GBPS,
@@ -1173,6 +1328,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     let endpoint = dev.describe();
     drop(dev);
     let pcap_check = check_pcap(&pcap, our_ip).ok();
+    let ud_wire = if o.conn == Conn::Ud { super::ud::scan_pcap(&pcap, our_ip).ok() } else { None };
     Ok(PingpongReport {
         opts: o.clone(),
         vm_rc: out.script_rc,
@@ -1192,6 +1348,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         endpoint_counters,
         unexpected_drops,
         pcap: pcap_check,
+        ud_wire,
         wall: t0.elapsed(),
     })
 }
@@ -1234,6 +1391,33 @@ mod tests {
         // nothing answered: every frame of ours may be unseen
         assert_eq!(unanswered_tail(&[our_req(1), vm_req(7), our_ack(7)]), 2);
         assert_eq!(unanswered_tail(&[]), 0);
+    }
+
+    /// ibv_ud_pingpong: the golden model only, at rxe's active MTU (the tool has no -m), messages of at most
+    /// that MTU, no drops; refused before a VM starts.
+    #[test]
+    fn ud_refusals() {
+        let mut o = PingpongOpts { conn: Conn::Ud, size: 1002, iters: 200, ..Default::default() };
+        assert_eq!(o.tool(), "ibv_ud_pingpong");
+        assert_eq!(tool_conn("ibv_ud_pingpong"), Some(Conn::Ud));
+        assert!(o.check().is_ok());
+        o.mtu = 4096;
+        assert_eq!((o.vm_netdev_mtu(), o.vm_active_mtu()), (9000, 4096));
+        assert!(o.check().is_ok());
+        for m in [256, 512, 2048] {
+            o.mtu = m;
+            assert!(o.check().unwrap_err().to_string().contains("has no -m"), "{m}");
+        }
+        o.mtu = 1024;
+        o.size = 1025;
+        assert!(o.check().unwrap_err().to_string().contains("above the port MTU 1024"));
+        o.size = 1024;
+        assert!(o.check().is_ok());
+        o.drop = 0.01;
+        assert!(o.check().unwrap_err().to_string().contains("--drop needs RC"));
+        o.drop = 0.0;
+        o.endpoint = EndpointKind::Rtl;
+        assert!(o.check().unwrap_err().to_string().contains("golden model only"));
     }
 
     #[test]

@@ -175,7 +175,8 @@ impl std::fmt::Display for EndpointKind {
 }
 
 /// The transport of the tools' QPs: perftest's `-c` (`change_conn_type`), or which of rdma-core's pingpong
-/// examples runs (`ibv_rc_pingpong`, `ibv_uc_pingpong`). Our side creates its QP with the same type.
+/// examples runs (`ibv_rc_pingpong`, `ibv_uc_pingpong`, `ibv_ud_pingpong`). Our side creates its QP with the
+/// same type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Conn {
     /// Reliable Connected: ACKs, retransmission, RNR NAKs, READ and atomics.
@@ -184,13 +185,24 @@ pub enum Conn {
     /// Unreliable Connected: SEND and RDMA WRITE only; no ACK, no retransmission, and a SEND that finds no
     /// receive posted is dropped (no RNR NAK), so a run must keep enough receives posted to lose nothing.
     Uc,
+    /// Unreliable Datagram: SEND only, one packet per message (at most the port's MTU), each SEND addressed
+    /// by the work request (address handle, remote QPN, Q_Key); every receive gets the 40-byte GRH area in
+    /// front of the payload. No ACK, no retransmission. Our side is the golden model only: the RTL does not
+    /// speak UD yet ([`Conn::check_endpoint`]).
+    Ud,
 }
+
+/// The Q_Key both perftest (`DEF_QKEY`) and `ud_pingpong.c` give their UD QPs and put in their SENDs.
+pub const UD_QKEY: u32 = 0x1111_1111;
+/// The room a UD receive needs in front of the payload for the GRH (perftest's `UD_ADDITION`).
+pub const UD_GRH_ROOM: u32 = 40;
 
 impl Conn {
     pub fn qp_type(self) -> QpType {
         match self {
             Conn::Rc => QpType::Rc,
             Conn::Uc => QpType::Uc,
+            Conn::Ud => QpType::Ud,
         }
     }
 
@@ -199,7 +211,19 @@ impl Conn {
         match self {
             Conn::Rc => "RC",
             Conn::Uc => "UC",
+            Conn::Ud => "UD",
         }
+    }
+
+    /// Whether `endpoint` can play our side on this transport: UD runs against the golden model only (the RTL
+    /// does not speak UD yet), RC and UC against every endpoint.
+    pub fn check_endpoint(self, endpoint: EndpointKind) -> Result<()> {
+        if self == Conn::Ud && endpoint != EndpointKind::Model {
+            anyhow::bail!(
+                "UD runs against the golden model only (--endpoint model), not --endpoint {endpoint}: the RTL does not speak UD yet"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -210,8 +234,8 @@ impl std::str::FromStr for Conn {
         match s.trim().to_ascii_uppercase().as_str() {
             "RC" => Ok(Conn::Rc),
             "UC" => Ok(Conn::Uc),
-            "UD" => anyhow::bail!("connection type UD is not supported yet (RC or UC)"),
-            _ => anyhow::bail!("unknown connection type `{s}` (RC or UC; UD is not supported yet)"),
+            "UD" => Ok(Conn::Ud),
+            _ => anyhow::bail!("unknown connection type `{s}` (RC, UC or UD)"),
         }
     }
 }

@@ -1,6 +1,8 @@
-# In-VM side of sim::rxe::pingpong: the stock ibv_rc_pingpong or ibv_uc_pingpong against our side (10.0.0.2).
+# In-VM side of sim::rxe::pingpong: the stock ibv_rc_pingpong, ibv_uc_pingpong or ibv_ud_pingpong against our
+# side (10.0.0.2).
 # sim::rxe::pingpong prepends the parameters as shell variables:
-#   PP_TOOL   ibv_rc_pingpong or ibv_uc_pingpong (the same options; default ibv_rc_pingpong)
+#   PP_TOOL   ibv_rc_pingpong, ibv_uc_pingpong or ibv_ud_pingpong (the same options, but ibv_ud_pingpong has
+#             no -m: its path is rxe's active MTU; default ibv_rc_pingpong)
 #   PP_MODE=server|client  the VM tool's role (the opposite of ours)
 #   PP_PEER   our address (used when PP_MODE=client)
 #   PP_PORT   TCP port of the QPN/PSN/GID exchange (18515)
@@ -16,12 +18,14 @@ fi
 PP_TOOL=${PP_TOOL:-ibv_rc_pingpong}
 echo "=== PINGPONG_BEGIN tool=$PP_TOOL mode=$PP_MODE mtu=$PP_MTU size=$PP_SIZE iters=$PP_ITERS ==="
 echo "active_mtu $(ibv_devinfo -d rxe0 | awk '/active_mtu/ {print $2}')"
+PP_MTU_ARG="-m $PP_MTU"
+if [ "$PP_TOOL" = ibv_ud_pingpong ]; then PP_MTU_ARG=; fi
 if [ "$PP_MODE" = server ]; then
-    timeout "$PP_TIMEOUT" "$PP_TOOL" -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
+    timeout "$PP_TIMEOUT" "$PP_TOOL" -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" $PP_MTU_ARG \
         -s "$PP_SIZE" -n "$PP_ITERS" -r "$PP_RXDEPTH" 2>&1
     rc=$?
 else
-    timeout "$PP_TIMEOUT" "$PP_TOOL" -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" -m "$PP_MTU" \
+    timeout "$PP_TIMEOUT" "$PP_TOOL" -d rxe0 -g "$RNIC_GID" -p "$PP_PORT" $PP_MTU_ARG \
         -s "$PP_SIZE" -n "$PP_ITERS" -r "$PP_RXDEPTH" "$PP_PEER" 2>&1
     rc=$?
 fi
