@@ -522,7 +522,7 @@ fn write_bw_mtu4096_ours_client() {
 // `run_conn`'s checks: the VM tool ran UC, every RoCE frame on the link is a UC request of the expected
 // opcode and count (nothing retransmitted, nothing ACKed), and the receiving side took every packet.
 // 200 messages each, 5-7 s per run: SEND_ONLY (64 B) both ways, RDMA WRITE FIRST/MIDDLE/LAST (4 KiB at MTU
-// 1024) from rxe into us and WRITE_ONLY (64 B) from us; the multi-packet SENDs both ways are
+// 1024) from rxe into us and FIRST/MIDDLE/short LAST (3,000 B) from us; the multi-packet SENDs both ways are
 // `ibv_uc_pingpong`'s (sim/tests/rxe_pingpong.rs).
 
 /// Who plays our side in the UC runs: the RTL (the Verilator model of the RNIC's Verilog, through the driver).
@@ -599,7 +599,8 @@ fn write_bw_uc_ours_server() {
 
 #[test]
 fn write_bw_uc_ours_client() {
-    let Some(r) = run_uc("write_bw_uc_client", Tool::WriteBw, Role::Client, 64, "UC_RDMA_WRITE") else {
+    // 3,000 bytes: FIRST, MIDDLE and a short LAST from our Requester
+    let Some(r) = run_uc("write_bw_uc_client", Tool::WriteBw, Role::Client, 3000, "UC_RDMA_WRITE") else {
         return;
     };
     assert_eq!((r.ours.messages, r.ours.completions), (200, 200), "{r}");
