@@ -277,3 +277,31 @@ fn link_writes_a_pcap_of_every_delivered_frame() {
     assert_eq!(ops, vec![RC_SEND_FIRST, RC_SEND_LAST, RC_ACKNOWLEDGE]);
     let _ = std::fs::remove_file(&path);
 }
+
+/// rxe 6.1 (`send_data_in` → `copy_data` -EINVAL → RESPST_ERR_MALFORMED_WQE): a UD SEND whose payload does not
+/// fit behind the 40-byte GRH area completes the receive LOC_QP_OP_ERR and puts the QP in error (the next
+/// receive is flushed); the GRH area is written, the payload is not.
+#[test]
+fn ud_send_longer_than_its_receive_is_loc_qp_op_err_and_qp_error() {
+    let mut p = Pair::new(LinkConfig::default(), 6);
+    let o = ConnOpts { qp_type: QpType::Ud, ..Default::default() };
+    let (qa, qb) = p.connect(&o, 0, 0);
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let data = pattern(6, 100);
+    let s = mr(&mut p.a, pd_a, 100, Some(&data));
+    let r = mr(&mut p.b, pd_b, 280, None);
+    let before = p.b.mem().read(r.addr, 280).unwrap();
+    p.b.post_recv(qb, RecvWr { wr_id: 77, sg_list: sge(&r, 139) }).unwrap();
+    p.b.post_recv(qb, RecvWr { wr_id: 78, sg_list: vec![Sge { addr: r.addr + 140, length: 140, lkey: r.lkey }] }).unwrap();
+    let mut wr = SendWr::new(1, WrOpcode::Send, sge(&s, 100));
+    wr.ud = Some(UdDest { av: p.b.av_to_me(), remote_qpn: qb, remote_qkey: o.qkey });
+    p.a.post_send(qa, wr).unwrap();
+    assert!(p.run().idle);
+    let wcs = p.b.poll_cq(p.cq_b, 4);
+    let got: Vec<(u64, WcStatus, u32)> = wcs.iter().map(|w| (w.wr_id, w.status, w.byte_len)).collect();
+    assert_eq!(got, vec![(77, WcStatus::LocQpOpErr, 0), (78, WcStatus::WrFlushErr, 0)]);
+    assert_eq!(p.b.qp(qb).unwrap().state, QpState::Error);
+    let buf = p.b.mem().read(r.addr, 280).unwrap();
+    assert_eq!(buf[20], 0x45, "the GRH area is written");
+    assert_eq!(&buf[40..], &before[40..], "nothing of the payload");
+}

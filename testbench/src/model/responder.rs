@@ -11,7 +11,7 @@ use crate::wire::{Bth, ExtHeader, IpHeader, RoceFrame, RocePacket};
 use super::device::{qp_error, Ctx, DropReason, RxOutcome};
 use super::mr::{AccessFlags, MrKind};
 use super::qp::{psn_add, psn_compare, Qp, QpType, Resource, WriteCtx};
-use super::requester::{num_packets, scatter, sgl_len, ScatterError};
+use super::requester::{num_packets, scatter, ScatterError};
 use super::verbs::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 
 /// The responder's view of one request packet.
@@ -663,9 +663,6 @@ fn ud_receive(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
     };
     let sgl = wqe.wr.sg_list.clone();
     let total = pkt.payload.len() as u64 + 40;
-    if total > sgl_len(&sgl) {
-        return ctx.drop(DropReason::LengthError);
-    }
     let mut data = Vec::with_capacity(total as usize);
     match &r.f.ip {
         IpHeader::V4(_) => {
@@ -686,9 +683,14 @@ fn ud_receive(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
             }
         }
     }
-    data.extend_from_slice(&pkt.payload);
-    if scatter(ctx, qp.pd, &sgl, 0, &data).is_err() {
-        complete_recv(ctx, qp, WcStatus::LocProtErr, WcOpcode::Recv, 0, None, None, deth.src_qp);
+    // rxe 6.1 `execute` → `send_data_in` → `copy_data`, the GRH area first, then the payload: a copy longer
+    // than the room left in the receive, or one whose lkey fails, is -EINVAL → RESPST_ERR_MALFORMED_WQE
+    // (`check_length` leaves UD alone): the receive completes LOC_QP_OP_ERR (byte_len 0, no src_qp: `do_complete`
+    // fills those on success only) and the QP goes to error (`do_class_ac_error`; no NAK on UD). The GRH area,
+    // when it fitted, stays written; nothing of the payload is.
+    if scatter(ctx, qp.pd, &sgl, 0, &data).is_err() || scatter(ctx, qp.pd, &sgl, 40, &pkt.payload).is_err() {
+        complete_recv(ctx, qp, WcStatus::LocQpOpErr, WcOpcode::Recv, 0, None, None, 0);
+        qp_error(ctx, qp);
         return ctx.drop(DropReason::LengthError);
     }
     let imm = pkt.immdt().map(|i| i.imm);
