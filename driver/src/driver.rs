@@ -423,6 +423,9 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             };
             c.sport = av.sport.unwrap_or(0xC000 | (qpn as u16 & 0x3FFF));
         }
+        if let Some(k) = attr.qkey {
+            c.qkey = k;
+        }
         let cmd = c.command(qpn);
         if let Some(s) = attr.qp_state {
             qp.state = s;
@@ -504,7 +507,27 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         if masked {
             slots.push(mask_slot(wr.compare_add_mask, wr.swap_mask));
         }
-        slots.push(w.encode());
+        if qp.cmd.qp_type == QpType::Ud as u8 {
+            // a UD WQE: SEND or SEND_WITH_IMM, the address handle in place of the remote address and operands
+            if !matches!(wr.opcode, WrOpcode::Send | WrOpcode::SendWithImm) {
+                return Err(VerbsError::NotSupported("UD has SEND only").into());
+            }
+            let Some(ud) = wr.ud else {
+                return Err(VerbsError::InvalidArgument("UD WR needs a destination").into());
+            };
+            let ah = UdAh {
+                remote_qpn: ud.remote_qpn,
+                remote_qkey: ud.remote_qkey,
+                dmac: ud.av.dmac.0,
+                sport: ud.av.sport.unwrap_or(0),
+                dgid: gid_of(ud.av.dip),
+                traffic_class: ud.av.traffic_class,
+                hop_limit: ud.av.hop_limit,
+            };
+            slots.push(ah.encode_with(&SendWqe { remote_addr: 0, rkey: 0, compare_add: 0, swap: 0, ..w }));
+        } else {
+            slots.push(w.encode());
+        }
         if inline {
             for chunk in wr.inline_data.chunks(WQE_BYTES) {
                 let mut b = [0u8; WQE_BYTES];

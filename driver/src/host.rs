@@ -188,6 +188,9 @@ pub struct QpCmd {
     pub remote_mac: [u8; 6],
     pub send_cq: u32,
     pub recv_cq: u32,
+    /// UD: the QP's Q_Key (word 11), which every DETH it receives must carry (QP1: 0x80010000), and which a
+    /// send WQE's `remote_qkey` with bit 31 set stands for (IBA).
+    pub qkey: u32,
 }
 
 impl QpCmd {
@@ -211,6 +214,7 @@ impl QpCmd {
         d[8] = u32::from(u16::from_be_bytes([m[0], m[1]]));
         d[9] = self.send_cq;
         d[10] = self.recv_cq;
+        d[11] = self.qkey;
         Command { op: CMD_WRITE_QP, index: qpn, data: d }
     }
     pub fn decode(d: &[u32; CMD_DATA_WORDS]) -> Self {
@@ -234,6 +238,7 @@ impl QpCmd {
             remote_mac: [b[0], b[1], a[0], a[1], a[2], a[3]],
             send_cq: d[9],
             recv_cq: d[10],
+            qkey: d[11],
         }
     }
 }
@@ -421,6 +426,56 @@ impl SendWqe {
             0
         };
         1 + ext + inl
+    }
+}
+
+/// The address handle of a UD send WQE (`CAPS` bit 2): byte 10 hop limit, 11 traffic class, 32..36 remote QPN
+/// (23:0, little-endian), 36..40 remote Q_Key (little-endian; bit 31 set: the QP's own, IBA), 40..46 destination
+/// MAC (wire order), 46..48 UDP source port (little-endian; 0: the QP's own), 48..64 destination GID (the IPv6
+/// address in network order, `::ffff:a.b.c.d` for IPv4). A UD WQE is a SEND or SEND_WITH_IMM, whose remote
+/// address, rkey and atomic operands these bytes replace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdAh {
+    pub remote_qpn: u32,
+    pub remote_qkey: u32,
+    pub dmac: [u8; 6],
+    pub sport: u16,
+    pub dgid: [u8; 16],
+    pub traffic_class: u8,
+    pub hop_limit: u8,
+}
+
+impl UdAh {
+    /// `w` encoded with this address handle in its UD bytes.
+    pub fn encode_with(&self, w: &SendWqe) -> [u8; WQE_BYTES] {
+        let mut b = w.encode();
+        b[10] = self.hop_limit;
+        b[11] = self.traffic_class;
+        b[32..36].copy_from_slice(&(self.remote_qpn & 0xFF_FFFF).to_le_bytes());
+        b[36..40].copy_from_slice(&self.remote_qkey.to_le_bytes());
+        b[40..46].copy_from_slice(&self.dmac);
+        b[46..48].copy_from_slice(&self.sport.to_le_bytes());
+        b[48..64].copy_from_slice(&self.dgid);
+        b
+    }
+    pub fn decode(b: &[u8; WQE_BYTES]) -> Self {
+        UdAh {
+            remote_qpn: u32::from_le_bytes(b[32..36].try_into().unwrap()) & 0xFF_FFFF,
+            remote_qkey: u32::from_le_bytes(b[36..40].try_into().unwrap()),
+            dmac: b[40..46].try_into().unwrap(),
+            sport: u16::from_le_bytes([b[46], b[47]]),
+            dgid: b[48..64].try_into().unwrap(),
+            traffic_class: b[11],
+            hop_limit: b[10],
+        }
+    }
+}
+
+/// The GID of an IP address: the IPv6 address itself, an IPv4 one mapped (`::ffff:a.b.c.d`), as RoCEv2 GIDs are.
+pub fn gid_of(ip: std::net::IpAddr) -> [u8; 16] {
+    match ip {
+        std::net::IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        std::net::IpAddr::V6(a) => a.octets(),
     }
 }
 
@@ -731,8 +786,10 @@ mod tests {
             remote_mac: [0x52, 0x54, 0, 0x12, 0x34, 0x56],
             send_cq: 1,
             recv_cq: 2,
+            qkey: 0x8001_0000,
         };
         assert_eq!(QpCmd::decode(&q.command(0x11).data), q);
+        assert_eq!(q.command(0x11).data[11], 0x8001_0000, "the Q_Key in word 11");
         let r = RingCmd { base: 0x1_0000, log2_entries: 8, cqn: 3 };
         assert_eq!(RingCmd::decode(&r.command(CMD_WRITE_SQ, 5).data), r);
         assert_eq!(sq_doorbell(2), 0x1_0020);

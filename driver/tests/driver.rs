@@ -385,3 +385,57 @@ fn resolves_a_neighbour_by_the_arp_registers() {
     assert!(e.to_string().contains("no ARP answer from 10.0.0.7"), "{e}");
     assert_eq!(dev.lock().unwrap().arp_queries.len(), 2 + ARP_TRIES as usize);
 }
+
+/// UD (`CAPS` bit 2): the QP's Q_Key reaches `WRITE_QP` word 11; a UD SEND's WQE carries its address handle
+/// (remote QPN and Q_Key, destination MAC, UDP source port, destination GID, traffic class, hop limit) in the
+/// bytes a SEND does not use; anything but SEND, or a UD WR without a destination, is refused.
+#[test]
+fn a_ud_wqe_carries_its_address_handle() {
+    let (mut drv, dev, mem) = setup(CAP_UD);
+    let pd = drv.alloc_pd();
+    let cq = drv.create_cq(16).unwrap();
+    let cap = QpCap { max_send_wr: 4, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let qpn = drv.create_qp(pd, QpInitAttr { qp_type: QpType::Ud, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false }).unwrap();
+    for attr in [
+        QpAttr { qp_state: Some(QpState::Init), qkey: Some(0x1111_1111), ..Default::default() },
+        QpAttr { qp_state: Some(QpState::Rtr), ..Default::default() },
+        QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(7), ..Default::default() },
+    ] {
+        drv.modify_qp(qpn, &attr).unwrap();
+    }
+    assert_eq!(dev.lock().unwrap().qps[&qpn].qkey, 0x1111_1111);
+    let av = AddressVector {
+        dmac: MacAddr([0x52, 0x54, 0, 0, 0, 9]),
+        smac: None,
+        sip: None,
+        dip: "10.0.0.9".parse().unwrap(),
+        sport: None,
+        traffic_class: 3,
+        hop_limit: 64,
+    };
+    let mut w = SendWr::new(5, WrOpcode::SendWithImm, vec![Sge { addr: 0x1000, length: 100, lkey: 0x155 }]);
+    w.imm_data = 0xA1B2_C3D4;
+    assert!(drv.post_send(qpn, &w).is_err(), "a UD WR needs a destination");
+    w.ud = Some(UdDest { av, remote_qpn: 0x11, remote_qkey: 0x1111_1111 });
+    drv.post_send(qpn, &w).unwrap();
+    let mut r = w.clone();
+    r.opcode = WrOpcode::RdmaWrite;
+    assert!(drv.post_send(qpn, &r).is_err(), "UD has SEND only");
+    let sq = dev.lock().unwrap().sqs[&qpn];
+    let b: [u8; 64] = mem.lock().unwrap().read(sq.base, 64).unwrap().try_into().unwrap();
+    let s = SendWqe::decode(&b);
+    assert_eq!((s.wr_id, s.opcode, s.local_addr, s.length, s.lkey, s.imm_or_inv), (5, WR_SEND_WITH_IMM, 0x1000, 100, 0x155, 0xA1B2_C3D4));
+    let ah = UdAh::decode(&b);
+    let want = UdAh {
+        remote_qpn: 0x11,
+        remote_qkey: 0x1111_1111,
+        dmac: [0x52, 0x54, 0, 0, 0, 9],
+        sport: 0,
+        dgid: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 9],
+        traffic_class: 3,
+        hop_limit: 64,
+    };
+    assert_eq!(ah, want);
+    assert_eq!(UdAh::decode(&want.encode_with(&s)), want, "round trip");
+    assert_eq!(dev.lock().unwrap().sq_db, vec![(qpn, 1)], "only the SEND went to the ring");
+}
