@@ -68,15 +68,32 @@ fn link_faults(l: &LinkStats) -> String {
 /// The rig of the RTL against the golden model with [`QPS`] QP pairs (ours, the peer's), and a VCD of the RTL
 /// from the start on request.
 fn golden_rig(dut: AnyDut, mtu: u32, dir: &Path, vcd: Option<&Path>) -> (crate::system::Rig<AnyDut>, Vec<(u32, u32)>) {
-    let mut r = crate::system::rig_with(dut, mtu, dir);
-    if let Some(v) = vcd {
-        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
-    }
+    let mut r = traced_rig(dut, mtu, dir, vcd);
     let mut qps = vec![(r.qpn, r.peer_qpn)];
     for i in 1..QPS {
         qps.push(r.add_qp_pair(mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32));
     }
     (r, qps)
+}
+
+/// The rig of the RTL against the golden model (its first QP pair only), and a VCD of the RTL from the start on
+/// request.
+fn traced_rig(dut: AnyDut, mtu: u32, dir: &Path, vcd: Option<&Path>) -> crate::system::Rig<AnyDut> {
+    let r = crate::system::rig_with(dut, mtu, dir);
+    if let Some(v) = vcd {
+        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
+    }
+    r
+}
+
+/// The golden sender's first MiB (the messages' sources) filled from `rng`, and the link's faults armed both
+/// ways (seeded from `seed`).
+fn fill_peer_and_arm_faults(r: &crate::system::Rig<AnyDut>, rng: &mut SmallRng, faults: MacFaults, seed: u64) {
+    let mut s = r.sys.borrow_mut();
+    let pat: Vec<u8> = (0..1 << 20).map(|_| rng.gen()).collect();
+    s.peer.mem_mut().write(r.peer_buf, &pat).unwrap();
+    s.out.set_faults(faults, seed ^ 0x7);
+    s.inl.set_faults(faults, seed ^ 0x1u64);
 }
 
 pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
@@ -95,16 +112,13 @@ pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
     let mut summary = String::new();
     let (mut r, qps) = golden_rig(dut, mtu, &dir, vcd);
     let mut rng = SmallRng::seed_from_u64(seed);
+    fill_peer_and_arm_faults(&r, &mut rng, faults, seed);
     {
         let mut s = r.sys.borrow_mut();
-        let pat: Vec<u8> = (0..1 << 20).map(|_| rng.gen()).collect();
-        s.peer.mem_mut().write(r.peer_buf, &pat).unwrap();
         // the golden requester's retransmit timer: 4.096 us x 2^4 = 65.5 us (21,000 cycles), not the tools' 67 ms
         for &(_, pq) in &qps {
             s.peer.modify_qp(pq, &QpAttr { timeout: Some(4), ..Default::default() }).unwrap();
         }
-        s.out.set_faults(faults, seed ^ 0x7);
-        s.inl.set_faults(faults, seed ^ 0x1u64);
     }
     // what host memory must look like: everything the messages do not address stays as it was
     let mut shadow = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
@@ -255,21 +269,12 @@ const UC_POSTED: usize = 4;
 pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     use std::collections::VecDeque;
     let mut summary = String::new();
-    let mut r = crate::system::rig_with(rtl_dut(), mtu, dir);
-    if let Some(v) = vcd {
-        r.sys.borrow_mut().rnic.start_trace(v.to_str().expect("a UTF-8 VCD path"));
-    }
+    let mut r = traced_rig(rtl_dut(), mtu, dir, vcd);
     let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let qps: Vec<(u32, u32)> =
         (0..UC_QPS).map(|i| r.add_qp_pair_of(QpType::Uc, mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32, cap, Cq(0))).collect();
     let mut rng = SmallRng::seed_from_u64(seed);
-    {
-        let mut s = r.sys.borrow_mut();
-        let pat: Vec<u8> = (0..1 << 20).map(|_| rng.gen()).collect();
-        s.peer.mem_mut().write(r.peer_buf, &pat).unwrap();
-        s.out.set_faults(faults, seed ^ 0x7);
-        s.inl.set_faults(faults, seed ^ 0x1u64);
-    }
+    fill_peer_and_arm_faults(&r, &mut rng, faults, seed);
     let before = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
     let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
     let mut free: Vec<u64> = (0..UC_BUFS as u64).collect();
