@@ -355,12 +355,17 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         let rbase = self.alloc_ring(rlog2, WQE_BYTES)?;
         self.command(&RingCmd { base: sbase, log2_entries: slog2, cqn: init.send_cq.0 }.command(CMD_WRITE_SQ, qpn))?;
         self.command(&RingCmd { base: rbase, log2_entries: rlog2, cqn: init.recv_cq.0 }.command(CMD_WRITE_RQ, qpn))?;
+        let ud = init.qp_type == QpType::Ud;
         let cmd = QpCmd {
             state: QpState::Reset as u8,
             qp_type: init.qp_type as u8,
             pd: pd.0,
             send_cq: init.send_cq.0,
             recv_cq: init.recv_cq.0,
+            // UD: messages are cut at the port's MTU (rxe: the port's active MTU) unless modify_qp names one,
+            // and its packets leave from the QP's own UDP source port unless the WR's address vector names one
+            path_mtu: if ud { self.info.max_mtu_code } else { 0 },
+            sport: if ud { 0xC000 | (qpn as u16 & 0x3FFF) } else { 0 },
             ..Default::default()
         };
         self.command(&cmd.command(qpn))?;

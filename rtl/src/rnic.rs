@@ -209,6 +209,8 @@ pub struct Rnic {
     ty_uc: Constant<Bits<2>>,
     /// CMD_WRITE_QP names a UC QP
     l_uc: Signal<Local, Bit>,
+    ty_ud: Constant<Bits<2>>,
+    l_ud: Signal<Local, Bit>,
     /// max_rd_atomic thresholds (8-bit) and limits (7-bit) for WQE Check's `max_rd` (`rd_atomic_limit`).
     mra_t8: Constant<Bits<8>>,
     mra_t4: Constant<Bits<8>>,
@@ -333,6 +335,8 @@ impl Default for Rnic {
             st_reset: k(testbench::model::QpState::Reset as u64),
             ty_uc: k(testbench::model::QpType::Uc as u64),
             l_uc: Default::default(),
+            ty_ud: k(testbench::model::QpType::Ud as u64),
+            l_ud: Default::default(),
             mra_t8: k(8),
             mra_t4: k(4),
             mra_t2: k(2),
@@ -495,6 +499,9 @@ impl Logic for Rnic {
         self.front.ctx_data.next.sig_all = false;
         self.l_uc.next = self.l_w0.val().get_bits::<2>(4) == self.ty_uc.val();
         self.front.ctx_data.next.uc = self.l_uc.val();
+        self.l_ud.next = self.l_w0.val().get_bits::<2>(4) == self.ty_ud.val();
+        self.front.ctx_data.next.ud = self.l_ud.val();
+        self.front.ctx_data.next.qkey = self.l_data.val().get_bits::<32>(352);
         // the READ/atomic limit: max_rd_atomic rounded up to a power of two, 1..=16 (rd_atomic_limit)
         self.l_mra.next = self.l_data.val().get_bits::<8>(64);
         self.front.ctx_data.next.max_rd = self.mra_v16.val();
@@ -520,7 +527,8 @@ impl Logic for Rnic {
         self.comp.cqw_timeout.next = self.l_data.val().get_bits::<5>(40);
         self.comp.cqw_retry.next = self.l_data.val().get_bits::<3>(48);
         self.comp.cqw_rnr.next = self.l_data.val().get_bits::<3>(56);
-        self.comp.cqw_uc.next = self.l_uc.val();
+        // UC and UD WQEs complete as their records come (no ACKs)
+        self.comp.cqw_uc.next = self.l_uc.val() | self.l_ud.val();
         self.comp.cqw_reset.next = self.l_w0.val().get_bits::<3>(0) == self.st_reset.val();
         // CMD_WRITE_QP_REQ's sq_psn for the completer too, in the cycle WQE Check takes it
         self.comp.cqp_we.next = false;

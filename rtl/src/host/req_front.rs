@@ -92,6 +92,11 @@ pub struct SqCtx {
     pub max_rd: Bits<7>,
     /// A UC QP: its requests take the UC opcodes; a READ or an atomic on it is a local QP operation error.
     pub uc: Bit,
+    /// A UD QP: SEND and SEND_WITH_IMM only (anything else is a local QP operation error), each to the address
+    /// handle in its WQE.
+    pub ud: Bit,
+    /// The QP's Q_Key (a UD WQE's remote Q_Key with bit 31 set stands for it).
+    pub qkey: Bits<32>,
 }
 
 /// The most READ/atomic WQEs a QP may have outstanding, whatever its `max_rd_atomic`: the Completer's record
@@ -308,6 +313,13 @@ pub struct ReqFront {
     add_ra: PipeAdd64,
     add_ln: PipeAdd64,
     imm_map: ByteMap<512, 32>,
+    /// A UD WQE's destination MAC (bytes 40..46) and IPv4 address (bytes 60..64 of the GID), wire order to
+    /// numbers.
+    ah_map: ByteMap<512, 80>,
+    l_ah_mac: Signal<Local, Bits<48>>,
+    l_ah_ip: Signal<Local, Bits<32>>,
+    l_ah_sport: Signal<Local, Bits<16>>,
+    l_ah_qkey: Signal<Local, Bits<32>>,
     state: DFF<FrontState>,
     slot: DFF<Bits<512>>,
     qpn: DFF<Bits<24>>,
@@ -493,6 +505,13 @@ impl Default for ReqFront {
             add_ra: Default::default(),
             add_ln: Default::default(),
             imm_map: imm,
+            ah_map: ByteMap::new(
+                (0..6).map(|i| ByteSrc::In(8 * (45 - i))).chain((0..4).map(|i| ByteSrc::In(8 * (63 - i)))).collect(),
+            ),
+            l_ah_mac: Default::default(),
+            l_ah_ip: Default::default(),
+            l_ah_sport: Default::default(),
+            l_ah_qkey: Default::default(),
             state: Default::default(),
             slot: Default::default(),
             qpn: Default::default(),
@@ -689,6 +708,19 @@ impl Logic for ReqFront {
         self.l_flags.next = self.l_slot.val().get_bits::<8>(72);
         self.l_len.next = self.l_slot.val().get_bits::<32>(192);
         self.imm_map.x.next = self.l_slot.val();
+        // a UD WQE's address handle (docs/host-interface.md): remote QPN 32..36, Q_Key 36..40 (bit 31: the QP's
+        // own), MAC 40..46, UDP source port 46..48 (0: the QP's own), GID 48..64
+        self.ah_map.x.next = self.l_slot.val();
+        self.l_ah_mac.next = self.ah_map.y.val().get_bits::<48>(0);
+        self.l_ah_ip.next = self.ah_map.y.val().get_bits::<32>(48);
+        self.l_ah_sport.next = self.l_slot.val().get_bits::<16>(368);
+        if self.l_ah_sport.val() == self.zero16.val() {
+            self.l_ah_sport.next = self.ctx.q.val().sport;
+        }
+        self.l_ah_qkey.next = self.l_slot.val().get_bits::<32>(288);
+        if self.l_slot.val().get_bit(319) {
+            self.l_ah_qkey.next = self.ctx.q.val().qkey;
+        }
         self.l_st.next = self.ctx.q.val().state;
         // SEND and WRITE (with or without immediate) resume mid-message; a READ is asked again for the rest
         self.l_send.next = (self.l_op.val() != self.op_read.val())
@@ -715,7 +747,8 @@ impl Logic for ReqFront {
         }
         self.l_unsup.next = (self.l_inl.val() & !self.l_inl_ok.val())
             | self.l_bad_ext.val()
-            | (self.ctx.q.val().uc & (!self.l_send.val() | self.l_masked.val()));
+            | (self.ctx.q.val().uc & (!self.l_send.val() | self.l_masked.val()))
+            | (self.ctx.q.val().ud & (self.l_op.val() != self.op_send.val()) & (self.l_op.val() != self.op_send_imm.val()));
         // the inline buffer: 8 slots; the reader sees the committed ones
         self.l_ib_full.next = (self.ib_w.q.val().get_bits::<3>(0) == self.ib_r.q.val().get_bits::<3>(0))
             & (self.ib_w.q.val().get_bit(3) != self.ib_r.q.val().get_bit(3));
@@ -941,6 +974,14 @@ impl Logic for ReqFront {
                         self.o_desc.d.next.cont = false;
                         self.o_desc.d.next.inl = self.l_inl.val();
                         self.o_desc.d.next.uc = self.ctx.q.val().uc;
+                        self.o_desc.d.next.ud = self.ctx.q.val().ud;
+                        self.o_desc.d.next.qkey = self.l_ah_qkey.val();
+                        if self.ctx.q.val().ud {
+                            self.o_desc.d.next.dest_qpn = self.l_slot.val().get_bits::<24>(256);
+                            self.o_desc.d.next.dst_mac = self.l_ah_mac.val();
+                            self.o_desc.d.next.dst_ip = self.l_ah_ip.val();
+                            self.o_desc.d.next.sport = self.l_ah_sport.val();
+                        }
                         if self.l_inl.val() {
                             // its data slots into the inline buffer first (one packet: never resumed mid-way)
                             self.o_desc.d.next.laddr = self.zero64.val();
@@ -1190,6 +1231,10 @@ mod tests {
         }
         /// One WQE through; `done` answers a descriptor with (next_psn, noack, err).
         fn wqe(&mut self, qpn: u64, idx: u64, w: &SendWqe, done: impl Fn(&ReqDesc) -> (u64, u64, bool)) -> (Option<ReqDesc>, ReqIssued) {
+            self.wqe_slot(qpn, idx, &w.encode(), done)
+        }
+        /// [`Rig::wqe`] for a slot given as its bytes.
+        fn wqe_slot(&mut self, qpn: u64, idx: u64, slot: &[u8; 64], done: impl Fn(&ReqDesc) -> (u64, u64, bool)) -> (Option<ReqDesc>, ReqIssued) {
             let mut desc = None;
             let mut pend: Option<(u64, u64, bool)> = None;
             let mut consumed = false;
@@ -1197,7 +1242,7 @@ mod tests {
                 self.u.wqe_valid.next = !consumed;
                 self.u.wqe_qpn.next = bits(qpn);
                 self.u.wqe_idx.next = bits(idx);
-                self.u.wqe_data.next = b512(&w.encode());
+                self.u.wqe_data.next = b512(slot);
                 self.u.desc_ready.next = true;
                 self.u.issued_ready.next = true;
                 let presented = pend.is_some();
@@ -1485,6 +1530,62 @@ mod tests {
             sig_all: false,
             max_rd: bits(RD_ATOMIC_MAX),
             uc: false,
+            ud: false,
+            qkey: bits(0x1111_2222),
+        }
+    }
+
+    /// A UD WQE goes to its address handle: remote QPN, MAC, IPv4 address (from the v4-mapped GID) and UDP
+    /// source port from the slot, the QP's own port when the slot's is 0; the DETH Q_Key is the slot's, or
+    /// the QP's own when the slot's has bit 31 set (IBA); anything but SEND and SEND_WITH_IMM on a UD QP is a
+    /// local QP operation error with nothing sent.
+    #[test]
+    fn a_ud_wqe_goes_to_the_address_handle_in_its_slot() {
+        use rnic_driver::host::{gid_of, UdAh};
+        let mut r = Rig::new();
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
+        r.ctx(0x12, SqCtx { ud: true, ..ctx(QpState::Rts) });
+        r.psn(0x12, 40);
+        let w = SendWqe {
+            wr_id: 1,
+            opcode: WR_SEND_WITH_IMM,
+            flags: WQE_SIGNALED,
+            imm_or_inv: 0x1122_3344,
+            local_addr: 0x7F00_0000_0100,
+            length: 200,
+            lkey: 0x0301,
+            remote_addr: 0,
+            rkey: 0,
+            compare_add: 0,
+            swap: 0,
+        };
+        let ah = UdAh {
+            remote_qpn: 0xAB_CDEF,
+            remote_qkey: 0x0765_4321,
+            dmac: [0x52, 0x54, 0x00, 0x12, 0x34, 0x56],
+            sport: 0xC777,
+            dgid: gid_of("10.1.2.3".parse().unwrap()),
+            traffic_class: 0,
+            hop_limit: 64,
+        };
+        let (d, i) = r.wqe_slot(0x12, 0, &ah.encode_with(&w), |_| (41, 0, false));
+        let d = d.expect("a descriptor");
+        assert!(d.ud && !d.uc);
+        assert_eq!((d.dest_qpn.to_u64(), d.qkey.to_u64(), d.sport.to_u64()), (0xAB_CDEF, 0x0765_4321, 0xC777));
+        assert_eq!((d.dst_mac.to_u64(), d.dst_ip.to_u64()), (0x5254_0012_3456, 0x0A01_0203));
+        assert_eq!((d.len.to_u64(), d.imm.to_u64(), d.psn.to_u64()), (200, 0x1122_3344, 40));
+        assert_eq!((i.status.to_u64(), i.next_psn.to_u64()), (0, 41));
+        // bit 31 of the Q_Key: the QP's own; source port 0: the QP's own
+        let ah2 = UdAh { remote_qkey: 0x8000_0000, sport: 0, ..ah };
+        let (d, _) = r.wqe_slot(0x12, 1, &ah2.encode_with(&w), |_| (42, 0, false));
+        let d = d.unwrap();
+        assert_eq!((d.qkey.to_u64(), d.sport.to_u64()), (0x1111_2222, 0xC012));
+        // WRITE, READ, an atomic on UD: LOC_QP_OP_ERR, nothing sent
+        for (n, op) in [WR_RDMA_WRITE, WR_RDMA_READ, WR_ATOMIC_FETCH_AND_ADD].into_iter().enumerate() {
+            r.psn(0x12, 50);
+            let (d, i) = r.wqe_slot(0x12, 2 + n as u64, &ah.encode_with(&SendWqe { opcode: op, length: 8, ..w }), |_| panic!("sent"));
+            assert!(d.is_none());
+            assert_eq!(i.status.to_u64(), WcStatus::LocQpOpErr as u64, "op {op}");
         }
     }
 
