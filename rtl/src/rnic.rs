@@ -267,7 +267,7 @@ impl Default for Rnic {
             m_axis: Default::default(),
             s_axis: Default::default(),
             s_axis_tuser: Default::default(),
-            csr: Csr::new(CAP_RC | CAP_UC | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
+            csr: Csr::new(CAP_RC | CAP_UC | CAP_UD | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
             sq: Default::default(),
             front: Default::default(),
             req: Default::default(),
@@ -567,6 +567,7 @@ impl Logic for Rnic {
         self.resp.attr_data.next.sport = self.l_data.val().get_bits::<16>(160);
         self.resp.attr_data.next.remote_ip = self.l_data.val().get_bits::<32>(192);
         self.resp.attr_data.next.remote_mac = self.l_data.val().get_bits::<48>(224);
+        self.resp.attr_data.next.qkey = self.l_data.val().get_bits::<32>(352);
         self.resp.rp_valid.next = false;
         self.resp.rp_qpn.next = self.c_index.q.val();
         self.resp.rp_epsn.next = self.l_w0.val().get_bits::<24>(0);

@@ -15,7 +15,7 @@ use sim::vmodels::psn_check::PsnCheck as VPsn;
 use sim::vmodels::qp_context::QpContext as VQp;
 use std::collections::VecDeque;
 use testbench::model::{psn_add, DropReason, QpState};
-use testbench::wire::opcode::{RC_ACKNOWLEDGE, RC_RDMA_READ_REQUEST, RC_RDMA_WRITE_ONLY, UC_SEND_ONLY};
+use testbench::wire::opcode::{RC_ACKNOWLEDGE, RC_RDMA_READ_REQUEST, RC_RDMA_WRITE_ONLY, UC_SEND_ONLY, UD_SEND_ONLY};
 
 /// Bits<N> as little-endian 32-bit words.
 fn words<const N: usize, const W: usize>(b: Bits<N>) -> [u32; W] {
@@ -118,6 +118,7 @@ struct QpIn {
     lk_opcode: u8,
     lk_pkey: u16,
     lk_src_ip: u32,
+    lk_qkey: u32,
     upd_we: bool,
     upd_qpn: u32,
     upd_data: QpResp,
@@ -134,7 +135,7 @@ struct QpOut {
     is_request: bool,
     drop: bool,
     reason: u64,
-    stat: [u32; 7],
+    stat: [u32; 8],
     resp: [u32; 4],
     req: [u32; 3],
 }
@@ -148,6 +149,7 @@ fn drive_hdl(u: &mut Ctx, i: &QpIn) -> QpOut {
     u.lk_opcode.next = bits(i.lk_opcode as u64);
     u.lk_pkey.next = bits(i.lk_pkey as u64);
     u.lk_src_ip.next = bits(i.lk_src_ip as u64);
+    u.lk_qkey.next = bits(i.lk_qkey as u64);
     u.upd_we.next = i.upd_we;
     u.upd_qpn.next = bits(i.upd_qpn as u64);
     u.upd_data.next = i.upd_data;
@@ -178,6 +180,7 @@ fn drive_vl(v: &mut VQp, i: &QpIn) -> QpOut {
     v.set_lk_opcode(i.lk_opcode as u64);
     v.set_lk_pkey(i.lk_pkey as u64);
     v.set_lk_src_ip(i.lk_src_ip as u64);
+    v.set_lk_qkey(i.lk_qkey as u64);
     v.set_upd_we(i.upd_we as u64);
     v.set_upd_qpn(i.upd_qpn as u64);
     v.set_upd_data(&words(i.upd_data.into()));
@@ -216,7 +219,13 @@ fn random_static(rng: &mut SmallRng) -> QpStatic {
         sport: bits(rng.gen_range(0..1 << 16)),
         remote_ip: bits(if rng.gen_ratio(7, 8) { 0x0A00_0002 } else { rng.gen::<u32>() as u64 }),
         remote_mac: bits(rng.gen::<u64>() & 0xFFFF_FFFF_FFFF),
+        qkey: bits(random_qkey(rng) as u64),
     }
+}
+
+/// A Q_Key from a few, so that a lookup's often matches its QP's (QP1's: the GSI one).
+fn random_qkey(rng: &mut SmallRng) -> u32 {
+    [0x1111_1111, testbench::wire::headers::GSI_QKEY, 0x8000_1234, rng.gen()][rng.gen_range(0..4)]
 }
 
 fn random_resp(rng: &mut SmallRng) -> QpResp {
@@ -264,7 +273,7 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
     let mut rs = vec![QpResp::default(); 256];
     let mut rq = vec![QpReq::default(); 256];
     let mut st_hist: VecDeque<Vec<QpStatic>> = VecDeque::new();
-    let mut pipe: VecDeque<Option<(u32, u8, u16, u32)>> = VecDeque::new();
+    let mut pipe: VecDeque<Option<(u32, u8, u16, u32, u32)>> = VecDeque::new();
     let mut req_want: Option<QpReq> = None;
     let (mut accepted, mut dropped, mut b2b, mut unjudged) = (0usize, 0usize, 0usize, 0usize);
     let mut reasons = std::collections::BTreeMap::new();
@@ -288,8 +297,10 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
                 1 => UC_SEND_ONLY,
                 2 => rng.gen(),
                 3 => RC_RDMA_READ_REQUEST,
+                4 => UD_SEND_ONLY,
                 _ => RC_RDMA_WRITE_ONLY,
             };
+            i.lk_qkey = random_qkey(&mut rng);
             i.lk_pkey = if rng.gen_ratio(1, 12) { rng.gen() } else if rng.gen() { 0xFFFF } else { 0x7FFF };
             i.lk_src_ip = if rng.gen_ratio(1, 12) { rng.gen() } else { 0x0A00_0002 };
         }
@@ -301,10 +312,10 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
             let old = pipe.pop_front().unwrap();
             assert_eq!(ho.valid, old.is_some(), "cycle {cycle}");
             let mut acc = None;
-            if let Some((q, op, pkey, sip)) = old {
+            if let Some((q, op, pkey, sip, qkey)) = old {
                 let s = if (q as usize) < 256 { st_hist[0][q as usize] } else { QpStatic::default() };
                 assert_eq!(ho.qpn, q as u64, "cycle {cycle}");
-                let verdict = golden_verdict::<256>(q, op, pkey, sip, &s);
+                let verdict = golden_verdict::<256>(q, op, pkey, sip, qkey, &s);
                 let ctx = format!(
                     "cycle {cycle}: qpn {q} opcode {op:#04x} pkey {pkey:#06x} src {sip:#010x}, QP state {} type {} \
                      remote {:#010x}",
@@ -331,7 +342,7 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
                 } else {
                     assert!(!ho.drop, "{ctx}: the model accepts it, QP Context drops it (reason {})", ho.reason);
                     accepted += 1;
-                    assert_eq!(ho.stat, words::<200, 7>(s.into()), "cycle {cycle} qpn {q}: static");
+                    assert_eq!(ho.stat, words::<232, 8>(s.into()), "cycle {cycle} qpn {q}: static");
                     assert_eq!(ho.resp, words::<97, 4>(rs[q as usize].into()), "cycle {cycle} qpn {q}: responder state");
                     b2b += (last_acc == Some(q)) as usize;
                     let mut n = rs[q as usize];
@@ -359,7 +370,7 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
             vo = drive_vl(&mut v, &i);
             assert_eq!(ho, vo, "cycle {cycle} (after the write-back): rust-hdl vs Verilator");
         }
-        pipe.push_back(i.lk_valid.then_some((i.lk_qpn, i.lk_opcode, i.lk_pkey, i.lk_src_ip)));
+        pipe.push_back(i.lk_valid.then_some((i.lk_qpn, i.lk_opcode, i.lk_pkey, i.lk_src_ip, i.lk_qkey)));
         // the array model: requester read is read-first; then this cycle's writes (QPN 0 and >= N ignored)
         req_want = Some(rq[i.req_rd_qpn as usize]);
         let ok = |q: u32| q != 0 && q < 256;

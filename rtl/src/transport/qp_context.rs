@@ -51,6 +51,8 @@ pub struct QpStatic {
     pub sport: Bits<16>,
     pub remote_ip: Bits<32>,
     pub remote_mac: Bits<48>,
+    /// The QP's Q_Key (UD: a DETH must carry it; QP1 takes the GSI Q_Key whatever this says).
+    pub qkey: Bits<32>,
 }
 
 /// Responder state (rxe `qp->resp`): ePSN, `ack_psn` (duplicates are re-ACKed with `ack_psn - 1`), MSN,
@@ -94,6 +96,8 @@ pub struct QpContext<const N: usize, const AW: usize> {
     pub lk_opcode: Signal<In, Bits<8>>,
     pub lk_pkey: Signal<In, Bits<16>>,
     pub lk_src_ip: Signal<In, Bits<32>>,
+    /// The DETH's Q_Key (looked at for a UD QP only).
+    pub lk_qkey: Signal<In, Bits<32>>,
     // lookup result, 3 cycles later
     pub out_valid: Signal<Out, Bit>,
     pub out_qpn: Signal<Out, Bits<24>>,
@@ -137,6 +141,9 @@ pub struct QpContext<const N: usize, const AW: usize> {
     s1_req: DFF<Bit>,
     s1_pkey_ok: DFF<Bit>,
     s1_sip: DFF<Bits<32>>,
+    s1_qkey: DFF<Bits<32>>,
+    s1_qp1: DFF<Bit>,
+    s1_gsi: DFF<Bit>,
     // stage 2
     s2_valid: DFF<Bit>,
     s2_qpn: DFF<Bits<24>>,
@@ -146,6 +153,11 @@ pub struct QpContext<const N: usize, const AW: usize> {
     s2_req: DFF<Bit>,
     s2_pkey_ok: DFF<Bit>,
     s2_sip: DFF<Bits<32>>,
+    s2_qkey: DFF<Bits<32>>,
+    s2_qp1: DFF<Bit>,
+    s2_gsi: DFF<Bit>,
+    st_qkey: Signal<Local, Bits<32>>,
+    qkey_ok: Signal<Local, Bit>,
     s2_static: DFF<QpStatic>,
     s2_resp: DFF<QpResp>,
     // stage 3 (outputs)
@@ -193,6 +205,9 @@ pub struct QpContext<const N: usize, const AW: usize> {
     r_state: Constant<Bits<8>>,
     r_addr: Constant<Bits<8>>,
     r_pkey: Constant<Bits<8>>,
+    r_qkey: Constant<Bits<8>>,
+    one24: Constant<Bits<24>>,
+    gsi_qkey: Constant<Bits<32>>,
 }
 
 impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
@@ -257,6 +272,15 @@ impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
             s2_req: Default::default(),
             s2_pkey_ok: Default::default(),
             s2_sip: Default::default(),
+            s2_qkey: Default::default(),
+            s2_qp1: Default::default(),
+            s2_gsi: Default::default(),
+            st_qkey: Default::default(),
+            qkey_ok: Default::default(),
+            s1_qkey: Default::default(),
+            s1_qp1: Default::default(),
+            s1_gsi: Default::default(),
+            lk_qkey: Default::default(),
             s2_static: Default::default(),
             s2_resp: Default::default(),
             o_valid: Default::default(),
@@ -301,6 +325,9 @@ impl<const N: usize, const AW: usize> Default for QpContext<N, AW> {
             r_state: r(DropReason::BadState),
             r_addr: r(DropReason::AddrMismatch),
             r_pkey: r(DropReason::BadPkey),
+            r_qkey: r(DropReason::BadQkey),
+            one24: Constant::new(bits::<24>(1)),
+            gsi_qkey: Constant::new(bits::<32>(u64::from(testbench::wire::headers::GSI_QKEY))),
         }
     }
 }
@@ -310,7 +337,7 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, a1_we, a1_idx, a1_data, u1_we, u1_idx, u1_data, s1_valid, s1_qpn, s1_qp0, s1_oor, s1_tr,
-            s1_req, s1_pkey_ok, s1_sip, s2_valid, s2_qpn, s2_qp0, s2_oor, s2_tr, s2_req, s2_pkey_ok, s2_sip,
+            s1_req, s1_pkey_ok, s1_sip, s2_valid, s2_qpn, s2_qp0, s2_oor, s2_tr, s2_req, s2_pkey_ok, s2_sip, s2_qkey, s2_qp1, s2_gsi, s1_qkey, s1_qp1, s1_gsi,
             s2_static, s2_resp, o_valid, o_qpn, o_req, o_drop, o_reason, o_static, o_resp
         );
         clock!(self, clock, ram_st, ram_rs, ram_rq);
@@ -359,6 +386,9 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
         self.s1_req.d.next = !((self.lk_op.val() >= self.op_resp_lo.val()) & (self.lk_op.val() <= self.op_resp_hi.val()));
         self.s1_pkey_ok.d.next = self.lk_pkey.val().get_bits::<15>(0) == self.pkey_low.val();
         self.s1_sip.d.next = self.lk_src_ip.val();
+        self.s1_qkey.d.next = self.lk_qkey.val();
+        self.s1_qp1.d.next = self.lk_qpn.val() == self.one24.val();
+        self.s1_gsi.d.next = self.lk_qkey.val() == self.gsi_qkey.val();
         // ---- stage 1: RAM data (writes up to cycle c-1) + forward the writes of cycles c and c+1
         self.s1_idx.next = self.s1_qpn.q.val().get_bits::<AW>(0);
         self.s2_static.d.next = self.ram_st.rdata.val();
@@ -383,6 +413,9 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
         self.s2_req.d.next = self.s1_req.q.val();
         self.s2_pkey_ok.d.next = self.s1_pkey_ok.q.val();
         self.s2_sip.d.next = self.s1_sip.q.val();
+        self.s2_qkey.d.next = self.s1_qkey.q.val();
+        self.s2_qp1.d.next = self.s1_qp1.q.val();
+        self.s2_gsi.d.next = self.s1_gsi.q.val();
         // ---- stage 2: forward the update of cycle c+2; rxe_recv.c checks
         self.s2_idx.next = self.s2_qpn.q.val().get_bits::<AW>(0);
         self.o_resp.d.next = self.s2_resp.q.val();
@@ -396,6 +429,11 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
         self.st_state.next = self.s2_static.q.val().state;
         self.st_type.next = self.s2_static.q.val().qp_type;
         self.st_ip.next = self.s2_static.q.val().remote_ip;
+        self.st_qkey.next = self.s2_static.q.val().qkey;
+        self.qkey_ok.next = self.s2_qkey.q.val() == self.st_qkey.val();
+        if self.s2_qp1.q.val() {
+            self.qkey_ok.next = self.s2_gsi.q.val();
+        }
         // check_type_state: transport class of the opcode must be the QP's type
         self.type_ok.next = ((self.st_type.val() == self.ty_rc.val()) & (self.s2_tr.q.val() == self.tr_rc.val()))
             | ((self.st_type.val() == self.ty_uc.val()) & (self.s2_tr.q.val() == self.tr_uc.val()))
@@ -423,6 +461,9 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
             self.o_reason.d.next = self.r_addr.val();
         } else if !self.s2_pkey_ok.q.val() {
             self.o_reason.d.next = self.r_pkey.val();
+        } else if !self.qkey_ok.val() & (self.st_type.val() == self.ty_ud.val()) {
+            // check_keys, UD: the DETH's Q_Key must be the QP's (QP1: the GSI Q_Key)
+            self.o_reason.d.next = self.r_qkey.val();
         } else {
             self.o_drop.d.next = false;
         }
@@ -442,8 +483,8 @@ impl<const N: usize, const AW: usize> Logic for QpContext<N, AW> {
 pub const GOLDEN_LOCAL_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 0, 0, 1);
 
 /// The golden model's QP for QP Context entry `st` of QPN `qpn`, by [`QpStatic`]'s encodings: the fields the
-/// receive-path checks read (type, state, PD, the address vector to `remote_ip`). The block has no Q_Key; the
-/// QP's is the GSI one, which the verdict below sends. Panics on a type or state code with no model value.
+/// receive-path checks read (type, state, PD, the address vector to `remote_ip`, the Q_Key). Panics on a type
+/// or state code with no model value.
 pub fn golden_qp(qpn: u32, st: &QpStatic) -> testbench::model::qp::Qp {
     use testbench::model::{AddressVector, Cq, Pd, QpCap};
     let (t, s) = (st.qp_type.to_u64(), st.state.to_u64());
@@ -457,11 +498,12 @@ pub fn golden_qp(qpn: u32, st: &QpStatic) -> testbench::model::qp::Qp {
     let mac = st.remote_mac.to_u64().to_be_bytes();
     let dip = std::net::IpAddr::V4(std::net::Ipv4Addr::from(st.remote_ip.to_u64() as u32));
     qp.av = Some(AddressVector::new(testbench::wire::MacAddr([mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]), dip));
-    qp.qkey = testbench::wire::headers::GSI_QKEY;
+    qp.qkey = st.qkey.to_u64() as u32;
     qp
 }
 
-/// The golden model's verdict on a lookup (`qpn`, `opcode`, `pkey`, `src_ip`) of a QP whose entry is `st`:
+/// The golden model's verdict on a lookup (`qpn`, `opcode`, `pkey`, `src_ip`, the DETH's `qkey`) of a QP whose
+/// entry is `st`:
 /// `testbench::model::device::rx_qp_check`, the function the model's device receives with, over QP Context's
 /// QP table (QPN 1..N-1 exist, an entry never written is a QP in RESET; QPN 0 and QPN >= N have none). The
 /// oracle of this block's unit test and of `sim/tests/qp_context_equivalence.rs`. `Err(Malformed)`: an opcode
@@ -471,6 +513,7 @@ pub fn golden_verdict<const N: usize>(
     opcode: u8,
     pkey: u16,
     src_ip: u32,
+    qkey: u32,
     st: &QpStatic,
 ) -> Result<&'static testbench::wire::OpcodeInfo, DropReason> {
     use std::net::{IpAddr, Ipv4Addr};
@@ -480,7 +523,7 @@ pub fn golden_verdict<const N: usize>(
         pkey,
         src_ip: IpAddr::V4(Ipv4Addr::from(src_ip)),
         dst_ip: IpAddr::V4(GOLDEN_LOCAL_IP),
-        qkey: Some(testbench::wire::headers::GSI_QKEY),
+        qkey: Some(qkey),
     };
     let qp = (qpn != 0 && (qpn as usize) < N).then(|| golden_qp(qpn, st));
     testbench::model::device::rx_qp_check(&fields, qp.as_ref(), IpAddr::V4(GOLDEN_LOCAL_IP))
@@ -491,7 +534,7 @@ pub fn golden_verdict<const N: usize>(
 pub fn golden_is_request(opcode: u8, verdict: Result<&'static testbench::wire::OpcodeInfo, DropReason>) -> Option<bool> {
     match verdict {
         Ok(info) => Some(info.is_request()),
-        Err(DropReason::BadState | DropReason::AddrMismatch | DropReason::BadPkey) => {
+        Err(DropReason::BadState | DropReason::AddrMismatch | DropReason::BadPkey | DropReason::BadQkey) => {
             testbench::wire::opcode::info(opcode).map(|i| i.is_request())
         }
         _ => None,
@@ -505,6 +548,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use std::collections::VecDeque;
     use testbench::wire::opcode::{RC_ACKNOWLEDGE, RC_RDMA_WRITE_ONLY};
+    use testbench::model::DropReason;
 
     type Ctx = QpContext<16, 4>;
 
@@ -525,7 +569,13 @@ mod tests {
             sport: bits(rng.gen_range(0..1 << 16)),
             remote_ip: bits(if rng.gen_ratio(7, 8) { 0x0A00_0002 } else { rng.gen::<u32>() as u64 }),
             remote_mac: bits(rng.gen::<u64>() & 0xFFFF_FFFF_FFFF),
+            qkey: bits(random_qkey(rng) as u64),
         }
+    }
+
+    /// A Q_Key from a few, so that a lookup's often matches its QP's.
+    pub fn random_qkey(rng: &mut SmallRng) -> u32 {
+        [0x1111_1111, testbench::wire::headers::GSI_QKEY, 0x8000_1234, rng.gen()][rng.gen_range(0..4)]
     }
 
     pub fn random_resp(rng: &mut SmallRng) -> QpResp {
@@ -555,10 +605,10 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(0x9C);
         let mut st = vec![QpStatic::default(); 16];
         let mut rs = vec![QpResp::default(); 16];
-        // (qpn, opcode, pkey, sip) of lookups in flight, and the model's snapshot taken when due
-        let mut pipe: VecDeque<Option<(u32, u8, u16, u32)>> = VecDeque::new();
+        // (qpn, opcode, pkey, sip, qkey) of lookups in flight, and the model's snapshot taken when due
+        let mut pipe: VecDeque<Option<(u32, u8, u16, u32, u32)>> = VecDeque::new();
         let mut st_hist: VecDeque<Vec<QpStatic>> = VecDeque::new();
-        let (mut b2b, mut accepted, mut dropped) = (0, 0, 0);
+        let (mut b2b, mut accepted, mut dropped, mut qkey_drops) = (0, 0, 0, 0);
         let mut last_out: Option<u32> = None;
         for cycle in 0..6000 {
             // attribute write
@@ -574,9 +624,10 @@ mod tests {
             // lookup
             let lk = rng.gen_ratio(9, 10).then(|| {
                 let q = if rng.gen_ratio(1, 15) { rng.gen_range(0..40) } else { rng.gen_range(1..4) };
-                let op = match rng.gen_range(0..10) {
+                let op = match rng.gen_range(0..11) {
                     0 => RC_ACKNOWLEDGE,
                     1 => UC_SEND_ONLY,
+                    10 => UD_SEND_ONLY,
                     // any opcode with a table row (RX Parse drops the others before a lookup)
                     2 => loop {
                         let o: u8 = rng.gen();
@@ -588,14 +639,15 @@ mod tests {
                 };
                 let pkey = if rng.gen_ratio(1, 10) { rng.gen() } else if rng.gen() { 0xFFFF } else { 0x7FFF };
                 let sip = if rng.gen_ratio(1, 10) { rng.gen() } else { 0x0A00_0002 };
-                (q, op, pkey, sip)
+                (q, op, pkey, sip, random_qkey(&mut rng))
             });
-            let (q, op, pkey, sip) = lk.unwrap_or((0, 0, 0, 0));
+            let (q, op, pkey, sip, qkey) = lk.unwrap_or((0, 0, 0, 0, 0));
             u.lk_valid.next = lk.is_some();
             u.lk_qpn.next = bits(q as u64);
             u.lk_opcode.next = bits(op as u64);
             u.lk_pkey.next = bits(pkey as u64);
             u.lk_src_ip.next = bits(sip as u64);
+            u.lk_qkey.next = bits(qkey as u64);
             u.upd_we.next = false;
             u.clock.next = false.into();
             assert!(simulate(&mut u, 50));
@@ -605,10 +657,13 @@ mod tests {
                 let old = pipe.pop_front().unwrap();
                 let sts = st_hist[0].clone();
                 assert_eq!(u.out_valid.val(), old.is_some(), "cycle {cycle}");
-                if let Some((q, op, pkey, sip)) = old {
+                if let Some((q, op, pkey, sip, qkey)) = old {
                     let idx = q as usize;
                     let s = if idx < 16 { sts[idx] } else { QpStatic::default() };
-                    let verdict = golden_verdict::<16>(q, op, pkey, sip, &s);
+                    let verdict = golden_verdict::<16>(q, op, pkey, sip, qkey, &s);
+                    if verdict == Err(DropReason::BadQkey) {
+                        qkey_drops += 1;
+                    }
                     assert_eq!(u.out_qpn.val().to_u64(), q as u64);
                     if let Some(req) = golden_is_request(op, verdict) {
                         assert_eq!(u.out_is_request.val(), req, "cycle {cycle}");
@@ -661,8 +716,8 @@ mod tests {
             }
             tick(&mut u);
         }
-        eprintln!("accepted {accepted}, dropped {dropped}, back-to-back same QPN {b2b}");
-        assert!(b2b > 300 && accepted > 1000 && dropped > 500);
+        eprintln!("accepted {accepted}, dropped {dropped} ({qkey_drops} for the Q_Key), back-to-back same QPN {b2b}");
+        assert!(b2b > 300 && accepted > 1000 && dropped > 500 && qkey_drops > 10);
     }
 
     #[test]

@@ -201,8 +201,9 @@ pub fn rx_header_map(beat: usize) -> Vec<ByteSrc> {
 }
 
 /// What RX Parse hands on for a golden frame (the twin of `tx_build::tx_header_of`): the header its byte maps
-/// capture from the frame bytes, the extension length in 32-bit words, and the payload. For tests that feed a
-/// block behind RX Parse with frames of the golden model.
+/// capture from the frame bytes, the extension length in 32-bit words, and the payload (a UD request's behind
+/// its 40-byte GRH area, as RX Parse hands it on). For tests that feed a block behind RX Parse with frames of
+/// the golden model.
 pub fn rx_header_of(bytes: &[u8]) -> (RxHeader, u64, Vec<u8>) {
     let Ok(testbench::wire::frame::Frame::Roce(rf)) = testbench::wire::frame::parse_ethernet(bytes) else {
         panic!("not a RoCEv2 frame")
@@ -219,7 +220,13 @@ pub fn rx_header_of(bytes: &[u8]) -> (RxHeader, u64, Vec<u8>) {
         }
     }
     let ext: usize = rf.packet.ext.iter().map(|e| e.kind().len()).sum();
-    (RxHeader::from(b), (ext / 4) as u64, rf.packet.payload.clone())
+    let mut pay = Vec::new();
+    if rf.packet.deth().is_some() {
+        pay.extend_from_slice(&[0u8; 20]);
+        pay.extend_from_slice(&bytes[ETH_HEADER_LEN..ETH_HEADER_LEN + IPV4_HEADER_LEN]);
+    }
+    pay.extend_from_slice(&rf.packet.payload);
+    (RxHeader::from(b), (ext / 4) as u64, pay)
 }
 
 /// The `tkeep` of a frame's last beat that ends the ICRC engine's input at 14 + IP total length, indexed by the
@@ -237,19 +244,36 @@ pub fn trim_table() -> Vec<u64> {
         .collect()
 }
 
-/// Opcode table for RX: bit 4 = accepted, bits 3:0 = extension-header words. RC and UC opcodes and the masked
-/// atomics (vendor opcodes that behave as RC); UD, RD and CNP are not accepted yet.
+/// Opcode table for RX: bits 3:0 = extension-header words, bit 4 = accepted, bit 5 = UD (the 40-byte GRH area
+/// goes in front of its payload), bits 9:6 = the payload realignment's shift select (the extension words; for
+/// UD, [`RX_UD_SHIFT`] more: the shift of a header 40 bytes shorter), bit 10 =
+/// the first payload beat is complete with frame beat 1 (header plus shift inside beat 0). RC and UC opcodes,
+/// the masked atomics (vendor opcodes that behave as RC) and the UD SENDs; RD and CNP are not accepted.
 pub fn rx_opcode_table() -> Vec<u64> {
     let mut t = vec![0u64; 256];
     for info in OPCODE_TABLE.iter() {
-        let ext = info.header_len() - BTH_LEN;
+        let ext = (info.header_len() - BTH_LEN) as u64;
         let rc_like = matches!(info.transport, Transport::Rc | Transport::Uc) || info.code >= 0xC0;
-        if rc_like && ext <= RX_MAX_EXT {
-            t[info.code as usize] = 0x10 | (ext / 4) as u64;
+        let ud = info.transport == Transport::Ud && info.is_request();
+        if (rc_like || ud) && ext as usize <= RX_MAX_EXT {
+            let words = ext / 4;
+            // UD: payload byte 0 at frame byte H - 40, so the shift of a header 40 bytes shorter: H - 40 =
+            // 54 + 4 * (words + 6) - 64, the shift of words + 6 with no whole beat to skip
+            let sh = if ud { words + RX_UD_SHIFT } else { words };
+            let early = ud || words < 3;
+            t[info.code as usize] = words | 0x10 | u64::from(ud) << 5 | sh << 6 | u64::from(early) << 10;
         }
     }
     t
 }
+
+/// A UD request's payload is realigned as if its header were this many words longer (and one beat shorter):
+/// 54 + 4 * (w + 6) - 64 = 54 + 4 * w - 40.
+pub const RX_UD_SHIFT: u64 = 6;
+
+/// The GRH area rxe writes in front of a UD payload for RoCEv2 over IPv4 (`rxe_resp.c` `send_data_in`):
+/// 20 zero bytes, then the received IPv4 header.
+pub const UD_GRH_BYTES: usize = 40;
 
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
 enum ReadState {
@@ -310,8 +334,19 @@ pub struct RxParse {
     w: DFF<RxHeader>,
     m0: Signal<Local, RxHeader>,
     wbits: Signal<Local, Bits<RXH_BITS>>,
-    opl: Lut8<5>,
+    opl: Lut8<11>,
     ew: DFF<Bits<4>>,
+    /// The realignment's shift select, the first-beat flag (see [`rx_opcode_table`]), UD.
+    sh: DFF<Bits<4>>,
+    early: DFF<Bit>,
+    ud: DFF<Bit>,
+    uda: DFF<Bit>,
+    udb: DFF<Bit>,
+    udc: DFF<Bit>,
+    l_grh: Signal<Local, Bits<512>>,
+    k_grh_keep: Constant<Bits<512>>,
+    k40_13: Constant<Bits<13>>,
+    k103_13: Constant<Bits<13>>,
     opok: DFF<Bit>,
     /// IP total length mod 64 of the frame in flight; the ICRC trim of its last beat is a table of it
     tlo: DFF<Bits<8>>,
@@ -472,6 +507,22 @@ impl Default for RxParse {
             wbits: Default::default(),
             opl: Lut8::new(rx_opcode_table()),
             ew: Default::default(),
+            sh: Default::default(),
+            early: Default::default(),
+            ud: Default::default(),
+            uda: Default::default(),
+            udb: Default::default(),
+            udc: Default::default(),
+            l_grh: Default::default(),
+            k_grh_keep: {
+                let mut b = Bits::<512>::default();
+                for i in UD_GRH_BYTES..64 {
+                    b.set_bits::<8>(8 * i, bits::<8>(0xFF));
+                }
+                Constant::new(b)
+            },
+            k40_13: k(UD_GRH_BYTES as u64),
+            k103_13: k(63 + UD_GRH_BYTES as u64),
             opok: Default::default(),
             tlo: Default::default(),
             total0: Default::default(),
@@ -580,7 +631,7 @@ impl Logic for RxParse {
     fn update(&mut self) {
         dff_setup!(
             self, clock, d0, k0, l0, v0, first0, in_frame, take, room, beat, tb_hi, tb_hi1, tb_c, short, fa_short,
-            fb_short, e0, ferr, fa_err, fb_err, w, ew, opok, tlo, prev, pwritten, flush,
+            fb_short, e0, ferr, fa_err, fb_err, w, ew, sh, early, ud, uda, udb, udc, opok, tlo, prev, pwritten, flush,
             pend_push, state, left, last_keep, nj_v, nj_st, nj_left, nj_extra, nj_keep, a_valid, wa, ewa, beats_a, fa_ipv4, fa_udp, fa_ours, fa_op, fa_tver,
             d_lo, d_hi, umin_a, ulen_a, b_valid, wb, ewb, beats_b, fb_ipv4, fb_udp, fb_ours, fb_op, fb_tver, fb_len, u_lo,
             u_hi, c_valid, wc, ewc, beats_c, plen_c, reason_c, extra
@@ -622,6 +673,9 @@ impl Logic for RxParse {
             self.w.d.next = self.m0.val();
             self.ew.d.next = self.opl.y.val().get_bits::<4>(0);
             self.opok.d.next = self.opl.y.val().get_bit(4);
+            self.ud.d.next = self.opl.y.val().get_bit(5);
+            self.sh.d.next = self.opl.y.val().get_bits::<4>(6);
+            self.early.d.next = self.opl.y.val().get_bit(10);
             self.tlo.d.next = bit_cast::<8, 6>(self.total0.val().get_bits::<6>(0));
             self.beat.d.next = self.k1_7.val();
             self.take.d.next = self.room.q.val();
@@ -679,7 +733,7 @@ impl Logic for RxParse {
         if self.v0.q.val() & !self.first0.q.val() {
             self.cur.next = self.d0.q.val();
         }
-        match self.ew.q.val().index() {
+        match self.sh.q.val().index() {
             0 => self.shifted.next = (self.prev.q.val() >> 432) | (self.cur.val() << 80),
             1 => self.shifted.next = (self.prev.q.val() >> 464) | (self.cur.val() << 48),
             2 => self.shifted.next = (self.prev.q.val() >> 496) | (self.cur.val() << 16),
@@ -694,11 +748,18 @@ impl Logic for RxParse {
             _ => self.shifted.next = (self.prev.q.val() >> 272) | (self.cur.val() << 240),
         }
         self.paybuf.din.next = self.shifted.val();
+        // UD: the first beat's bytes 0..40 are the GRH area, 20 zero bytes and the IPv4 header (frame bytes
+        // 14..34, in beat 0, which is `prev` when the first beat is written)
+        self.l_grh.next = (self.shifted.val() & self.k_grh_keep.val())
+            | (bit_cast::<512, 160>(self.prev.q.val().get_bits::<160>(112)) << 160);
+        if self.ud.q.val() & (self.pwritten.q.val() == self.k0_7.val()) {
+            self.paybuf.din.next = self.l_grh.val();
+        }
         self.paybuf.push.next = false;
         // the realigned beat is written when a later frame beat (or the flush after the last) completes it
         if (self.v0.q.val() & !self.first0.q.val()) | self.flush.q.val() {
             if self.take.q.val() & (self.pwritten.q.val() < self.k_max_beats.val()) {
-                if (self.beat.q.val() > self.k1_7.val()) | (self.ew.q.val() < self.k3_4.val()) {
+                if (self.beat.q.val() > self.k1_7.val()) | self.early.q.val() {
                     self.paybuf.push.next = true;
                 }
             }
@@ -726,6 +787,7 @@ impl Logic for RxParse {
         self.a_valid.d.next = self.pend_push.q.val();
         self.wa.d.next = self.w.q.val();
         self.ewa.d.next = self.ew.q.val();
+        self.uda.d.next = self.ud.q.val();
         self.beats_a.d.next = self.pwritten.q.val();
         if self.paybuf.push.val() {
             self.beats_a.d.next = self.pwritten.q.val() + self.k1_7.val();
@@ -749,6 +811,7 @@ impl Logic for RxParse {
         self.b_valid.d.next = self.a_valid.q.val();
         self.wb.d.next = self.wa.q.val();
         self.ewb.d.next = self.ewa.q.val();
+        self.udb.d.next = self.uda.q.val();
         self.beats_b.d.next = self.beats_a.q.val();
         self.fb_ipv4.d.next = self.fa_ipv4.q.val();
         self.fb_udp.d.next = self.fa_udp.q.val();
@@ -766,6 +829,7 @@ impl Logic for RxParse {
         self.c_valid.d.next = self.b_valid.q.val();
         self.wc.d.next = self.wb.q.val();
         self.ewc.d.next = self.ewb.q.val();
+        self.udc.d.next = self.udb.q.val();
         self.beats_c.d.next = self.beats_b.q.val();
         self.plen_c.d.next = (bit_cast::<13, 5>(self.u_hi_m.val().get_bits::<5>(0)) << 8) | bit_cast::<13, 8>(self.u_lo.q.val().get_bits::<8>(0));
         self.reason_c.d.next = self.k0_4.val();
@@ -799,10 +863,17 @@ impl Logic for RxParse {
             self.reason_c.d.next = self.k_reason[9].val();
         }
         // the pending entry; its payload beats to hand on (the rest of what was written is discarded)
+        // (UD: the GRH area is payload too)
         self.pay63.next = self.plen_c.q.val() + self.k63_13.val();
+        if self.udc.q.val() {
+            self.pay63.next = self.plen_c.q.val() + self.k103_13.val();
+        }
         self.pend.din.next.hdr = self.wc.q.val();
         self.pend.din.next.ext_words = self.ewc.q.val();
         self.pend.din.next.pay_len = self.plen_c.q.val();
+        if self.udc.q.val() {
+            self.pend.din.next.pay_len = self.plen_c.q.val() + self.k40_13.val();
+        }
         self.pend.din.next.beats = self.beats_c.q.val();
         self.pend.din.next.pbeats = self.pay63.val().get_bits::<7>(6);
         self.pend.din.next.reason = self.reason_c.q.val();
@@ -1062,7 +1133,7 @@ mod tests {
                     Some(DropReason::NotRoceUdp)
                 }
                 7 => {
-                    bytes[42] = testbench::wire::opcode::UD_SEND_ONLY; // a valid frame of a transport we do not take
+                    bytes[42] = testbench::wire::opcode::RD_SEND_ONLY; // a valid frame of a transport we do not take
                     let end = 14 + u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
                     let crc = testbench::wire::frame::icrc(&bytes[14..end - 4]);
                     bytes[end - 4..end].copy_from_slice(&crc.to_le_bytes());
@@ -1129,6 +1200,51 @@ mod tests {
             assert_eq!(*plen as usize, f.packet.payload.len(), "frame {k}");
             assert_eq!(pay, &f.packet.payload, "frame {k} payload");
         }
+    }
+
+    /// UD SENDs among RC frames: a UD payload comes out behind its 40-byte GRH area as rxe writes it (20 zero
+    /// bytes, then the frame's IPv4 header as received: TOS, ID, TTL and checksum included), its length 40 more
+    /// than the payload's; the header (DETH, ImmDt) as received; the RC frames around them unchanged.
+    #[test]
+    fn ud_payloads_come_behind_their_grh_area() {
+        let mut rng = SmallRng::seed_from_u64(31);
+        let lens: Vec<usize> = (0..40).map(|i| if i < 12 { i } else { rng.gen_range(0..=4096) }).collect();
+        let ud: Vec<RoceFrame> = testbench::wire::samples::ud_frames(&mut || rng.gen(), &lens).into_iter().map(for_us).collect();
+        let rc: Vec<RoceFrame> =
+            testbench::wire::samples::rc_frames(&mut || rng.gen(), &lens).into_iter().map(for_us).collect();
+        let mut all = Vec::new();
+        for (u, r) in ud.iter().zip(&rc) {
+            all.push(u.clone());
+            if rng.gen_bool(0.5) {
+                all.push(r.clone());
+            }
+        }
+        let frames: Vec<Vec<u8>> = all.iter().map(|f| f.build().unwrap()).collect();
+        let (out, counters, _) = run_paced(&frames, 3, 2);
+        assert_eq!(counters[0], all.len() as u64);
+        assert_eq!(out.len(), all.len());
+        let mut n_ud = 0;
+        for (k, ((h, ew, plen, pay), (f, bytes))) in out.iter().zip(all.iter().zip(&frames)).enumerate() {
+            assert_eq!(h.opcode.to_u64(), f.packet.bth.opcode as u64, "frame {k}");
+            let mut ext = Vec::new();
+            for e in &f.packet.ext {
+                e.build(&mut ext);
+            }
+            assert_eq!(*ew as usize * 4, ext.len(), "frame {k}");
+            for (i, b) in ext.iter().enumerate() {
+                assert_eq!(h.ext.get_bits::<8>(8 * i).to_u8(), *b, "frame {k} ext byte {i}");
+            }
+            let mut want = Vec::new();
+            if f.packet.deth().is_some() {
+                want.extend_from_slice(&[0u8; 20]);
+                want.extend_from_slice(&bytes[14..34]);
+                n_ud += 1;
+            }
+            want.extend_from_slice(&f.packet.payload);
+            assert_eq!(*plen as usize, want.len(), "frame {k}");
+            assert_eq!(pay, &want, "frame {k} payload");
+        }
+        assert_eq!(n_ud, 40);
     }
 
     /// Long frames whose payloads leave slower than they come: each header leaves while the payload before it

@@ -76,3 +76,34 @@ pub fn masked_atomic_requests(rng: &mut dyn FnMut() -> u64, n: usize) -> Vec<Roc
     }
     out
 }
+
+/// A UD SEND frame (IPv4, random addresses, IP ID, TOS and TTL, BTH fields and DETH) for each entry of `lens`:
+/// even i a SEND_ONLY (DETH), odd i a SEND_ONLY_WITH_IMMEDIATE (DETH + ImmDt), each with `lens[i]` random
+/// payload bytes.
+pub fn ud_frames(rng: &mut dyn FnMut() -> u64, lens: &[usize]) -> Vec<RoceFrame> {
+    let mut r32 = || rng() as u32;
+    let mut out = Vec::new();
+    for (i, &len) in lens.iter().enumerate() {
+        let deth = ExtHeader::Deth(Deth { qkey: r32(), resv: 0, src_qp: r32() & 0xFF_FFFF });
+        let (op, ext) = if i % 2 == 0 {
+            (UD_SEND_ONLY, vec![deth])
+        } else {
+            (UD_SEND_ONLY_WITH_IMMEDIATE, vec![deth, ExtHeader::ImmDt(ImmDt { imm: r32() })])
+        };
+        let mut bth = Bth::new(op, r32() & 0xFF_FFFF, r32() & 0xFF_FFFF);
+        bth.se = r32() & 1 == 1;
+        let payload: Vec<u8> = (0..len).map(|_| r32() as u8).collect();
+        let (a, b) = (r32(), r32());
+        let m1 = MacAddr([2, a as u8, (a >> 8) as u8, (a >> 16) as u8, (a >> 24) as u8, b as u8]);
+        let m2 = MacAddr([2, (b >> 8) as u8, (b >> 16) as u8, 1, 2, 3]);
+        let (ip1, ip2, sport) = (r32(), r32(), 0xC000 | r32() as u16);
+        let mut f = RoceFrame::ipv4(m1, m2, ip1.into(), ip2.into(), sport, RocePacket::new(bth, ext, payload));
+        if let IpHeader::V4(h) = &mut f.ip {
+            h.id = r32() as u16;
+            h.tos = r32() as u8;
+            h.ttl = 1 + (r32() % 255) as u8;
+        }
+        out.push(f);
+    }
+    out
+}

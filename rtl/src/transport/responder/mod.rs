@@ -272,7 +272,7 @@ crate::logic_block! {
         /// UC: this packet (a FIRST/ONLY) resynchronised the QP (out of sequence or after a drop): the message in
         /// progress is abandoned, so check_op_seq's verdict (taken with it in progress) does not apply
         ucr: DFF<Bit>,
-        /// the packet's QP is UC: no ACKs, every check failure a silent drop of the message (rxe `drop_msg`)
+        /// the packet's QP is UC or UD: no ACKs, every check failure a silent drop of the message (rxe `drop_msg`)
         l_uc: Signal<Local, Bit>,
         o_sv: DFF<Bit>,
         o_saddr: DFF<Bits<64>>,
@@ -320,6 +320,9 @@ crate::logic_block! {
         st_qp_op: Constant<Bits<8>> = k(wc_status_code(WcStatus::LocQpOpErr) as u64),
         st_flush: Constant<Bits<8>> = k(wc_status_code(WcStatus::WrFlushErr) as u64),
         ty_uc: Constant<Bits<2>> = k(QpType::Uc as u64),
+        ty_ud: Constant<Bits<2>> = k(QpType::Ud as u64),
+        /// the packet's QP is UD (its packets are UD SEND ONLYs: no PSN order, the UC rules otherwise)
+        l_ud: Signal<Local, Bit>,
     }
 }
 
@@ -390,7 +393,8 @@ impl Logic for Responder {
         self.tk.look.next = false;
         self.tk.len8.next = false;
         self.l_sync.next = self.tk.is_end.val() & (self.tk.is_send.val() | self.tk.is_imm.val());
-        self.l_uc.next = self.tk.st.val().qp_type == self.ty_uc.val();
+        self.l_ud.next = self.tk.st.val().qp_type == self.ty_ud.val();
+        self.l_uc.next = (self.tk.st.val().qp_type == self.ty_uc.val()) | self.l_ud.val();
         // the Atomic Unit's read-modify-write (atomic.rs): operands latched at the take, started by RkeyRes
         self.at.take.next = false;
         self.at.ext.next = self.l_ext.val();
@@ -999,6 +1003,9 @@ impl Logic for Responder {
                     if self.l_sync.val() {
                         self.cqe.raise.next = true;
                         self.cqe.wc.next.status = self.st_ok.val();
+                        if self.l_ud.val() {
+                            self.cqe.wc.next.src_qp = self.tk.sqpn.val();
+                        }
                         self.cqe.wc.next.imm = self.zero32.val();
                         self.cqe.wc.next.wc_flags = self.wcf_grh.val();
                         if self.tk.is_imm.val() {

@@ -22,7 +22,7 @@ use testbench::wire::HeaderKind;
 pub fn info_table() -> Vec<u64> {
     (0..256u32)
         .map(|c| match info(c as u8) {
-            Some(i) if matches!(i.transport, Transport::Rc | Transport::Uc) && i.is_request() => {
+            Some(i) if matches!(i.transport, Transport::Rc | Transport::Uc | Transport::Ud) && i.is_request() => {
                 let mut v = 0u64;
                 let mut set = |b: usize, on: bool| {
                     if on {
@@ -67,6 +67,13 @@ fn reth_map() -> ByteMap<352, 128> {
     ByteMap::new(m)
 }
 
+/// The DETH of a UD request (extension bytes 0..8, big-endian) as numbers: Q_Key in 31:0, source QPN in 55:32.
+fn deth_map() -> ByteMap<352, 56> {
+    let mut m: Vec<ByteSrc> = (0..4).map(|j| ByteSrc::In(8 * (3 - j))).collect();
+    m.extend((0..3).map(|j| ByteSrc::In(8 * (7 - j))));
+    ByteMap::new(m)
+}
+
 /// The request as this stage holds it, one registered record for the stages after it (rxe's packet info and
 /// the QP's responder state as `get_req` leaves them): the header's fields (`info`: the opcode's bits, `I_*`),
 /// the QP's ePSN, last ACKed PSN, MSN and PSN-sequence-NAK flag, the path MTU in bytes and the PSN check's kind.
@@ -83,6 +90,8 @@ pub struct ReqRec {
     pub rkey: Bits<32>,
     pub dlen: Bits<32>,
     pub imm: Bits<32>,
+    /// UD: the DETH's source QPN.
+    pub sqpn: Bits<24>,
     pub epsn: Bits<24>,
     pub ack_psn: Bits<24>,
     pub msn: Bits<24>,
@@ -123,6 +132,8 @@ crate::logic_block! {
         pub rkey: Signal<Out, Bits<32>>,
         pub dlen: Signal<Out, Bits<32>>,
         pub imm: Signal<Out, Bits<32>>,
+        /// UD: the sender's QPN (the DETH's).
+        pub sqpn: Signal<Out, Bits<24>>,
         /// The request and the QP's responder state as one record, for the check, key-check and READ-response
         /// stages.
         pub req: Signal<Out, ReqRec>,
@@ -150,6 +161,9 @@ crate::logic_block! {
         qpc: QpContext<256, 8>,
         info_lut: Lut8<10> = Lut8::new(info_table()),
         reth: ByteMap<352, 128> = reth_map(),
+        deth: ByteMap<352, 56> = deth_map(),
+        l_deth: Signal<Local, Bits<56>>,
+        l_ud: Signal<Local, Bit>,
         /// The request and the QP's responder state (the `req` output).
         r: DFF<ReqRec>,
         lk_drop: DFF<Bit>,
@@ -172,6 +186,11 @@ crate::logic_block! {
         pm3: Constant<Bits<3>> = k(3),
         pm4: Constant<Bits<3>> = k(4),
         pm5: Constant<Bits<3>> = k(5),
+        /// A UD QP's receive: a payload of up to the largest MTU behind the 40-byte GRH area (the length check
+        /// passes every datagram RX Parse took; the receive buffer's room decides).
+        mtu_ud: Constant<Bits<13>> = k(4096 + 40),
+        ty_ud: Constant<Bits<2>> = k(testbench::model::QpType::Ud as u64),
+        tr_ud: Constant<Bits<3>> = k(u64::from(UD_SEND_ONLY >> 5)),
         k_send_write: Constant<Bits<2>> = k(KIND_SEND_WRITE),
         k_read: Constant<Bits<2>> = k(KIND_READ),
         k_atomic: Constant<Bits<2>> = k(KIND_ATOMIC),
@@ -188,6 +207,9 @@ impl Logic for ReqTake {
         self.l_bth8.next = self.hdr.val().bth8;
         self.reth.x.next = self.l_ext.val();
         self.l_reth.next = self.reth.y.val();
+        self.deth.x.next = self.l_ext.val();
+        self.l_deth.next = self.deth.y.val();
+        self.l_ud.next = self.hdr.val().opcode.get_bits::<3>(5) == self.tr_ud.val();
         self.info_lut.x.next = self.hdr.val().opcode;
         self.l_info.next = self.r.q.val().info;
         self.qpn.next = self.r.q.val().qpn;
@@ -199,6 +221,7 @@ impl Logic for ReqTake {
         self.rkey.next = self.r.q.val().rkey;
         self.dlen.next = self.r.q.val().dlen;
         self.imm.next = self.r.q.val().imm;
+        self.sqpn.next = self.r.q.val().sqpn;
         self.is_send.next = self.l_info.val().get_bit(0);
         self.is_write.next = self.l_info.val().get_bit(1);
         self.is_read.next = self.l_info.val().get_bit(2);
@@ -227,6 +250,7 @@ impl Logic for ReqTake {
         self.qpc.lk_opcode.next = self.hdr.val().opcode;
         self.qpc.lk_pkey.next = self.hdr.val().pkey;
         self.qpc.lk_src_ip.next = self.hdr.val().src_ip;
+        self.qpc.lk_qkey.next = self.l_deth.val().get_bits::<32>(0);
         self.qpc.upd_we.next = self.upd_we.val();
         self.qpc.upd_qpn.next = self.upd_qpn.val();
         self.qpc.upd_data.next = self.upd_data.val();
@@ -258,6 +282,9 @@ impl Logic for ReqTake {
             if self.l_pm.val() == self.pm5.val() {
                 self.r.d.next.mtu = self.mtu4096.val();
             }
+            if self.r_st.q.val().qp_type == self.ty_ud.val() {
+                self.r.d.next.mtu = self.mtu_ud.val();
+            }
             self.r.d.next.kind = self.k_send_write.val();
             if self.l_info.val().get_bit(2) {
                 self.r.d.next.kind = self.k_read.val();
@@ -283,6 +310,11 @@ impl Logic for ReqTake {
             self.r.d.next.imm = self.l_ext.val().get_bits::<32>(0);
             if self.info_lut.y.val().get_bit(7) {
                 self.r.d.next.imm = self.l_ext.val().get_bits::<32>(128);
+            }
+            // UD: the ImmDt after the DETH; the source QPN
+            self.r.d.next.sqpn = self.l_deth.val().get_bits::<24>(32);
+            if self.l_ud.val() {
+                self.r.d.next.imm = self.l_ext.val().get_bits::<32>(64);
             }
         }
     }

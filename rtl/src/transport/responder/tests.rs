@@ -367,6 +367,7 @@ impl World {
             sport: bits(q.sport as u64),
             remote_ip: bits(ip_u32(a.config().ip)),
             remote_mac: mac_bits(a.config().mac.0),
+            qkey: bits(q.qkey as u64),
         };
         rig.u.attr_we.next = true;
         rig.u.attr_qpn.next = bits(qb as u64);
@@ -464,6 +465,16 @@ impl World {
         wr.remote_addr = self.mr_b.addr + roff;
         wr.rkey = rkey.unwrap_or(self.mr_b.rkey);
         wr.imm_data = self.rng.gen();
+        self.a.post_send(self.qa, wr).unwrap();
+    }
+
+    /// A UD SEND from A to B's QP, this Q_Key in its work request (bit 31 set: A's own).
+    fn post_ud(&mut self, op: WrOpcode, len: u64, qkey: u32) {
+        self.wr += 1;
+        let loff = self.rng.gen_range(0..(BUF_LEN as u64 - len));
+        let mut wr = SendWr::new(self.wr, op, vec![Sge { addr: self.buf_a + loff, length: len as u32, lkey: self.mr_a.lkey }]);
+        wr.imm_data = self.rng.gen();
+        wr.ud = Some(UdDest { av: self.b.av_to_me(), remote_qpn: self.qb, remote_qkey: qkey });
         self.a.post_send(self.qa, wr).unwrap();
     }
 
@@ -660,6 +671,65 @@ fn uc_send_after_a_lost_middle_reuses_its_receive() {
     w.pump(|_, f| vec![f]);
     assert_eq!(w.b.counters().drops.get(&DropReason::UcDropped), Some(&1));
     assert_eq!(w.rig.u.counters[CNT_DROP_UC].val().to_u64(), 1);
+}
+
+/// UD against the golden responder (rxe `rxe_recv.c` `check_keys`, `rxe_resp.c` `send_data_in`): SEND and
+/// SEND_IMM of 0..4096 bytes, each landing behind the 40-byte GRH area (20 zero bytes, the IPv4 header) in
+/// the receive it takes, completing with byte_len = payload + 40, the sender's QPN, the GRH flag and the
+/// immediate; a wrong Q_Key or P_Key is dropped by the QP lookup, a SEND with no receive posted is dropped
+/// (counted with the UC drops); nothing is ever answered. At the end a receive too small for the GRH area
+/// completes LOC_QP_OP_ERR and the rest are flushed. Memory, completions and drops as the model's.
+#[test]
+fn ud_matches_the_golden_model() {
+    let mut w = World::new_typed(23, 1024, AccessFlags::ALL, QpType::Ud);
+    let qkey = w.b.qp(w.qb).unwrap().qkey;
+    let mut bad_pkey = 0;
+    for round in 0..60 {
+        let op = [WrOpcode::Send, WrOpcode::SendWithImm][w.rng.gen_range(0..2)];
+        let len = [0, 1, 39, 40, 1000, 4096, w.rng.gen_range(0..=4096)][w.rng.gen_range(0..7)];
+        if w.b.qp(w.qb).unwrap().rq.len() < 3 && w.rng.gen_ratio(5, 6) {
+            // receives that take any datagram (a dropped one leaves its receive to the next)
+            let extra = w.rng.gen_range(0..100);
+            w.post_recv(4096 + 40 + extra);
+        }
+        let k = match w.rng.gen_range(0..8) {
+            0 => qkey ^ 0x10,
+            1 => 0x8000_0000,
+            _ => qkey,
+        };
+        w.post_ud(op, len, k);
+        let pkey = round % 9 == 4;
+        bad_pkey += pkey as usize;
+        w.pump(|_, mut f| {
+            if pkey {
+                // another P_Key, the ICRC made good again: the lookup drops it
+                f[44..46].copy_from_slice(&0x1234u16.to_be_bytes());
+                let end = 14 + u16::from_be_bytes([f[16], f[17]]) as usize;
+                let crc = testbench::wire::frame::icrc(&f[14..end - 4]);
+                f[end - 4..end].copy_from_slice(&crc.to_le_bytes());
+            }
+            vec![f]
+        });
+    }
+    let d = w.b.counters().drops.clone();
+    let lookup: u64 = [DropReason::BadQkey, DropReason::BadPkey].iter().map(|r| d.get(r).copied().unwrap_or(0)).sum();
+    assert_eq!(w.rig.u.counters[CNT_DROP_LOOKUP].val().to_u64(), lookup, "lookup drops ({d:?})");
+    assert!(d.get(&DropReason::BadQkey).copied().unwrap_or(0) >= 3 && d.get(&DropReason::BadPkey) == Some(&(bad_pkey as u64)), "{d:?}");
+    let norecv = d.get(&DropReason::NoRecvWqe).copied().unwrap_or(0);
+    assert_eq!(w.rig.u.counters[CNT_DROP_UC].val().to_u64(), norecv, "drops for want of a receive ({d:?})");
+    assert!(norecv >= 2, "{d:?}");
+    assert_eq!(w.rig.u.counters[CNT_ACKS].val().to_u64(), 0, "nothing answered on UD");
+    assert!(w.checked == 0 && w.rig.u.counters[CNT_REQUESTS].val().to_u64() >= 40);
+    // a receive smaller than the GRH area: LOC_QP_OP_ERR (nothing written), the one behind it flushed
+    while !w.b.qp(w.qb).unwrap().rq.is_empty() {
+        w.post_ud(WrOpcode::Send, 8, qkey);
+        w.pump(|_, f| vec![f]);
+    }
+    w.post_recv(30);
+    w.post_recv(500);
+    w.post_ud(WrOpcode::Send, 8, qkey);
+    w.pump(|_, f| vec![f]);
+    assert_eq!(w.b.qp(w.qb).unwrap().state, QpState::Error, "the short receive put the QP in error");
 }
 
 #[test]
