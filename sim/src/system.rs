@@ -338,8 +338,8 @@ impl RnicDut for RefLockstep {
             self.caps_held = self.caps_read;
         }
         if self.caps_held && a.rdata != b.rdata {
-            // (read data held after the read) the one capability the reference lacks: UC
-            assert_eq!(a.rdata ^ b.rdata, rnic_driver::host::CAP_UC, "cycle {}: CAPS", self.cycle);
+            // (read data held after the read) the capabilities the reference lacks: UC and UD
+            assert_eq!(a.rdata ^ b.rdata, rnic_driver::host::CAP_UC | rnic_driver::host::CAP_UD, "cycle {}: CAPS", self.cycle);
             b.rdata = a.rdata;
         }
         if a != b {
@@ -976,20 +976,26 @@ impl<D: RnicDut> Rig<D> {
     }
 }
 
+/// The Q_Key [`Rig::add_qp_pair_of`] gives both QPs of a UD pair.
+pub const UD_QKEY: u32 = 0x1234_5678;
+
 /// Bring our QP `qpn` and the peer's `peer_qpn` to RTS, connected to each other (our send PSN `psn_a`, the
-/// peer's `psn_b`).
+/// peer's `psn_b`); UD QPs with the Q_Key [`UD_QKEY`] and no destination.
 fn connect_pair<D: RnicDut>(drv: &mut Driver<SimBus<D>>, peer: &mut Device, mtu: u32, qpn: u32, peer_qpn: u32, psn_a: u32, psn_b: u32) {
     let our_av = AddressVector::new(MacAddr(OUR_MAC), std::net::IpAddr::V4(OUR_IP.into()));
+    // a UD QP has no destination: its Q_Key instead, and each WR names where it goes
+    let ud = peer.qp(peer_qpn).map_or(false, |q| q.qp_type == QpType::Ud);
+    let qkey = ud.then_some(UD_QKEY);
     for attr in [
-        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
+        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), qkey, ..Default::default() },
         QpAttr {
             qp_state: Some(QpState::Rtr),
             path_mtu: Some(mtu),
-            dest_qp_num: Some(qpn),
-            rq_psn: Some(psn_a),
+            dest_qp_num: (!ud).then_some(qpn),
+            rq_psn: (!ud).then_some(psn_a),
             max_dest_rd_atomic: Some(16),
             min_rnr_timer: Some(12),
-            av: Some(our_av),
+            av: (!ud).then_some(our_av),
             ..Default::default()
         },
         QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(psn_b), timeout: Some(14), retry_cnt: Some(7), rnr_retry: Some(7), max_rd_atomic: Some(16), ..Default::default() },
@@ -998,14 +1004,14 @@ fn connect_pair<D: RnicDut>(drv: &mut Driver<SimBus<D>>, peer: &mut Device, mtu:
     }
     let peer_av = peer.av_to_me();
     for attr in [
-        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), ..Default::default() },
+        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(AccessFlags::ALL), qkey, ..Default::default() },
         QpAttr {
             qp_state: Some(QpState::Rtr),
             path_mtu: Some(mtu),
-            dest_qp_num: Some(peer_qpn),
-            rq_psn: Some(psn_b),
+            dest_qp_num: (!ud).then_some(peer_qpn),
+            rq_psn: (!ud).then_some(psn_b),
             max_dest_rd_atomic: Some(16),
-            av: Some(peer_av),
+            av: (!ud).then_some(peer_av),
             ..Default::default()
         },
         QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(psn_a), timeout: Some(14), retry_cnt: Some(7), rnr_retry: Some(7), max_rd_atomic: Some(16), ..Default::default() },

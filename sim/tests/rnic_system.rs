@@ -806,3 +806,118 @@ fn uc_both_ways_with_a_lost_packet_each_way() {
     assert_eq!(s.sent.iter().filter(|f| op(f) == Some(UC_SEND_FIRST)).count(), 2, "each FIRST once");
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
 }
+
+/// UD both ways, the whole RNIC against the golden peer. Ours -> peer: SEND 0, SEND_WITH_IMM 1000, a SEND of
+/// 1025 bytes (above the 1024-byte MTU: nothing sent, completed with success, as rxe), a SEND with a wrong
+/// Q_Key (the peer drops it), then SEND 700: each sent once as UD SEND_ONLY(_WITH_IMMEDIATE) with the DETH,
+/// each receive at the peer 40 bytes longer with the GRH area (20 zero bytes, our IPv4 header) in front.
+/// Peer -> ours: SEND_WITH_IMM 500 and SEND 64 land the same way in our receives (byte_len + 40, the peer's
+/// QPN, GRH and immediate flags), one with a wrong Q_Key is dropped by our QP lookup, one with no receive
+/// posted is dropped and counted; nothing is answered either way.
+#[test]
+fn ud_both_ways() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    use testbench::wire::opcode::{UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE};
+    let dir = std::env::temp_dir().join(format!("rnic-system-ud-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (qpn, peer_qpn) = r.add_qp_pair_of(QpType::Ud, 1024, 0x10, 0x20, cap, Cq(0));
+    let op = |f: &[u8]| match parse_ethernet(f) {
+        Ok(Frame::Roce(rf)) => Some(rf.packet.bth.opcode),
+        _ => None,
+    };
+    let to_us: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
+    let seen = to_us.clone();
+    r.sys.borrow_mut().to_rnic_filter = Some(Box::new(move |f: &[u8]| {
+        seen.borrow_mut().push(f.to_vec());
+        true
+    }));
+    let peer_av = r.sys.borrow().peer.av_to_me();
+    // ours -> peer
+    {
+        let mut s = r.sys.borrow_mut();
+        for i in 0..4u64 {
+            let rw = RecvWr { wr_id: 100 + i, sg_list: vec![Sge { addr: r.peer_buf + i * 8192, length: 2000, lkey: r.peer_rkey }] };
+            s.peer.post_recv(peer_qpn, rw).unwrap();
+        }
+    }
+    let sends = [(WrOpcode::Send, 0u32, sim::system::UD_QKEY), (WrOpcode::SendWithImm, 1000, 0x8000_0000), (WrOpcode::Send, 1025, sim::system::UD_QKEY), (WrOpcode::Send, 8, 0x0BAD), (WrOpcode::Send, 700, sim::system::UD_QKEY)];
+    for (i, &(o, len, qkey)) in sends.iter().enumerate() {
+        let mut wr = SendWr::new(i as u64, o, vec![Sge { addr: r.src + i as u64 * 8192, length: len, lkey: r.lkey }]);
+        wr.imm_data = 0x5EED_0000 + i as u32;
+        wr.flags.signaled = true;
+        wr.ud = Some(UdDest { av: peer_av, remote_qpn: peer_qpn, remote_qkey: qkey });
+        r.drv.post_send(qpn, &wr).unwrap();
+    }
+    let wcs = r.wait_peer_completions(3, 2_000_000);
+    let got: Vec<(u64, WcOpcode, u32, u32, u32)> = wcs.iter().map(|w| (w.wr_id, w.opcode, w.byte_len, w.src_qp, w.wc_flags.0)).collect();
+    let grh = WcFlags::GRH;
+    let imm = WcFlags::WITH_IMM;
+    assert_eq!(
+        got,
+        vec![(100, WcOpcode::Recv, 40, qpn, grh), (101, WcOpcode::Recv, 1040, qpn, grh | imm), (102, WcOpcode::Recv, 740, qpn, grh)]
+    );
+    assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
+    assert_eq!(wcs[1].imm_data, 0x5EED_0001);
+    {
+        let s = r.sys.borrow();
+        let ours: Vec<&Vec<u8>> = s.sent.iter().filter(|f| op(f).is_some()).collect();
+        let ops: Vec<u8> = ours.iter().map(|f| op(f).unwrap()).collect();
+        assert_eq!(ops, vec![UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE, UD_SEND_ONLY, UD_SEND_ONLY], "the 1025-byte SEND is not sent");
+        for (k, (f, (buf, len))) in [ours[1], ours[3]].iter().zip([(1u64, 1000usize), (2, 700)]).enumerate() {
+            let mut want = vec![0u8; 20];
+            want.extend_from_slice(&f[14..34]);
+            want.extend_from_slice(&r.src_bytes([8192, 4 * 8192][k], len));
+            assert!(s.peer.mem().read(r.peer_buf + buf * 8192, 40 + len).unwrap() == want, "receive {buf}: GRH area and payload");
+        }
+        assert_eq!(s.peer.counters().drops.get(&DropReason::BadQkey), Some(&1), "{:?}", s.peer.counters().drops);
+    }
+    let ours = r.our_completions(5, 200_000);
+    let ids: Vec<(u64, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(ids, (0..5).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(), "every UD WQE completes on transmit, the long one unsent");
+
+    // peer -> ours: SEND_WITH_IMM 500, a wrong Q_Key, SEND 64, then one with no receive left
+    let rbuf = r.src + (1 << 20);
+    for i in 0..2u64 {
+        r.drv.post_recv(qpn, &RecvWr { wr_id: 700 + i, sg_list: vec![Sge { addr: rbuf + i * 8192, length: 4096, lkey: r.lkey }] }).unwrap();
+    }
+    let our_av = AddressVector::new(MacAddr(sim::system::OUR_MAC), std::net::IpAddr::V4(sim::system::OUR_IP.into()));
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..1 << 16).map(|i: u32| (i.wrapping_mul(2246822519) >> 11) as u8).collect();
+        s.peer.mem_mut().write(r.peer_buf + 0x8_0000, &pat).unwrap();
+        for (i, (o, len, qkey)) in [(WrOpcode::SendWithImm, 500u32, sim::system::UD_QKEY), (WrOpcode::Send, 9, 0x77), (WrOpcode::Send, 64, sim::system::UD_QKEY), (WrOpcode::Send, 10, sim::system::UD_QKEY)].into_iter().enumerate() {
+            let mut w = SendWr::new(60 + i as u64, o, vec![Sge { addr: r.peer_buf + 0x8_0000 + i as u64 * 0x1000, length: len, lkey: r.peer_rkey }]);
+            w.imm_data = 0xCAFE_0000 + i as u32;
+            w.ud = Some(UdDest { av: our_av, remote_qpn: qpn, remote_qkey: qkey });
+            s.peer.post_send(peer_qpn, w).unwrap();
+        }
+    }
+    let ours = r.our_completions(2, 400_000);
+    let got: Vec<(u64, WcOpcode, u32, u32, u32, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.opcode, w.byte_len, w.src_qp, w.wc_flags.0, w.status)).collect();
+    assert_eq!(got, vec![(700, WcOpcode::Recv, 540, peer_qpn, grh | imm, WcStatus::Success), (701, WcOpcode::Recv, 104, peer_qpn, grh, WcStatus::Success)]);
+    assert_eq!(ours[0].imm_data, 0xCAFE_0000);
+    // let the last datagram arrive and be dropped
+    r.our_completions(1, 50_000);
+    let frames = to_us.borrow();
+    let theirs: Vec<&Vec<u8>> = frames.iter().filter(|f| op(f).is_some()).collect();
+    assert_eq!(theirs.len(), 4);
+    let s = r.sys.borrow();
+    for (k, (f, i)) in [(theirs[0], 0u64), (theirs[2], 2)].into_iter().enumerate() {
+        let len = [500usize, 64][k];
+        let mut want = vec![0u8; 20];
+        want.extend_from_slice(&f[14..34]);
+        want.extend_from_slice(&s.peer.mem().read(r.peer_buf + 0x8_0000 + i * 0x1000, len).unwrap());
+        assert!(r.src_bytes((1 << 20) + k as u64 * 8192, 40 + len) == want, "our receive {k}: GRH area and payload");
+    }
+    drop(s);
+    let lookup = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 15).unwrap();
+    assert_eq!(lookup, 1, "resp_drop_qp_lookup: the wrong Q_Key");
+    let drops = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 38).unwrap();
+    assert_eq!(drops, 1, "resp_drop_uc: the datagram with no receive");
+    let s = r.sys.borrow();
+    assert!(s.sent.iter().all(|f| op(f).map_or(true, |o| o >> 5 == 3)), "only UD frames from us");
+    assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+}
