@@ -138,7 +138,7 @@ enum Cmd {
         tool: String,
         /// The transport, perftest's -c: RC (the default), UC (ib_send_bw, ib_write_bw, ib_send_lat,
         /// ib_write_lat; UC has no READ or atomics) or UD (ib_send_bw, ib_send_lat: SEND only, messages of at
-        /// most the path MTU; against --endpoint model only, the RTL does not speak UD yet). The pingpong tools
+        /// most the path MTU). The pingpong tools
         /// name their own (ibv_rc_pingpong: RC, ibv_uc_pingpong: UC, ibv_ud_pingpong: UD).
         #[arg(long)]
         conn: Option<String>,
@@ -708,7 +708,6 @@ fn card_open(dev: &DevArgs) -> Result<(rnic_driver::vfio::VfioBar, rnic_driver::
 #[allow(clippy::too_many_arguments)]
 fn rxe_card(dev: &DevArgs, peer: std::net::Ipv4Addr, port: u16, tool: &str, conn: sim::rxe::verbs::Conn, role: &str, mtu: u32, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
     use sim::rxe::{card_ep, perftest, pingpong};
-    conn.check_endpoint(sim::rxe::verbs::EndpointKind::Card)?;
     let (mut bar, dma) = card_open(dev)?;
     let p = sim::bringup::probe(&mut bar)?;
     anyhow::ensure!(p.problems().is_empty(), "the card is not ready for traffic:\n{p}");

@@ -185,8 +185,6 @@ fn rxe_conn_refusals_are_clear_errors() {
         (&["rxe", "--conn", "UD", "--tool", "ib_write_bw"], "ib_write_bw cannot run on UD: UD has SEND only"),
         (&["rxe", "--conn", "ud", "--tool", "ib_read_lat"], "ib_read_lat cannot run on UD"),
         (&["rxe", "--conn", "UD", "--tool", "ib_atomic_bw"], "ib_atomic_bw cannot run on UD"),
-        (&["rxe", "--conn", "UD", "--tool", "ib_send_bw", "--endpoint", "rtl"], "UD runs against the golden model only"),
-        (&["rxe", "--tool", "ibv_ud_pingpong", "--endpoint", "rtl"], "UD runs against the golden model only"),
         (&["rxe", "--conn", "UD", "--tool", "ib_send_bw", "--size", "2048"], "larger than the path MTU 1024"),
         (&["rxe", "--conn", "UD", "--tool", "ib_send_lat", "--drop", "0.01"], "--drop needs RC"),
         (&["rxe", "--conn", "UD", "--tool", "ib_send_bw", "--iters", "16001"], "UC_MAX_RX"),

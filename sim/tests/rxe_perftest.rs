@@ -612,8 +612,8 @@ fn write_bw_uc_ours_client() {
 // with the QPN from its key record and Q_Key 0x11111111; every receive has 40 bytes of GRH room in front of
 // the payload. 200 messages of 1000 bytes at MTU 1024 (UD: a message is one packet).
 
-/// Who plays our side in the UD runs: the golden model (the RTL does not speak UD yet).
-const UD_ENDPOINT: EndpointKind = EndpointKind::Model;
+/// Who plays our side in the UD runs: the RTL.
+const UD_ENDPOINT: EndpointKind = EndpointKind::Rtl;
 const UD_ITERS: usize = 200;
 const UD_SIZE: usize = 1000;
 

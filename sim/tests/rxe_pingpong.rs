@@ -212,8 +212,8 @@ fn uc_pingpong_our_client_mtu1024() {
 // Q_Key 0x11111111 both ways, every receive with 40 bytes of GRH room in front of the payload. 200 exchanges
 // of 1002 bytes (a padded payload: PadCnt 2) at rxe's active MTU 1024 (ibv_ud_pingpong has no -m).
 
-/// Who plays our side in the UD runs: the golden model (the RTL does not speak UD yet).
-const UD_ENDPOINT: EndpointKind = EndpointKind::Model;
+/// Who plays our side in the UD runs: the RTL.
+const UD_ENDPOINT: EndpointKind = EndpointKind::Rtl;
 const UD_ITERS: u32 = 200;
 const UD_SIZE: u32 = 1002;
 

@@ -37,11 +37,10 @@
 //! rx depth to the iterations on UC, up to `UC_MAX_RX`), so a clean run loses nothing; UC with drops is
 //! refused (nothing would recover the lost message).
 //!
-//! # UD (`-c UD`, [`PerftestOpts::conn`]; the golden model only)
+//! # UD (`-c UD`, [`PerftestOpts::conn`])
 //!
 //! perftest runs SEND only on UD (`change_conn_type`: "UD connection only possible in SEND verb"):
-//! `ib_send_bw` and `ib_send_lat`; the RTL does not speak UD yet, so our side is the golden model and any
-//! other endpoint is refused before the VM starts, as are the other tools. As perftest sets its UD QP up
+//! `ib_send_bw` and `ib_send_lat`; the other tools are refused on UD before the VM starts. As perftest sets its UD QP up
 //! (`ctx_modify_qp_to_init` / `_rtr` / `_rts`), ours is INIT with Q_Key 0x11111111 (`DEFF_QKEY`; no access
 //! flags), RTR with the state alone, RTS with the SQ PSN alone; the peer is an address handle made from the
 //! key record (`ctx_connect`: `ibv_create_ah` with the peer's GID, `hop_limit` 0xFF), and every SEND carries
@@ -351,7 +350,6 @@ impl PerftestOpts {
             bail!("iters must be at least 1");
         }
         self.tool.check_conn(self.conn)?;
-        self.conn.check_endpoint(self.endpoint)?;
         if self.conn != Conn::Rc {
             if self.drop > 0.0 {
                 bail!("{} does not retransmit: a dropped packet loses its message and the tool waits for it forever; --drop needs RC", self.conn);

@@ -22,7 +22,7 @@
 //! receives posted. A lost packet loses its message for good and both tools wait forever, so UC runs take
 //! no drops.
 //!
-//! `ud_pingpong.c` ([`Conn::Ud`], the golden model only: the RTL does not speak UD yet) exchanges the same
+//! `ud_pingpong.c` ([`Conn::Ud`]) exchanges the same
 //! 52-byte record, but its QP is UD: INIT with P_Key index 0, the port and Q_Key 0x11111111 (no access
 //! flags), RTR with the state alone, RTS with the SQ PSN alone; then it creates an address handle from the
 //! peer's record (`is_global` with the peer's GID, `hop_limit` 1, our GID index) — the server before it
@@ -206,7 +206,6 @@ impl PingpongOpts {
             self.conn,
             self.tool()
         );
-        self.conn.check_endpoint(self.endpoint)?;
         if self.conn == Conn::Ud {
             let active = self.vm_active_mtu();
             ensure!(

@@ -215,16 +215,6 @@ impl Conn {
         }
     }
 
-    /// Whether `endpoint` can play our side on this transport: UD runs against the golden model only (the RTL
-    /// does not speak UD yet), RC and UC against every endpoint.
-    pub fn check_endpoint(self, endpoint: EndpointKind) -> Result<()> {
-        if self == Conn::Ud && endpoint != EndpointKind::Model {
-            anyhow::bail!(
-                "UD runs against the golden model only (--endpoint model), not --endpoint {endpoint}: the RTL does not speak UD yet"
-            );
-        }
-        Ok(())
-    }
 }
 
 impl std::str::FromStr for Conn {

@@ -164,6 +164,7 @@ crate::logic_block! {
         deth: ByteMap<352, 56> = deth_map(),
         l_deth: Signal<Local, Bits<56>>,
         l_ud: Signal<Local, Bit>,
+        l_opc: Signal<Local, Bits<8>>,
         /// The request and the QP's responder state (the `req` output).
         r: DFF<ReqRec>,
         lk_drop: DFF<Bit>,
@@ -209,7 +210,9 @@ impl Logic for ReqTake {
         self.l_reth.next = self.reth.y.val();
         self.deth.x.next = self.l_ext.val();
         self.l_deth.next = self.deth.y.val();
-        self.l_ud.next = self.hdr.val().opcode.get_bits::<3>(5) == self.tr_ud.val();
+        // (through a local: Verilog has no slice of a field's slice)
+        self.l_opc.next = self.hdr.val().opcode;
+        self.l_ud.next = self.l_opc.val().get_bits::<3>(5) == self.tr_ud.val();
         self.info_lut.x.next = self.hdr.val().opcode;
         self.l_info.next = self.r.q.val().info;
         self.qpn.next = self.r.q.val().qpn;
