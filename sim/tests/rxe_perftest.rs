@@ -606,7 +606,7 @@ fn write_bw_uc_ours_client() {
     assert_eq!((r.ours.messages, r.ours.completions), (200, 200), "{r}");
 }
 
-// ---- UD (`-c UD`): SEND on Unreliable Datagram QPs, both roles, the golden model as our endpoint ----
+// ---- UD (`-c UD`): SEND on Unreliable Datagram QPs, both roles, the RTL as our endpoint ----
 //
 // One UD SEND_ONLY (0x64, with a DETH) per message, addressed by an address handle made from the peer's GID
 // with the QPN from its key record and Q_Key 0x11111111; every receive has 40 bytes of GRH room in front of
@@ -673,6 +673,40 @@ fn send_bw_ud_ours_client() {
     // our SENDs completed on transmit; rxe took every one into a receive and answered none
     assert_eq!((r.ours.messages, r.ours.completions), (n, n), "{r}");
     assert_eq!((r.hw("rcvd_pkts"), r.hw("rdma_recvs"), r.hw("sent_pkts")), (Some(n), Some(n), Some(0)), "{r}");
+}
+
+/// `ib_send_lat -c UD`: 100 ping-pong exchanges of 64-byte UD SENDs; each side sends one UD SEND_ONLY per
+/// message, nothing else, with the DETH's Q_Key and its own QPN; every receive of ours checked (byte_len 104,
+/// the VM's QPN, the GRH area against the capture).
+fn run_ud_lat(test: &str, role: Role) -> Option<PerftestReport> {
+    let r = run_conn(test, Tool::SendLat, role, 64, 100, 0.0, 1024, UD_ENDPOINT, Conn::Ud)?;
+    assert!(r.vm_output.contains("Connection type : UD"), "the VM's tool did not run UD:\n{r}");
+    let w = r.ud_wire.as_ref().expect("UD scan of the capture");
+    for (name, d) in [("from the VM", &w.from_vm), ("to the VM", &w.to_vm)] {
+        assert_eq!((d.count(0x64), d.frames, d.ack_req), (100, 100, 0), "{test}: UD SENDs {name}:\n{r}");
+        assert_eq!(d.qkeys.iter().copied().collect::<Vec<_>>(), vec![0x1111_1111], "{r}");
+    }
+    assert_eq!(w.to_vm.src_qps.iter().copied().collect::<Vec<_>>(), vec![r.ours.our_qpn], "{r}");
+    let u = r.ours.ud.as_ref().expect("our UD receive checks");
+    assert_eq!((u.checked, u.bad), (100, 0), "{r}");
+    assert_eq!(u.compare_with_capture(&w.from_vm.ip_headers), None, "{r}");
+    Some(r)
+}
+
+#[test]
+fn send_lat_ud_ours_server() {
+    let Some(r) = run_ud_lat("send_lat_ud_server", Role::Server) else {
+        return;
+    };
+    assert!(r.ours.latency.is_some(), "{r}");
+}
+
+#[test]
+fn send_lat_ud_ours_client() {
+    let Some(r) = run_ud_lat("send_lat_ud_client", Role::Client) else {
+        return;
+    };
+    assert_eq!(r.ours.latency.map(|l| l.samples), Some(100), "{r}");
 }
 
 // ---- the RTL (Verilator model of the RNIC's Verilog, through the driver) as our endpoint ----
