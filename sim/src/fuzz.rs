@@ -9,12 +9,17 @@
 //! checks it or left as it was, ARP frames, and raw random bytes (14..9000). Every frame is built from the
 //! golden wire model (`testbench::wire`) and the seed alone.
 //!
-//! **QPs.** Four RC QPs and two UC QPs of ours in RTS, connected to QPs of the peer: three *rough* ones (two
-//! RC, one UC) take every kind of frame; three *clean* ones take only well-formed requests aimed inside the MR
-//! and receive WQEs with room for any message, so that they stay out of the error state and their data path
-//! (WQE fetch, scatter, READ responses, receive completions) is exercised. A UC QP's well-formed SENDs and
-//! WRITEs carry the UC opcodes (its READs and atomics keep RC's, which its lookup drops), as do most of its
-//! wild requests; what the UC rules drop is counted in `resp_drop_uc`, one of the ends of a request. The peer is detached: what the RNIC sends is only collected.
+//! **QPs.** Four RC QPs, two UC QPs and two UD QPs of ours in RTS, connected to QPs of the peer (the UD ones
+//! with the Q_Key `UD_QKEY`): four *rough* ones (two RC, one UC, one UD) take every kind of frame; four *clean*
+//! ones take only well-formed requests aimed inside the MR and receive WQEs with room for any message, so that
+//! they stay out of the error state and their data path (WQE fetch, scatter, READ responses, receive
+//! completions) is exercised. A UC QP's well-formed SENDs and WRITEs carry the UC opcodes (its READs and
+//! atomics keep RC's, which its lookup drops), as do most of its wild requests; what the UC rules drop is
+//! counted in `resp_drop_uc`, one of the ends of a request. A UD QP's well-formed requests are UD SENDs (with
+//! or without immediate) at any PSN, mostly with its Q_Key (a wrong one is a lookup drop), up to its MTU or
+//! (rough) 4096 bytes; its wild ones UD SENDs with random AckReq, pad, length and Q_Key, or RC opcodes its
+//! lookup drops. A UD datagram without a receive is counted in `resp_drop_uc` too, and every UD receive
+//! completion must hold the 40-byte GRH area. The peer is detached: what the RNIC sends is only collected.
 //!
 //! **The run** is cut into chunks. Before a chunk every QP of ours is brought back (RESET, INIT, RTR, RTS with a
 //! fresh ePSN, send PSN, path MTU and, on the rough QPs, access: a class-C error leaves a QP dropping everything
@@ -86,7 +91,7 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::system::{rig, Rig, OUR_IP, OUR_MAC};
+use crate::system::{rig, Rig, OUR_IP, OUR_MAC, UD_QKEY};
 use testbench::crc::{crc32_update, icrc_seed_state};
 use rnic_driver::CsrBus;
 use rnic_driver::host::{RecvWqe, REG_COUNTERS, WQE_BYTES};
@@ -116,6 +121,10 @@ const RO_LEN: u64 = 64 << 10;
 const EXTRA_QPS: usize = 3;
 /// UC QPs of ours after them (one rough, one clean).
 const UC_QPS: usize = 2;
+/// UD QPs of ours after those (one rough, one clean), with the Q_Key [`UD_QKEY`].
+const UD_QPS: usize = 2;
+/// Entries of the extra QPs' CQ: room for every receive they may have posted at once.
+const BIG_CQ: u32 = 256;
 /// Chunks whose frames go in paced rather than at the link rate. A paced frame costs some 190 cycles (the
 /// link's 100-cycle latency, the RNIC's answer, the quiet gap), one at the link rate some 28, and the cycles
 /// are the run's time: with a quarter paced, flow control and the overflow probe, the CI run (seed 0x0F22)
@@ -244,6 +253,8 @@ pub struct RxVerdict {
     pub dest_qpn: u32,
     pub pkey: u16,
     pub src_ip: u32,
+    /// Bytes 54..58 as a number: the DETH's Q_Key when the opcode has one (UD).
+    pub qkey: u32,
     /// Payload length handed on (UDP length - headers - pad - ICRC), for a frame good by [`Self::before_fix`].
     pub pay_len: u32,
     /// Good by [`Self::before_fix`], and its payload (as its UDP length gives it) runs past the bytes that
@@ -326,6 +337,7 @@ pub fn predict_rx(f: &[u8], my_ip: u32) -> RxVerdict {
         dest_qpn: be24(47),
         pkey: be16(44),
         src_ip,
+        qkey: be32(54),
         pay_len: 0,
         short: false,
         desync: false,
@@ -387,8 +399,9 @@ pub enum Fate {
 /// Completer, everything else to the Responder), the Responder's `Look` state (malformed first, then the
 /// lookup) and QP Context's lookup (`rtl/src/transport/qp_context.rs`: QPN 0 or >= 256, an opcode whose transport bits
 /// are not RC's (the masked atomics 0xD3/0xD4 count as RC), a QP not in RTR/RTS/SQD/SQE, a source IP that is not the QP's remote IP, a P_Key whose low 15
-/// bits are not 0x7FFF). `live` holds our QPs (QPN, UC or RC; in RTS, remote IP `peer_ip`).
-pub fn responder_fate(v: &RxVerdict, live: &[(u32, bool)], peer_ip: u32) -> Fate {
+/// bits are not 0x7FFF; UD: no address check, the DETH's Q_Key must be [`UD_QKEY`]). `live` holds our QPs (QPN
+/// and type; in RTS, remote IP `peer_ip`).
+pub fn responder_fate(v: &RxVerdict, live: &[(u32, QpType)], peer_ip: u32) -> Fate {
     if v.reason != 0 {
         return Fate::Dropped(v.reason);
     }
@@ -398,14 +411,21 @@ pub fn responder_fate(v: &RxVerdict, live: &[(u32, bool)], peer_ip: u32) -> Fate
     if responder_info()[v.opcode as usize] >> 8 & 1 == 1 {
         return Fate::Malformed;
     }
-    let Some(&(_, uc)) = live.iter().find(|q| q.0 == v.dest_qpn) else {
+    let Some(&(_, ty)) = live.iter().find(|q| q.0 == v.dest_qpn) else {
         return Fate::Lookup;
+    };
+    let ud = ty == QpType::Ud;
+    let own = match ty {
+        QpType::Rc => RC_SEND_ONLY,
+        QpType::Uc => UC_SEND_ONLY,
+        QpType::Ud => UD_SEND_ONLY,
     };
     let drop = v.dest_qpn == 0
         || v.dest_qpn >= 256
-        || transport_bits(v.opcode) != transport_bits(if uc { UC_SEND_ONLY } else { RC_SEND_ONLY })
-        || v.src_ip != peer_ip
-        || v.pkey & 0x7FFF != 0x7FFF;
+        || transport_bits(v.opcode) != transport_bits(own)
+        || (v.src_ip != peer_ip && !ud)
+        || v.pkey & 0x7FFF != 0x7FFF
+        || (ud && v.qkey != UD_QKEY);
     if drop {
         Fate::Lookup
     } else {
@@ -468,6 +488,8 @@ struct QpGen {
     clean: bool,
     /// A UC QP: its well-formed SENDs and WRITEs carry the UC opcodes.
     uc: bool,
+    /// A UD QP: its well-formed requests are UD SENDs with the DETH.
+    ud: bool,
 }
 
 /// The UC form of an RC SEND or WRITE opcode (RC + 0x20), `None` for the others (UC has no READ, atomic or
@@ -503,6 +525,8 @@ struct Plan {
     atomic: Option<(u64, u32)>,
     payload: u32,
     pad: Option<u8>,
+    /// The DETH's Q_Key (else random bytes, as every header the plan does not set).
+    qkey: Option<u32>,
 }
 
 const RC_REQUEST_OPS: [u8; 21] = [
@@ -698,11 +722,27 @@ impl Gen {
             atomic: None,
             payload: 0,
             pad: None,
+            qkey: None,
         }
+    }
+
+    /// A UD SEND (with or without immediate) to UD QP `q`: any PSN (UD has no order), mostly the QP's Q_Key,
+    /// a payload of up to the MTU (the clean QP) or up to 4096 bytes.
+    fn ud_request(&mut self, q: usize) -> Plan {
+        let psn = self.rng.gen();
+        let op = self.pick(&[UD_SEND_ONLY, UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE]);
+        let mut p = self.plan(q, op, psn);
+        let clean = self.qps[q].clean;
+        p.qkey = Some(if clean || self.rng.gen_bool(0.85) { UD_QKEY } else { self.rng.gen() });
+        p.payload = if clean || self.rng.gen_bool(0.7) { self.len_upto(self.qps[q].mtu) } else { self.rng.gen_range(0..=4096) };
+        p
     }
 
     /// A request in a legal opcode sequence, mostly at the expected PSN.
     fn sane_request(&mut self, q: usize) -> Plan {
+        if self.qps[q].ud {
+            return self.ud_request(q);
+        }
         let mtu = self.qps[q].mtu;
         let clean = self.qps[q].clean;
         let epsn = self.qps[q].epsn;
@@ -794,6 +834,19 @@ impl Gen {
 
     /// A request with a random RC opcode, PSN, RETH, payload length and pad.
     fn wild_request(&mut self, q: usize) -> Plan {
+        if self.qps[q].ud && self.rng.gen_bool(0.6) {
+            // a UD SEND with a random PSN, pad, AckReq, payload length and (sometimes) Q_Key
+            let mut p = self.ud_request(q);
+            p.ack_req = self.rng.gen();
+            p.payload = self.rng.gen_range(0..=4200);
+            if self.rng.gen_bool(0.3) {
+                p.pad = Some(self.rng.gen_range(0..4));
+            }
+            if self.rng.gen_bool(0.2) {
+                p.qkey = Some(self.rng.gen());
+            }
+            return p;
+        }
         let op = self.pick(&RC_REQUEST_OPS);
         // (a UC QP: mostly the UC form of a SEND or WRITE opcode, else the RC opcode its lookup drops)
         let op = if self.qps[q].uc && self.rng.gen_bool(0.8) { uc_op(op).unwrap_or(op) } else { op };
@@ -908,6 +961,11 @@ impl Gen {
                     if let Some((va, rkey)) = p.atomic {
                         a.va = va;
                         a.rkey = rkey;
+                    }
+                }
+                ExtHeader::Deth(d) => {
+                    if let Some(k) = p.qkey {
+                        d.qkey = k;
                     }
                 }
                 _ => {}
@@ -1191,6 +1249,8 @@ pub struct FuzzReport {
     /// Frames the RNIC sent: ACK/NAK by kind, read responses, ARP replies.
     pub tx: BTreeMap<String, u64>,
     pub cqes: BTreeMap<String, u64>,
+    /// Successful receive completions on the UD QPs (each with its GRH area checked).
+    pub ud_receives: u64,
     pub cycles: u64,
     pub secs: f64,
     /// Frames generated and left out ([`FuzzOpts::skip_truncated`]).
@@ -1251,7 +1311,7 @@ impl fmt::Display for FuzzReport {
         }
         let join = |m: &BTreeMap<String, u64>| m.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ");
         writeln!(f, "frames sent by the RNIC: {}", join(&self.tx))?;
-        writeln!(f, "receive completions: {}", join(&self.cqes))?;
+        writeln!(f, "receive completions: {} ({} successful on UD QPs)", join(&self.cqes), self.ud_receives)?;
         if self.problems.is_empty() {
             writeln!(f, "result: PASS (no hang, no write outside a registered MR, every drop accounted for exactly in every chunk)")
         } else {
@@ -1282,7 +1342,7 @@ struct OurQp {
     posts: u64,
     /// Receive WQEs posted and not completed, oldest first.
     posted: VecDeque<RecvWqe>,
-    uc: bool,
+    ty: QpType,
 }
 
 /// The counter window, by name.
@@ -1327,8 +1387,10 @@ struct Setup {
     mrs: Mrs,
     peer_ip: u32,
     peer_qpns: Vec<u32>,
-    /// Host memory the RNIC may write: the read-write MRs and the CQ ring.
+    /// Host memory the RNIC may write: the read-write MRs and the CQ rings.
     writable: Vec<(u64, u64)>,
+    /// The CQs our QPs complete into: the rig's (its QP), the extra QPs' own.
+    cqs: Vec<Cq>,
 }
 
 /// Payload FIFO beats RX Parse may write for frame `f`: one per frame beat (the realigned beats and the flush
@@ -1486,16 +1548,31 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         "unexpected rig host memory layout {rig_regions:x?} (src, CQ ring, SQ ring, RQ ring expected)"
     );
     let cq_ring = (rig_regions[1].0, rig_regions[1].1 as u64);
-    let mut qps = vec![OurQp { qpn: r.qpn, peer_qpn: r.peer_qpn, rq_base: rig_regions[3].0, posts: 0, posted: VecDeque::new(), uc: false }];
-    for k in 0..EXTRA_QPS + UC_QPS {
+    // the extra QPs complete into a CQ of their own, large enough for every receive they may have posted
+    // (16 each), so that it never overruns between two drains
+    let before = r.mem.lock().unwrap().regions().len();
+    let big_cq = r.drv.create_cq(BIG_CQ).map_err(|e| anyhow::anyhow!("create_cq: {e}"))?;
+    let big_ring = {
+        let m = r.mem.lock().unwrap();
+        let regions = m.regions();
+        anyhow::ensure!(regions.len() == before + 1, "unexpected CQ ring allocation");
+        (regions[before].0, regions[before].1.len() as u64)
+    };
+    let mut qps = vec![OurQp { qpn: r.qpn, peer_qpn: r.peer_qpn, rq_base: rig_regions[3].0, posts: 0, posted: VecDeque::new(), ty: QpType::Rc }];
+    for k in 0..EXTRA_QPS + UC_QPS + UD_QPS {
         let before = r.mem.lock().unwrap().regions().len();
-        let uc = k >= EXTRA_QPS;
         let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-        let ty = if uc { QpType::Uc } else { QpType::Rc };
-        let (qpn, peer_qpn) = r.add_qp_pair_of(ty, 1024, 0x100 * k as u32, 0x200 * k as u32, cap, Cq(0));
+        let ty = if k >= EXTRA_QPS + UC_QPS {
+            QpType::Ud
+        } else if k >= EXTRA_QPS {
+            QpType::Uc
+        } else {
+            QpType::Rc
+        };
+        let (qpn, peer_qpn) = r.add_qp_pair_of(ty, 1024, 0x100 * k as u32, 0x200 * k as u32, cap, big_cq);
         let regions: Vec<(u64, usize)> = r.mem.lock().unwrap().regions().iter().map(|(b, v)| (*b, v.len())).collect();
         anyhow::ensure!(regions.len() == before + 2 && regions[before + 1].1 == RQ_DEPTH * WQE_BYTES, "unexpected ring allocation");
-        qps.push(OurQp { qpn, peer_qpn, rq_base: regions[before + 1].0, posts: 0, posted: VecDeque::new(), uc });
+        qps.push(OurQp { qpn, peer_qpn, rq_base: regions[before + 1].0, posts: 0, posted: VecDeque::new(), ty });
     }
     let buf = r.mem.lock().unwrap().alloc((2 * CANARY + MR_LEN) as usize);
     {
@@ -1509,18 +1586,19 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         mrs: Mrs { x_base, x_key, ro_base: buf + RO_OFF, ro_key, src_base: r.src, src_key: r.lkey, buf },
         peer_ip,
         peer_qpns: qps.iter().map(|q| q.peer_qpn).collect(),
-        writable: vec![(x_base, MR_LEN), (r.src, 2 << 20), cq_ring],
+        writable: vec![(x_base, MR_LEN), (r.src, 2 << 20), cq_ring, big_ring],
+        cqs: vec![Cq(0), big_cq],
     };
     let mut gen = Gen {
         rng: SmallRng::seed_from_u64(o.seed ^ 0x5EED_F022),
-        qps: qps.iter().map(|q| QpGen { qpn: q.qpn, mtu: 1024, epsn: 0, sq_psn: 0, msg: None, clean: q.qpn != r.qpn && q.qpn % 2 == 0, uc: q.uc }).collect(),
+        qps: qps.iter().map(|q| QpGen { qpn: q.qpn, mtu: 1024, epsn: 0, sq_psn: 0, msg: None, clean: q.qpn != r.qpn && q.qpn % 2 == 0, uc: q.ty == QpType::Uc, ud: q.ty == QpType::Ud }).collect(),
         mrs: setup.mrs,
         peer_mac,
         peer_ip,
     };
     let mut shadow = r.mem.lock().unwrap().clone();
     let mut rep = FuzzReport { seed: o.seed, ..Default::default() };
-    let live: Vec<(u32, bool)> = qps.iter().map(|q| (q.qpn, q.uc)).collect();
+    let live: Vec<(u32, QpType)> = qps.iter().map(|q| (q.qpn, q.ty)).collect();
     let mut wr_id = 0u64;
     let mut done = 0u64;
     let mut before = Counters::read(&mut r).map_err(anyhow::Error::msg)?;
@@ -1542,6 +1620,8 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
             let av = r.sys.borrow().peer.av_to_me();
             let mut attrs = crate::pair::rc_rts_attrs(g.mtu, q.peer_qpn, av, g.sq_psn, g.epsn).to_vec();
             attrs[0].qp_access_flags = Some(access);
+            // (a UD QP: its Q_Key; the destination the RC attributes name is not looked at)
+            attrs[0].qkey = Some(UD_QKEY);
             attrs.insert(0, QpAttr { qp_state: Some(QpState::Reset), ..Default::default() });
             for a in &attrs {
                 r.drv.modify_qp(q.qpn, a).map_err(|e| anyhow::anyhow!("chunk {chunk}: modify_qp {:#x}: {e}", q.qpn))?;
@@ -1742,7 +1822,13 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
 /// locally writable MR that the WQE's lkey names.
 fn drain_cq(r: &mut Rig, qps: &mut [OurQp], s: &Setup, rep: &mut FuzzReport, problems: &mut Vec<String>) {
     loop {
-        let wcs = match r.drv.poll_cq(Cq(0), 64) {
+        let Some(wcs) = s.cqs.iter().find_map(|&cq| match r.drv.poll_cq(cq, 64) {
+            Ok(w) if w.is_empty() => None,
+            other => Some(other),
+        }) else {
+            return;
+        };
+        let wcs = match wcs {
             Ok(w) => w,
             Err(e) => {
                 problems.push(format!("poll_cq: {e}"));
@@ -1767,6 +1853,10 @@ fn drain_cq(r: &mut Rig, qps: &mut [OurQp], s: &Setup, rep: &mut FuzzReport, pro
             }
             if !matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
                 problems.push(format!("a receive completion with a send opcode: {wc:?}"));
+            }
+            rep.ud_receives += u64::from(q.ty == QpType::Ud && wc.status == WcStatus::Success);
+            if q.ty == QpType::Ud && wc.status == WcStatus::Success && (wc.byte_len < 40 || !wc.wc_flags.has(WcFlags::GRH)) {
+                problems.push(format!("a UD receive without its 40-byte GRH area: {wc:?}"));
             }
             if wc.status == WcStatus::Success && wc.opcode == WcOpcode::Recv && wc.byte_len > 0 {
                 let (a, l) = (p.addr, u64::from(wc.byte_len));

@@ -135,6 +135,8 @@ fn fuzz(frames: u64, seed: u64) {
     assert!(rep.backed_up > 0, "RX Parse never backed up to its room: {} frames held", rep.held_frames);
     assert!(rep.probes > 0 && c("rx_drop_overflow") > 0, "the overflow probe never overflowed RX Parse ({} probes)", rep.probes);
     assert!(rep.cqes.keys().any(|k| k.contains("Success")), "no receive completed: {:?}", rep.cqes);
+    assert!(rep.ud_receives > 0, "no UD datagram received: {:?}", rep.cqes);
+    assert!(c("resp_drop_uc") > 0, "no UC or UD drop");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
