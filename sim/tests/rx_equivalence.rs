@@ -7,14 +7,29 @@ use rand::{Rng, SeedableRng};
 use rtl::wire::rx_parse::DropReason;
 use sim::rx_harness::{run_rx, run_rx_flagged, RustHdlRx, RxDut, VerilatorRx};
 use sim::tx_harness::{run_tx, TxDut, VerilatorTx};
-use testbench::wire::samples::rc_frames;
+use testbench::wire::samples::{rc_frames, ud_frames};
 use testbench::wire::{IpHeader, RoceFrame};
 
 const MY_IP: u32 = 0x0A00_0002;
 
+/// RC frames of `lens`, with a UD SEND (random ID; TOS 0 and TTL 64, as TX Packet Build sends them) after every
+/// third.
 fn frames_for_us(rng: &mut SmallRng, lens: &[usize]) -> Vec<RoceFrame> {
-    rc_frames(&mut || rng.gen(), lens)
-        .into_iter()
+    let rc = rc_frames(&mut || rng.gen(), lens);
+    let ud = ud_frames(&mut || rng.gen(), &lens[..lens.len() / 3]);
+    let mut all = Vec::new();
+    for (i, f) in rc.into_iter().enumerate() {
+        all.push(f);
+        if i % 3 == 2 {
+            let mut u = ud[i / 3].clone();
+            if let IpHeader::V4(h) = &mut u.ip {
+                h.tos = 0;
+                h.ttl = 64;
+            }
+            all.push(u);
+        }
+    }
+    all.into_iter()
         .map(|mut f| {
             if let IpHeader::V4(h) = &mut f.ip {
                 h.dst = MY_IP.into();
@@ -24,11 +39,20 @@ fn frames_for_us(rng: &mut SmallRng, lens: &[usize]) -> Vec<RoceFrame> {
         .collect()
 }
 
+/// Every good frame's packet as RX Parse hands it on: a UD SEND's payload behind its GRH area (20 zero bytes, the
+/// IPv4 header as it came).
 fn check_packets(run: &sim::rx_harness::RxRun, good: &[&RoceFrame]) {
     assert_eq!(run.packets.len(), good.len());
     for (k, (p, f)) in run.packets.iter().zip(good).enumerate() {
-        assert_eq!(p.payload, f.packet.payload, "packet {k} payload");
-        assert_eq!(p.pay_len as usize, f.packet.payload.len(), "packet {k}");
+        let mut want = Vec::new();
+        if f.packet.deth().is_some() {
+            let bytes = f.build().unwrap();
+            want.extend_from_slice(&[0u8; 20]);
+            want.extend_from_slice(&bytes[14..34]);
+        }
+        want.extend_from_slice(&f.packet.payload);
+        assert_eq!(p.payload, want, "packet {k} payload");
+        assert_eq!(p.pay_len as usize, want.len(), "packet {k}");
         let ext_len: usize = f.packet.ext.iter().map(|e| e.kind().len()).sum();
         assert_eq!(p.ext_words as usize * 4, ext_len, "packet {k}");
     }
@@ -68,7 +92,8 @@ fn rx_parse_takes_tx_packet_build_frames_in_rust_hdl_and_verilator() {
     let mut vl = VerilatorRx::new(std::env::var("RNIC_VCD").ok().as_deref());
     let run = run_rx_flagged(&mut [&mut hdl as &mut dyn RxDut, &mut vl], &inputs, &flagged, MY_IP, 8, true);
     check_packets(&run, &good);
-    assert_eq!(run.counters[DropReason::MacError as usize], 20, "the frames the MAC flagged: {:?}", run.counters);
+    let n_flagged = flagged.iter().filter(|&&f| f).count() as u64;
+    assert_eq!(run.counters[DropReason::MacError as usize], n_flagged, "the frames the MAC flagged: {:?}", run.counters);
     assert_eq!(run.counters[0] as usize, good.len(), "good frames: {:?}", run.counters);
     let dropped: u64 = run.counters[1..].iter().sum();
     assert_eq!(dropped as usize, inputs.len() - good.len(), "every corrupted frame dropped and counted: {:?}", run.counters);

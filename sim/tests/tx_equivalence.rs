@@ -4,7 +4,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sim::tx_harness::{run_tx, RustHdlTx, TxDut, VerilatorTx};
-use testbench::wire::samples::{masked_atomic_requests, rc_frames};
+use testbench::wire::samples::{masked_atomic_requests, rc_frames, ud_frames};
 
 #[test]
 fn tx_packet_build_matches_golden_frames_in_rust_hdl_and_verilator() {
@@ -17,6 +17,15 @@ fn tx_packet_build_matches_golden_frames_in_rust_hdl_and_verilator() {
     let masked = masked_atomic_requests(&mut || rng.gen(), 40);
     for (k, m) in masked.into_iter().enumerate() {
         frames.insert(7 * k + k % 3, m);
+    }
+    // UD SENDs (DETH, DETH + ImmDt: 62- and 66-byte headers) as our Requester sends them: TTL 64, TOS 0
+    let ud_lens: Vec<usize> = (0..60).map(|i| if i < 30 { i } else { rng.gen_range(0..=4096) }).collect();
+    for (k, mut u) in ud_frames(&mut || rng.gen(), &ud_lens).into_iter().enumerate() {
+        if let testbench::wire::IpHeader::V4(h) = &mut u.ip {
+            h.tos = 0;
+            h.ttl = 64;
+        }
+        frames.insert(5 * k + 1, u);
     }
     let mut hdl = RustHdlTx::default();
     let mut vl = VerilatorTx::new(std::env::var("RNIC_VCD").ok().as_deref());
