@@ -267,16 +267,39 @@ const UC_POSTED: usize = 4;
 /// WRITE_WITH_IMM data at its target): never a corrupt or partial one; no DMA write outside the WRITE targets
 /// and the receive buffers; no class-C error, no QP in error; the drops are counted (`resp_drop_uc`).
 pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+    unreliable_responder(QpType::Uc, seed, mtu, rounds, faults, dir, vcd, progress)
+}
+
+/// The UD campaign: as the UC campaign ([`uc_responder`]), on UD QP pairs with SEND and SEND_WITH_IMM (some
+/// longer than the MTU: the sender completes them unsent). What must hold besides the UC campaign's rules:
+/// every receive completion holds one whole datagram of its QP behind the GRH area (20 zero bytes, an IPv4
+/// header from the peer to us), `byte_len` = payload + 40, the peer's QPN as `src_qp`, the GRH flag; a lost,
+/// corrupted or unreceived datagram is simply not delivered; a duplicated one may be delivered twice, as rxe
+/// would.
+pub fn ud_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+    unreliable_responder(QpType::Ud, seed, mtu, rounds, faults, dir, vcd, progress)
+}
+
+/// The UC and UD campaigns.
+#[allow(clippy::too_many_arguments)]
+fn unreliable_responder(ty: QpType, seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     use std::collections::VecDeque;
+    let ud = ty == QpType::Ud;
     let mut summary = String::new();
     let mut r = traced_rig(rtl_dut(), mtu, dir, vcd);
     let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let qps: Vec<(u32, u32)> =
-        (0..UC_QPS).map(|i| r.add_qp_pair_of(QpType::Uc, mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32, cap, Cq(0))).collect();
+        (0..UC_QPS).map(|i| r.add_qp_pair_of(ty, mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32, cap, Cq(0))).collect();
+    let our_av = AddressVector::new(MacAddr(crate::system::OUR_MAC), std::net::IpAddr::V4(crate::system::OUR_IP.into()));
     let mut rng = SmallRng::seed_from_u64(seed);
     fill_peer_and_arm_faults(&r, &mut rng, faults, seed);
     let before = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
-    let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
+    let sizes: Vec<u64> = if ud {
+        // (above the MTU: completed unsent)
+        vec![0, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1]
+    } else {
+        vec![0, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT]
+    };
     let mut free: Vec<u64> = (0..UC_BUFS as u64).collect();
     // per QP: the receives posted and not completed (wr_id, buffer), oldest first
     let mut posted: Vec<VecDeque<(u64, u64)>> = vec![VecDeque::new(); UC_QPS];
@@ -286,7 +309,11 @@ pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: 
     for round in 0..rounds {
         let mut msgs = Vec::new();
         for i in 0..UC_PER_ROUND {
-            let op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::SendWithImm][rng.gen_range(0..4)];
+            let op = if ud {
+                [WrOpcode::Send, WrOpcode::SendWithImm][rng.gen_range(0..2)]
+            } else {
+                [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::SendWithImm][rng.gen_range(0..4)]
+            };
             let len = sizes[rng.gen_range(0..sizes.len())];
             let our_off = WRITE_AREA + i as u64 * STRIDE + rng.gen_range(0..8);
             msgs.push(Msg { op, len, qp: i % UC_QPS, peer_off: rng.gen_range(0..(1 << 20) - SLOT), our_off, imm: rng.gen() });
@@ -310,6 +337,9 @@ pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: 
                 w.remote_addr = r.src + m.our_off;
                 w.rkey = r.lkey;
                 w.imm_data = m.imm;
+                if ud {
+                    w.ud = Some(UdDest { av: our_av, remote_qpn: qps[m.qp].0, remote_qkey: crate::system::UD_QKEY });
+                }
                 s.peer.post_send(qps[m.qp].1, w).unwrap();
             }
         }
@@ -350,7 +380,26 @@ pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: 
             assert_eq!(w.wr_id, wr_id, "round {round} QP {q}: receives taken out of order");
             // the whole message it holds, one of the QP's messages of this round or the two before
             let src = |m: &Msg| s.peer.mem().read(r.peer_buf + m.peer_off, m.len as usize).unwrap();
+            let buf = r.src + RECV_AREA + b * STRIDE;
+            // UD: the datagram behind its GRH area (20 zero bytes, then an IPv4 header from the peer to us)
+            let ud_whole = |m: &Msg| {
+                let imm = m.op == WrOpcode::SendWithImm;
+                let grh = mem.read(buf, 40).unwrap();
+                m.len + 40 == u64::from(w.byte_len)
+                    && w.opcode == WcOpcode::Recv
+                    && w.src_qp == qps[q].1
+                    && w.wc_flags.has(WcFlags::GRH)
+                    && w.wc_flags.has(WcFlags::WITH_IMM) == imm
+                    && (!imm || w.imm_data == m.imm)
+                    && grh[..20] == [0u8; 20]
+                    && grh[20] == 0x45
+                    && grh[36..40] == crate::system::OUR_IP.to_be_bytes()
+                    && mem.read(buf + 40, m.len as usize).unwrap() == src(m)
+            };
             let whole = recent[q].iter().any(|m| {
+                if ud {
+                    return ud_whole(m);
+                }
                 m.len == u64::from(w.byte_len)
                     && match m.op {
                         WrOpcode::RdmaWriteWithImm => {
@@ -363,7 +412,7 @@ pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: 
                             w.opcode == WcOpcode::Recv
                                 && w.wc_flags.has(WcFlags::WITH_IMM) == imm
                                 && (!imm || w.imm_data == m.imm)
-                                && mem.read(r.src + RECV_AREA + b * STRIDE, m.len as usize).unwrap() == src(m)
+                                && mem.read(buf, m.len as usize).unwrap() == src(m)
                         }
                         _ => false,
                     }
@@ -387,10 +436,12 @@ pub fn uc_responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: 
     drop(s);
     let c = counters(&mut r);
     let get = |n: &str| counter(&c, n);
-    summary_line!(summary, "UC: {sent} messages over {UC_QPS} QPs at MTU {mtu} in {cycles} cycles; link to the RTL: {}", link_faults(&i));
-    summary_line!(summary, "RTL: {delivered} receive completions, each a whole message; {} requests, {} dropped by the UC rules, {} bad-ICRC drops, {} overflow drops", get("resp_requests"), get("resp_drop_uc"), get("rx_drop_bad_icrc"), get("rx_drop_overflow"));
+    let name = if ud { "UD" } else { "UC" };
+    summary_line!(summary, "{name}: {sent} messages over {UC_QPS} QPs at MTU {mtu} in {cycles} cycles; link to the RTL: {}", link_faults(&i));
+    summary_line!(summary, "RTL: {delivered} receive completions, each a whole message; {} requests, {} dropped by the UC/UD rules, {} bad-ICRC drops, {} overflow drops", get("resp_requests"), get("resp_drop_uc"), get("rx_drop_bad_icrc"), get("rx_drop_overflow"));
     assert!(i.dropped > 0, "no frame dropped: rates too low for the run");
-    assert!(get("resp_drop_uc") > 0, "the link's losses left no UC drop to count");
+    // (UC: a lost packet leaves the rest of its message to drop; a UD datagram lost on the link is simply gone)
+    assert!(ud || get("resp_drop_uc") > 0, "the link's losses left no UC drop to count");
     assert!(delivered > 0, "nothing delivered");
     // UC answers nothing and never goes to error here
     assert_eq!(o.sent, 0, "the RTL sent {} frames on UC QPs", o.sent);

@@ -250,7 +250,8 @@ enum Cmd {
         /// and the golden one, each against the golden responder, the work each needed and its ratio), atomics (RTL against RTL: --messages FETCH_ADD(1)
         /// from 16 QPs on one counter, then a COMPARE_SWAP spin lock), or uc (the golden model sends on 4 UC QPs
         /// in rounds of 16 SEND / SEND_IMM / WRITE / WRITE_IMM, the RTL receives: every receive completion a whole
-        /// message, the drops counted).
+        /// message, the drops counted), or ud (the same on 4 UD QPs with SEND / SEND_IMM: every receive a whole
+        /// datagram behind its GRH area).
         #[arg(long, default_value = "pair")]
         role: String,
         #[arg(long, default_value_t = 1)]
@@ -509,7 +510,7 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
     anyhow::ensure!(rates.iter().all(|r| (0.0..0.5).contains(r)), "fault rates are fractions in [0, 0.5)");
     let f = testbench::mac::MacFaults { drop: rates[0], duplicate: rates[1], reorder: rates[2], corrupt: rates[3], fcs: 0.0, reorder_cycles: 2_000 };
-    let per_round = if role == "uc" { c::UC_PER_ROUND } else { PER_ROUND };
+    let per_round = if role == "uc" || role == "ud" { c::UC_PER_ROUND } else { PER_ROUND };
     let rounds = messages.div_ceil(per_round).max(1);
     anyhow::ensure!(locks.is_none() || role == "atomics", "--locks is for --role atomics");
     anyhow::ensure!((1..=31).contains(&timeout), "--timeout is an exponent 1..=31");
@@ -576,7 +577,8 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
         "requester" => c::requester,
         "pair" => c::pair,
         "uc" => c::uc_responder,
-        _ => anyhow::bail!("--role is responder, requester, pair, uc, reads or atomics"),
+        "ud" => c::ud_responder,
+        _ => anyhow::bail!("--role is responder, requester, pair, uc, ud, reads or atomics"),
     };
     let dir = match out {
         Some(d) => d,

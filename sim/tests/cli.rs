@@ -145,7 +145,7 @@ fn campaign_runs_a_round_and_refuses_bad_arguments() {
     assert!(std::fs::metadata(&vcd).unwrap().len() > 1 << 20, "a VCD of the whole run");
     let (code, _, err) = rnic(&["campaign", "--role", "sideways"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--role is responder, requester, pair, uc, reads or atomics"), "{err}");
+    assert!(err.contains("--role is responder, requester, pair, uc, ud, reads or atomics"), "{err}");
     let (code, _, err) = rnic(&["campaign", "--drop", "0.7"]);
     assert_eq!(code, 2);
     assert!(err.contains("fault rates"), "{err}");

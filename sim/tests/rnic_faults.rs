@@ -103,3 +103,13 @@ fn golden_uc_sender_and_rtl_responder_on_a_lossy_link_mtu_1024() {
     let f = MacFaults { drop: 3.0 * c.drop, duplicate: 3.0 * c.duplicate, reorder: 3.0 * c.reorder, corrupt: 3.0 * c.corrupt, ..c };
     eprint!("{}", sim::campaign::uc_responder(0x0C0F, 1024, 24, f, &dir("golden_uc_sender_and_rtl_responder_on_a_lossy_link_mtu_1024"), None, &mut |_| {}));
 }
+
+/// UD: the golden sender on a link with three times the campaign's rates, the RTL receiving: every receive
+/// completion a whole datagram behind its GRH area (byte_len + 40, the sender's QPN), nothing written outside
+/// the receive buffers, nothing answered.
+#[test]
+fn golden_ud_sender_and_rtl_responder_on_a_lossy_link_mtu_1024() {
+    let c = MacFaults::campaign();
+    let f = MacFaults { drop: 3.0 * c.drop, duplicate: 3.0 * c.duplicate, reorder: 3.0 * c.reorder, corrupt: 3.0 * c.corrupt, ..c };
+    eprint!("{}", sim::campaign::ud_responder(0x0D0F, 1024, 24, f, &dir("golden_ud_sender_and_rtl_responder_on_a_lossy_link_mtu_1024"), None, &mut |_| {}));
+}
