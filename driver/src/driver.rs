@@ -141,6 +141,8 @@ pub struct Driver<B: CsrBus, M: DmaMemory = HostMemory> {
     cqs: Vec<(Ring, bool)>,
     qps: HashMap<u32, QpState_>,
     next_qpn: u32,
+    /// QP1 has been created.
+    gsi: bool,
     /// Polls of CMD_STATUS before a command counts as hung.
     pub command_polls: u32,
     neighbours: Neighbours,
@@ -192,6 +194,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             qps: HashMap::new(),
             // rxe numbers user QPs from 0x11; QPN 0 and 1 are the special QPs
             next_qpn: 0x11,
+            gsi: false,
             command_polls: 10_000,
             neighbours: Neighbours::default(),
         })
@@ -328,6 +331,25 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
 
     /// `ibv_create_qp`: rings of at least `cap.max_send_wr` / `max_recv_wr` slots.
     pub fn create_qp(&mut self, pd: Pd, init: QpInitAttr) -> Result<u32, DriverError> {
+        self.create_qp_as(pd, init, None)
+    }
+
+    /// The GSI QP, QP1 (`IB_QPT_GSI`, what the kernel's MAD layer creates): a UD QP whose Q_Key is the GSI
+    /// Q_Key 0x80010000, received with it whatever `modify_qp` says, and sent with it (its UD WQEs' remote
+    /// Q_Key is the GSI one, as rxe's QP1 sends it). Once per device.
+    pub fn create_gsi_qp(&mut self, pd: Pd, init: QpInitAttr) -> Result<u32, DriverError> {
+        if self.gsi {
+            return Err(VerbsError::InvalidArgument("QP1 exists").into());
+        }
+        let qpn = self.create_qp_as(pd, QpInitAttr { qp_type: QpType::Ud, ..init }, Some(1))?;
+        self.gsi = true;
+        if let Some(q) = self.qps.get_mut(&qpn) {
+            q.cmd.qkey = GSI_QKEY;
+        }
+        Ok(qpn)
+    }
+
+    fn create_qp_as(&mut self, pd: Pd, init: QpInitAttr, fixed: Option<u32>) -> Result<u32, DriverError> {
         if pd.0 == 0 || pd.0 > self.pds {
             return Err(VerbsError::NoSuchPd.into());
         }
@@ -344,11 +366,13 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         if self.info.caps & cap == 0 {
             return Err(DriverError::Unsupported(cap));
         }
-        let qpn = self.next_qpn;
+        let qpn = fixed.unwrap_or(self.next_qpn);
         if qpn >= 1 << self.info.log2_qps {
             return Err(VerbsError::QueueFull.into());
         }
-        self.next_qpn += 1;
+        if fixed.is_none() {
+            self.next_qpn += 1;
+        }
         let slog2 = log2_ceil(init.cap.max_send_wr.max(1) * 2).min(15);
         let rlog2 = log2_ceil(init.cap.max_recv_wr.max(1)).min(15);
         let sbase = self.alloc_ring(slog2, WQE_BYTES)?;
@@ -430,6 +454,10 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         }
         if let Some(k) = attr.qkey {
             c.qkey = k;
+        }
+        if qpn == 1 {
+            // QP1's Q_Key is the GSI one, whatever is asked
+            c.qkey = GSI_QKEY;
         }
         let cmd = c.command(qpn);
         if let Some(s) = attr.qp_state {
@@ -522,7 +550,8 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             };
             let ah = UdAh {
                 remote_qpn: ud.remote_qpn,
-                remote_qkey: ud.remote_qkey,
+                // (QP1 sends the GSI Q_Key, as rxe's QP1 does whatever the WR says)
+                remote_qkey: if qpn == 1 { GSI_QKEY } else { ud.remote_qkey },
                 dmac: ud.av.dmac.0,
                 sport: ud.av.sport.unwrap_or(0),
                 dgid: gid_of(ud.av.dip),

@@ -429,6 +429,9 @@ impl SendWqe {
     }
 }
 
+/// The Q_Key of QP1, the GSI QP (`IB_QP1_QKEY`): every DETH to and from QP1 carries it.
+pub const GSI_QKEY: u32 = 0x8001_0000;
+
 /// The address handle of a UD send WQE (`CAPS` bit 2): byte 10 hop limit, 11 traffic class, 32..36 remote QPN
 /// (23:0, little-endian), 36..40 remote Q_Key (little-endian; bit 31 set: the QP's own, IBA), 40..46 destination
 /// MAC (wire order), 46..48 UDP source port (little-endian; 0: the QP's own), 48..64 destination GID (the IPv6

@@ -921,3 +921,73 @@ fn ud_both_ways() {
     assert!(s.sent.iter().all(|f| op(f).map_or(true, |o| o >> 5 == 3)), "only UD frames from us");
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
 }
+
+/// QP1, the GSI QP: a UD QP whose Q_Key is 0x80010000 whatever is asked. A datagram to QP1 with the GSI Q_Key
+/// lands (GRH area, byte_len + 40, the sender's QPN); one with another Q_Key is dropped by the lookup; what QP1
+/// sends carries the GSI Q_Key whatever the work request names (as rxe's QP1), so a peer QP whose Q_Key is
+/// the GSI one takes it.
+#[test]
+fn qp1_takes_and_sends_the_gsi_q_key() {
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    use testbench::wire::headers::GSI_QKEY;
+    let dir = std::env::temp_dir().join(format!("rnic-system-gsi-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let cap = QpCap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    // a UD pair for the peer's side, then our QP1
+    let (_, peer_qpn) = r.add_qp_pair_of(QpType::Ud, 1024, 0x10, 0x20, cap, Cq(0));
+    let qp1 = r.drv.create_gsi_qp(Pd(1), QpInitAttr { qp_type: QpType::Ud, send_cq: Cq(0), recv_cq: Cq(0), cap, sq_sig_all: false }).unwrap();
+    assert_eq!(qp1, 1);
+    assert!(r.drv.create_gsi_qp(Pd(1), QpInitAttr { qp_type: QpType::Ud, send_cq: Cq(0), recv_cq: Cq(0), cap, sq_sig_all: false }).is_err(), "one QP1");
+    for a in [
+        QpAttr { qp_state: Some(QpState::Init), qkey: Some(0x1111_1111), ..Default::default() },
+        QpAttr { qp_state: Some(QpState::Rtr), ..Default::default() },
+        QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(0), ..Default::default() },
+    ] {
+        r.drv.modify_qp(qp1, &a).unwrap();
+    }
+    let rbuf = r.src + (1 << 20);
+    r.drv.post_recv(qp1, &RecvWr { wr_id: 900, sg_list: vec![Sge { addr: rbuf, length: 512, lkey: r.lkey }] }).unwrap();
+    let our_av = AddressVector::new(MacAddr(sim::system::OUR_MAC), std::net::IpAddr::V4(sim::system::OUR_IP.into()));
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..256u32).map(|i| i as u8 ^ 0x5A).collect();
+        s.peer.mem_mut().write(r.peer_buf + 0x8_0000, &pat).unwrap();
+        // (the peer follows the IBA rule: a WR's Q_Key with bit 31 set, as the GSI one, takes the sending QP's
+        // own, so its QP gets the GSI Q_Key first)
+        s.peer.modify_qp(peer_qpn, &QpAttr { qkey: Some(GSI_QKEY), ..Default::default() }).unwrap();
+        // 0x1111_1111 (what QP1 was asked to take) is not the GSI Q_Key: dropped
+        for (id, qkey) in [(70u64, 0x1111_1111u32), (71, GSI_QKEY)] {
+            let mut w = SendWr::new(id, WrOpcode::Send, vec![Sge { addr: r.peer_buf + 0x8_0000, length: 256, lkey: r.peer_rkey }]);
+            w.ud = Some(UdDest { av: our_av, remote_qpn: 1, remote_qkey: qkey });
+            s.peer.post_send(peer_qpn, w).unwrap();
+        }
+    }
+    let ours = r.our_completions(1, 300_000);
+    let got: Vec<(u64, u32, u32, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.byte_len, w.src_qp, w.status)).collect();
+    assert_eq!(got, vec![(900, 296, peer_qpn, WcStatus::Success)]);
+    assert!(r.src_bytes((1 << 20) + 40, 256) == (0..256u32).map(|i| i as u8 ^ 0x5A).collect::<Vec<u8>>());
+    let lookup = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 15).unwrap();
+    assert_eq!(lookup, 1, "resp_drop_qp_lookup: the datagram with another Q_Key");
+    // QP1 sends the GSI Q_Key whatever the WR says; the peer's QP takes it, its Q_Key being the GSI one
+    r.sys.borrow_mut().peer.post_recv(peer_qpn, RecvWr { wr_id: 800, sg_list: vec![Sge { addr: r.peer_buf, length: 512, lkey: r.peer_rkey }] }).unwrap();
+    let peer_av = r.sys.borrow().peer.av_to_me();
+    let mut w = SendWr::new(5, WrOpcode::Send, vec![Sge { addr: r.src, length: 100, lkey: r.lkey }]);
+    w.flags.signaled = true;
+    w.ud = Some(UdDest { av: peer_av, remote_qpn: peer_qpn, remote_qkey: 0x1234 });
+    r.drv.post_send(qp1, &w).unwrap();
+    // (the peer's CQ holds its two send completions first)
+    let wcs = r.wait_peer_completions(3, 300_000);
+    let got: Vec<(u64, u32, u32, WcStatus)> =
+        wcs.iter().filter(|w| w.opcode == WcOpcode::Recv).map(|w| (w.wr_id, w.byte_len, w.src_qp, w.status)).collect();
+    assert_eq!(got, vec![(800, 140, 1, WcStatus::Success)]);
+    let s = r.sys.borrow();
+    let deths: Vec<u32> = s
+        .sent
+        .iter()
+        .filter_map(|f| match parse_ethernet(f) {
+            Ok(Frame::Roce(rf)) => rf.packet.deth().map(|d| d.qkey),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deths, vec![GSI_QKEY]);
+}

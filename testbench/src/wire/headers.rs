@@ -70,8 +70,8 @@ pub const DEFAULT_PKEY: u16 = 0xFFFF;
 pub const MULTICAST_QPN: u32 = 0x00FF_FFFF;
 /// GSI QPN (QP1), the CM's QP.
 pub const GSI_QPN: u32 = 1;
-/// Q_Key of QP1 (`IB_QP1_QKEY`).
-pub const GSI_QKEY: u32 = 0x8001_0000;
+/// Q_Key of QP1 (`IB_QP1_QKEY`; the driver's constant, which the host interface names).
+pub const GSI_QKEY: u32 = rnic_driver::host::GSI_QKEY;
 
 /// AETH: syndrome type mask (bits 7-5 of the syndrome byte).
 pub const AETH_TYPE_MASK: u8 = 0xE0;
