@@ -457,7 +457,8 @@ impl Logic for Rnic {
             4 => self.ctr_g[4].d.next = self.arp.dropped.val(),
             5 => self.ctr_g[4].d.next = self.arp.requests.val(),
             6 => self.ctr_g[4].d.next = self.resp.counters[12].val(),
-            _ => self.ctr_g[4].d.next = self.zero32.val(),
+            // CQE Generation: completions not written, their CQ full, in error or not set up (CQ overrun)
+            _ => self.ctr_g[4].d.next = self.cq_gen.ovf_count.val(),
         }
         match self.ctr_hi.q.val().index() {
             0 => self.ctr_v.d.next = self.ctr_g[0].q.val(),

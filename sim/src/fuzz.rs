@@ -1952,6 +1952,8 @@ fn check_chunk(
             problems.push(format!("{what}: counted {got}, the reference says {want}"));
         }
     };
+    // the CQs have room for every receive posted: a completion not written (CQ overrun) is a fault
+    cmp("cq_overruns", d("cq_overruns"), 0, problems);
     // only the overflow probe's flood may find no room, and every flood frame is not for us
     let mut want = p.rx;
     if rx[8] > p.flood {

@@ -991,3 +991,34 @@ fn qp1_takes_and_sends_the_gsi_q_key() {
         .collect();
     assert_eq!(deths, vec![GSI_QKEY]);
 }
+
+/// A CQ that fills up: the completions that find it full are not written, the CQ goes to error (IBA CQ
+/// overrun) and counter 39 `cq_overruns` counts each; nothing is written outside its ring.
+#[test]
+fn a_full_cq_overruns_and_counts_it() {
+    let dir = std::env::temp_dir().join(format!("rnic-system-cq-overrun-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let small = r.drv.create_cq(2).unwrap();
+    let cap = QpCap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (qpn, peer_qpn) = r.add_qp_pair_of(QpType::Ud, 1024, 0x10, 0x20, cap, small);
+    let rbuf = r.src + (1 << 20);
+    for i in 0..5u64 {
+        r.drv.post_recv(qpn, &RecvWr { wr_id: 500 + i, sg_list: vec![Sge { addr: rbuf + i * 4096, length: 4096, lkey: r.lkey }] }).unwrap();
+    }
+    let our_av = AddressVector::new(MacAddr(sim::system::OUR_MAC), std::net::IpAddr::V4(sim::system::OUR_IP.into()));
+    {
+        let mut s = r.sys.borrow_mut();
+        for i in 0..5u64 {
+            let mut w = SendWr::new(i, WrOpcode::Send, vec![Sge { addr: r.peer_buf, length: 64, lkey: r.peer_rkey }]);
+            w.ud = Some(UdDest { av: our_av, remote_qpn: qpn, remote_qkey: sim::system::UD_QKEY });
+            s.peer.post_send(peer_qpn, w).unwrap();
+        }
+        assert!(s.run_until(2_000_000, |s| s.cycle - s.last_activity > 20_000));
+    }
+    let i = sim::rxe::rtl_ep::counter_names().iter().position(|n| n == "cq_overruns").unwrap() as u32;
+    let overruns = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * i).unwrap();
+    assert_eq!(overruns, 3, "five completions into a CQ of two: three not written");
+    let wcs = r.drv.poll_cq(small, 16).unwrap();
+    assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![500, 501], "the two that fitted");
+    assert!(r.sys.borrow().dma.faults.is_empty());
+}
