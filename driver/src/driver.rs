@@ -548,6 +548,10 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             let Some(ud) = wr.ud else {
                 return Err(VerbsError::InvalidArgument("UD WR needs a destination").into());
             };
+            if ud.av.dip.is_ipv6() {
+                // (the RNIC sends RoCEv2 over IPv4 only: it would take the GID's last four bytes for an address)
+                return Err(VerbsError::NotSupported("IPv6 address vector").into());
+            }
             let ah = UdAh {
                 remote_qpn: ud.remote_qpn,
                 // (QP1 sends the GSI Q_Key, as rxe's QP1 does whatever the WR says)

@@ -255,7 +255,8 @@ pub struct RxVerdict {
     pub src_ip: u32,
     /// Bytes 54..58 as a number: the DETH's Q_Key when the opcode has one (UD).
     pub qkey: u32,
-    /// Payload length handed on (UDP length - headers - pad - ICRC), for a frame good by [`Self::before_fix`].
+    /// Payload length handed on (UDP length - headers - pad - ICRC; a UD SEND's 40 bytes more, its GRH area),
+    /// for a frame good by [`Self::before_fix`].
     pub pay_len: u32,
     /// Good by [`Self::before_fix`], and its payload (as its UDP length gives it) runs past the bytes that
     /// came in.
@@ -343,10 +344,13 @@ pub fn predict_rx(f: &[u8], my_ip: u32) -> RxVerdict {
         desync: false,
     };
     if before_fix == 0 {
-        v.pay_len = u32::from(udp_len) - umin;
+        let pay = u32::from(udp_len) - umin;
         let hdr = 14 + 20 + 8 + 12 + 4 * ew as usize;
-        v.short = f.len() < hdr + v.pay_len as usize;
-        let beats = (f.len().div_ceil(64) - usize::from(ew >= 3)).min(66);
+        v.short = f.len() < hdr + pay as usize;
+        // (a UD SEND's payload is handed on behind its 40-byte GRH area, its first beat complete with frame
+        // beat 1: the table's bits 5 and 10)
+        v.pay_len = pay + if op >> 5 & 1 == 1 { 40 } else { 0 };
+        let beats = (f.len().div_ceil(64) - usize::from(op >> 10 & 1 == 0)).min(66);
         v.desync = (v.pay_len as usize).div_ceil(64) > beats;
     }
     v

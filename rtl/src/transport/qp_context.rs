@@ -8,9 +8,10 @@
 //! `drop` verdict with a reason (`testbench::model::DropReason` codes) following rxe `rxe_recv.c`:
 //! `hdr_check` (QPN 0 → `Qp0`), the QP table lookup (QPN ≥ N → `UnknownQp`), `check_type_state` (opcode
 //! transport class must match the QP type → `WrongTransport`; requests need the QP in RTR/RTS/SQD/SQE,
-//! responses in RTS/SQD → `BadState`), `check_addr` (source IP must be the QP's remote IP → `AddrMismatch`) and
-//! `check_keys` (P_Key must pkey-match the default 0xFFFF, i.e. its low 15 bits are 0x7FFF, so 0xFFFF and 0x7FFF
-//! pass → `BadPkey`). A QP never written is in RESET and gives `BadState`.
+//! responses in RTS/SQD → `BadState`), `check_addr` (RC and UC: source IP must be the QP's remote IP →
+//! `AddrMismatch`) and `check_keys` (P_Key must pkey-match the default 0xFFFF, i.e. its low 15 bits are 0x7FFF,
+//! so 0xFFFF and 0x7FFF pass → `BadPkey`; UD: the DETH's Q_Key (`lk_qkey`) must be the QP's, QP1's the GSI
+//! Q_Key 0x80010000 → `BadQkey`). A QP never written is in RESET and gives `BadState`.
 //!
 //! Read-modify-write hazard: a lookup presented in cycle c returns the responder state with every `upd_*`
 //! write presented up to cycle c+2 applied (writes during the RAM read and the two pipeline cycles after are

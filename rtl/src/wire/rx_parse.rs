@@ -8,7 +8,10 @@
 //!   length comes from the golden opcode table ([`Lut8`]).
 //! - The payload is realigned as it arrives: payload beat k is {frame beat q+k, frame beat q+k+1} shifted
 //!   down by H mod 64 bytes, H = 54 + 4·ext_words (12 possible shifts, a mux, no barrel shifter), and
-//!   written to a payload FIFO (512 beats in block RAM: seven maximum frames and the ICRC latency).
+//!   written to a payload FIFO (512 beats in block RAM: seven maximum frames and the ICRC latency). A UD SEND
+//!   (DETH) is handed on behind the 40-byte GRH area rxe writes into the receive: it takes the shift of a
+//!   header 40 bytes shorter, and its first beat's bytes 0..40 become 20 zero bytes and the frame's IPv4
+//!   header (bytes 14..34, in frame beat 0); its payload length is 40 more ([`rx_opcode_table`]).
 //! - The ICRC is checked without locating it: the engine runs over the datagram *with* its received ICRC
 //!   (tkeep trimmed at 14 + IP total length, which also drops Ethernet padding) and a good frame leaves the
 //!   CRC-32 residue 0x2144DF1C. Until its verdict a frame's payload waits in the FIFO; a bad frame's payload
@@ -17,7 +20,7 @@
 //! First of all, a frame the MAC flagged as bad (`s_err` with its last beat: the FCS check a Linux NIC does
 //! before rxe sees anything) is dropped as `MacError`, whatever else is wrong with it.
 //! Then the checks, in rxe's order where rxe has them: not IPv4 (IPv6 and VLAN are not parsed yet), not UDP/4791 or
-//! fragmented, destination IP not ours, inconsistent IP/UDP/RoCE lengths, opcode outside the RC table, TVer
+//! fragmented, destination IP not ours, inconsistent IP/UDP/RoCE lengths, opcode outside the table (RC, UC, the UD SENDs), TVer
 //! not 0, bad ICRC. QP-level checks (QP exists, state, P_Key, address) belong to QP Context.
 //! The header checks run in three registered stages after a frame's last beat, no add wider than 8 bits. A
 //! payload longer than 4096 bytes (the largest path MTU) is a length error. Not checked: the IPv4 header

@@ -187,8 +187,7 @@ pub enum Conn {
     Uc,
     /// Unreliable Datagram: SEND only, one packet per message (at most the port's MTU), each SEND addressed
     /// by the work request (address handle, remote QPN, Q_Key); every receive gets the 40-byte GRH area in
-    /// front of the payload. No ACK, no retransmission. Our side is the golden model only: the RTL does not
-    /// speak UD yet ([`Conn::check_endpoint`]).
+    /// front of the payload. No ACK, no retransmission.
     Ud,
 }
 
