@@ -809,7 +809,7 @@ fn uc_both_ways_with_a_lost_packet_each_way() {
 
 /// UD both ways, the whole RNIC against the golden peer. Ours -> peer: SEND 0, SEND_WITH_IMM 1000, a SEND of
 /// 1025 bytes (above the 1024-byte MTU: nothing sent, completed with success, as rxe), a SEND with a wrong
-/// Q_Key (the peer drops it), then SEND 700: each sent once as UD SEND_ONLY(_WITH_IMMEDIATE) with the DETH,
+/// Q_Key (the peer drops it), SEND 700, then an inline SEND_WITH_IMM of 200 bytes: each sent once as UD SEND_ONLY(_WITH_IMMEDIATE) with the DETH,
 /// each receive at the peer 40 bytes longer with the GRH area (20 zero bytes, our IPv4 header) in front.
 /// Peer -> ours: SEND_WITH_IMM 500 and SEND 64 land the same way in our receives (byte_len + 40, the peer's
 /// QPN, GRH and immediate flags), one with a wrong Q_Key is dropped by our QP lookup, one with no receive
@@ -851,21 +851,40 @@ fn ud_both_ways() {
         wr.ud = Some(UdDest { av: peer_av, remote_qpn: peer_qpn, remote_qkey: qkey });
         r.drv.post_send(qpn, &wr).unwrap();
     }
-    let wcs = r.wait_peer_completions(3, 2_000_000);
+    // and an inline UD SEND_WITH_IMM of 200 bytes (its data from the send ring)
+    let inl: Vec<u8> = (0..200u32).map(|i| (i * 7 + 3) as u8).collect();
+    let mut wr = SendWr::new(5, WrOpcode::SendWithImm, vec![]);
+    wr.set_inline(inl.clone());
+    wr.imm_data = 0x5EED_0005;
+    wr.flags.signaled = true;
+    wr.ud = Some(UdDest { av: peer_av, remote_qpn: peer_qpn, remote_qkey: sim::system::UD_QKEY });
+    r.drv.post_send(qpn, &wr).unwrap();
+    let wcs = r.wait_peer_completions(4, 2_000_000);
     let got: Vec<(u64, WcOpcode, u32, u32, u32)> = wcs.iter().map(|w| (w.wr_id, w.opcode, w.byte_len, w.src_qp, w.wc_flags.0)).collect();
     let grh = WcFlags::GRH;
     let imm = WcFlags::WITH_IMM;
     assert_eq!(
         got,
-        vec![(100, WcOpcode::Recv, 40, qpn, grh), (101, WcOpcode::Recv, 1040, qpn, grh | imm), (102, WcOpcode::Recv, 740, qpn, grh)]
+        vec![
+            (100, WcOpcode::Recv, 40, qpn, grh),
+            (101, WcOpcode::Recv, 1040, qpn, grh | imm),
+            (102, WcOpcode::Recv, 740, qpn, grh),
+            (103, WcOpcode::Recv, 240, qpn, grh | imm)
+        ]
     );
+    assert_eq!(wcs[3].imm_data, 0x5EED_0005);
     assert!(wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
     assert_eq!(wcs[1].imm_data, 0x5EED_0001);
     {
         let s = r.sys.borrow();
         let ours: Vec<&Vec<u8>> = s.sent.iter().filter(|f| op(f).is_some()).collect();
         let ops: Vec<u8> = ours.iter().map(|f| op(f).unwrap()).collect();
-        assert_eq!(ops, vec![UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE, UD_SEND_ONLY, UD_SEND_ONLY], "the 1025-byte SEND is not sent");
+        assert_eq!(
+            ops,
+            vec![UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE, UD_SEND_ONLY, UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE],
+            "the 1025-byte SEND is not sent"
+        );
+        assert!(s.peer.mem().read(r.peer_buf + 3 * 8192 + 40, 200).unwrap() == inl, "the inline SEND's data");
         for (k, (f, (buf, len))) in [ours[1], ours[3]].iter().zip([(1u64, 1000usize), (2, 700)]).enumerate() {
             let mut want = vec![0u8; 20];
             want.extend_from_slice(&f[14..34]);
@@ -874,9 +893,9 @@ fn ud_both_ways() {
         }
         assert_eq!(s.peer.counters().drops.get(&DropReason::BadQkey), Some(&1), "{:?}", s.peer.counters().drops);
     }
-    let ours = r.our_completions(5, 200_000);
+    let ours = r.our_completions(6, 200_000);
     let ids: Vec<(u64, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.status)).collect();
-    assert_eq!(ids, (0..5).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(), "every UD WQE completes on transmit, the long one unsent");
+    assert_eq!(ids, (0..6).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(), "every UD WQE completes on transmit, the long one unsent");
 
     // peer -> ours: SEND_WITH_IMM 500, a wrong Q_Key, SEND 64, then one with no receive left
     let rbuf = r.src + (1 << 20);
