@@ -569,6 +569,39 @@ fn run_uc(test: &str, tool: Tool, role: Role, size: usize, op: &str) -> Option<P
     Some(r)
 }
 
+/// `ib_send_lat -c UC` / `ib_write_lat -c UC`: 100 ping-pong exchanges of 64 bytes; on the link exactly one UC
+/// SEND_ONLY (or RDMA_WRITE_ONLY) per message each way and no other RoCE frame (nothing answered or resent).
+fn run_uc_lat(test: &str, tool: Tool, role: Role, op: &str) -> Option<PerftestReport> {
+    let r = run_conn(test, tool, role, 64, 100, 0.0, 1024, UC_ENDPOINT, Conn::Uc)?;
+    assert!(r.vm_output.contains("Connection type : UC"), "the VM's tool did not run UC:\n{r}");
+    let dec = testbench::decode::decode_pcap(r.pcap.as_ref().expect("the runs write a pcap")).unwrap();
+    let name = format!("{op}_ONLY");
+    assert_eq!(dec.opcode_counts.get(&name).copied().unwrap_or(0), 200, "{test}: {name} packets, 100 each way:\n{r}");
+    assert_eq!(dec.roce_frames, 200, "{test}: RoCE frames besides the UC requests: {:?}\n{r}", dec.opcode_counts);
+    assert!(r.ours.latency.is_some(), "{r}");
+    Some(r)
+}
+
+#[test]
+fn send_lat_uc_ours_server() {
+    run_uc_lat("send_lat_uc_server", Tool::SendLat, Role::Server, "UC_SEND");
+}
+
+#[test]
+fn send_lat_uc_ours_client() {
+    run_uc_lat("send_lat_uc_client", Tool::SendLat, Role::Client, "UC_SEND");
+}
+
+#[test]
+fn write_lat_uc_ours_server() {
+    run_uc_lat("write_lat_uc_server", Tool::WriteLat, Role::Server, "UC_RDMA_WRITE");
+}
+
+#[test]
+fn write_lat_uc_ours_client() {
+    run_uc_lat("write_lat_uc_client", Tool::WriteLat, Role::Client, "UC_RDMA_WRITE");
+}
+
 #[test]
 fn send_bw_uc_ours_server() {
     let Some(r) = run_uc("send_bw_uc_server", Tool::SendBw, Role::Server, 64, "UC_SEND") else {
