@@ -343,9 +343,6 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         }
         let qpn = self.create_qp_as(pd, QpInitAttr { qp_type: QpType::Ud, ..init }, Some(1))?;
         self.gsi = true;
-        if let Some(q) = self.qps.get_mut(&qpn) {
-            q.cmd.qkey = GSI_QKEY;
-        }
         Ok(qpn)
     }
 
@@ -390,6 +387,8 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             // and its packets leave from the QP's own UDP source port unless the WR's address vector names one
             path_mtu: if ud { self.info.max_mtu_code } else { 0 },
             sport: if ud { 0xC000 | (qpn as u16 & 0x3FFF) } else { 0 },
+            // (QP1's Q_Key is the GSI one from the start; modify_qp keeps it so)
+            qkey: if qpn == 1 { GSI_QKEY } else { 0 },
             ..Default::default()
         };
         self.command(&cmd.command(qpn))?;

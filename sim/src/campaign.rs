@@ -290,7 +290,7 @@ fn unreliable_responder(ty: QpType, seed: u64, mtu: u32, rounds: usize, faults: 
     let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let qps: Vec<(u32, u32)> =
         (0..UC_QPS).map(|i| r.add_qp_pair_of(ty, mtu, 0x10 * i as u32, 0xFF_FFF0 - i as u32, cap, Cq(0))).collect();
-    let our_av = AddressVector::new(MacAddr(crate::system::OUR_MAC), std::net::IpAddr::V4(crate::system::OUR_IP.into()));
+    let our_av = crate::system::our_av();
     let mut rng = SmallRng::seed_from_u64(seed);
     fill_peer_and_arm_faults(&r, &mut rng, faults, seed);
     let before = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();

@@ -925,7 +925,13 @@ impl<D: RnicDut> Rig<D> {
         self.add_qp_pair_of(QpType::Rc, mtu, psn_a, psn_b, cap, cq)
     }
 
-    /// [`Rig::add_qp_pair_with`] of this service type (RC or UC).
+    /// `COUNTER[i]` of the RNIC by its name (`crate::rxe::rtl_ep::counter_names`), read through the driver.
+    pub fn counter(&mut self, name: &str) -> u32 {
+        let i = crate::rxe::rtl_ep::counter_names().iter().position(|n| n == name).unwrap_or_else(|| panic!("no counter {name}"));
+        self.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * i as u32).expect("counter read")
+    }
+
+    /// [`Rig::add_qp_pair_with`] of this service type (RC, UC or UD).
     pub fn add_qp_pair_of(&mut self, qp_type: QpType, mtu: u32, psn_a: u32, psn_b: u32, cap: QpCap, cq: Cq) -> (u32, u32) {
         let qpn = self.drv.create_qp(Pd(1), QpInitAttr { qp_type, send_cq: cq, recv_cq: cq, cap, sq_sig_all: false }).unwrap();
         // the peer leaves the system while the driver's register accesses step it
@@ -976,13 +982,18 @@ impl<D: RnicDut> Rig<D> {
     }
 }
 
+/// The address vector of our RNIC ([`OUR_MAC`], [`OUR_IP`]), as the peer addresses it.
+pub fn our_av() -> AddressVector {
+    AddressVector::new(MacAddr(OUR_MAC), std::net::IpAddr::V4(OUR_IP.into()))
+}
+
 /// The Q_Key [`Rig::add_qp_pair_of`] gives both QPs of a UD pair.
 pub const UD_QKEY: u32 = 0x1234_5678;
 
 /// Bring our QP `qpn` and the peer's `peer_qpn` to RTS, connected to each other (our send PSN `psn_a`, the
 /// peer's `psn_b`); UD QPs with the Q_Key [`UD_QKEY`] and no destination.
 fn connect_pair<D: RnicDut>(drv: &mut Driver<SimBus<D>>, peer: &mut Device, mtu: u32, qpn: u32, peer_qpn: u32, psn_a: u32, psn_b: u32) {
-    let our_av = AddressVector::new(MacAddr(OUR_MAC), std::net::IpAddr::V4(OUR_IP.into()));
+    let our_av = our_av();
     // a UD QP has no destination: its Q_Key instead, and each WR names where it goes
     let ud = peer.qp(peer_qpn).map_or(false, |q| q.qp_type == QpType::Ud);
     let qkey = ud.then_some(UD_QKEY);

@@ -5,16 +5,8 @@
 //! request that follows on it is dropped and counted), and not one byte of our host memory changes: the test
 //! keeps a shadow copy of the whole host memory from before the bad request and compares every byte after.
 
-use sim::system::{rig, Rig};
-use rnic_driver::CsrBus;
-use rnic_driver::host::REG_COUNTERS;
+use sim::system::rig;
 use testbench::model::*;
-
-/// `COUNTER[i]` of the top (see `sim::rxe::rtl_ep::counter_names`).
-fn counter(r: &mut Rig, name: &str) -> u32 {
-    let i = sim::rxe::rtl_ep::counter_names().iter().position(|n| n == name).expect("counter name") as u32;
-    r.drv.bus().read32(REG_COUNTERS + 4 * i).unwrap()
-}
 
 /// How the bad request goes wrong.
 #[derive(Clone, Copy, Debug)]
@@ -45,7 +37,7 @@ fn one(bad: Bad) {
         Bad::AtomicWrongRkey => (WrOpcode::AtomicFetchAndAdd, r.src + 4096, r.lkey ^ 0x100, 8),
     };
     let shadow = r.mem.lock().unwrap().clone();
-    let requests_before = counter(&mut r, "resp_requests");
+    let requests_before = r.counter("resp_requests");
     // the peer's bad request (its local buffer: the start of its MR), then a good WRITE behind it
     {
         let mut s = r.sys.borrow_mut();
@@ -64,13 +56,13 @@ fn one(bad: Bad) {
     assert_eq!((wcs[0].wr_id, wcs[0].status), (1, WcStatus::RemAccessErr), "{bad:?}: the requester sees NAK remote access error");
     // the requester's QP is in error too: its later WRITE is flushed, never sent
     assert_eq!((wcs[1].wr_id, wcs[1].status), (2, WcStatus::WrFlushErr), "{bad:?}");
-    assert_eq!(counter(&mut r, "resp_class_c_naks"), 1, "{bad:?}: one class-C NAK");
+    assert_eq!(r.counter("resp_class_c_naks"), 1, "{bad:?}: one class-C NAK");
     // the peer's NAK counter agrees: syndrome 0x62 (remote access error)
     assert_eq!(r.sys.borrow().peer.counters().naks_received.get(&0x62).copied(), Some(1), "{bad:?}");
 
     // our QP is in error: a valid WRITE at the expected PSN, from a fresh peer QP aimed at ours, is dropped
     let (fresh, drops_before) = {
-        let d = counter(&mut r, "resp_drop_qp_error");
+        let d = r.counter("resp_drop_qp_error");
         let mut peer = std::mem::replace(&mut r.sys.borrow_mut().peer, Device::new(DeviceConfig::simple(9)));
         let cq = r.peer_cq;
         let cap = QpCap { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
@@ -92,8 +84,8 @@ fn one(bad: Bad) {
         (q, d)
     };
     r.sys.borrow_mut().run_until(20_000, |_| false);
-    assert_eq!(counter(&mut r, "resp_drop_qp_error"), drops_before + 1, "{bad:?}: the request on our QP in error was dropped (fresh peer QP {fresh:#x})");
-    assert!(counter(&mut r, "resp_requests") > requests_before, "{bad:?}: our Responder saw the requests");
+    assert_eq!(r.counter("resp_drop_qp_error"), drops_before + 1, "{bad:?}: the request on our QP in error was dropped (fresh peer QP {fresh:#x})");
+    assert!(r.counter("resp_requests") > requests_before, "{bad:?}: our Responder saw the requests");
 
     // not one byte changed, anywhere in our host memory (buffers, rings, everything allocated)
     let now = r.mem.lock().unwrap().clone();

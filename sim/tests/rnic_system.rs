@@ -713,16 +713,12 @@ fn rtl_inline_sends_and_writes_land_at_the_golden_peer() {
 /// taken goes to the next SEND; nothing is sent again.
 #[test]
 fn uc_both_ways_with_a_lost_packet_each_way() {
-    use testbench::wire::frame::{parse_ethernet, Frame};
     use testbench::wire::opcode::{UC_SEND_MIDDLE, UC_SEND_FIRST};
     let dir = std::env::temp_dir().join(format!("rnic-system-uc-{}", std::process::id()));
     let mut r = rig(1024, &dir);
     let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let (qpn, peer_qpn) = r.add_qp_pair_of(QpType::Uc, 1024, 0xFF_FFFE, 0x42, cap, Cq(0));
-    let op = |f: &[u8]| match parse_ethernet(f) {
-        Ok(Frame::Roce(rf)) => Some(rf.packet.bth.opcode),
-        _ => None,
-    };
+    let op = roce_opcode;
     // each way, the first SEND's MIDDLE is lost
     let mut seen = 0;
     r.sys.borrow_mut().to_peer_filter = Some(Box::new(move |f: &[u8]| {
@@ -798,8 +794,7 @@ fn uc_both_ways_with_a_lost_packet_each_way() {
     assert!(r.src_bytes(1 << 20, 700) == s.peer.mem().read(r.peer_buf + 0x8_2000, 700).unwrap(), "SEND 700 from offset 0");
     assert!(r.src_bytes(0x9_0000, 2000) == s.peer.mem().read(r.peer_buf + 0x8_4000, 2000).unwrap(), "WRITE 2000");
     drop(s);
-    let drops = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 38).unwrap();
-    assert_eq!(drops, 1, "resp_drop_uc: the LAST behind the lost MIDDLE");
+    assert_eq!(r.counter("resp_drop_uc"), 1, "the LAST behind the lost MIDDLE");
     // no ACK either way, nothing sent twice
     let s = r.sys.borrow();
     assert!(s.sent.iter().all(|f| op(f).map_or(true, |o| o >> 5 == 1)), "only UC frames from us");
@@ -818,16 +813,12 @@ fn uc_both_ways_with_a_lost_packet_each_way() {
 fn ud_both_ways() {
     use std::cell::RefCell;
     use std::rc::Rc;
-    use testbench::wire::frame::{parse_ethernet, Frame};
     use testbench::wire::opcode::{UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE};
     let dir = std::env::temp_dir().join(format!("rnic-system-ud-{}", std::process::id()));
     let mut r = rig(1024, &dir);
     let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     let (qpn, peer_qpn) = r.add_qp_pair_of(QpType::Ud, 1024, 0x10, 0x20, cap, Cq(0));
-    let op = |f: &[u8]| match parse_ethernet(f) {
-        Ok(Frame::Roce(rf)) => Some(rf.packet.bth.opcode),
-        _ => None,
-    };
+    let op = roce_opcode;
     let to_us: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
     let seen = to_us.clone();
     r.sys.borrow_mut().to_rnic_filter = Some(Box::new(move |f: &[u8]| {
@@ -886,8 +877,7 @@ fn ud_both_ways() {
         );
         assert!(s.peer.mem().read(r.peer_buf + 3 * 8192 + 40, 200).unwrap() == inl, "the inline SEND's data");
         for (k, (f, (buf, len))) in [ours[1], ours[3]].iter().zip([(1u64, 1000usize), (2, 700)]).enumerate() {
-            let mut want = vec![0u8; 20];
-            want.extend_from_slice(&f[14..34]);
+            let mut want = testbench::wire::frame::ud_grh_area(&f[14..34]).to_vec();
             want.extend_from_slice(&r.src_bytes([8192, 4 * 8192][k], len));
             assert!(s.peer.mem().read(r.peer_buf + buf * 8192, 40 + len).unwrap() == want, "receive {buf}: GRH area and payload");
         }
@@ -902,7 +892,7 @@ fn ud_both_ways() {
     for i in 0..2u64 {
         r.drv.post_recv(qpn, &RecvWr { wr_id: 700 + i, sg_list: vec![Sge { addr: rbuf + i * 8192, length: 4096, lkey: r.lkey }] }).unwrap();
     }
-    let our_av = AddressVector::new(MacAddr(sim::system::OUR_MAC), std::net::IpAddr::V4(sim::system::OUR_IP.into()));
+    let our_av = sim::system::our_av();
     {
         let mut s = r.sys.borrow_mut();
         let pat: Vec<u8> = (0..1 << 16).map(|i: u32| (i.wrapping_mul(2246822519) >> 11) as u8).collect();
@@ -926,16 +916,13 @@ fn ud_both_ways() {
     let s = r.sys.borrow();
     for (k, (f, i)) in [(theirs[0], 0u64), (theirs[2], 2)].into_iter().enumerate() {
         let len = [500usize, 64][k];
-        let mut want = vec![0u8; 20];
-        want.extend_from_slice(&f[14..34]);
+        let mut want = testbench::wire::frame::ud_grh_area(&f[14..34]).to_vec();
         want.extend_from_slice(&s.peer.mem().read(r.peer_buf + 0x8_0000 + i * 0x1000, len).unwrap());
         assert!(r.src_bytes((1 << 20) + k as u64 * 8192, 40 + len) == want, "our receive {k}: GRH area and payload");
     }
     drop(s);
-    let lookup = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 15).unwrap();
-    assert_eq!(lookup, 1, "resp_drop_qp_lookup: the wrong Q_Key");
-    let drops = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 38).unwrap();
-    assert_eq!(drops, 1, "resp_drop_uc: the datagram with no receive");
+    assert_eq!(r.counter("resp_drop_qp_lookup"), 1, "the wrong Q_Key");
+    assert_eq!(r.counter("resp_drop_uc"), 1, "the datagram with no receive");
     let s = r.sys.borrow();
     assert!(s.sent.iter().all(|f| op(f).map_or(true, |o| o >> 5 == 3)), "only UD frames from us");
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
@@ -966,7 +953,7 @@ fn qp1_takes_and_sends_the_gsi_q_key() {
     }
     let rbuf = r.src + (1 << 20);
     r.drv.post_recv(qp1, &RecvWr { wr_id: 900, sg_list: vec![Sge { addr: rbuf, length: 512, lkey: r.lkey }] }).unwrap();
-    let our_av = AddressVector::new(MacAddr(sim::system::OUR_MAC), std::net::IpAddr::V4(sim::system::OUR_IP.into()));
+    let our_av = sim::system::our_av();
     {
         let mut s = r.sys.borrow_mut();
         let pat: Vec<u8> = (0..256u32).map(|i| i as u8 ^ 0x5A).collect();
@@ -985,8 +972,7 @@ fn qp1_takes_and_sends_the_gsi_q_key() {
     let got: Vec<(u64, u32, u32, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.byte_len, w.src_qp, w.status)).collect();
     assert_eq!(got, vec![(900, 296, peer_qpn, WcStatus::Success)]);
     assert!(r.src_bytes((1 << 20) + 40, 256) == (0..256u32).map(|i| i as u8 ^ 0x5A).collect::<Vec<u8>>());
-    let lookup = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * 15).unwrap();
-    assert_eq!(lookup, 1, "resp_drop_qp_lookup: the datagram with another Q_Key");
+    assert_eq!(r.counter("resp_drop_qp_lookup"), 1, "the datagram with another Q_Key");
     // QP1 sends the GSI Q_Key whatever the WR says; the peer's QP takes it, its Q_Key being the GSI one
     r.sys.borrow_mut().peer.post_recv(peer_qpn, RecvWr { wr_id: 800, sg_list: vec![Sge { addr: r.peer_buf, length: 512, lkey: r.peer_rkey }] }).unwrap();
     let peer_av = r.sys.borrow().peer.av_to_me();
@@ -1024,7 +1010,7 @@ fn a_full_cq_overruns_and_counts_it() {
     for i in 0..5u64 {
         r.drv.post_recv(qpn, &RecvWr { wr_id: 500 + i, sg_list: vec![Sge { addr: rbuf + i * 4096, length: 4096, lkey: r.lkey }] }).unwrap();
     }
-    let our_av = AddressVector::new(MacAddr(sim::system::OUR_MAC), std::net::IpAddr::V4(sim::system::OUR_IP.into()));
+    let our_av = sim::system::our_av();
     {
         let mut s = r.sys.borrow_mut();
         for i in 0..5u64 {
@@ -1034,10 +1020,17 @@ fn a_full_cq_overruns_and_counts_it() {
         }
         assert!(s.run_until(2_000_000, |s| s.cycle - s.last_activity > 20_000));
     }
-    let i = sim::rxe::rtl_ep::counter_names().iter().position(|n| n == "cq_overruns").unwrap() as u32;
-    let overruns = r.drv.bus().read32(rnic_driver::host::REG_COUNTERS + 4 * i).unwrap();
-    assert_eq!(overruns, 3, "five completions into a CQ of two: three not written");
+    assert_eq!(r.counter("cq_overruns"), 3, "five completions into a CQ of two: three not written");
     let wcs = r.drv.poll_cq(small, 16).unwrap();
     assert_eq!(wcs.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![500, 501], "the two that fitted");
     assert!(r.sys.borrow().dma.faults.is_empty());
+}
+
+/// The BTH opcode of a RoCEv2 frame, `None` for any other frame.
+fn roce_opcode(f: &[u8]) -> Option<u8> {
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    match parse_ethernet(f) {
+        Ok(Frame::Roce(rf)) => Some(rf.packet.bth.opcode),
+        _ => None,
+    }
 }

@@ -225,8 +225,7 @@ pub fn rx_header_of(bytes: &[u8]) -> (RxHeader, u64, Vec<u8>) {
     let ext: usize = rf.packet.ext.iter().map(|e| e.kind().len()).sum();
     let mut pay = Vec::new();
     if rf.packet.deth().is_some() {
-        pay.extend_from_slice(&[0u8; 20]);
-        pay.extend_from_slice(&bytes[ETH_HEADER_LEN..ETH_HEADER_LEN + IPV4_HEADER_LEN]);
+        pay.extend(testbench::wire::frame::ud_grh_area(&bytes[ETH_HEADER_LEN..ETH_HEADER_LEN + IPV4_HEADER_LEN]));
     }
     pay.extend_from_slice(&rf.packet.payload);
     (RxHeader::from(b), (ext / 4) as u64, pay)
@@ -1239,8 +1238,7 @@ mod tests {
             }
             let mut want = Vec::new();
             if f.packet.deth().is_some() {
-                want.extend_from_slice(&[0u8; 20]);
-                want.extend_from_slice(&bytes[14..34]);
+                want.extend(testbench::wire::frame::ud_grh_area(&bytes[14..34]));
                 n_ud += 1;
             }
             want.extend_from_slice(&f.packet.payload);

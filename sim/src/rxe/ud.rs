@@ -275,8 +275,7 @@ mod tests {
             vec![0x7b; 1002],
         );
         let bytes = RoceFrame::ipv4(MacAddr([2; 6]), MacAddr([4; 6]), vm, us, 0xC012, pkt).build().unwrap();
-        let mut a = [0u8; 40];
-        a[20..].copy_from_slice(&bytes[14..34]);
+        let a = testbench::wire::frame::ud_grh_area(&bytes[14..34]);
         assert_eq!(grh_problems(&a, 1002, vm, us), Vec::<String>::new());
         assert_eq!(ud_send_ip_len(1002), 1056);
         assert_eq!(grh_problems(&a, 1000, vm, us).len(), 1, "total length");

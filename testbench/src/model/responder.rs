@@ -3,7 +3,7 @@
 //! `acknowledge`, with `duplicate_request` for PSNs below the expected PSN, `read_reply` and
 //! `atomic_reply`.
 
-use crate::wire::frame::IPV4_HEADER_LEN;
+use crate::wire::frame::{ud_grh_area, IPV4_HEADER_LEN};
 use crate::wire::headers::{Aeth, AtomicAckEth, NakCode, AETH_ACK_UNLIMITED, AETH_MSN_MASK};
 use crate::wire::opcode::*;
 use crate::wire::{Bth, ExtHeader, IpHeader, RoceFrame, RocePacket};
@@ -663,26 +663,13 @@ fn ud_receive(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
     };
     let sgl = wqe.wr.sg_list.clone();
     let total = pkt.payload.len() as u64 + 40;
-    let mut data = Vec::with_capacity(total as usize);
-    match &r.f.ip {
-        IpHeader::V4(_) => {
-            data.extend_from_slice(&[0u8; 20]);
-            let bytes = r.f.build().unwrap_or_default();
-            let off = r.f.eth.header_len();
-            match bytes.get(off..off + IPV4_HEADER_LEN) {
-                Some(h) => data.extend_from_slice(h),
-                None => data.extend_from_slice(&[0u8; 20]),
-            }
-        }
-        IpHeader::V6(_) => {
-            let bytes = r.f.build().unwrap_or_default();
-            let off = r.f.eth.header_len();
-            match bytes.get(off..off + 40) {
-                Some(h) => data.extend_from_slice(h),
-                None => data.extend_from_slice(&[0u8; 40]),
-            }
-        }
-    }
+    let ip_len = match &r.f.ip {
+        IpHeader::V4(_) => IPV4_HEADER_LEN,
+        IpHeader::V6(_) => 40,
+    };
+    let bytes = r.f.build().unwrap_or_default();
+    let off = r.f.eth.header_len();
+    let data = ud_grh_area(bytes.get(off..off + ip_len).unwrap_or(&[]));
     // rxe 6.1 `execute` → `send_data_in` → `copy_data`, the GRH area first, then the payload: a copy longer
     // than the room left in the receive, or one whose lkey fails, is -EINVAL → RESPST_ERR_MALFORMED_WQE
     // (`check_length` leaves UD alone): the receive completes LOC_QP_OP_ERR (byte_len 0, no src_qp: `do_complete`

@@ -384,6 +384,19 @@ impl UdpHeader {
     }
 }
 
+/// Bytes of the GRH area rxe writes in front of a UD payload in the receive buffer.
+pub const UD_GRH_LEN: usize = 40;
+
+/// The GRH area of a UD datagram that came with IP header `ip` (rxe `rxe_resp.c` `send_data_in`, RoCEv2): an
+/// IPv4 header (20 bytes) after 20 zero bytes, an IPv6 header (40 bytes) as it is. Bytes `ip` lacks are 0.
+pub fn ud_grh_area(ip: &[u8]) -> [u8; UD_GRH_LEN] {
+    let mut a = [0u8; UD_GRH_LEN];
+    let at = if ip.len() <= IPV4_HEADER_LEN { UD_GRH_LEN - IPV4_HEADER_LEN } else { 0 };
+    let n = ip.len().min(UD_GRH_LEN - at);
+    a[at..at + n].copy_from_slice(&ip[..n]);
+    a
+}
+
 /// The ICRC of a RoCEv2 datagram, as rxe computes it (`rxe_icrc_hdr`, `rxe_icrc_generate`).
 ///
 /// `datagram` runs from the first byte of the IP header to the last pad byte (the ICRC itself excluded). The
