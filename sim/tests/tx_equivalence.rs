@@ -4,7 +4,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sim::tx_harness::{run_tx, RustHdlTx, TxDut, VerilatorTx};
-use testbench::wire::samples::{masked_atomic_requests, rc_frames, ud_frames};
+use testbench::wire::samples::{masked_atomic_requests, over_ipv6, rc_frames, ud_frames};
 
 #[test]
 fn tx_packet_build_matches_golden_frames_in_rust_hdl_and_verilator() {
@@ -26,6 +26,20 @@ fn tx_packet_build_matches_golden_frames_in_rust_hdl_and_verilator() {
             h.ttl = 64;
         }
         frames.insert(5 * k + 1, u);
+    }
+    // over IPv6 (74-byte fixed header): the seven shapes at 0..=140 bytes, masked atomics (118-byte headers) and
+    // UD SENDs, interleaved with IPv4 frames
+    let v6_lens: Vec<usize> = (0..=140).chain([1025, 4096]).collect();
+    let mut v6 = rc_frames(&mut || rng.gen(), &v6_lens);
+    v6.extend(masked_atomic_requests(&mut || rng.gen(), 10));
+    v6.extend(ud_frames(&mut || rng.gen(), &[0, 1, 62, 63, 64, 1000]).into_iter().map(|mut u| {
+        if let testbench::wire::IpHeader::V4(h) = &mut u.ip {
+            (h.tos, h.ttl) = (0, 64);
+        }
+        u
+    }));
+    for (k, f) in over_ipv6(&mut || rng.gen(), v6, false).into_iter().enumerate() {
+        frames.insert(3 * k + 2, f);
     }
     let mut hdl = RustHdlTx::default();
     let mut vl = VerilatorTx::new(std::env::var("RNIC_VCD").ok().as_deref());

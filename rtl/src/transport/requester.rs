@@ -651,8 +651,9 @@ impl Logic for Requester {
                     self.o_hv.d.next = true;
                     self.o_hdr.d.next.dst_mac = self.wqe.q.val().dst_mac;
                     self.o_hdr.d.next.src_mac = self.wqe.q.val().src_mac;
-                    self.o_hdr.d.next.src_ip = self.wqe.q.val().src_ip;
-                    self.o_hdr.d.next.dst_ip = self.wqe.q.val().dst_ip;
+                    self.o_hdr.d.next.v6 = false;
+                    self.o_hdr.d.next.src_ip = bit_cast::<128, 32>(self.wqe.q.val().src_ip);
+                    self.o_hdr.d.next.dst_ip = bit_cast::<128, 32>(self.wqe.q.val().dst_ip);
                     self.o_hdr.d.next.ip_id = self.zero16.val();
                     self.o_hdr.d.next.udp_sport = self.wqe.q.val().sport;
                     self.o_hdr.d.next.opcode = self.op_lut.y.val();

@@ -319,7 +319,8 @@ impl Ipv6Header {
         }
     }
 
-    fn build(&self, payload_len: u16, out: &mut Vec<u8>) {
+    /// The header bytes for a payload (UDP datagram) of `payload_len` bytes.
+    pub fn build(&self, payload_len: u16, out: &mut Vec<u8>) {
         let w = 6u32 << 28 | u32::from(self.traffic_class) << 20 | self.flow_label & 0xF_FFFF;
         out.extend_from_slice(&w.to_be_bytes());
         out.extend_from_slice(&payload_len.to_be_bytes());

@@ -107,3 +107,20 @@ pub fn ud_frames(rng: &mut dyn FnMut() -> u64, lens: &[usize]) -> Vec<RoceFrame>
     }
     out
 }
+
+/// `frames` carried over IPv6 instead (random addresses; traffic class 0, flow label 0, hop limit 64, as rxe
+/// sends them): every second frame when `every_other`, else all.
+pub fn over_ipv6(rng: &mut dyn FnMut() -> u64, frames: Vec<RoceFrame>, every_other: bool) -> Vec<RoceFrame> {
+    frames
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if every_other && i % 2 == 0 {
+                return f;
+            }
+            let src = (rng() as u128) << 64 | rng() as u128;
+            let dst = (rng() as u128) << 64 | rng() as u128;
+            RoceFrame::ipv6(f.eth.src, f.eth.dst, src.into(), dst.into(), f.udp.sport, f.packet)
+        })
+        .collect()
+}

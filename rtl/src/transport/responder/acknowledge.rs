@@ -70,8 +70,9 @@ impl Logic for RespTx {
             self.o_hv.d.next = true;
             self.o_hdr.d.next.dst_mac = self.st.val().remote_mac;
             self.o_hdr.d.next.src_mac = self.my_mac.val();
-            self.o_hdr.d.next.src_ip = self.my_ip.val();
-            self.o_hdr.d.next.dst_ip = self.st.val().remote_ip;
+            self.o_hdr.d.next.v6 = false;
+            self.o_hdr.d.next.src_ip = bit_cast::<128, 32>(self.my_ip.val());
+            self.o_hdr.d.next.dst_ip = bit_cast::<128, 32>(self.st.val().remote_ip);
             self.o_hdr.d.next.ip_id = self.zero16.val();
             self.o_hdr.d.next.udp_sport = self.st.val().sport;
             self.o_hdr.d.next.opcode = self.opcode.val();
@@ -125,7 +126,7 @@ mod tests {
         u.g_go.next = false;
         let h = u.out.hdr.val();
         assert!(u.out.hdr_valid.val() && u.out.g_valid.val() && u.busy.val() && !u.free.val());
-        assert_eq!((h.dst_mac.to_u64(), h.src_ip.to_u64(), h.udp_sport.to_u64(), h.dest_qpn.to_u64()), (0x0200_0000_0002, 0x0A00_0002, 0xC000, 0x11));
+        assert_eq!((h.dst_mac.to_u64(), h.src_ip.get_bits::<64>(0).to_u64(), h.udp_sport.to_u64(), h.dest_qpn.to_u64()), (0x0200_0000_0002, 0x0A00_0002, 0xC000, 0x11));
         assert_eq!((h.opcode.to_u64(), h.psn.to_u64(), h.pay_len.to_u64()), (0x0D, 0x123, 1024));
         assert_eq!((u.out.g_addr.val().to_u64(), u.out.g_len.val().to_u64()), (0x8000, 1024));
         // the header taken first: still not free while the gather command waits
