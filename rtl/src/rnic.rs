@@ -173,6 +173,7 @@ pub struct Rnic {
     op_resp_lo: Constant<Bits<8>>,
     op_resp_hi: Constant<Bits<8>>,
     zero13: Constant<Bits<13>>,
+    zero128: Constant<Bits<128>>,
     kind_cq: Constant<Bits<2>>,
     kind_rq: Constant<Bits<2>>,
 
@@ -303,6 +304,7 @@ impl Default for Rnic {
             op_resp_lo: k(u64::from(RC_RDMA_READ_RESPONSE_FIRST)),
             op_resp_hi: k(u64::from(RC_ATOMIC_ACKNOWLEDGE)),
             zero13: k(0),
+            zero128: Constant::new(Bits::<128>::default()),
             kind_cq: k(2),
             kind_rq: k(1),
             cst: Default::default(),
@@ -859,6 +861,10 @@ impl Logic for Rnic {
         self.icmp.my_ip.next = self.csr.ipv4.val();
         self.s_axis.tready.next = true;
         self.rx.my_ip.next = self.csr.ipv4.val();
+        // RoCEv2 over IPv6: TX Packet Build and RX Parse carry it; the QP paths, the address handles and our
+        // IPv6 address register do not yet, so IPv6 frames are dropped here as not IP
+        self.rx.my_ip6.next = self.zero128.val();
+        self.rx.v6_on.next = false;
         // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests to the
         // responder. A header is handed on when the payloads of the headers before it have gone, except that a
         // request may be handed to the responder while the payload of the request before it still flows (its

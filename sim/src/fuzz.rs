@@ -1328,7 +1328,7 @@ impl fmt::Display for FuzzReport {
 }
 
 fn fate_name(f: Fate) -> String {
-    const R: [&str; 8] = ["", "not_ipv4", "not_roce_udp", "not_for_us", "bad_length", "bad_opcode", "bad_tver", "bad_icrc"];
+    const R: [&str; 8] = ["", "not_ip", "not_roce_udp", "not_for_us", "bad_length", "bad_opcode", "bad_tver", "bad_icrc"];
     match f {
         Fate::Dropped(r) => format!("drop {}", R[r as usize]),
         Fate::Completer => "completer".into(),
@@ -1907,7 +1907,7 @@ fn check_memory(r: &Rig, shadow: &HostMemory, writable: &[(u64, u64)], problems:
 ///    is flagged), `rx_drop_overflow` 0,
 ///    or in a chunk with the overflow probe at most its flood, whose frames the reference counts as not for
 ///    us, so `rx_drop_not_for_us` is the reference's count minus `rx_drop_overflow`. (An ARP frame is
-///    counted by RX Parse like any other: ethertype 0x0806 is `rx_drop_not_ipv4`; the ARP responder watches
+///    counted by RX Parse like any other: ethertype 0x0806 is `rx_drop_not_ip`; the ARP responder watches
 ///    the same stream beside it and counts its answers apart, in `arp_answered`.)
 /// 2. The top hands every good frame to exactly one of the Completer (opcodes 0x0D..=0x12) and the Responder,
 ///    and the Responder's `Look` state counts every header it takes exactly once, in one of

@@ -36,6 +36,8 @@ pub struct RxOut {
 pub trait RxDut {
     fn drive(&mut self, beat: &[u8], last: bool, err: bool, valid: bool, my_ip: u32, hdr_ready: bool, pay_ready: bool) -> RxOut;
     fn tick(&mut self);
+    /// Our IPv6 address, or IPv6 off (the default).
+    fn set_ipv6(&mut self, ip6: Option<u128>);
 }
 
 pub fn header_words(h: &RxHeader) -> Vec<u32> {
@@ -88,6 +90,11 @@ impl RxDut for RustHdlRx {
         self.0.clock.next = true.into();
         assert!(simulate(&mut *self.0, 50), "rust-hdl simulation did not settle");
     }
+
+    fn set_ipv6(&mut self, ip6: Option<u128>) {
+        self.0.v6_on.next = ip6.is_some();
+        self.0.my_ip6.next = rtl::wire::tx_build::bits128(ip6.unwrap_or(0));
+    }
 }
 
 pub struct VerilatorRx(Clocked<VRx>);
@@ -139,6 +146,12 @@ impl RxDut for VerilatorRx {
 
     fn tick(&mut self) {
         self.0.tick();
+    }
+
+    fn set_ipv6(&mut self, ip6: Option<u128>) {
+        let x = ip6.unwrap_or(0);
+        self.0.m.set_v6_on(ip6.is_some() as u64);
+        self.0.m.set_my_ip6(&std::array::from_fn::<u32, 4, _>(|w| (x >> (32 * w)) as u32));
     }
 }
 

@@ -109,7 +109,7 @@ fn fuzz(frames: u64, seed: u64) {
     }
     for n in [
         "rx_good_frames",
-        "rx_drop_not_ipv4",
+        "rx_drop_not_ip",
         "rx_drop_not_roce_udp",
         "rx_drop_not_for_us",
         "rx_drop_bad_length",

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rtl::wire::rx_parse::DropReason;
 use sim::rx_harness::{run_rx, run_rx_flagged, RustHdlRx, RxDut, VerilatorRx};
 use sim::tx_harness::{run_tx, TxDut, VerilatorTx};
-use testbench::wire::samples::{rc_frames, ud_frames};
+use testbench::wire::samples::{over_ipv6, rc_frames, ud_frames};
 use testbench::wire::{IpHeader, RoceFrame};
 
 const MY_IP: u32 = 0x0A00_0002;
@@ -46,7 +46,8 @@ fn check_packets(run: &sim::rx_harness::RxRun, good: &[&RoceFrame]) {
     for (k, (p, f)) in run.packets.iter().zip(good).enumerate() {
         let mut want = Vec::new();
         if f.packet.deth().is_some() {
-            want.extend(testbench::wire::frame::ud_grh_area(&f.build().unwrap()[14..34]));
+            let ip_len = if matches!(f.ip, IpHeader::V6(_)) { 40 } else { 20 };
+            want.extend(testbench::wire::frame::ud_grh_area(&f.build().unwrap()[14..14 + ip_len]));
         }
         want.extend_from_slice(&f.packet.payload);
         assert_eq!(p.payload, want, "packet {k} payload");
@@ -97,6 +98,58 @@ fn rx_parse_takes_tx_packet_build_frames_in_rust_hdl_and_verilator() {
     assert_eq!(dropped as usize, inputs.len() - good.len(), "every corrupted frame dropped and counted: {:?}", run.counters);
     assert_eq!(run.counters[DropReason::Overflow as usize], 0);
     assert!(run.counters[DropReason::BadIcrc as usize] > 0);
+}
+
+/// RoCEv2 over IPv6 (from the RTL TX Packet Build, two frames in three, the rest IPv4): every header shape, UD
+/// SENDs behind their GRH area (the IPv6 header), some frames with a flipped bit the ICRC covers.
+#[test]
+fn rx_parse_takes_ipv6_frames_in_rust_hdl_and_verilator() {
+    const MY_IP6: u128 = 0xFD00_0000_0000_0000_0000_0000_0000_0002;
+    let mut rng = SmallRng::seed_from_u64(33);
+    let lens: Vec<usize> = (0..90).map(|i| if i < 50 { i } else { rng.gen_range(0..=4096) }).collect();
+    let frames: Vec<RoceFrame> = frames_for_us(&mut rng, &lens)
+        .into_iter()
+        .map(|f| {
+            if rng.gen_ratio(1, 3) {
+                return f;
+            }
+            let mut f = over_ipv6(&mut || rng.gen(), vec![f], false).remove(0);
+            if let IpHeader::V6(h) = &mut f.ip {
+                h.dst = MY_IP6.into();
+            }
+            f
+        })
+        .collect();
+    let wire = run_tx(&mut [&mut VerilatorTx::new(None) as &mut dyn TxDut], &frames, 9, true).frames;
+    let mut good = Vec::new();
+    let mut inputs = Vec::new();
+    for (i, (mut bytes, f)) in wire.into_iter().zip(&frames).enumerate() {
+        assert_eq!(bytes, f.build().unwrap(), "frame {i} from TX Packet Build");
+        if i % 7 == 3 {
+            // a bit the ICRC covers (past the IPv6 class, flow label and hop limit; not the UDP checksum or BTH
+            // byte 4; for IPv4 frames not the checksum, TTL or their UDP checksum and BTH byte 4 either)
+            let at = loop {
+                let at = rng.gen_range(22..bytes.len());
+                if ![24, 25, 40, 41, 46, 60, 61, 66].contains(&at) {
+                    break at;
+                }
+            };
+            bytes[at] ^= 1 << rng.gen_range(0..8);
+        } else {
+            good.push(f);
+        }
+        inputs.push(bytes);
+    }
+    let mut hdl = RustHdlRx::default();
+    let mut vl = VerilatorRx::new(std::env::var("RNIC_VCD").ok().as_deref());
+    hdl.set_ipv6(Some(MY_IP6));
+    vl.set_ipv6(Some(MY_IP6));
+    let run = run_rx(&mut [&mut hdl as &mut dyn RxDut, &mut vl], &inputs, MY_IP, 10, true);
+    check_packets(&run, &good);
+    assert_eq!(run.counters[0] as usize, good.len(), "good frames: {:?}", run.counters);
+    let dropped: u64 = run.counters[1..].iter().sum();
+    assert_eq!(dropped as usize, inputs.len() - good.len(), "every corrupted frame dropped and counted: {:?}", run.counters);
+    assert!(good.iter().filter(|f| matches!(f.ip, IpHeader::V6(_)) && f.packet.deth().is_some()).count() >= 5);
 }
 
 #[test]

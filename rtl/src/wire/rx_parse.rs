@@ -3,15 +3,19 @@
 //!
 //! - Never back-pressures the MAC (`s_axis.tready` is always high, as a CMAC RX has no ready): a frame that
 //!   would not fit is dropped whole at its first beat and counted as `Overflow`.
-//! - Headers are picked out of beats 0 and 1 by two [`ByteMap`]s whose tables come from the golden layout
-//!   (Ethernet, IPv4 without options, UDP, BTH, up to 44 bytes of extension headers). The opcode's extension
-//!   length comes from the golden opcode table ([`Lut8`]).
+//! - Headers are picked out of beats 0 and 1 by [`ByteMap`]s whose tables come from the golden layout
+//!   (Ethernet, IPv4 without options or IPv6, UDP, BTH, up to 44 bytes of extension headers): two for IPv4,
+//!   two for IPv6, chosen by the ethertype, registered with the first beat as it comes in. Addresses are 128
+//!   bits, IPv4 ones IPv4-mapped. The opcode's extension length comes from the golden opcode table ([`Lut8`]).
 //! - The payload is realigned as it arrives: payload beat k is {frame beat q+k, frame beat q+k+1} shifted
-//!   down by H mod 64 bytes, H = 54 + 4·ext_words (12 possible shifts, a mux, no barrel shifter), and
+//!   down by H mod 64 bytes, H = 54 + 4·ext_words, over IPv6 20 bytes more (15 possible shifts, a mux, no
+//!   barrel shifter), and
 //!   written to a payload FIFO (512 beats in block RAM: seven maximum frames and the ICRC latency). A UD SEND
 //!   (DETH) is handed on behind the 40-byte GRH area rxe writes into the receive: it takes the shift of a
 //!   header 40 bytes shorter, and its first beat's bytes 0..40 become 20 zero bytes and the frame's IPv4
-//!   header (bytes 14..34, in frame beat 0); its payload length is 40 more ([`rx_opcode_table`]).
+//!   header (bytes 14..34, in frame beat 0), or the IPv6 header (bytes 14..54); its payload length is 40
+//!   more ([`rx_opcode_table`]).
+//! - The frame's length is the IP datagram's: 14 + IPv4 total length, or 14 + 40 + IPv6 payload length.
 //! - The ICRC is checked without locating it: the engine runs over the datagram *with* its received ICRC
 //!   (tkeep trimmed at 14 + IP total length, which also drops Ethernet padding) and a good frame leaves the
 //!   CRC-32 residue 0x2144DF1C. Until its verdict a frame's payload waits in the FIFO; a bad frame's payload
@@ -19,8 +23,9 @@
 //!
 //! First of all, a frame the MAC flagged as bad (`s_err` with its last beat: the FCS check a Linux NIC does
 //! before rxe sees anything) is dropped as `MacError`, whatever else is wrong with it.
-//! Then the checks, in rxe's order where rxe has them: not IPv4 (IPv6 and VLAN are not parsed yet), not UDP/4791 or
-//! fragmented, destination IP not ours, inconsistent IP/UDP/RoCE lengths, opcode outside the table (RC, UC, the UD SENDs), TVer
+//! Then the checks, in rxe's order where rxe has them: not IP (neither IPv4 without options nor, while `v6_on`,
+//! IPv6; VLAN tags are not parsed), not UDP/4791 (IPv6: next header not UDP) or fragmented, destination IP not
+//! ours (`my_ip`, `my_ip6`), inconsistent IP/UDP/RoCE lengths, opcode outside the table (RC, UC, the UD SENDs), TVer
 //! not 0, bad ICRC. QP-level checks (QP exists, state, P_Key, address) belong to QP Context.
 //! The header checks run in three registered stages after a frame's last beat, no add wider than 8 bits. A
 //! payload longer than 4096 bytes (the largest path MTU) is a length error. Not checked: the IPv4 header
@@ -48,7 +53,9 @@ use crate::common::fifo::BramFifo;
 use crate::wire::icrc::IcrcEngine;
 use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
-use testbench::wire::frame::{ETHERTYPE_IPV4, ETH_HEADER_LEN, IPV4_HEADER_LEN, IP_PROTO_UDP, ROCE_V2_UDP_DPORT};
+use testbench::wire::frame::{
+    ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, IPV4_HEADER_LEN, IPV6_HEADER_LEN, IP_PROTO_UDP, ROCE_V2_UDP_DPORT,
+};
 use testbench::wire::headers::BTH_LEN;
 use testbench::wire::opcode::{Transport, OPCODE_TABLE};
 
@@ -64,12 +71,18 @@ pub struct RxHeader {
     pub dst_mac: Bits<48>,
     pub src_mac: Bits<48>,
     pub ethertype: Bits<16>,
+    /// IPv4: version and IHL; IPv6: version and the traffic class's high nibble.
     pub ip_vihl: Bits<8>,
+    /// IPv4: the total length; IPv6: the payload length.
     pub ip_total: Bits<16>,
+    /// IPv4: flags and fragment offset; IPv6: 0.
     pub ip_frag: Bits<16>,
+    /// IPv4: protocol; IPv6: next header.
     pub ip_proto: Bits<8>,
-    pub src_ip: Bits<32>,
-    pub dst_ip: Bits<32>,
+    /// Addresses: IPv6, or IPv4 as an IPv4-mapped IPv6 address (::ffff:a.b.c.d, the form of rxe's GIDs), so a
+    /// frame's IP version is in its address.
+    pub src_ip: Bits<128>,
+    pub dst_ip: Bits<128>,
     pub udp_sport: Bits<16>,
     pub udp_dport: Bits<16>,
     pub udp_len: Bits<16>,
@@ -96,8 +109,8 @@ impl From<Bits<RXH_BITS>> for RxHeader {
                 paste_fields!(z, b, $($name : $w),*)
             };
         }
-        f!(dst_mac: 48, src_mac: 48, ethertype: 16, ip_vihl: 8, ip_total: 16, ip_frag: 16, ip_proto: 8, src_ip: 32,
-           dst_ip: 32, udp_sport: 16, udp_dport: 16, udp_len: 16, opcode: 8, bth1: 8, pkey: 16, dest_qpn: 24,
+        f!(dst_mac: 48, src_mac: 48, ethertype: 16, ip_vihl: 8, ip_total: 16, ip_frag: 16, ip_proto: 8, src_ip: 128,
+           dst_ip: 128, udp_sport: 16, udp_dport: 16, udp_len: 16, opcode: 8, bth1: 8, pkey: 16, dest_qpn: 24,
            bth8: 8, psn: 24, ext: 352)
     }
 }
@@ -150,7 +163,8 @@ pub struct RxPending {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum DropReason {
-    NotIpv4 = 1,
+    /// Neither IPv4 without options nor IPv6 (or IPv6 while it is off).
+    NotIp = 1,
     NotRoceUdp = 2,
     NotForUs = 3,
     BadLength = 4,
@@ -165,9 +179,10 @@ pub enum DropReason {
 /// Number of drop counters (index 0 counts good frames).
 pub const RX_COUNTERS: usize = 10;
 
-/// The byte map from a beat to [`RxHeader`]: struct byte i takes frame byte `src[i]` when that byte lies in
-/// beat `beat` (0 or 1), else 0.
-pub fn rx_header_map(beat: usize) -> Vec<ByteSrc> {
+/// The byte map from a beat to [`RxHeader`] for IPv4 (`v6` false) or IPv6 frames: struct byte i takes frame
+/// byte `src[i]` when that byte lies in beat `beat` (0 or 1), else a constant (0; IPv4 addresses get the
+/// IPv4-mapped prefix).
+pub fn rx_header_map(beat: usize, v6: bool) -> Vec<ByteSrc> {
     let h = RxHeader::default();
     let mut m = vec![ByteSrc::Const(0); RXH_BITS / 8];
     let mut field = |off_bits: usize, frame_at: usize, bytes: usize, big_endian: bool| {
@@ -179,17 +194,24 @@ pub fn rx_header_map(beat: usize) -> Vec<ByteSrc> {
         }
     };
     let ip = ETH_HEADER_LEN;
-    let udp = ip + IPV4_HEADER_LEN;
+    let udp = ip + if v6 { IPV6_HEADER_LEN } else { IPV4_HEADER_LEN };
     let bth = udp + 8;
     field(h.get_my_offset_dst_mac(), 0, 6, true);
     field(h.get_my_offset_src_mac(), 6, 6, true);
     field(h.get_my_offset_ethertype(), 12, 2, true);
     field(h.get_my_offset_ip_vihl(), ip, 1, true);
-    field(h.get_my_offset_ip_total(), ip + 2, 2, true);
-    field(h.get_my_offset_ip_frag(), ip + 6, 2, true);
-    field(h.get_my_offset_ip_proto(), ip + 9, 1, true);
-    field(h.get_my_offset_src_ip(), ip + 12, 4, true);
-    field(h.get_my_offset_dst_ip(), ip + 16, 4, true);
+    if v6 {
+        field(h.get_my_offset_ip_total(), ip + 4, 2, true);
+        field(h.get_my_offset_ip_proto(), ip + 6, 1, true);
+        field(h.get_my_offset_src_ip(), ip + 8, 16, true);
+        field(h.get_my_offset_dst_ip(), ip + 24, 16, true);
+    } else {
+        field(h.get_my_offset_ip_total(), ip + 2, 2, true);
+        field(h.get_my_offset_ip_frag(), ip + 6, 2, true);
+        field(h.get_my_offset_ip_proto(), ip + 9, 1, true);
+        field(h.get_my_offset_src_ip(), ip + 12, 4, true);
+        field(h.get_my_offset_dst_ip(), ip + 16, 4, true);
+    }
     field(h.get_my_offset_udp_sport(), udp, 2, true);
     field(h.get_my_offset_udp_dport(), udp + 2, 2, true);
     field(h.get_my_offset_udp_len(), udp + 4, 2, true);
@@ -200,7 +222,18 @@ pub fn rx_header_map(beat: usize) -> Vec<ByteSrc> {
     field(h.get_my_offset_bth8(), bth + 8, 1, true);
     field(h.get_my_offset_psn(), bth + 9, 3, true);
     field(h.get_my_offset_ext(), bth + BTH_LEN, RX_MAX_EXT, false);
+    if !v6 && beat == 0 {
+        for off in [h.get_my_offset_src_ip(), h.get_my_offset_dst_ip()] {
+            m[off / 8 + 4] = ByteSrc::Const(0xFF);
+            m[off / 8 + 5] = ByteSrc::Const(0xFF);
+        }
+    }
     m
+}
+
+/// An IPv4 address as RX Parse hands it on: IPv4-mapped (::ffff:a.b.c.d).
+pub fn v4_mapped(ip: u32) -> u128 {
+    0xFFFF_u128 << 32 | ip as u128
 }
 
 /// What RX Parse hands on for a golden frame (the twin of `tx_build::tx_header_of`): the header its byte maps
@@ -211,32 +244,40 @@ pub fn rx_header_of(bytes: &[u8]) -> (RxHeader, u64, Vec<u8>) {
     let Ok(testbench::wire::frame::Frame::Roce(rf)) = testbench::wire::frame::parse_ethernet(bytes) else {
         panic!("not a RoCEv2 frame")
     };
+    let v6 = matches!(rf.ip, testbench::wire::IpHeader::V6(_));
     let mut b = Bits::<RXH_BITS>::default();
     for beat in 0..2 {
-        for (i, s) in rx_header_map(beat).iter().enumerate() {
-            if let ByteSrc::In(off) = s {
-                let at = beat * 64 + off / 8;
-                if at < bytes.len() {
-                    b.set_bits::<8>(8 * i, bits::<8>(bytes[at] as u64));
+        for (i, s) in rx_header_map(beat, v6).iter().enumerate() {
+            match s {
+                ByteSrc::In(off) => {
+                    let at = beat * 64 + off / 8;
+                    if at < bytes.len() {
+                        b.set_bits::<8>(8 * i, bits::<8>(bytes[at] as u64));
+                    }
                 }
+                ByteSrc::Const(c) if *c != 0 => b.set_bits::<8>(8 * i, bits::<8>(*c as u64)),
+                _ => {}
             }
         }
     }
     let ext: usize = rf.packet.ext.iter().map(|e| e.kind().len()).sum();
     let mut pay = Vec::new();
     if rf.packet.deth().is_some() {
-        pay.extend(testbench::wire::frame::ud_grh_area(&bytes[ETH_HEADER_LEN..ETH_HEADER_LEN + IPV4_HEADER_LEN]));
+        let ip_len = if v6 { IPV6_HEADER_LEN } else { IPV4_HEADER_LEN };
+        pay.extend(testbench::wire::frame::ud_grh_area(&bytes[ETH_HEADER_LEN..ETH_HEADER_LEN + ip_len]));
     }
     pay.extend_from_slice(&rf.packet.payload);
     (RxHeader::from(b), (ext / 4) as u64, pay)
 }
 
-/// The `tkeep` of a frame's last beat that ends the ICRC engine's input at 14 + IP total length, indexed by the
-/// IP total length mod 64 (one LUT per bit, no adder or shifter on the path).
+/// The `tkeep` of a frame's last beat that ends the ICRC engine's input at the end of the IP datagram (14 + IP
+/// total length; IPv6: 14 + 40 + payload length), indexed by the length field mod 64, plus 64 for IPv6 (one LUT
+/// per bit, no adder or shifter on the path).
 pub fn trim_table() -> Vec<u64> {
-    (0..64usize)
-        .map(|x| {
-            let r = (x + ETH_HEADER_LEN) % 64;
+    (0..128usize)
+        .map(|i| {
+            let (x, v6) = (i % 64, i >= 64);
+            let r = (x + ETH_HEADER_LEN + if v6 { IPV6_HEADER_LEN } else { 0 }) % 64;
             if r == 0 {
                 u64::MAX
             } else {
@@ -249,8 +290,9 @@ pub fn trim_table() -> Vec<u64> {
 /// Opcode table for RX: bits 3:0 = extension-header words, bit 4 = accepted, bit 5 = UD (the 40-byte GRH area
 /// goes in front of its payload), bits 9:6 = the payload realignment's shift select (the extension words; for
 /// UD, [`RX_UD_SHIFT`] more: the shift of a header 40 bytes shorter), bit 10 =
-/// the first payload beat is complete with frame beat 1 (header plus shift inside beat 0). RC and UC opcodes,
-/// the masked atomics (vendor opcodes that behave as RC) and the UD SENDs; RD and CNP are not accepted.
+/// the first payload beat is complete with frame beat 1 (header plus shift inside beat 0); bits 14:11 and 15
+/// the same two over IPv6 (a header 20 bytes, five words, longer). RC and UC opcodes, the masked atomics
+/// (vendor opcodes that behave as RC) and the UD SENDs; RD and CNP are not accepted.
 pub fn rx_opcode_table() -> Vec<u64> {
     let mut t = vec![0u64; 256];
     for info in OPCODE_TABLE.iter() {
@@ -263,7 +305,18 @@ pub fn rx_opcode_table() -> Vec<u64> {
             // 54 + 4 * (words + 6) - 64, the shift of words + 6 with no whole beat to skip
             let sh = if ud { words + RX_UD_SHIFT } else { words };
             let early = ud || words < 3;
-            t[info.code as usize] = words | 0x10 | u64::from(ud) << 5 | sh << 6 | u64::from(early) << 10;
+            // IPv6: H = 74 + 4 * words = 54 + 4 * (words + 5); a UD payload's GRH area starts at H - 40 =
+            // 54 + 4 * (words + 11) - 128 + 64, in frame beat 0 (early): the shift of words + 11. Without
+            // payload (the masked atomics, words + 5 > 15) the shift is irrelevant.
+            let sh6 = if ud { words + RX_UD_SHIFT + V6_WORDS as u64 } else { (words + V6_WORDS as u64).min(15) };
+            let early6 = ud;
+            t[info.code as usize] = words
+                | 0x10
+                | u64::from(ud) << 5
+                | sh << 6
+                | u64::from(early) << 10
+                | sh6 << 11
+                | u64::from(early6) << 15;
         }
     }
     t
@@ -272,9 +325,11 @@ pub fn rx_opcode_table() -> Vec<u64> {
 /// A UD request's payload is realigned as if its header were this many words longer (and one beat shorter):
 /// 54 + 4 * (w + 6) - 64 = 54 + 4 * w - 40.
 pub const RX_UD_SHIFT: u64 = 6;
+/// Words an IPv6 header adds to an IPv4 one (20 bytes).
+pub const V6_WORDS: usize = (IPV6_HEADER_LEN - IPV4_HEADER_LEN) / 4;
 
-/// The GRH area rxe writes in front of a UD payload for RoCEv2 over IPv4 (`rxe_resp.c` `send_data_in`):
-/// 20 zero bytes, then the received IPv4 header.
+/// The GRH area rxe writes in front of a UD payload (`rxe_resp.c` `send_data_in`): over IPv4 20 zero bytes,
+/// then the received IPv4 header; over IPv6 the received IPv6 header.
 pub const UD_GRH_BYTES: usize = 40;
 
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
@@ -295,6 +350,9 @@ pub struct RxParse {
     pub s_err: Signal<In, Bit>,
     /// Our IPv4 address.
     pub my_ip: Signal<In, Bits<32>>,
+    /// Our IPv6 address, and whether IPv6 frames are taken at all (else they are `NotIp`).
+    pub my_ip6: Signal<In, Bits<128>>,
+    pub v6_on: Signal<In, Bit>,
     /// Headers of good frames; `pay_len` bytes of payload follow on `pay` (none when 0).
     pub hdr: Signal<Out, RxHeader>,
     pub hdr_ext_words: Signal<Out, Bits<4>>,
@@ -330,13 +388,23 @@ pub struct RxParse {
     fa_err: DFF<Bit>,
     fb_err: DFF<Bit>,
     l_trim_ok: Signal<Local, Bit>,
-    // header capture
+    /// the beat in `d0` carries the IPv6 ethertype (registered with it from the input)
+    v6_0: DFF<Bit>,
+    /// the frame in flight is IPv6 (set at its first beat)
+    v6: DFF<Bit>,
+    k_v6_lane: Constant<Bits<16>>,
+    // header capture: IPv4 and IPv6 byte maps
     map0: ByteMap<512, RXH_BITS>,
     map1: ByteMap<512, RXH_BITS>,
+    map0_6: ByteMap<512, RXH_BITS>,
+    map1_6: ByteMap<512, RXH_BITS>,
+    m1: Signal<Local, Bits<RXH_BITS>>,
+    k_carry6_v6: Constant<Bits<6>>,
+    k_one_beat_v6: Constant<Bits<16>>,
     w: DFF<RxHeader>,
     m0: Signal<Local, RxHeader>,
     wbits: Signal<Local, Bits<RXH_BITS>>,
-    opl: Lut8<11>,
+    opl: Lut8<16>,
     ew: DFF<Bits<4>>,
     /// The realignment's shift select, the first-beat flag (see [`rx_opcode_table`]), UD.
     sh: DFF<Bits<4>>,
@@ -346,6 +414,7 @@ pub struct RxParse {
     udb: DFF<Bit>,
     udc: DFF<Bit>,
     l_grh: Signal<Local, Bits<512>>,
+    l_grh6: Signal<Local, Bits<512>>,
     k_grh_keep: Constant<Bits<512>>,
     k40_13: Constant<Bits<13>>,
     k103_13: Constant<Bits<13>>,
@@ -386,6 +455,12 @@ pub struct RxParse {
     fa_ipv4: DFF<Bit>,
     fa_udp: DFF<Bit>,
     fa_ours: DFF<Bit>,
+    /// the IP-minus-UDP length difference the frame's IP version wants (20, IPv6 0)
+    iph_a: DFF<Bits<8>>,
+    l_my: Signal<Local, Bits<128>>,
+    k_mapped: Constant<Bits<128>>,
+    k_v6_ver: Constant<Bits<4>>,
+    l_vihl: Signal<Local, Bits<8>>,
     fa_op: DFF<Bit>,
     fa_tver: DFF<Bit>,
     d_lo: DFF<Bits<9>>,
@@ -474,6 +549,8 @@ impl Default for RxParse {
             s_axis: Default::default(),
             s_err: Default::default(),
             my_ip: Default::default(),
+            my_ip6: Default::default(),
+            v6_on: Default::default(),
             hdr: Default::default(),
             hdr_ext_words: Default::default(),
             hdr_pay_len: Default::default(),
@@ -502,8 +579,17 @@ impl Default for RxParse {
             fa_err: Default::default(),
             fb_err: Default::default(),
             l_trim_ok: Default::default(),
-            map0: ByteMap::new(rx_header_map(0)),
-            map1: ByteMap::new(rx_header_map(1)),
+            v6_0: Default::default(),
+            v6: Default::default(),
+            k_v6_lane: Constant::new(bits::<16>(ETHERTYPE_IPV6.swap_bytes() as u64)),
+            map0: ByteMap::new(rx_header_map(0, false)),
+            map1: ByteMap::new(rx_header_map(1, false)),
+            map0_6: ByteMap::new(rx_header_map(0, true)),
+            map1_6: ByteMap::new(rx_header_map(1, true)),
+            m1: Default::default(),
+            // IPv6: need - 1 = plen / 64 + (plen % 64 >= 11); one beat holds plen <= 10
+            k_carry6_v6: k(64 - 53),
+            k_one_beat_v6: k(64 - 54),
             w: Default::default(),
             m0: Default::default(),
             wbits: Default::default(),
@@ -516,6 +602,7 @@ impl Default for RxParse {
             udb: Default::default(),
             udc: Default::default(),
             l_grh: Default::default(),
+            l_grh6: Default::default(),
             k_grh_keep: {
                 let mut b = Bits::<512>::default();
                 for i in UD_GRH_BYTES..64 {
@@ -552,6 +639,15 @@ impl Default for RxParse {
             fa_ipv4: Default::default(),
             fa_udp: Default::default(),
             fa_ours: Default::default(),
+            iph_a: Default::default(),
+            l_my: Default::default(),
+            k_mapped: {
+                let mut b = Bits::<128>::default();
+                b.set_bits::<16>(32, bits::<16>(0xFFFF));
+                Constant::new(b)
+            },
+            k_v6_ver: k(6),
+            l_vihl: Default::default(),
             fa_op: Default::default(),
             fa_tver: Default::default(),
             d_lo: Default::default(),
@@ -632,7 +728,7 @@ impl Logic for RxParse {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, d0, k0, l0, v0, first0, in_frame, take, room, beat, tb_hi, tb_hi1, tb_c, short, fa_short,
+            self, clock, d0, k0, l0, v0, v6_0, v6, iph_a, first0, in_frame, take, room, beat, tb_hi, tb_hi1, tb_c, short, fa_short,
             fb_short, e0, ferr, fa_err, fb_err, w, ew, sh, early, ud, uda, udb, udc, opok, tlo, prev, pwritten, flush,
             pend_push, state, left, last_keep, nj_v, nj_st, nj_left, nj_extra, nj_keep, a_valid, wa, ewa, beats_a, fa_ipv4, fa_udp, fa_ours, fa_op, fa_tver,
             d_lo, d_hi, umin_a, ulen_a, b_valid, wb, ewb, beats_b, fb_ipv4, fb_udp, fb_ours, fb_op, fb_tver, fb_len, u_lo,
@@ -649,6 +745,7 @@ impl Logic for RxParse {
         // ---- input register; a frame is taken or dropped whole at its first beat ----
         self.v0.d.next = self.s_axis.tvalid.val();
         self.d0.d.next = self.s_axis.tdata.val();
+        self.v6_0.d.next = self.s_axis.tdata.val().get_bits::<16>(96) == self.k_v6_lane.val();
         self.k0.d.next = self.s_axis.tkeep.val();
         self.l0.d.next = self.s_axis.tlast.val();
         self.e0.d.next = self.s_axis.tlast.val() & self.s_err.val();
@@ -663,7 +760,16 @@ impl Logic for RxParse {
         // ---- header capture ----
         self.map0.x.next = self.d0.q.val();
         self.map1.x.next = self.d0.q.val();
+        self.map0_6.x.next = self.d0.q.val();
+        self.map1_6.x.next = self.d0.q.val();
         self.m0.next = self.map0.y.val().into();
+        if self.v6_0.q.val() {
+            self.m0.next = self.map0_6.y.val().into();
+        }
+        self.m1.next = self.map1.y.val();
+        if self.v6.q.val() {
+            self.m1.next = self.map1_6.y.val();
+        }
         self.wbits.next = self.w.q.val().into();
         self.opl.x.next = self.m0.val().opcode;
         self.total0.next = self.m0.val().ip_total;
@@ -678,21 +784,29 @@ impl Logic for RxParse {
             self.ud.d.next = self.opl.y.val().get_bit(5);
             self.sh.d.next = self.opl.y.val().get_bits::<4>(6);
             self.early.d.next = self.opl.y.val().get_bit(10);
-            self.tlo.d.next = bit_cast::<8, 6>(self.total0.val().get_bits::<6>(0));
+            self.v6.d.next = self.v6_0.q.val();
+            if self.v6_0.q.val() {
+                self.tb_c.d.next = self.total0.val().get_bits::<6>(0) >= self.k_carry6_v6.val();
+                self.sh.d.next = self.opl.y.val().get_bits::<4>(11);
+                self.early.d.next = self.opl.y.val().get_bit(15);
+            }
+            self.tlo.d.next = bit_cast::<8, 6>(self.total0.val().get_bits::<6>(0))
+                | (bit_cast::<8, 1>(self.v6_0.q.val().into()) << 6);
             self.beat.d.next = self.k1_7.val();
             self.take.d.next = self.room.q.val();
         }
         if self.v0.q.val() & !self.first0.q.val() {
             self.beat.d.next = self.beat.q.val() + self.k1_7.val();
             if self.beat.q.val() == self.k1_7.val() {
-                self.w.d.next = (self.wbits.val() | self.map1.y.val()).into();
+                self.w.d.next = (self.wbits.val() | self.m1.val()).into();
             }
         }
 
         // ---- the ICRC engine sees every taken frame, trimmed at 14 + IP total length ----
         self.tidx.next = self.tlo.q.val();
         if self.first0.q.val() {
-            self.tidx.next = bit_cast::<8, 6>(self.total0.val().get_bits::<6>(0));
+            self.tidx.next = bit_cast::<8, 6>(self.total0.val().get_bits::<6>(0))
+                | (bit_cast::<8, 1>(self.v6_0.q.val().into()) << 6);
         }
         self.trim.x.next = self.tidx.val();
         self.engine.s_axis.tdata.next = self.d0.q.val();
@@ -707,7 +821,9 @@ impl Logic for RxParse {
         self.l_bq.next = bit_cast::<10, 7>(self.beat.q.val());
         if self.v0.q.val() & self.l0.q.val() {
             self.ferr.d.next = self.e0.q.val();
-            if self.first0.q.val() {
+            if self.first0.q.val() & self.v6_0.q.val() {
+                self.short.d.next = (self.total0.val() > self.k_one_beat_v6.val()) | !self.l_trim_ok.val();
+            } else if self.first0.q.val() {
                 self.short.d.next = (self.total0.val() > self.k_one_beat_ip.val()) | !self.l_trim_ok.val();
             } else if self.tb_c.q.val() {
                 // need - 1 = tb_hi + 1
@@ -747,15 +863,24 @@ impl Logic for RxParse {
             8 => self.shifted.next = (self.prev.q.val() >> 176) | (self.cur.val() << 336),
             9 => self.shifted.next = (self.prev.q.val() >> 208) | (self.cur.val() << 304),
             10 => self.shifted.next = (self.prev.q.val() >> 240) | (self.cur.val() << 272),
-            _ => self.shifted.next = (self.prev.q.val() >> 272) | (self.cur.val() << 240),
+            11 => self.shifted.next = (self.prev.q.val() >> 272) | (self.cur.val() << 240),
+            12 => self.shifted.next = (self.prev.q.val() >> 304) | (self.cur.val() << 208),
+            13 => self.shifted.next = (self.prev.q.val() >> 336) | (self.cur.val() << 176),
+            _ => self.shifted.next = (self.prev.q.val() >> 368) | (self.cur.val() << 144),
         }
         self.paybuf.din.next = self.shifted.val();
         // UD: the first beat's bytes 0..40 are the GRH area, 20 zero bytes and the IPv4 header (frame bytes
         // 14..34, in beat 0, which is `prev` when the first beat is written)
         self.l_grh.next = (self.shifted.val() & self.k_grh_keep.val())
             | (bit_cast::<512, 160>(self.prev.q.val().get_bits::<160>(112)) << 160);
+        // IPv6: the GRH area is the IPv6 header as received (frame bytes 14..54)
+        self.l_grh6.next = (self.shifted.val() & self.k_grh_keep.val())
+            | bit_cast::<512, 320>(self.prev.q.val().get_bits::<320>(112));
         if self.ud.q.val() & (self.pwritten.q.val() == self.k0_7.val()) {
             self.paybuf.din.next = self.l_grh.val();
+            if self.v6.q.val() {
+                self.paybuf.din.next = self.l_grh6.val();
+            }
         }
         self.paybuf.push.next = false;
         // the realigned beat is written when a later frame beat (or the flush after the last) completes it
@@ -794,11 +919,19 @@ impl Logic for RxParse {
         if self.paybuf.push.val() {
             self.beats_a.d.next = self.pwritten.q.val() + self.k1_7.val();
         }
+        self.l_vihl.next = self.w.q.val().ip_vihl;
         self.fa_ipv4.d.next = (self.w.q.val().ethertype == self.k_ipv4.val()) & (self.w.q.val().ip_vihl == self.k_vihl.val());
+        self.l_my.next = bit_cast::<128, 32>(self.my_ip.val()) | self.k_mapped.val();
+        self.iph_a.d.next = self.k_iphdr8.val();
+        if self.v6.q.val() {
+            self.fa_ipv4.d.next = self.v6_on.val() & (self.l_vihl.val().get_bits::<4>(4) == self.k_v6_ver.val());
+            self.l_my.next = self.my_ip6.val();
+            self.iph_a.d.next = self.k0_8.val();
+        }
         self.fa_udp.d.next = (self.w.q.val().ip_proto == self.k_udp.val())
             & (self.w.q.val().udp_dport == self.k_dport.val())
             & ((self.w.q.val().ip_frag & self.k_frag_mask.val()) == self.k0_16.val());
-        self.fa_ours.d.next = self.w.q.val().dst_ip == self.my_ip.val();
+        self.fa_ours.d.next = self.w.q.val().dst_ip == self.l_my.val();
         self.fa_op.d.next = self.opok.q.val();
         self.fa_tver.d.next = self.bth1w.val().get_bits::<4>(0) == self.k0_4.val();
         self.fa_short.d.next = self.short.q.val();
@@ -822,7 +955,7 @@ impl Logic for RxParse {
         self.fb_tver.d.next = self.fa_tver.q.val();
         self.fb_short.d.next = self.fa_short.q.val();
         self.fb_err.d.next = self.fa_err.q.val();
-        self.fb_len.d.next = (self.d_lo.q.val().get_bits::<8>(0) == self.k_iphdr8.val())
+        self.fb_len.d.next = (self.d_lo.q.val().get_bits::<8>(0) == self.iph_a.q.val())
             & (self.d_hi.q.val() == bit_cast::<8, 1>(self.d_lo.q.val().get_bits::<1>(8)));
         self.u_lo.d.next = bit_cast::<9, 8>(self.ulen_a.q.val().get_bits::<8>(0)) - bit_cast::<9, 8>(self.umin_a.q.val());
         self.u_hi.d.next = self.ulen_a.q.val().get_bits::<8>(8);
@@ -1029,11 +1162,24 @@ mod tests {
         seed: u64,
         pay_ready: u32,
     ) -> (Vec<(RxHeader, u64, u64, Vec<u8>)>, Vec<u64>, usize) {
+        run_with(frames, flagged, seed, pay_ready, None)
+    }
+
+    /// [`run_flagged`] with our IPv6 address (IPv6 on), or IPv6 off.
+    pub(crate) fn run_with(
+        frames: &[Vec<u8>],
+        flagged: &[bool],
+        seed: u64,
+        pay_ready: u32,
+        ip6: Option<u128>,
+    ) -> (Vec<(RxHeader, u64, u64, Vec<u8>)>, Vec<u64>, usize) {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut garbage = SmallRng::seed_from_u64(seed ^ 0xE11);
         let mut u = RxParse::default();
         u.connect_all();
         u.my_ip.next = bits::<32>(MY_IP as u64);
+        u.v6_on.next = ip6.is_some();
+        u.my_ip6.next = crate::wire::tx_build::bits128(ip6.unwrap_or(0));
         let beats: Vec<(Vec<u8>, bool, bool)> = frames
             .iter()
             .zip(flagged)
@@ -1101,9 +1247,12 @@ mod tests {
         (out, counters, early)
     }
 
+    pub(crate) const MY_IP6: u128 = 0xFD00_0000_0000_0000_0000_0000_0000_0002;
+
     pub(crate) fn for_us(mut f: RoceFrame) -> RoceFrame {
-        if let IpHeader::V4(h) = &mut f.ip {
-            h.dst = MY_IP.into();
+        match &mut f.ip {
+            IpHeader::V4(h) => h.dst = MY_IP.into(),
+            IpHeader::V6(h) => h.dst = MY_IP6.into(),
         }
         f
     }
@@ -1164,7 +1313,7 @@ mod tests {
                 .build();
         frames.push(arp.clone());
         flagged.push(false);
-        expect[DropReason::NotIpv4 as usize] += 1;
+        expect[DropReason::NotIp as usize] += 1;
         // the MAC's error flag (a bad FCS) on good frames, on ones with a bad ICRC and on an ARP request: each
         // is dropped and counted as a MAC error, whatever else is right or wrong with it
         let lens: Vec<usize> = (0..12).map(|_| rng.gen_range(0..2000)).collect();
@@ -1246,6 +1395,112 @@ mod tests {
             assert_eq!(pay, &want, "frame {k} payload");
         }
         assert_eq!(n_ud, 40);
+    }
+
+    /// RoCEv2 over IPv6 among IPv4 frames: RC frames of every header shape, the masked atomics (headers to
+    /// byte 118) and UD SENDs (behind their GRH area, which is the IPv6 header as received), with random
+    /// traffic class, flow label and hop limit (which the ICRC does not cover); each good frame's header is what
+    /// the byte maps of the golden layout give, addresses included (IPv4 ones IPv4-mapped). Bad IPv6 frames
+    /// are dropped for their reason: another destination, a bad ICRC, a next header not UDP, an IP payload
+    /// length not the UDP length, a frame cut short. With IPv6 off, every IPv6 frame is not IP.
+    #[test]
+    fn ipv6_frames_are_parsed_and_checked() {
+        let mut rng = SmallRng::seed_from_u64(41);
+        let lens: Vec<usize> = (0..56).map(|i| if i < 28 { i } else { rng.gen_range(0..=4096) }).collect();
+        let mut all: Vec<RoceFrame> = testbench::wire::samples::rc_frames(&mut || rng.gen(), &lens);
+        all.extend(testbench::wire::samples::masked_atomic_requests(&mut || rng.gen(), 6));
+        all.extend(testbench::wire::samples::ud_frames(&mut || rng.gen(), &lens[..24]));
+        // IPv6 (two in three) and IPv4 mixed, in random order
+        for i in (1..all.len()).rev() {
+            all.swap(i, rng.gen_range(0..=i));
+        }
+        let all: Vec<RoceFrame> = all
+            .into_iter()
+            .map(|f| {
+                if rng.gen_ratio(1, 3) {
+                    return for_us(f);
+                }
+                let mut f = testbench::wire::samples::over_ipv6(&mut || rng.gen(), vec![f], false).remove(0);
+                if let IpHeader::V6(h) = &mut f.ip {
+                    (h.traffic_class, h.flow_label, h.hop_limit) = (rng.gen(), rng.gen::<u32>() & 0xF_FFFF, rng.gen());
+                }
+                for_us(f)
+            })
+            .collect();
+        let n6 = all.iter().filter(|f| matches!(f.ip, IpHeader::V6(_))).count();
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        let mut expect = vec![0u64; RX_COUNTERS];
+        let mut good = Vec::new();
+        let mut k6 = 0;
+        for f in &all {
+            let mut bytes = f.build().unwrap();
+            let v6 = matches!(f.ip, IpHeader::V6(_));
+            let reason = if v6 {
+                k6 += 1;
+                let end = bytes.len();
+                match k6 % 8 {
+                    1 => {
+                        bytes[14 + 24 + 15] ^= 1; // destination address
+                        Some(DropReason::NotForUs)
+                    }
+                    3 => {
+                        bytes[end - 6] ^= 0x10; // payload, pad or ICRC
+                        Some(DropReason::BadIcrc)
+                    }
+                    5 => {
+                        bytes[14 + 6] = 6; // next header TCP
+                        Some(DropReason::NotRoceUdp)
+                    }
+                    7 if k6 % 16 == 7 => {
+                        // the IP payload length 4 more than the UDP datagram, and 4 more bytes (ICRC fixed up)
+                        let pl = u16::from_be_bytes([bytes[18], bytes[19]]) + 4;
+                        bytes[18..20].copy_from_slice(&pl.to_be_bytes());
+                        bytes.truncate(end - 4);
+                        bytes.extend([1, 2, 3, 4]);
+                        let crc = testbench::wire::frame::icrc(&bytes[14..]);
+                        bytes.extend(crc.to_le_bytes());
+                        Some(DropReason::BadLength)
+                    }
+                    7 => {
+                        bytes.truncate(end - 5); // cut short
+                        Some(DropReason::BadLength)
+                    }
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            match reason {
+                Some(r) => expect[r as usize] += 1,
+                None => {
+                    expect[0] += 1;
+                    let want_src = match f.ip.src() {
+                        std::net::IpAddr::V4(a) => v4_mapped(a.into()),
+                        std::net::IpAddr::V6(a) => a.into(),
+                    };
+                    good.push((rx_header_of(&bytes), want_src));
+                }
+            }
+            frames.push(bytes);
+        }
+        let (out, counters, _) = run_with(&frames, &vec![false; frames.len()], 7, 3, Some(MY_IP6));
+        assert_eq!(counters, expect, "counters (good, then per reason)");
+        assert_eq!(out.len(), good.len());
+        let mut ud6 = 0;
+        for (k, ((h, ew, plen, pay), ((wh, wew, wpay), src))) in out.iter().zip(&good).enumerate() {
+            assert_eq!(h, wh, "frame {k}: header");
+            assert_eq!(h.src_ip, crate::wire::tx_build::bits128(*src), "frame {k}: source address");
+            assert_eq!((*ew, *plen as usize), (*wew, wpay.len()), "frame {k}: ext words, payload length");
+            assert_eq!(pay, wpay, "frame {k}: payload");
+            if h.ethertype.to_u64() == ETHERTYPE_IPV6 as u64 && h.opcode.to_u64() >> 5 == 3 {
+                ud6 += 1;
+            }
+        }
+        assert!(ud6 >= 8, "{ud6} good UD frames over IPv6");
+        // IPv6 off: every IPv6 frame is not IP, the IPv4 ones as before
+        let (out, counters, _) = run_with(&frames, &vec![false; frames.len()], 8, 3, None);
+        assert_eq!(counters[DropReason::NotIp as usize], n6 as u64);
+        assert_eq!(out.len() + n6, all.len());
     }
 
     /// Long frames whose payloads leave slower than they come: each header leaves while the payload before it

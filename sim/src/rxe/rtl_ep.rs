@@ -153,7 +153,7 @@ enum Msg {
 /// RX Parse's counters, named in its order (`counters[i]`, i = [`rtl::wire::rx_parse::DropReason`]).
 pub fn rx_counter_names() -> Vec<String> {
     let mut v: Vec<String> = vec!["rx_good_frames".into()];
-    for r in ["not_ipv4", "not_roce_udp", "not_for_us", "bad_length", "bad_opcode", "bad_tver", "bad_icrc", "overflow", "mac_error"] {
+    for r in ["not_ip", "not_roce_udp", "not_for_us", "bad_length", "bad_opcode", "bad_tver", "bad_icrc", "overflow", "mac_error"] {
         v.push(format!("rx_drop_{r}"));
     }
     assert_eq!(v.len(), rtl::wire::rx_parse::RX_COUNTERS);

@@ -163,6 +163,8 @@ crate::logic_block! {
         reth: ByteMap<352, 128> = reth_map(),
         deth: ByteMap<352, 56> = deth_map(),
         l_deth: Signal<Local, Bits<56>>,
+        /// the source address (IPv4-mapped from RX Parse); QP Context compares its IPv4 part
+        l_sip: Signal<Local, Bits<128>>,
         l_ud: Signal<Local, Bit>,
         l_opc: Signal<Local, Bits<8>>,
         /// The request and the QP's responder state (the `req` output).
@@ -252,7 +254,8 @@ impl Logic for ReqTake {
         self.qpc.lk_qpn.next = self.hdr.val().dest_qpn;
         self.qpc.lk_opcode.next = self.hdr.val().opcode;
         self.qpc.lk_pkey.next = self.hdr.val().pkey;
-        self.qpc.lk_src_ip.next = self.hdr.val().src_ip;
+        self.l_sip.next = self.hdr.val().src_ip;
+        self.qpc.lk_src_ip.next = self.l_sip.val().get_bits::<32>(0);
         self.qpc.lk_qkey.next = self.l_deth.val().get_bits::<32>(0);
         self.qpc.upd_we.next = self.upd_we.val();
         self.qpc.upd_qpn.next = self.upd_qpn.val();
@@ -339,7 +342,7 @@ mod tests {
         h.bth1 = bits(pad << 4);
         h.bth8 = bits(if ack_req { 0x80 } else { 0 });
         h.pkey = bits(pkey);
-        h.src_ip = bits(0x0A00_0001);
+        h.src_ip = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
         let mut ext = [0u8; 44];
         ext[0..8].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
         ext[8..12].copy_from_slice(&0xAABB_CCDDu32.to_be_bytes());
