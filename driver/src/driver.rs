@@ -221,6 +221,16 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         self.bus.write32(REG_IPV4, ipv4)
     }
 
+    /// Our IPv6 address (`CMD_SET_IPV6`), or `None`: RoCEv2 over IPv6 off, IPv6 frames dropped.
+    pub fn set_ipv6(&mut self, ip: Option<std::net::Ipv6Addr>) -> Result<(), DriverError> {
+        let x = ip.map_or(0, u128::from);
+        let mut data = [0u32; CMD_DATA_WORDS];
+        for (w, d) in data.iter_mut().take(4).enumerate() {
+            *d = (x >> (32 * w)) as u32;
+        }
+        self.command(&Command { op: CMD_SET_IPV6, index: 0, data })
+    }
+
     /// Send an ARP request for `ip` (`ARP_QUERY`); the answer comes to [`Driver::arp_answer`].
     pub fn arp_query(&mut self, ip: std::net::Ipv4Addr) -> Result<(), DriverError> {
         self.bus.write32(REG_ARP_QUERY, u32::from(ip))
@@ -445,10 +455,14 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         }
         if let Some(av) = attr.av {
             c.remote_mac = av.dmac.0;
-            c.remote_ip = match av.dip {
-                std::net::IpAddr::V4(a) => u32::from(a),
-                std::net::IpAddr::V6(_) => return Err(VerbsError::NotSupported("IPv6 address vector").into()),
-            };
+            match av.dip {
+                std::net::IpAddr::V4(a) => (c.remote_ip, c.ipv6, c.remote_ip6) = (u32::from(a), false, 0),
+                std::net::IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                    // an IPv4-mapped GID is the IPv4 address
+                    Some(v4) => (c.remote_ip, c.ipv6, c.remote_ip6) = (u32::from(v4), false, 0),
+                    None => (c.remote_ip, c.ipv6, c.remote_ip6) = (0, true, u128::from(a)),
+                },
+            }
             c.sport = av.sport.unwrap_or(0xC000 | (qpn as u16 & 0x3FFF));
         }
         if let Some(k) = attr.qkey {
@@ -547,10 +561,6 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             let Some(ud) = wr.ud else {
                 return Err(VerbsError::InvalidArgument("UD WR needs a destination").into());
             };
-            if ud.av.dip.is_ipv6() {
-                // (the RNIC sends RoCEv2 over IPv4 only: it would take the GID's last four bytes for an address)
-                return Err(VerbsError::NotSupported("IPv6 address vector").into());
-            }
             let ah = UdAh {
                 remote_qpn: ud.remote_qpn,
                 // (QP1 sends the GSI Q_Key, as rxe's QP1 does whatever the WR says)

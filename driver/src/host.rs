@@ -73,6 +73,8 @@ pub const CAP_UD: u32 = 1 << 2;
 pub const CAP_ATOMIC: u32 = 1 << 3;
 pub const CAP_MASKED_ATOMIC: u32 = 1 << 4;
 pub const CAP_INLINE: u32 = 1 << 5;
+/// RoCEv2 over IPv6 (`CMD_SET_IPV6`, IPv6 QP paths and address handles).
+pub const CAP_IPV6: u32 = 1 << 6;
 
 // ---------------------------------------------------------------------------------------------------------
 // Table commands: CMD_DATA words, then CMD = op | index << 8; poll CMD_STATUS until busy is clear.
@@ -94,6 +96,9 @@ pub const CMD_WRITE_SQ: u8 = 6;
 pub const CMD_WRITE_RQ: u8 = 7;
 /// Set a completion-queue ring up (base, log2 entries); index = cqn. Resets its indices and phase.
 pub const CMD_WRITE_CQ: u8 = 8;
+/// Our IPv6 address (index 0): w0-3 the address as a 128-bit number, w0 its least significant word (address
+/// bytes 12..15); all zero turns RoCEv2 over IPv6 off (the reset state): IPv6 frames are then dropped as not IP.
+pub const CMD_SET_IPV6: u8 = 9;
 
 pub const CMD_ERR_NONE: u8 = 0;
 pub const CMD_ERR_BAD_OP: u8 = 1;
@@ -168,6 +173,8 @@ impl MrCmd {
 /// w1: min_rnr_timer 4:0, timeout 12:8, retry_cnt 18:16, rnr_retry 26:24;
 /// w2: max_rd_atomic 7:0, max_dest_rd_atomic 15:8; w3: dest_qpn 23:0; w4: pd; w5: UDP source port 15:0;
 /// w6: remote IPv4; w7: remote MAC bytes 2..5; w8: remote MAC bytes 0..1 in 15:0;
+/// w0 bit 6: the path is RoCEv2 over IPv6, to the address in w12-15 (a 128-bit number, w12 least significant)
+/// instead of w6;
 /// w9: send CQ; w10: receive CQ.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpCmd {
@@ -185,6 +192,9 @@ pub struct QpCmd {
     pub pd: u32,
     pub sport: u16,
     pub remote_ip: u32,
+    /// The path is IPv6 (w0 bit 6), to `remote_ip6` (w12-15).
+    pub ipv6: bool,
+    pub remote_ip6: u128,
     pub remote_mac: [u8; 6],
     pub send_cq: u32,
     pub recv_cq: u32,
@@ -198,6 +208,7 @@ impl QpCmd {
         let mut d = [0u32; CMD_DATA_WORDS];
         d[0] = u32::from(self.state & 7)
             | u32::from(self.qp_type & 3) << 4
+            | u32::from(self.ipv6) << 6
             | u32::from(self.path_mtu & 7) << 8
             | u32::from(self.access) << 16;
         d[1] = u32::from(self.min_rnr_timer & 31)
@@ -215,6 +226,9 @@ impl QpCmd {
         d[9] = self.send_cq;
         d[10] = self.recv_cq;
         d[11] = self.qkey;
+        for w in 0..4 {
+            d[12 + w] = (self.remote_ip6 >> (32 * w)) as u32;
+        }
         Command { op: CMD_WRITE_QP, index: qpn, data: d }
     }
     pub fn decode(d: &[u32; CMD_DATA_WORDS]) -> Self {
@@ -235,6 +249,8 @@ impl QpCmd {
             pd: d[4],
             sport: d[5] as u16,
             remote_ip: d[6],
+            ipv6: d[0] >> 6 & 1 == 1,
+            remote_ip6: (0..4).fold(0u128, |a, w| a | (d[12 + w] as u128) << (32 * w)),
             remote_mac: [b[0], b[1], a[0], a[1], a[2], a[3]],
             send_cq: d[9],
             recv_cq: d[10],
@@ -786,6 +802,8 @@ mod tests {
             pd: 1,
             sport: 0xC000,
             remote_ip: 0x0A00_0001,
+            ipv6: true,
+            remote_ip6: 0xFD00_0000_0000_0000_1122_3344_5566_7788,
             remote_mac: [0x52, 0x54, 0, 0x12, 0x34, 0x56],
             send_cq: 1,
             recv_cq: 2,

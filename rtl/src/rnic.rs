@@ -200,6 +200,15 @@ pub struct Rnic {
     op_sq: Constant<Bits<8>>,
     op_rq: Constant<Bits<8>>,
     op_cq: Constant<Bits<8>>,
+    op_ip6: Constant<Bits<8>>,
+    /// our IPv6 address (CMD_SET_IPV6), and RoCEv2 over IPv6 on (the address is not 0)
+    my_ip6: DFF<Bits<128>>,
+    v6_on: DFF<Bit>,
+    /// CMD_WRITE_QP's remote address: w12-15 for an IPv6 path (w0 bit 6), else w6 IPv4-mapped
+    l_rip: Signal<Local, Bits<128>>,
+    l_v6: Signal<Local, Bit>,
+    k_mapped: Constant<Bits<128>>,
+    zero24: Constant<Bits<24>>,
     err_none: Constant<Bits<8>>,
     err_index: Constant<Bits<8>>,
     n_mrs: Constant<Bits<24>>,
@@ -268,7 +277,7 @@ impl Default for Rnic {
             m_axis: Default::default(),
             s_axis: Default::default(),
             s_axis_tuser: Default::default(),
-            csr: Csr::new(CAP_RC | CAP_UC | CAP_UD | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
+            csr: Csr::new(CAP_RC | CAP_UC | CAP_UD | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE | CAP_IPV6, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
             sq: Default::default(),
             front: Default::default(),
             req: Default::default(),
@@ -327,6 +336,13 @@ impl Default for Rnic {
             op_sq: k(u64::from(CMD_WRITE_SQ)),
             op_rq: k(u64::from(CMD_WRITE_RQ)),
             op_cq: k(u64::from(CMD_WRITE_CQ)),
+            op_ip6: k(u64::from(CMD_SET_IPV6)),
+            my_ip6: Default::default(),
+            v6_on: Default::default(),
+            l_rip: Default::default(),
+            l_v6: Default::default(),
+            k_mapped: Constant::new(crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0))),
+            zero24: k(0),
             err_none: k(u64::from(CMD_ERR_NONE)),
             err_index: k(u64::from(CMD_ERR_BAD_INDEX)),
             n_mrs: k(1 << LOG2_MRS),
@@ -359,7 +375,7 @@ impl Default for Rnic {
 impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, cst, c_op, c_index, c_data, c_err, pay_busy, pay_comp, pay_next, cq_last_b, ctr_hi, ctr_v);
+        dff_setup!(self, clock, cst, c_op, c_index, c_data, my_ip6, v6_on, c_err, pay_busy, pay_comp, pay_next, cq_last_b, ctr_hi, ctr_v);
         for i in 0..5 {
             self.ctr_g[i].clock.next = self.clock.val();
             self.ctr_g[i].d.next = self.ctr_g[i].q.val();
@@ -497,7 +513,13 @@ impl Logic for Rnic {
         self.front.ctx_data.next.dest_qpn = self.l_data.val().get_bits::<24>(96);
         self.front.ctx_data.next.pd = self.l_data.val().get_bits::<24>(128);
         self.front.ctx_data.next.sport = self.l_data.val().get_bits::<16>(160);
-        self.front.ctx_data.next.dst_ip = self.l_data.val().get_bits::<32>(192);
+        self.l_v6.next = self.l_w0.val().get_bit(6);
+        self.l_rip.next = bit_cast::<128, 32>(self.l_data.val().get_bits::<32>(192)) | self.k_mapped.val();
+        if self.l_v6.val() {
+            self.l_rip.next = self.l_data.val().get_bits::<128>(384);
+        }
+        self.front.ctx_data.next.dst_ip = self.l_rip.val();
+        self.front.ctx_data.next.v6 = self.l_v6.val();
         self.front.ctx_data.next.dst_mac = self.l_data.val().get_bits::<48>(224);
         self.front.ctx_data.next.sig_all = false;
         self.l_uc.next = self.l_w0.val().get_bits::<2>(4) == self.ty_uc.val();
@@ -568,7 +590,8 @@ impl Logic for Rnic {
         self.resp.attr_data.next.dest_qpn = self.l_data.val().get_bits::<24>(96);
         self.resp.attr_data.next.pd = self.l_data.val().get_bits::<32>(128);
         self.resp.attr_data.next.sport = self.l_data.val().get_bits::<16>(160);
-        self.resp.attr_data.next.remote_ip = self.l_data.val().get_bits::<32>(192);
+        self.resp.attr_data.next.remote_ip = self.l_rip.val();
+        self.resp.attr_data.next.v6 = self.l_v6.val();
         self.resp.attr_data.next.remote_mac = self.l_data.val().get_bits::<48>(224);
         self.resp.attr_data.next.qkey = self.l_data.val().get_bits::<32>(352);
         self.resp.rp_valid.next = false;
@@ -647,6 +670,14 @@ impl Logic for Rnic {
                         }
                     }
                 }
+                if self.c_op.q.val() == self.op_ip6.val() {
+                    if self.c_index.q.val() != self.zero24.val() {
+                        self.c_err.d.next = self.err_index.val();
+                    } else {
+                        self.my_ip6.d.next = self.l_data.val().get_bits::<128>(0);
+                        self.v6_on.d.next = self.l_data.val().get_bits::<128>(0) != self.zero128.val();
+                    }
+                }
                 if self.c_op.q.val() == self.op_cq.val() {
                     if self.c_index.q.val() >= self.n_cqs.val() {
                         self.c_err.d.next = self.err_index.val();
@@ -722,6 +753,7 @@ impl Logic for Rnic {
         self.front.wqe_data.next = self.sq.wqe_data.val();
         self.front.src_mac.next = self.csr.mac.val();
         self.front.src_ip.next = self.csr.ipv4.val();
+        self.front.src_ip6.next = self.my_ip6.q.val();
         self.req.desc.next = self.front.desc.val();
         self.req.desc_valid.next = self.front.desc_valid.val();
         self.front.desc_ready.next = self.req.desc_ready.val();
@@ -796,6 +828,7 @@ impl Logic for Rnic {
         self.resp.s_pay.tready.next = self.scat2.s_axis.tready.val();
         self.resp.my_mac.next = self.csr.mac.val();
         self.resp.my_ip.next = self.csr.ipv4.val();
+        self.resp.my_ip6.next = self.my_ip6.q.val();
         self.txb.pay.tdata.next = self.gather.m_axis.tdata.val();
         self.txb.pay.tkeep.next = self.gather.m_axis.tkeep.val();
         self.txb.pay.tlast.next = self.gather.m_axis.tlast.val();
@@ -861,10 +894,8 @@ impl Logic for Rnic {
         self.icmp.my_ip.next = self.csr.ipv4.val();
         self.s_axis.tready.next = true;
         self.rx.my_ip.next = self.csr.ipv4.val();
-        // RoCEv2 over IPv6: TX Packet Build and RX Parse carry it; the QP paths, the address handles and our
-        // IPv6 address register do not yet, so IPv6 frames are dropped here as not IP
-        self.rx.my_ip6.next = self.zero128.val();
-        self.rx.v6_on.next = false;
+        self.rx.my_ip6.next = self.my_ip6.q.val();
+        self.rx.v6_on.next = self.v6_on.q.val();
         // ---- RX dispatch: responses (READ RESPONSE .. ATOMIC ACKNOWLEDGE) to the completer; requests to the
         // responder. A header is handed on when the payloads of the headers before it have gone, except that a
         // request may be handed to the responder while the payload of the request before it still flows (its

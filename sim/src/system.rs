@@ -852,6 +852,9 @@ impl<D: RnicDut> CsrBus for SimBus<D> {
 
 pub const OUR_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x11];
 pub const OUR_IP: u32 = 0x0A00_0011;
+/// Our IPv6 address and the peer's in [`rig_v6`].
+pub const OUR_IP6: u128 = 0xFD00_0000_0000_0000_0000_0000_0000_0011;
+pub const PEER_IP6: u128 = 0xFD00_0000_0000_0000_0000_0000_0000_0002;
 
 /// The RNIC with one RC QP connected to a QP of the golden-model peer, both in RTS, with 2 MiB registered on
 /// each side (ours filled with a seeded pattern).
@@ -867,6 +870,8 @@ pub struct Rig<D: RnicDut = Clocked<VRnic>> {
     pub peer_rkey: u32,
     pub peer_cq: Cq,
     pub dir: std::path::PathBuf,
+    /// Our address vector as the peer addresses us ([`our_av`], or [`our_av6`] in [`rig_v6`]).
+    pub av: AddressVector,
 }
 
 pub fn rig(mtu: u32, dir: &Path) -> Rig {
@@ -881,14 +886,32 @@ pub fn rig_with<D: RnicDut>(dut: D, mtu: u32, dir: &Path) -> Rig<D> {
 /// [`rig_with`] for an implementation that needs the host memory itself (the board-level model, whose DMA
 /// reaches host memory through its own PCIe bridge model: `sim::board`).
 pub fn rig_on<D: RnicDut>(make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D, mtu: u32, dir: &Path) -> Rig<D> {
+    rig_at(make, mtu, dir, false)
+}
+
+/// [`rig`] over IPv6: our RNIC at [`OUR_IP6`] (as well as [`OUR_IP`]), the peer at [`PEER_IP6`], the QP pairs'
+/// paths RoCEv2 over IPv6.
+pub fn rig_v6(mtu: u32, dir: &Path) -> Rig {
+    rig_at(|_| Clocked::new(None), mtu, dir, true)
+}
+
+fn rig_at<D: RnicDut>(make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D, mtu: u32, dir: &Path, v6: bool) -> Rig<D> {
     let mem = Arc::new(Mutex::new(HostMemory::new()));
     let dut = make(&mem);
-    let mut peer = Device::new(DeviceConfig::simple(2));
+    let mut pcfg = DeviceConfig::simple(2);
+    if v6 {
+        pcfg.ip = std::net::IpAddr::V6(PEER_IP6.into());
+    }
+    let mut peer = Device::new(pcfg);
+    let av = if v6 { our_av6() } else { our_av() };
     let sys = Rc::new(RefCell::new(System::with_dut(dut, mem.clone(), Device::new(DeviceConfig::simple(9)), Some(dir)).unwrap()));
     let mut drv = Driver::open(SimBus::new(sys.clone()), mem.clone()).expect("the driver opens the RTL device");
     assert_eq!(drv.info.caps & CAP_RC, CAP_RC);
     assert_eq!((drv.info.log2_qps, drv.info.log2_mrs), (8, 10));
     drv.set_address(OUR_MAC, OUR_IP).unwrap();
+    if v6 {
+        drv.set_ipv6(Some(OUR_IP6.into())).unwrap();
+    }
     // our side
     let src = mem.lock().unwrap().alloc(1 << 21);
     let mut rng = SmallRng::seed_from_u64(u64::from(mtu));
@@ -907,9 +930,9 @@ pub fn rig_on<D: RnicDut>(make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D, mtu: 
     let peer_qpn = peer
         .create_qp(ppd, QpInitAttr { qp_type: QpType::Rc, send_cq: peer_cq, recv_cq: peer_cq, cap, sq_sig_all: false })
         .unwrap();
-    connect_pair(&mut drv, &mut peer, mtu, qpn, peer_qpn, 0xFF_FFF0, 0x1234);
+    connect_pair(&mut drv, &mut peer, &av, mtu, qpn, peer_qpn, 0xFF_FFF0, 0x1234);
     sys.borrow_mut().peer = peer;
-    Rig { sys, drv, mem, qpn, peer_qpn, src, lkey, peer_buf, peer_rkey: pmr.rkey, peer_cq, dir: dir.to_path_buf() }
+    Rig { sys, drv, mem, qpn, peer_qpn, src, lkey, peer_buf, peer_rkey: pmr.rkey, peer_cq, dir: dir.to_path_buf(), av }
 }
 
 impl<D: RnicDut> Rig<D> {
@@ -938,7 +961,7 @@ impl<D: RnicDut> Rig<D> {
         let mut peer = std::mem::replace(&mut self.sys.borrow_mut().peer, Device::new(DeviceConfig::simple(9)));
         let pcq = self.peer_cq;
         let peer_qpn = peer.create_qp(Pd(1), QpInitAttr { qp_type, send_cq: pcq, recv_cq: pcq, cap, sq_sig_all: false }).unwrap();
-        connect_pair(&mut self.drv, &mut peer, mtu, qpn, peer_qpn, psn_a, psn_b);
+        connect_pair(&mut self.drv, &mut peer, &self.av, mtu, qpn, peer_qpn, psn_a, psn_b);
         self.sys.borrow_mut().peer = peer;
         (qpn, peer_qpn)
     }
@@ -987,13 +1010,19 @@ pub fn our_av() -> AddressVector {
     AddressVector::new(MacAddr(OUR_MAC), std::net::IpAddr::V4(OUR_IP.into()))
 }
 
+/// Our IPv6 address vector ([`OUR_MAC`], [`OUR_IP6`]).
+pub fn our_av6() -> AddressVector {
+    AddressVector::new(MacAddr(OUR_MAC), std::net::IpAddr::V6(OUR_IP6.into()))
+}
+
 /// The Q_Key [`Rig::add_qp_pair_of`] gives both QPs of a UD pair.
 pub const UD_QKEY: u32 = 0x1234_5678;
 
 /// Bring our QP `qpn` and the peer's `peer_qpn` to RTS, connected to each other (our send PSN `psn_a`, the
 /// peer's `psn_b`); UD QPs with the Q_Key [`UD_QKEY`] and no destination.
-fn connect_pair<D: RnicDut>(drv: &mut Driver<SimBus<D>>, peer: &mut Device, mtu: u32, qpn: u32, peer_qpn: u32, psn_a: u32, psn_b: u32) {
-    let our_av = our_av();
+#[allow(clippy::too_many_arguments)]
+fn connect_pair<D: RnicDut>(drv: &mut Driver<SimBus<D>>, peer: &mut Device, our_av: &AddressVector, mtu: u32, qpn: u32, peer_qpn: u32, psn_a: u32, psn_b: u32) {
+    let our_av = *our_av;
     // a UD QP has no destination: its Q_Key instead, and each WR names where it goes
     let ud = peer.qp(peer_qpn).map_or(false, |q| q.qp_type == QpType::Ud);
     let qkey = ud.then_some(UD_QKEY);

@@ -11,7 +11,12 @@ use rand::{Rng, SeedableRng};
 use rtl::transport::psn_check::{self, PsnCheck};
 use rtl::transport::qp_context::{golden_is_request, golden_verdict, reason_code, QpContext, QpReq, QpResp, QpStatic};
 use rust_hdl::prelude::*;
+use rtl::wire::rx_parse::v4_mapped;
+use rtl::wire::tx_build::{bits128, u128_of};
 use sim::vmodels::psn_check::PsnCheck as VPsn;
+/// Bits and 32-bit words of a packed [`QpStatic`].
+const QS_BITS: usize = <QpStatic as Synth>::BITS;
+const QS_WORDS: usize = QS_BITS.div_ceil(32);
 use sim::vmodels::qp_context::QpContext as VQp;
 use std::collections::VecDeque;
 use testbench::model::{psn_add, DropReason, QpState};
@@ -117,7 +122,7 @@ struct QpIn {
     lk_qpn: u32,
     lk_opcode: u8,
     lk_pkey: u16,
-    lk_src_ip: u32,
+    lk_src_ip: u128,
     lk_qkey: u32,
     upd_we: bool,
     upd_qpn: u32,
@@ -135,7 +140,7 @@ struct QpOut {
     is_request: bool,
     drop: bool,
     reason: u64,
-    stat: [u32; 8],
+    stat: [u32; QS_WORDS],
     resp: [u32; 4],
     req: [u32; 3],
 }
@@ -148,7 +153,7 @@ fn drive_hdl(u: &mut Ctx, i: &QpIn) -> QpOut {
     u.lk_qpn.next = bits(i.lk_qpn as u64);
     u.lk_opcode.next = bits(i.lk_opcode as u64);
     u.lk_pkey.next = bits(i.lk_pkey as u64);
-    u.lk_src_ip.next = bits(i.lk_src_ip as u64);
+    u.lk_src_ip.next = bits128(i.lk_src_ip);
     u.lk_qkey.next = bits(i.lk_qkey as u64);
     u.upd_we.next = i.upd_we;
     u.upd_qpn.next = bits(i.upd_qpn as u64);
@@ -179,7 +184,7 @@ fn drive_vl(v: &mut VQp, i: &QpIn) -> QpOut {
     v.set_lk_qpn(i.lk_qpn as u64);
     v.set_lk_opcode(i.lk_opcode as u64);
     v.set_lk_pkey(i.lk_pkey as u64);
-    v.set_lk_src_ip(i.lk_src_ip as u64);
+    v.set_lk_src_ip(&std::array::from_fn::<u32, 4, _>(|w| (i.lk_src_ip >> (32 * w)) as u32));
     v.set_lk_qkey(i.lk_qkey as u64);
     v.set_upd_we(i.upd_we as u64);
     v.set_upd_qpn(i.upd_qpn as u64);
@@ -202,7 +207,15 @@ fn drive_vl(v: &mut VQp, i: &QpIn) -> QpOut {
     }
 }
 
+/// The IPv6 address of the IPv6 paths.
+const TEST_IP6: u128 = 0xFD00_0000_0000_0000_0000_0000_0000_0002;
+
 fn random_static(rng: &mut SmallRng) -> QpStatic {
+    let remote = match rng.gen_range(0..16) {
+        0 => v4_mapped(rng.gen()),
+        1..=3 => TEST_IP6,
+        _ => v4_mapped(0x0A00_0002),
+    };
     QpStatic {
         state: bits(if rng.gen_ratio(2, 3) { QpState::Rts as u64 } else { rng.gen_range(0..7) }),
         qp_type: bits(if rng.gen_ratio(3, 4) { 0 } else { rng.gen_range(0..3) }),
@@ -217,7 +230,8 @@ fn random_static(rng: &mut SmallRng) -> QpStatic {
         dest_qpn: bits(rng.gen_range(0..1 << 24)),
         pd: bits(rng.gen::<u32>() as u64),
         sport: bits(rng.gen_range(0..1 << 16)),
-        remote_ip: bits(if rng.gen_ratio(7, 8) { 0x0A00_0002 } else { rng.gen::<u32>() as u64 }),
+        remote_ip: bits128(remote),
+        v6: std::net::Ipv6Addr::from(remote).to_ipv4_mapped().is_none(),
         remote_mac: bits(rng.gen::<u64>() & 0xFFFF_FFFF_FFFF),
         qkey: bits(random_qkey(rng) as u64),
     }
@@ -273,7 +287,7 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
     let mut rs = vec![QpResp::default(); 256];
     let mut rq = vec![QpReq::default(); 256];
     let mut st_hist: VecDeque<Vec<QpStatic>> = VecDeque::new();
-    let mut pipe: VecDeque<Option<(u32, u8, u16, u32, u32)>> = VecDeque::new();
+    let mut pipe: VecDeque<Option<(u32, u8, u16, u128, u32)>> = VecDeque::new();
     let mut req_want: Option<QpReq> = None;
     let (mut accepted, mut dropped, mut b2b, mut unjudged) = (0usize, 0usize, 0usize, 0usize);
     let mut reasons = std::collections::BTreeMap::new();
@@ -302,7 +316,13 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
             };
             i.lk_qkey = random_qkey(&mut rng);
             i.lk_pkey = if rng.gen_ratio(1, 12) { rng.gen() } else if rng.gen() { 0xFFFF } else { 0x7FFF };
-            i.lk_src_ip = if rng.gen_ratio(1, 12) { rng.gen() } else { 0x0A00_0002 };
+            // IPv4 (mapped) and IPv6 sources, mostly those of the paths
+            i.lk_src_ip = match rng.gen_range(0..24) {
+                0 => v4_mapped(rng.gen()),
+                1 => rng.gen(),
+                2..=6 => TEST_IP6,
+                _ => v4_mapped(0x0A00_0002),
+            };
         }
         let mut ho = drive_hdl(&mut h, &i);
         let mut vo = drive_vl(&mut v, &i);
@@ -317,11 +337,11 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
                 assert_eq!(ho.qpn, q as u64, "cycle {cycle}");
                 let verdict = golden_verdict::<256>(q, op, pkey, sip, qkey, &s);
                 let ctx = format!(
-                    "cycle {cycle}: qpn {q} opcode {op:#04x} pkey {pkey:#06x} src {sip:#010x}, QP state {} type {} \
-                     remote {:#010x}",
+                    "cycle {cycle}: qpn {q} opcode {op:#04x} pkey {pkey:#06x} src {sip:#034x}, QP state {} type {} \
+                     remote {:#034x}",
                     s.state.to_u64(),
                     s.qp_type.to_u64(),
-                    s.remote_ip.to_u64()
+                    u128_of(s.remote_ip)
                 );
                 // an opcode without a table row: the model drops it as Malformed before the QP lookup, and so
                 // does the RNIC, in RX Parse (its opcode table); QP Context never sees one, its verdict is free
@@ -342,7 +362,7 @@ fn qp_context_lockstep_rust_hdl_verilator_and_array_model() {
                 } else {
                     assert!(!ho.drop, "{ctx}: the model accepts it, QP Context drops it (reason {})", ho.reason);
                     accepted += 1;
-                    assert_eq!(ho.stat, words::<232, 8>(s.into()), "cycle {cycle} qpn {q}: static");
+                    assert_eq!(ho.stat, words::<QS_BITS, QS_WORDS>(s.into()), "cycle {cycle} qpn {q}: static");
                     assert_eq!(ho.resp, words::<97, 4>(rs[q as usize].into()), "cycle {cycle} qpn {q}: responder state");
                     b2b += (last_acc == Some(q)) as usize;
                     let mut n = rs[q as usize];

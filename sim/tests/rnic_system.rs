@@ -1027,6 +1027,111 @@ fn a_full_cq_overruns_and_counts_it() {
 }
 
 /// The BTH opcode of a RoCEv2 frame, `None` for any other frame.
+/// RoCEv2 over IPv6: our RNIC at fd00::11 (`CMD_SET_IPV6`), the golden peer at fd00::2, an RC pair and a UD pair
+/// whose paths are IPv6. Both ways: WRITEs (one of several packets), a SEND, a READ, a FETCH_ADD and their ACKs
+/// and responses; UD SENDs whose receive holds the 40-byte IPv6 header as received in front of the payload.
+/// Every frame either side sends is IPv6 between the two addresses, and nothing is dropped.
+#[test]
+fn rc_and_ud_over_ipv6_both_ways() {
+    use std::net::{IpAddr, Ipv6Addr};
+    use testbench::wire::frame::{parse_ethernet, Frame};
+    use testbench::wire::IpHeader;
+    let dir = std::env::temp_dir().join(format!("rnic-system-ipv6-{}", std::process::id()));
+    let mut r = sim::system::rig_v6(1024, &dir);
+    let (ours6, peer6) = (Ipv6Addr::from(sim::system::OUR_IP6), Ipv6Addr::from(sim::system::PEER_IP6));
+    let cap = QpCap { max_send_wr: 64, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (uqpn, peer_uqpn) = r.add_qp_pair_of(QpType::Ud, 1024, 0x10, 0x20, cap, Cq(0));
+    let peer_qpn = r.peer_qpn;
+    let peer_av = r.sys.borrow().peer.av_to_me();
+    assert_eq!(peer_av.dip, IpAddr::V6(peer6));
+    // ours -> peer: WRITE 3000 (3 packets), SEND 100, READ 2500, FETCH_ADD, UD SEND 500
+    {
+        let mut s = r.sys.borrow_mut();
+        s.peer.post_recv(peer_qpn, RecvWr { wr_id: 40, sg_list: vec![Sge { addr: r.peer_buf + 0x4_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
+        s.peer.post_recv(peer_uqpn, RecvWr { wr_id: 41, sg_list: vec![Sge { addr: r.peer_buf + 0x5_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
+        s.peer.mem_mut().write_u64(r.peer_buf + 0x6_0000, 1000).unwrap();
+    }
+    let mut w = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.src, length: 3000, lkey: r.lkey }]);
+    (w.remote_addr, w.rkey) = (r.peer_buf + 8, r.peer_rkey);
+    let sig = |mut w: SendWr| {
+        w.flags.signaled = true;
+        w
+    };
+    r.drv.post_send(r.qpn, &sig(w)).unwrap();
+    r.drv.post_send(r.qpn, &sig(SendWr::new(2, WrOpcode::Send, vec![Sge { addr: r.src + 0x1_0000, length: 100, lkey: r.lkey }]))).unwrap();
+    let mut rd = SendWr::new(3, WrOpcode::RdmaRead, vec![Sge { addr: r.src + 0x8_0000, length: 2500, lkey: r.lkey }]);
+    (rd.remote_addr, rd.rkey) = (r.peer_buf + 0x2_0000, r.peer_rkey);
+    r.drv.post_send(r.qpn, &sig(rd)).unwrap();
+    r.drv.post_send(r.qpn, &sig(atomic_wr(4, WrOpcode::AtomicFetchAndAdd, (r.src + 0x9_0000, r.lkey), (r.peer_buf + 0x6_0000, r.peer_rkey), [5, 0, 0, 0]))).unwrap();
+    let mut u = SendWr::new(5, WrOpcode::Send, vec![Sge { addr: r.src + 0x2_0000, length: 500, lkey: r.lkey }]);
+    u.ud = Some(UdDest { av: peer_av, remote_qpn: peer_uqpn, remote_qkey: sim::system::UD_QKEY });
+    r.drv.post_send(uqpn, &sig(u)).unwrap();
+    let wcs = r.our_completions(5, 1_000_000);
+    let mut ids: Vec<(u64, WcStatus)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
+    ids.sort();
+    assert_eq!(ids, vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success), (4, WcStatus::Success), (5, WcStatus::Success)], "{wcs:?}");
+    let peer_wcs = r.wait_peer_completions(2, 400_000);
+    {
+        let s = r.sys.borrow();
+        assert!(s.peer.mem().read(r.peer_buf + 8, 3000).unwrap() == r.src_bytes(0, 3000), "WRITE over IPv6");
+        assert!(s.peer.mem().read(r.peer_buf + 0x4_0000, 100).unwrap() == r.src_bytes(0x1_0000, 100), "SEND over IPv6");
+        assert!(s.peer.mem().read(r.peer_buf + 0x2_0000, 2500).unwrap() == r.src_bytes(0x8_0000, 2500), "READ over IPv6");
+        assert_eq!(r.src_bytes(0x9_0000, 8), 1000u64.to_le_bytes(), "FETCH_ADD's original value");
+        assert_eq!(s.peer.mem().read_u64(r.peer_buf + 0x6_0000).unwrap(), 1005);
+        let got: Vec<(u64, u32, u32)> = peer_wcs.iter().map(|w| (w.wr_id, w.byte_len, w.src_qp)).collect();
+        assert_eq!(got, vec![(40, 100, 0), (41, 540, uqpn)], "{peer_wcs:?}");
+        // the UD receive: the IPv6 header of our datagram as it went, then the payload
+        let ud = s.sent.iter().find(|f| roce_opcode(f) == Some(testbench::wire::opcode::UD_SEND_ONLY)).expect("our UD SEND");
+        let mut want = ud[14..54].to_vec();
+        want.extend_from_slice(&r.src_bytes(0x2_0000, 500));
+        assert!(s.peer.mem().read(r.peer_buf + 0x5_0000, 540).unwrap() == want, "GRH area (our IPv6 header) and payload");
+    }
+    // peer -> ours: WRITE 2000, SEND_WITH_IMM 300, READ 1500, UD SEND_WITH_IMM 200
+    let rbuf = r.src + (1 << 20);
+    r.drv.post_recv(r.qpn, &RecvWr { wr_id: 700, sg_list: vec![Sge { addr: rbuf, length: 4096, lkey: r.lkey }] }).unwrap();
+    r.drv.post_recv(uqpn, &RecvWr { wr_id: 701, sg_list: vec![Sge { addr: rbuf + 0x1000, length: 4096, lkey: r.lkey }] }).unwrap();
+    let av6 = r.av;
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..1 << 16).map(|i: u32| (i.wrapping_mul(2246822519) >> 11) as u8).collect();
+        s.peer.mem_mut().write(r.peer_buf + 0x8_0000, &pat).unwrap();
+        let mut w = SendWr::new(50, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf + 0x8_0000, length: 2000, lkey: r.peer_rkey }]);
+        (w.remote_addr, w.rkey) = (r.src + 0xA_0000, r.lkey);
+        s.peer.post_send(peer_qpn, w).unwrap();
+        let mut si = SendWr::new(51, WrOpcode::SendWithImm, vec![Sge { addr: r.peer_buf + 0x8_1000, length: 300, lkey: r.peer_rkey }]);
+        si.imm_data = 0xFEED_0006;
+        s.peer.post_send(peer_qpn, si).unwrap();
+        let mut rd = SendWr::new(52, WrOpcode::RdmaRead, vec![Sge { addr: r.peer_buf + 0x9_0000, length: 1500, lkey: r.peer_rkey }]);
+        (rd.remote_addr, rd.rkey) = (r.src + 0xB_0000, r.lkey);
+        s.peer.post_send(peer_qpn, rd).unwrap();
+        let mut us = SendWr::new(53, WrOpcode::SendWithImm, vec![Sge { addr: r.peer_buf + 0x8_2000, length: 200, lkey: r.peer_rkey }]);
+        us.imm_data = 0xFEED_0007;
+        us.ud = Some(UdDest { av: av6, remote_qpn: uqpn, remote_qkey: sim::system::UD_QKEY });
+        s.peer.post_send(peer_uqpn, us).unwrap();
+    }
+    let peer_wcs = r.wait_peer_completions(4, 1_000_000);
+    assert!(peer_wcs.len() == 4 && peer_wcs.iter().all(|w| w.status == WcStatus::Success), "{peer_wcs:?}");
+    let ours = r.our_completions(2, 400_000);
+    let got: Vec<(u64, WcOpcode, u32, u32, WcStatus)> = ours.iter().map(|w| (w.wr_id, w.opcode, w.byte_len, w.imm_data, w.status)).collect();
+    assert_eq!(got, vec![(700, WcOpcode::Recv, 300, 0xFEED_0006, WcStatus::Success), (701, WcOpcode::Recv, 240, 0xFEED_0007, WcStatus::Success)]);
+    assert_eq!(ours[1].src_qp, peer_uqpn);
+    let s = r.sys.borrow();
+    assert!(r.src_bytes(0xA_0000, 2000) == s.peer.mem().read(r.peer_buf + 0x8_0000, 2000).unwrap(), "peer WRITE over IPv6");
+    assert!(r.src_bytes(1 << 20, 300) == s.peer.mem().read(r.peer_buf + 0x8_1000, 300).unwrap(), "peer SEND over IPv6");
+    assert!(s.peer.mem().read(r.peer_buf + 0x9_0000, 1500).unwrap() == r.src_bytes(0xB_0000, 1500), "peer READ over IPv6");
+    // every frame on the link is IPv6 between the two addresses
+    let mut n = 0;
+    for (f, from_us) in s.sent.iter().map(|f| (f, true)).chain(s.received.iter().map(|f| (f, false))) {
+        let Ok(Frame::Roce(rf)) = parse_ethernet(f) else { continue };
+        let IpHeader::V6(h) = rf.ip else { panic!("an IPv4 RoCE frame: {rf:?}") };
+        assert_eq!((h.src, h.dst), if from_us { (ours6, peer6) } else { (peer6, ours6) });
+        n += 1;
+    }
+    assert!(n >= 12, "{n} RoCE frames");
+    assert_eq!(s.peer.counters().total_drops(), 0, "{:?}", s.peer.counters().drops);
+    assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+}
+
 fn roce_opcode(f: &[u8]) -> Option<u8> {
     use testbench::wire::frame::{parse_ethernet, Frame};
     match parse_ethernet(f) {

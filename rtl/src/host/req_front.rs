@@ -82,7 +82,9 @@ pub struct SqCtx {
     pub mtu_log2: Bits<4>,
     pub dest_qpn: Bits<24>,
     pub dst_mac: Bits<48>,
-    pub dst_ip: Bits<32>,
+    /// The path's remote address (IPv4-mapped for IPv4) and whether it is RoCEv2 over IPv6.
+    pub dst_ip: Bits<128>,
+    pub v6: Bit,
     pub sport: Bits<16>,
     pub pd: Bits<PD_BITS>,
     /// Every WQE completes (`sq_sig_all`).
@@ -220,6 +222,7 @@ pub struct ReqFront {
     /// Our addresses (from the register slave).
     pub src_mac: Signal<In, Bits<48>>,
     pub src_ip: Signal<In, Bits<32>>,
+    pub src_ip6: Signal<In, Bits<128>>,
     /// To and from the Requester.
     pub desc: Signal<Out, ReqDesc>,
     pub desc_valid: Signal<Out, Bit>,
@@ -315,9 +318,14 @@ pub struct ReqFront {
     imm_map: ByteMap<512, 32>,
     /// A UD WQE's destination MAC (bytes 40..46) and IPv4 address (bytes 60..64 of the GID), wire order to
     /// numbers.
-    ah_map: ByteMap<512, 80>,
+    ah_map: ByteMap<512, 176>,
+    /// a UD address handle's GID is not IPv4-mapped: RoCEv2 over IPv6
+    l_ah_v6: Signal<Local, Bit>,
+    k_mapped_hi: Constant<Bits<96>>,
+    /// the IPv4-mapped prefix (::ffff:0:0)
+    k_mapped: Constant<Bits<128>>,
     l_ah_mac: Signal<Local, Bits<48>>,
-    l_ah_ip: Signal<Local, Bits<32>>,
+    l_ah_ip: Signal<Local, Bits<128>>,
     l_ah_sport: Signal<Local, Bits<16>>,
     l_ah_qkey: Signal<Local, Bits<32>>,
     state: DFF<FrontState>,
@@ -441,6 +449,7 @@ impl Default for ReqFront {
             kc_wr: Default::default(),
             src_mac: Default::default(),
             src_ip: Default::default(),
+            src_ip6: Default::default(),
             desc: Default::default(),
             desc_valid: Default::default(),
             desc_ready: Default::default(),
@@ -506,8 +515,11 @@ impl Default for ReqFront {
             add_ln: Default::default(),
             imm_map: imm,
             ah_map: ByteMap::new(
-                (0..6).map(|i| ByteSrc::In(8 * (45 - i))).chain((0..4).map(|i| ByteSrc::In(8 * (63 - i)))).collect(),
+                (0..6).map(|i| ByteSrc::In(8 * (45 - i))).chain((0..16).map(|i| ByteSrc::In(8 * (63 - i)))).collect(),
             ),
+            l_ah_v6: Default::default(),
+            k_mapped_hi: Constant::new(bits::<96>(0xFFFF)),
+            k_mapped: Constant::new(crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0))),
             l_ah_mac: Default::default(),
             l_ah_ip: Default::default(),
             l_ah_sport: Default::default(),
@@ -712,7 +724,8 @@ impl Logic for ReqFront {
         // own), MAC 40..46, UDP source port 46..48 (0: the QP's own), GID 48..64
         self.ah_map.x.next = self.l_slot.val();
         self.l_ah_mac.next = self.ah_map.y.val().get_bits::<48>(0);
-        self.l_ah_ip.next = self.ah_map.y.val().get_bits::<32>(48);
+        self.l_ah_ip.next = self.ah_map.y.val().get_bits::<128>(48);
+        self.l_ah_v6.next = self.l_ah_ip.val().get_bits::<96>(32) != self.k_mapped_hi.val();
         self.l_ah_sport.next = self.l_slot.val().get_bits::<16>(368);
         if self.l_ah_sport.val() == self.zero16.val() {
             self.l_ah_sport.next = self.ctx.q.val().sport;
@@ -968,7 +981,11 @@ impl Logic for ReqFront {
                         self.o_desc.d.next.dest_qpn = self.ctx.q.val().dest_qpn;
                         self.o_desc.d.next.dst_mac = self.ctx.q.val().dst_mac;
                         self.o_desc.d.next.src_mac = self.src_mac.val();
-                        self.o_desc.d.next.src_ip = self.src_ip.val();
+                        self.o_desc.d.next.v6 = self.ctx.q.val().v6;
+                        self.o_desc.d.next.src_ip = bit_cast::<128, 32>(self.src_ip.val()) | self.k_mapped.val();
+                        if self.ctx.q.val().v6 {
+                            self.o_desc.d.next.src_ip = self.src_ip6.val();
+                        }
                         self.o_desc.d.next.dst_ip = self.ctx.q.val().dst_ip;
                         self.o_desc.d.next.sport = self.ctx.q.val().sport;
                         self.o_desc.d.next.cont = false;
@@ -980,6 +997,11 @@ impl Logic for ReqFront {
                             self.o_desc.d.next.dest_qpn = self.l_slot.val().get_bits::<24>(256);
                             self.o_desc.d.next.dst_mac = self.l_ah_mac.val();
                             self.o_desc.d.next.dst_ip = self.l_ah_ip.val();
+                            self.o_desc.d.next.v6 = self.l_ah_v6.val();
+                            self.o_desc.d.next.src_ip = bit_cast::<128, 32>(self.src_ip.val()) | self.k_mapped.val();
+                            if self.l_ah_v6.val() {
+                                self.o_desc.d.next.src_ip = self.src_ip6.val();
+                            }
                             self.o_desc.d.next.sport = self.l_ah_sport.val();
                         }
                         if self.l_inl.val() {
@@ -1524,7 +1546,8 @@ mod tests {
             mtu_log2: bits(10),
             dest_qpn: bits(0x33),
             dst_mac: bits(0x5254_0000_0001),
-            dst_ip: bits(0x0A00_0001),
+            dst_ip: crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001)),
+            v6: false,
             sport: bits(0xC012),
             pd: bits(7),
             sig_all: false,
@@ -1572,7 +1595,7 @@ mod tests {
         let d = d.expect("a descriptor");
         assert!(d.ud && !d.uc);
         assert_eq!((d.dest_qpn.to_u64(), d.qkey.to_u64(), d.sport.to_u64()), (0xAB_CDEF, 0x0765_4321, 0xC777));
-        assert_eq!((d.dst_mac.to_u64(), d.dst_ip.to_u64()), (0x5254_0012_3456, 0x0A01_0203));
+        assert_eq!((d.dst_mac.to_u64(), crate::wire::tx_build::u128_of(d.dst_ip)), (0x5254_0012_3456, 0xFFFF_0A01_0203));
         assert_eq!((d.len.to_u64(), d.imm.to_u64(), d.psn.to_u64()), (200, 0x1122_3344, 40));
         assert_eq!((i.status.to_u64(), i.next_psn.to_u64()), (0, 41));
         // bit 31 of the Q_Key: the QP's own; source port 0: the QP's own
@@ -1713,7 +1736,7 @@ mod tests {
         assert!(d.solicited);
         assert_eq!((d.raddr.to_u64(), d.rkey.to_u64(), d.compare_add.to_u64(), d.swap.to_u64()), (0x1234, 0x5678, 9, 10));
         assert_eq!((d.mtu_log2.to_u64(), d.dest_qpn.to_u64(), d.sport.to_u64()), (10, 0x33, 0xC012));
-        assert_eq!((d.dst_mac.to_u64(), d.src_mac.to_u64(), d.dst_ip.to_u64(), d.src_ip.to_u64()), (0x5254_0000_0001, 0x0200_0000_0022, 0x0A00_0001, 0x0A00_0002));
+        assert_eq!((d.dst_mac.to_u64(), d.src_mac.to_u64(), crate::wire::tx_build::u128_of(d.dst_ip), crate::wire::tx_build::u128_of(d.src_ip)), (0x5254_0000_0001, 0x0200_0000_0022, 0xFFFF_0A00_0001, 0xFFFF_0A00_0002));
         assert_eq!((d.qpn.to_u64(), d.slot.to_u64(), d.noack.to_u64()), (0x12, 5, 0));
         assert_eq!((i.status.to_u64(), i.first_psn.to_u64(), i.next_psn.to_u64()), (0, 0xFF_FFFE, 1));
         assert_eq!((i.wr_id.to_u64(), i.idx.to_u64(), i.signaled), (0xDEAD_BEEF_0000_0001, 5, true));

@@ -50,7 +50,10 @@ pub struct QpStatic {
     pub dest_qpn: Bits<24>,
     pub pd: Bits<32>,
     pub sport: Bits<16>,
-    pub remote_ip: Bits<32>,
+    /// The path's remote address: IPv6, or IPv4-mapped (::ffff:a.b.c.d), as RX Parse hands sources on.
+    pub remote_ip: Bits<128>,
+    /// The path is RoCEv2 over IPv6.
+    pub v6: Bit,
     pub remote_mac: Bits<48>,
     /// The QP's Q_Key (UD: a DETH must carry it; QP1 takes the GSI Q_Key whatever this says).
     pub qkey: Bits<32>,
@@ -96,7 +99,7 @@ pub struct QpContext<const N: usize, const AW: usize> {
     pub lk_qpn: Signal<In, Bits<24>>,
     pub lk_opcode: Signal<In, Bits<8>>,
     pub lk_pkey: Signal<In, Bits<16>>,
-    pub lk_src_ip: Signal<In, Bits<32>>,
+    pub lk_src_ip: Signal<In, Bits<128>>,
     /// The DETH's Q_Key (looked at for a UD QP only).
     pub lk_qkey: Signal<In, Bits<32>>,
     // lookup result, 3 cycles later
@@ -141,7 +144,7 @@ pub struct QpContext<const N: usize, const AW: usize> {
     tr_ex_tr: [Constant<Bits<3>>; 2],
     s1_req: DFF<Bit>,
     s1_pkey_ok: DFF<Bit>,
-    s1_sip: DFF<Bits<32>>,
+    s1_sip: DFF<Bits<128>>,
     s1_qkey: DFF<Bits<32>>,
     s1_qp1: DFF<Bit>,
     s1_gsi: DFF<Bit>,
@@ -153,7 +156,7 @@ pub struct QpContext<const N: usize, const AW: usize> {
     s2_tr: DFF<Bits<3>>,
     s2_req: DFF<Bit>,
     s2_pkey_ok: DFF<Bit>,
-    s2_sip: DFF<Bits<32>>,
+    s2_sip: DFF<Bits<128>>,
     s2_qkey: DFF<Bits<32>>,
     s2_qp1: DFF<Bit>,
     s2_gsi: DFF<Bit>,
@@ -180,7 +183,7 @@ pub struct QpContext<const N: usize, const AW: usize> {
     lk_op: Signal<Local, Bits<5>>,
     st_state: Signal<Local, Bits<3>>,
     st_type: Signal<Local, Bits<2>>,
-    st_ip: Signal<Local, Bits<32>>,
+    st_ip: Signal<Local, Bits<128>>,
     type_ok: Signal<Local, Bit>,
     state_ok: Signal<Local, Bit>,
     // constants
@@ -497,10 +500,20 @@ pub fn golden_qp(qpn: u32, st: &QpStatic) -> testbench::model::qp::Qp {
     let mut qp = testbench::model::qp::Qp::new(qpn, ty, Pd(st.pd.to_u64() as u32), Cq(0), Cq(0), QpCap::default(), false);
     qp.state = state;
     let mac = st.remote_mac.to_u64().to_be_bytes();
-    let dip = std::net::IpAddr::V4(std::net::Ipv4Addr::from(st.remote_ip.to_u64() as u32));
+    let a = crate::wire::tx_build::u128_of(st.remote_ip);
+    let dip = if st.v6 { std::net::IpAddr::V6(a.into()) } else { std::net::IpAddr::V4((a as u32).into()) };
     qp.av = Some(AddressVector::new(testbench::wire::MacAddr([mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]), dip));
     qp.qkey = st.qkey.to_u64() as u32;
     qp
+}
+
+/// An address as RX Parse hands it on (IPv4-mapped for IPv4) as the model's address.
+pub fn ip_of(x: u128) -> std::net::IpAddr {
+    let a = std::net::Ipv6Addr::from(x);
+    match a.to_ipv4_mapped() {
+        Some(v4) => std::net::IpAddr::V4(v4),
+        None => std::net::IpAddr::V6(a),
+    }
 }
 
 /// The golden model's verdict on a lookup (`qpn`, `opcode`, `pkey`, `src_ip`, the DETH's `qkey`) of a QP whose
@@ -513,16 +526,16 @@ pub fn golden_verdict<const N: usize>(
     qpn: u32,
     opcode: u8,
     pkey: u16,
-    src_ip: u32,
+    src_ip: u128,
     qkey: u32,
     st: &QpStatic,
 ) -> Result<&'static testbench::wire::OpcodeInfo, DropReason> {
-    use std::net::{IpAddr, Ipv4Addr};
+    use std::net::IpAddr;
     let fields = testbench::model::device::RxQpFields {
         dest_qpn: qpn,
         opcode,
         pkey,
-        src_ip: IpAddr::V4(Ipv4Addr::from(src_ip)),
+        src_ip: ip_of(src_ip),
         dst_ip: IpAddr::V4(GOLDEN_LOCAL_IP),
         qkey: Some(qkey),
     };
@@ -547,13 +560,21 @@ mod tests {
     use super::*;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
+    use crate::wire::rx_parse::v4_mapped;
+    use crate::wire::tx_build::bits128;
     use std::collections::VecDeque;
+    use std::net::Ipv6Addr;
     use testbench::wire::opcode::{RC_ACKNOWLEDGE, RC_RDMA_WRITE_ONLY};
     use testbench::model::DropReason;
 
     type Ctx = QpContext<16, 4>;
 
     pub fn random_static(rng: &mut SmallRng) -> QpStatic {
+        let remote = match rng.gen_range(0..16) {
+            0 => v4_mapped(rng.gen()),
+            1..=3 => TEST_IP6,
+            _ => v4_mapped(0x0A00_0002),
+        };
         QpStatic {
             state: bits(rng.gen_range(0..7)),
             qp_type: bits(if rng.gen_ratio(3, 4) { 0 } else { rng.gen_range(0..3) }),
@@ -568,11 +589,26 @@ mod tests {
             dest_qpn: bits(rng.gen_range(0..1 << 24)),
             pd: bits(rng.gen::<u32>() as u64),
             sport: bits(rng.gen_range(0..1 << 16)),
-            remote_ip: bits(if rng.gen_ratio(7, 8) { 0x0A00_0002 } else { rng.gen::<u32>() as u64 }),
+            remote_ip: bits128(remote),
+            v6: Ipv6Addr::from(remote).to_ipv4_mapped().is_none(),
             remote_mac: bits(rng.gen::<u64>() & 0xFFFF_FFFF_FFFF),
             qkey: bits(random_qkey(rng) as u64),
         }
     }
+
+    /// A lookup's source address, as RX Parse hands it on: mostly the address the QPs' paths mostly have (IPv4
+    /// 10.0.0.2 or IPv6 fd00::2), sometimes another.
+    pub fn random_src(rng: &mut SmallRng) -> u128 {
+        match rng.gen_range(0..20) {
+            0 => v4_mapped(rng.gen()),
+            1 => rng.gen(),
+            2..=5 => TEST_IP6,
+            _ => v4_mapped(0x0A00_0002),
+        }
+    }
+
+    /// The IPv6 address of [`random_static`]'s IPv6 paths.
+    pub const TEST_IP6: u128 = 0xFD00_0000_0000_0000_0000_0000_0000_0002;
 
     /// A Q_Key from a few, so that a lookup's often matches its QP's.
     pub fn random_qkey(rng: &mut SmallRng) -> u32 {
@@ -607,7 +643,7 @@ mod tests {
         let mut st = vec![QpStatic::default(); 16];
         let mut rs = vec![QpResp::default(); 16];
         // (qpn, opcode, pkey, sip, qkey) of lookups in flight, and the model's snapshot taken when due
-        let mut pipe: VecDeque<Option<(u32, u8, u16, u32, u32)>> = VecDeque::new();
+        let mut pipe: VecDeque<Option<(u32, u8, u16, u128, u32)>> = VecDeque::new();
         let mut st_hist: VecDeque<Vec<QpStatic>> = VecDeque::new();
         let (mut b2b, mut accepted, mut dropped, mut qkey_drops) = (0, 0, 0, 0);
         let mut last_out: Option<u32> = None;
@@ -639,7 +675,11 @@ mod tests {
                     _ => RC_RDMA_WRITE_ONLY,
                 };
                 let pkey = if rng.gen_ratio(1, 10) { rng.gen() } else if rng.gen() { 0xFFFF } else { 0x7FFF };
-                let sip = if rng.gen_ratio(1, 10) { rng.gen() } else { 0x0A00_0002 };
+                // mostly the QP's own remote address (IPv4-mapped or IPv6), else another
+                let sip = match st.get(q as usize) {
+                    Some(x) if rng.gen_ratio(4, 5) => crate::wire::tx_build::u128_of(x.remote_ip),
+                    _ => random_src(&mut rng),
+                };
                 (q, op, pkey, sip, random_qkey(&mut rng))
             });
             let (q, op, pkey, sip, qkey) = lk.unwrap_or((0, 0, 0, 0, 0));
@@ -647,7 +687,7 @@ mod tests {
             u.lk_qpn.next = bits(q as u64);
             u.lk_opcode.next = bits(op as u64);
             u.lk_pkey.next = bits(pkey as u64);
-            u.lk_src_ip.next = bits(sip as u64);
+            u.lk_src_ip.next = bits128(sip);
             u.lk_qkey.next = bits(qkey as u64);
             u.upd_we.next = false;
             u.clock.next = false.into();

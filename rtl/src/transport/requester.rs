@@ -75,8 +75,10 @@ pub struct ReqDesc {
     pub dest_qpn: Bits<24>,
     pub dst_mac: Bits<48>,
     pub src_mac: Bits<48>,
-    pub src_ip: Bits<32>,
-    pub dst_ip: Bits<32>,
+    /// RoCEv2 over IPv6; the addresses (IPv4 in bits 31:0).
+    pub v6: Bit,
+    pub src_ip: Bits<128>,
+    pub dst_ip: Bits<128>,
     pub sport: Bits<16>,
     /// Go-back-N resumed this SEND/WRITE mid-message (`laddr`, `len` already advanced past the acknowledged
     /// packets): its first packet is a MIDDLE or LAST, without the RETH (rxe `retry_first_write_send`).
@@ -651,9 +653,9 @@ impl Logic for Requester {
                     self.o_hv.d.next = true;
                     self.o_hdr.d.next.dst_mac = self.wqe.q.val().dst_mac;
                     self.o_hdr.d.next.src_mac = self.wqe.q.val().src_mac;
-                    self.o_hdr.d.next.v6 = false;
-                    self.o_hdr.d.next.src_ip = bit_cast::<128, 32>(self.wqe.q.val().src_ip);
-                    self.o_hdr.d.next.dst_ip = bit_cast::<128, 32>(self.wqe.q.val().dst_ip);
+                    self.o_hdr.d.next.v6 = self.wqe.q.val().v6;
+                    self.o_hdr.d.next.src_ip = self.wqe.q.val().src_ip;
+                    self.o_hdr.d.next.dst_ip = self.wqe.q.val().dst_ip;
                     self.o_hdr.d.next.ip_id = self.zero16.val();
                     self.o_hdr.d.next.udp_sport = self.wqe.q.val().sport;
                     self.o_hdr.d.next.opcode = self.op_lut.y.val();
@@ -950,11 +952,9 @@ mod tests {
                     dest_qpn: bits(if ud { ud_dest.remote_qpn } else { dest_qpn } as u64),
                     dst_mac: mac_bits(peer.config().mac.0),
                     src_mac: mac_bits(dev.config().mac.0),
-                    src_ip: bits(match dev.config().ip {
-                        std::net::IpAddr::V4(a) => u32::from(a) as u64,
-                        _ => unreachable!(),
-                    }),
-                    dst_ip: bits(0x0A00_0002),
+                    v6: false,
+                    src_ip: crate::wire::tx_build::ip_bits(dev.config().ip),
+                    dst_ip: crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0002)),
                     sport: bits(sport as u64),
                     cont: false,
                     // an inline WQE (payload from the inline stream): same packets, gather commands flagged

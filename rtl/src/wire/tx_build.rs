@@ -65,7 +65,8 @@ pub struct TxHeader {
     pub src_mac: Bits<48>,
     /// RoCEv2 over IPv6 (else IPv4).
     pub v6: Bit,
-    /// Addresses: IPv6, or IPv4 in bits 31:0.
+    /// Addresses: IPv6, or IPv4 in bits 31:0 (the RNIC puts IPv4-mapped addresses here, ::ffff:a.b.c.d, as it
+    /// holds them everywhere; an IPv4 header takes bits 31:0).
     pub src_ip: Bits<128>,
     pub dst_ip: Bits<128>,
     pub ip_id: Bits<16>,
@@ -607,13 +608,31 @@ pub fn bits128(x: u128) -> Bits<128> {
     b
 }
 
+/// An address as the QP paths and RX Parse hold it: IPv6, or IPv4-mapped.
+pub fn ip_bits(ip: std::net::IpAddr) -> Bits<128> {
+    bits128(match ip {
+        std::net::IpAddr::V4(a) => crate::wire::rx_parse::v4_mapped(a.into()),
+        std::net::IpAddr::V6(a) => a.into(),
+    })
+}
+
+/// A 128-bit field's number.
+pub fn u128_of(b: Bits<128>) -> u128 {
+    (b.get_bits::<64>(64).to_u64() as u128) << 64 | b.get_bits::<64>(0).to_u64() as u128
+}
+
 /// The descriptor for a golden-model frame (IPv4 or IPv6, no VLAN): what the requester or responder would hand
 /// to TX Packet Build for it. Returns the descriptor and the payload bytes.
 pub fn tx_header_of(f: &testbench::wire::RoceFrame) -> (TxHeader, Vec<u8>) {
     use testbench::wire::IpHeader;
     assert!(f.eth.vlan.is_none(), "TX Packet Build sends untagged frames");
     let (v6, src, dst, id) = match &f.ip {
-        IpHeader::V4(ip) => (false, u32::from(ip.src) as u128, u32::from(ip.dst) as u128, ip.id),
+        IpHeader::V4(ip) => (
+            false,
+            crate::wire::rx_parse::v4_mapped(ip.src.into()),
+            crate::wire::rx_parse::v4_mapped(ip.dst.into()),
+            ip.id,
+        ),
         IpHeader::V6(ip) => (true, u128::from(ip.src), u128::from(ip.dst), 0),
     };
     let mac = |m: &testbench::wire::MacAddr| bits::<48>(m.0.iter().fold(0u64, |a, b| a << 8 | *b as u64));

@@ -22,6 +22,7 @@ crate::logic_block! {
         pub clock: Signal<In, Clock>,
         pub my_mac: Signal<In, Bits<48>>,
         pub my_ip: Signal<In, Bits<32>>,
+        pub my_ip6: Signal<In, Bits<128>>,
         pub st: Signal<In, QpStatic>,
         /// Load a header: opcode, PSN, extension headers (`ext`, `ext_words` 32-bit words), payload length.
         pub go: Signal<In, Bit>,
@@ -45,6 +46,8 @@ crate::logic_block! {
         o_gaddr: DFF<Bits<64>>,
         o_glen: DFF<Bits<13>>,
         zero16: Constant<Bits<16>> = k(0),
+        /// the IPv4-mapped prefix (::ffff:0:0)
+        k_mapped: Constant<Bits<128>> = Constant::new(crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0))),
     }
 }
 
@@ -70,9 +73,12 @@ impl Logic for RespTx {
             self.o_hv.d.next = true;
             self.o_hdr.d.next.dst_mac = self.st.val().remote_mac;
             self.o_hdr.d.next.src_mac = self.my_mac.val();
-            self.o_hdr.d.next.v6 = false;
-            self.o_hdr.d.next.src_ip = bit_cast::<128, 32>(self.my_ip.val());
-            self.o_hdr.d.next.dst_ip = bit_cast::<128, 32>(self.st.val().remote_ip);
+            self.o_hdr.d.next.v6 = self.st.val().v6;
+            self.o_hdr.d.next.src_ip = bit_cast::<128, 32>(self.my_ip.val()) | self.k_mapped.val();
+            if self.st.val().v6 {
+                self.o_hdr.d.next.src_ip = self.my_ip6.val();
+            }
+            self.o_hdr.d.next.dst_ip = self.st.val().remote_ip;
             self.o_hdr.d.next.ip_id = self.zero16.val();
             self.o_hdr.d.next.udp_sport = self.st.val().sport;
             self.o_hdr.d.next.opcode = self.opcode.val();
@@ -105,7 +111,7 @@ mod tests {
         u.connect_all();
         let mut st = QpStatic::default();
         st.remote_mac = bits(0x0200_0000_0002);
-        st.remote_ip = bits(0x0A00_0001);
+        st.remote_ip = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
         st.sport = bits(0xC000);
         st.dest_qpn = bits(0x11);
         u.st.next = st;
@@ -126,7 +132,7 @@ mod tests {
         u.g_go.next = false;
         let h = u.out.hdr.val();
         assert!(u.out.hdr_valid.val() && u.out.g_valid.val() && u.busy.val() && !u.free.val());
-        assert_eq!((h.dst_mac.to_u64(), h.src_ip.get_bits::<64>(0).to_u64(), h.udp_sport.to_u64(), h.dest_qpn.to_u64()), (0x0200_0000_0002, 0x0A00_0002, 0xC000, 0x11));
+        assert_eq!((h.dst_mac.to_u64(), crate::wire::tx_build::u128_of(h.src_ip), h.udp_sport.to_u64(), h.dest_qpn.to_u64()), (0x0200_0000_0002, 0xFFFF_0A00_0002, 0xC000, 0x11));
         assert_eq!((h.opcode.to_u64(), h.psn.to_u64(), h.pay_len.to_u64()), (0x0D, 0x123, 1024));
         assert_eq!((u.out.g_addr.val().to_u64(), u.out.g_len.val().to_u64()), (0x8000, 1024));
         // the header taken first: still not free while the gather command waits

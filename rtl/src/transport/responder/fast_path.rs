@@ -23,7 +23,7 @@ crate::logic_block! {
         /// The packet's QP, its ePSN after the packet, its remote address.
         pub qpn: Signal<In, Bits<24>>,
         pub epsn: Signal<In, Bits<24>>,
-        pub remote_ip: Signal<In, Bits<32>>,
+        pub remote_ip: Signal<In, Bits<128>>,
         /// An executed packet finishes: the QP may be hot after it (`arm_in`).
         pub arm: Signal<In, Bit>,
         pub arm_in: Signal<In, Bit>,
@@ -46,9 +46,6 @@ crate::logic_block! {
         f_pad: DFF<Bits<2>>,
         l_bth1: Signal<Local, Bits<8>>,
         l_pkey: Signal<Local, Bits<16>>,
-        /// the remote address as RX Parse hands an IPv4 source on: IPv4-mapped
-        l_rip: Signal<Local, Bits<128>>,
-        k_mapped: Constant<Bits<128>> = Constant::new(crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0))),
         zero2: Constant<Bits<2>> = k(0),
         zero13: Constant<Bits<13>> = k(0),
         op_wr_middle: Constant<Bits<8>> = k(RC_RDMA_WRITE_MIDDLE as u64),
@@ -63,14 +60,13 @@ impl Logic for FastPath {
         dff_setup!(self, clock, hot, f_arm, f_op, f_plen, f_pad);
         self.l_bth1.next = self.hdr.val().bth1;
         self.l_pkey.next = self.hdr.val().pkey;
-        self.l_rip.next = bit_cast::<128, 32>(self.remote_ip.val()) | self.k_mapped.val();
         self.expected.next = self.hot.q.val()
             & (self.hdr.val().dest_qpn == self.qpn.val())
             & (self.hdr.val().opcode == self.f_op.q.val())
             & (self.hdr.val().psn == self.epsn.val())
             & (self.hdr_pay_len.val() == self.f_plen.q.val())
             & (self.l_bth1.val().get_bits::<2>(4) == self.f_pad.q.val())
-            & (self.hdr.val().src_ip == self.l_rip.val())
+            & (self.hdr.val().src_ip == self.remote_ip.val())
             & (self.l_pkey.val().get_bits::<15>(0) == self.pkey_low.val());
         self.fpay.next = self.expected.val() & (self.hdr_pay_len.val() != self.zero13.val());
         if self.arm.val() {
@@ -124,7 +120,7 @@ mod tests {
         u.connect_all();
         u.qpn.next = bits(9);
         u.epsn.next = bits(101);
-        u.remote_ip.next = bits(0x0A00_0001);
+        u.remote_ip.next = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
         u.mtu.next = bits(1024);
         let offer = |u: &mut FastPath, h: RxHeader, len: u64| {
             u.hdr.next = h;

@@ -123,6 +123,8 @@ crate::logic_block! {
         /// Our MAC and IPv4 address (the source of every response).
         pub my_mac: Signal<In, Bits<48>>,
         pub my_ip: Signal<In, Bits<32>>,
+        /// Our IPv6 address (the source of responses on an IPv6 path).
+        pub my_ip6: Signal<In, Bits<128>>,
         /// Request headers (request opcodes) from RX Parse and their payload (`hdr_pay_len` bytes, no beat when 0).
         pub hdr: Signal<In, RxHeader>,
         pub hdr_ext_words: Signal<In, Bits<4>>,
@@ -438,6 +440,7 @@ impl Logic for Responder {
         // the TX header and gather command registers (acknowledge.rs): loaded by TxAck, Read and AtAck
         self.tx.my_mac.next = self.my_mac.val();
         self.tx.my_ip.next = self.my_ip.val();
+        self.tx.my_ip6.next = self.my_ip6.val();
         self.tx.st.next = self.tk.st.val();
         self.tx.go.next = false;
         self.tx.opcode.next = self.op_ack.val();

@@ -163,8 +163,6 @@ crate::logic_block! {
         reth: ByteMap<352, 128> = reth_map(),
         deth: ByteMap<352, 56> = deth_map(),
         l_deth: Signal<Local, Bits<56>>,
-        /// the source address (IPv4-mapped from RX Parse); QP Context compares its IPv4 part
-        l_sip: Signal<Local, Bits<128>>,
         l_ud: Signal<Local, Bit>,
         l_opc: Signal<Local, Bits<8>>,
         /// The request and the QP's responder state (the `req` output).
@@ -254,8 +252,7 @@ impl Logic for ReqTake {
         self.qpc.lk_qpn.next = self.hdr.val().dest_qpn;
         self.qpc.lk_opcode.next = self.hdr.val().opcode;
         self.qpc.lk_pkey.next = self.hdr.val().pkey;
-        self.l_sip.next = self.hdr.val().src_ip;
-        self.qpc.lk_src_ip.next = self.l_sip.val().get_bits::<32>(0);
+        self.qpc.lk_src_ip.next = self.hdr.val().src_ip;
         self.qpc.lk_qkey.next = self.l_deth.val().get_bits::<32>(0);
         self.qpc.upd_we.next = self.upd_we.val();
         self.qpc.upd_qpn.next = self.upd_qpn.val();
@@ -365,7 +362,7 @@ mod tests {
         st.state = bits(QpState::Rts as u64);
         st.qp_type = bits(QpType::Rc as u64);
         st.path_mtu = bits(3);
-        st.remote_ip = bits(0x0A00_0001);
+        st.remote_ip = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
         st.dest_qpn = bits(0x99);
         u.attr_we.next = true;
         u.attr_qpn.next = bits(0x12);

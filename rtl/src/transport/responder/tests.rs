@@ -365,7 +365,8 @@ impl World {
             dest_qpn: bits(q.dest_qpn as u64),
             pd: bits(q.pd.0 as u64),
             sport: bits(q.sport as u64),
-            remote_ip: bits(ip_u32(a.config().ip)),
+            remote_ip: crate::wire::tx_build::ip_bits(a.config().ip),
+            v6: a.config().ip.is_ipv6(),
             remote_mac: mac_bits(a.config().mac.0),
             qkey: bits(q.qkey as u64),
         };
