@@ -37,6 +37,7 @@ use rust_hdl::prelude::*;
 
 use crate::wire::arp::ArpResponder;
 use crate::wire::icmp::IcmpEcho;
+use crate::wire::ndp::NdResponder;
 use crate::common::axis::{AxisSink, AxisSource};
 use crate::common::ports::{DmaRead, DmaWrite, ScatterCmd, TxPacket};
 use crate::transport::completer::Completer;
@@ -148,6 +149,12 @@ pub struct Rnic {
     mux_ctl: TxFrameMux,
     arp: ArpResponder,
     icmp: IcmpEcho,
+    /// IPv6 neighbour discovery: solicitations for our IPv6 address answered
+    nd: NdResponder,
+    /// the control frames (ARP, ICMP echo) and the advertisements onto one stream
+    mux_nd: TxFrameMux,
+    zero3: Constant<Bits<3>>,
+    one3: Constant<Bits<3>>,
     resp: Responder,
     txarb: TxReqArb,
     arb2: DmaReadArb,
@@ -187,7 +194,7 @@ pub struct Rnic {
     l_w0: Signal<Local, Bits<32>>,
     /// CMD_WRITE_QP's max_rd_atomic (word 2, 7:0).
     l_mra: Signal<Local, Bits<8>>,
-    ctr_g: [DFF<Bits<32>>; 5],
+    ctr_g: [DFF<Bits<32>>; 6],
     ctr_hi: DFF<Bits<3>>,
     ctr_v: DFF<Bits<32>>,
     zero32: Constant<Bits<32>>,
@@ -292,6 +299,10 @@ impl Default for Rnic {
             mux_ctl: Default::default(),
             arp: Default::default(),
             icmp: Default::default(),
+            nd: Default::default(),
+            mux_nd: Default::default(),
+            zero3: k(0),
+            one3: k(1),
             resp: Default::default(),
             txarb: Default::default(),
             arb2: Default::default(),
@@ -376,7 +387,7 @@ impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, cst, c_op, c_index, c_data, my_ip6, v6_on, c_err, pay_busy, pay_comp, pay_next, cq_last_b, ctr_hi, ctr_v);
-        for i in 0..5 {
+        for i in 0..6 {
             self.ctr_g[i].clock.next = self.clock.val();
             self.ctr_g[i].d.next = self.ctr_g[i].q.val();
         }
@@ -402,6 +413,8 @@ impl Logic for Rnic {
         self.mux.clock.next = self.clock.val();
         self.mux_ctl.clock.next = self.clock.val();
         self.icmp.clock.next = self.clock.val();
+        self.nd.clock.next = self.clock.val();
+        self.mux_nd.clock.next = self.clock.val();
         self.txfb.clock.next = self.clock.val();
         self.arp.clock.next = self.clock.val();
 
@@ -478,12 +491,21 @@ impl Logic for Rnic {
             // CQE Generation: completions not written, their CQ full, in error or not set up (CQ overrun)
             _ => self.ctr_g[4].d.next = self.cq_gen.ovf_count.val(),
         }
+        // neighbour discovery: advertisements sent, solicitations not answered
+        self.ctr_g[5].d.next = self.zero32.val();
+        if self.csr.ctr_index.val().get_bits::<3>(0) == self.zero3.val() {
+            self.ctr_g[5].d.next = self.nd.answered.val();
+        }
+        if self.csr.ctr_index.val().get_bits::<3>(0) == self.one3.val() {
+            self.ctr_g[5].d.next = self.nd.ignored.val();
+        }
         match self.ctr_hi.q.val().index() {
             0 => self.ctr_v.d.next = self.ctr_g[0].q.val(),
             1 => self.ctr_v.d.next = self.ctr_g[1].q.val(),
             2 => self.ctr_v.d.next = self.ctr_g[2].q.val(),
             3 => self.ctr_v.d.next = self.ctr_g[3].q.val(),
             4 => self.ctr_v.d.next = self.ctr_g[4].q.val(),
+            5 => self.ctr_v.d.next = self.ctr_g[5].q.val(),
             _ => self.ctr_v.d.next = self.zero32.val(),
         }
         self.csr.ctr_value.next = self.ctr_v.q.val();
@@ -857,11 +879,21 @@ impl Logic for Rnic {
         self.mux_ctl.b.tlast.next = self.icmp.m_axis.tlast.val();
         self.mux_ctl.b.tvalid.next = self.icmp.m_axis.tvalid.val();
         self.icmp.m_axis.tready.next = self.mux_ctl.b.tready.val();
-        self.mux.b.tdata.next = self.mux_ctl.m_axis.tdata.val();
-        self.mux.b.tkeep.next = self.mux_ctl.m_axis.tkeep.val();
-        self.mux.b.tlast.next = self.mux_ctl.m_axis.tlast.val();
-        self.mux.b.tvalid.next = self.mux_ctl.m_axis.tvalid.val();
-        self.mux_ctl.m_axis.tready.next = self.mux.b.tready.val();
+        self.mux_nd.a.tdata.next = self.mux_ctl.m_axis.tdata.val();
+        self.mux_nd.a.tkeep.next = self.mux_ctl.m_axis.tkeep.val();
+        self.mux_nd.a.tlast.next = self.mux_ctl.m_axis.tlast.val();
+        self.mux_nd.a.tvalid.next = self.mux_ctl.m_axis.tvalid.val();
+        self.mux_ctl.m_axis.tready.next = self.mux_nd.a.tready.val();
+        self.mux_nd.b.tdata.next = self.nd.m_axis.tdata.val();
+        self.mux_nd.b.tkeep.next = self.nd.m_axis.tkeep.val();
+        self.mux_nd.b.tlast.next = self.nd.m_axis.tlast.val();
+        self.mux_nd.b.tvalid.next = self.nd.m_axis.tvalid.val();
+        self.nd.m_axis.tready.next = self.mux_nd.b.tready.val();
+        self.mux.b.tdata.next = self.mux_nd.m_axis.tdata.val();
+        self.mux.b.tkeep.next = self.mux_nd.m_axis.tkeep.val();
+        self.mux.b.tlast.next = self.mux_nd.m_axis.tlast.val();
+        self.mux.b.tvalid.next = self.mux_nd.m_axis.tvalid.val();
+        self.mux_nd.m_axis.tready.next = self.mux.b.tready.val();
         self.m_axis.tdata.next = self.mux.m_axis.tdata.val();
         self.m_axis.tkeep.next = self.mux.m_axis.tkeep.val();
         self.m_axis.tlast.next = self.mux.m_axis.tlast.val();
@@ -892,6 +924,14 @@ impl Logic for Rnic {
         self.icmp.s_err.next = self.s_axis_tuser.val();
         self.icmp.my_mac.next = self.csr.mac.val();
         self.icmp.my_ip.next = self.csr.ipv4.val();
+        self.nd.s_axis.tdata.next = self.s_axis.tdata.val();
+        self.nd.s_axis.tkeep.next = self.s_axis.tkeep.val();
+        self.nd.s_axis.tlast.next = self.s_axis.tlast.val();
+        self.nd.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        self.nd.s_err.next = self.s_axis_tuser.val();
+        self.nd.my_mac.next = self.csr.mac.val();
+        self.nd.my_ip6.next = self.my_ip6.q.val();
+        self.nd.v6_on.next = self.v6_on.q.val();
         self.s_axis.tready.next = true;
         self.rx.my_ip.next = self.csr.ipv4.val();
         self.rx.my_ip6.next = self.my_ip6.q.val();

@@ -1130,6 +1130,26 @@ fn rc_and_ud_over_ipv6_both_ways() {
     assert!(n >= 12, "{n} RoCE frames");
     assert_eq!(s.peer.counters().total_drops(), 0, "{:?}", s.peer.counters().drops);
     assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+    drop(s);
+    // neighbour discovery: a solicitation for our address is answered with the golden advertisement, one for
+    // another address is not
+    use testbench::wire::ndp::{neighbour_advertisement, neighbour_solicitation};
+    let asker = testbench::wire::MacAddr([0x52, 0x54, 0, 0, 0, 9]);
+    let me = testbench::wire::MacAddr(sim::system::OUR_MAC);
+    {
+        let mut s = r.sys.borrow_mut();
+        let before = s.sent.len();
+        s.inject(neighbour_solicitation(asker, peer6, "fd00::99".parse().unwrap()));
+        let ns = neighbour_solicitation(asker, peer6, ours6);
+        s.inject(ns.clone());
+        assert!(s.run_until(5_000, |s| s.sent.len() > before));
+        for _ in 0..2_000 {
+            s.step();
+        }
+        assert_eq!(s.sent.len(), before + 1, "one advertisement, for our address only");
+        assert_eq!(Some(s.sent[before].clone()), neighbour_advertisement(&ns, me, ours6));
+    }
+    assert_eq!((r.counter("nd_advertisements"), r.counter("nd_ignored")), (1, 1));
 }
 
 fn roce_opcode(f: &[u8]) -> Option<u8> {

@@ -4,6 +4,7 @@ pub mod arp;
 pub mod csum;
 pub mod icmp;
 pub mod icrc;
+pub mod ndp;
 pub mod rx_parse;
 pub mod tx_arb;
 pub mod tx_buf;

@@ -200,7 +200,7 @@ pub fn counter_names() -> Vec<String> {
     }
     v.push(rx[9].clone());
     assert_eq!(v.len(), 32);
-    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped", "arp_requests", "resp_drop_uc", "cq_overruns"] {
+    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped", "arp_requests", "resp_drop_uc", "cq_overruns", "nd_advertisements", "nd_ignored"] {
         v.push(n.into());
     }
     v
