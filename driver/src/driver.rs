@@ -138,6 +138,8 @@ pub struct Driver<B: CsrBus, M: DmaMemory = HostMemory> {
     next_mr_index: u32,
     mr_tag: u8,
     mrs: HashMap<u32, MrCmd>,
+    /// Our IPv6 address (`set_ipv6`): an IPv6 path or address handle needs one.
+    ipv6: Option<std::net::Ipv6Addr>,
     cqs: Vec<(Ring, bool)>,
     qps: HashMap<u32, QpState_>,
     next_qpn: u32,
@@ -190,6 +192,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             next_mr_index: 1,
             mr_tag: 0x5A,
             mrs: HashMap::new(),
+            ipv6: None,
             cqs: Vec::new(),
             qps: HashMap::new(),
             // rxe numbers user QPs from 0x11; QPN 0 and 1 are the special QPs
@@ -228,7 +231,21 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         for (w, d) in data.iter_mut().take(4).enumerate() {
             *d = (x >> (32 * w)) as u32;
         }
-        self.command(&Command { op: CMD_SET_IPV6, index: 0, data })
+        self.command(&Command { op: CMD_SET_IPV6, index: 0, data })?;
+        self.ipv6 = ip;
+        Ok(())
+    }
+
+    /// An address vector's destination as the RNIC takes it: IPv4 (also from an IPv4-mapped GID), or IPv6,
+    /// which needs our IPv6 address (else the RNIC would send from ::).
+    fn path_ip(ours6: Option<std::net::Ipv6Addr>, ip: std::net::IpAddr) -> Result<std::net::IpAddr, DriverError> {
+        match ip {
+            std::net::IpAddr::V6(a) if a.to_ipv4_mapped().is_none() && ours6.is_none() => {
+                Err(VerbsError::InvalidArgument("IPv6 address vector, but no IPv6 address of ours (set_ipv6)").into())
+            }
+            std::net::IpAddr::V6(a) => Ok(a.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4)),
+            v4 => Ok(v4),
+        }
     }
 
     /// Send an ARP request for `ip` (`ARP_QUERY`); the answer comes to [`Driver::arp_answer`].
@@ -421,6 +438,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
     /// `ibv_modify_qp`: every `Some` attribute is applied; the QP's static word is rewritten whole, the PSNs
     /// with their own commands.
     pub fn modify_qp(&mut self, qpn: u32, attr: &QpAttr) -> Result<(), DriverError> {
+        let ours6 = self.ipv6;
         let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::NoSuchQp(qpn))?;
         let c = &mut qp.cmd;
         if let Some(s) = attr.qp_state {
@@ -455,13 +473,10 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         }
         if let Some(av) = attr.av {
             c.remote_mac = av.dmac.0;
-            match av.dip {
+            // (an IPv4-mapped GID is the IPv4 address)
+            match Self::path_ip(ours6, av.dip)? {
                 std::net::IpAddr::V4(a) => (c.remote_ip, c.ipv6, c.remote_ip6) = (u32::from(a), false, 0),
-                std::net::IpAddr::V6(a) => match a.to_ipv4_mapped() {
-                    // an IPv4-mapped GID is the IPv4 address
-                    Some(v4) => (c.remote_ip, c.ipv6, c.remote_ip6) = (u32::from(v4), false, 0),
-                    None => (c.remote_ip, c.ipv6, c.remote_ip6) = (0, true, u128::from(a)),
-                },
+                std::net::IpAddr::V6(a) => (c.remote_ip, c.ipv6, c.remote_ip6) = (0, true, u128::from(a)),
             }
             c.sport = av.sport.unwrap_or(0xC000 | (qpn as u16 & 0x3FFF));
         }
@@ -488,6 +503,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
 
     /// `ibv_post_send`: write the WQE (and its mask or inline slots) into the ring, then ring the doorbell.
     pub fn post_send(&mut self, qpn: u32, wr: &SendWr) -> Result<(), DriverError> {
+        let ours6 = self.ipv6;
         let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::NoSuchQp(qpn))?;
         if !matches!(qp.state, QpState::Rts | QpState::Sqd) {
             return Err(VerbsError::NotSupported("post_send needs RTS").into());
@@ -567,7 +583,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
                 remote_qkey: if qpn == 1 { GSI_QKEY } else { ud.remote_qkey },
                 dmac: ud.av.dmac.0,
                 sport: ud.av.sport.unwrap_or(0),
-                dgid: gid_of(ud.av.dip),
+                dgid: gid_of(Self::path_ip(ours6, ud.av.dip)?),
                 traffic_class: ud.av.traffic_class,
                 hop_limit: ud.av.hop_limit,
             };

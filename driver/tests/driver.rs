@@ -27,6 +27,8 @@ struct Dev {
     sq_db: Vec<(u32, u16)>,
     rq_db: Vec<(u32, u16)>,
     caps: u32,
+    /// CMD_SET_IPV6's address
+    ipv6: u128,
     /// ARP: the addresses queried, polls of ARP_MAC_HI in all, the poll after which the
     /// neighbour answers (None: never), and its MAC
     arp_queries: Vec<u32>,
@@ -68,6 +70,7 @@ impl CsrBus for Bus {
                     CMD_WRITE_CQ => {
                         d.cqs.insert(index, (RingCmd::decode(&data), 0, 0));
                     }
+                    CMD_SET_IPV6 => d.ipv6 = (0..4).fold(0, |a, w| a | u128::from(data[w]) << (32 * w)),
                     _ => d.err = CMD_ERR_BAD_OP,
                 }
                 d.done += 1;
@@ -437,5 +440,14 @@ fn a_ud_wqe_carries_its_address_handle() {
     };
     assert_eq!(ah, want);
     assert_eq!(UdAh::decode(&want.encode_with(&s)), want, "round trip");
-    assert_eq!(dev.lock().unwrap().sq_db, vec![(qpn, 1)], "only the SEND went to the ring");
+    // an IPv6 destination needs our IPv6 address (the RNIC would send from ::); then its GID is the address
+    let mut w6 = w.clone();
+    w6.ud = Some(UdDest { av: AddressVector { dip: "fd00::9".parse().unwrap(), ..av }, remote_qpn: 0x11, remote_qkey: 1 });
+    assert!(drv.post_send(qpn, &w6).is_err(), "IPv6 without an IPv6 address of ours");
+    drv.set_ipv6(Some("fd00::11".parse().unwrap())).unwrap();
+    assert_eq!(dev.lock().unwrap().ipv6, 0xFD00_0000_0000_0000_0000_0000_0000_0011, "CMD_SET_IPV6 w0-3");
+    drv.post_send(qpn, &w6).unwrap();
+    let b: [u8; 64] = mem.lock().unwrap().read(sq.base + 64, 64).unwrap().try_into().unwrap();
+    assert_eq!(UdAh::decode(&b).dgid, "fd00::9".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    assert_eq!(dev.lock().unwrap().sq_db, vec![(qpn, 1), (qpn, 2)], "only the SENDs went to the ring");
 }

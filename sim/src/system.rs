@@ -338,8 +338,13 @@ impl RnicDut for RefLockstep {
             self.caps_held = self.caps_read;
         }
         if self.caps_held && a.rdata != b.rdata {
-            // (read data held after the read) the capabilities the reference lacks: UC and UD
-            assert_eq!(a.rdata ^ b.rdata, rnic_driver::host::CAP_UC | rnic_driver::host::CAP_UD, "cycle {}: CAPS", self.cycle);
+            // (read data held after the read) the capabilities the reference lacks: UC, UD and IPv6
+            assert_eq!(
+                a.rdata ^ b.rdata,
+                rnic_driver::host::CAP_UC | rnic_driver::host::CAP_UD | rnic_driver::host::CAP_IPV6,
+                "cycle {}: CAPS",
+                self.cycle
+            );
             b.rdata = a.rdata;
         }
         if a != b {

@@ -1026,7 +1026,6 @@ fn a_full_cq_overruns_and_counts_it() {
     assert!(r.sys.borrow().dma.faults.is_empty());
 }
 
-/// The BTH opcode of a RoCEv2 frame, `None` for any other frame.
 /// RoCEv2 over IPv6: our RNIC at fd00::11 (`CMD_SET_IPV6`), the golden peer at fd00::2, an RC pair and a UD pair
 /// whose paths are IPv6. Both ways: WRITEs (one of several packets), a SEND, a READ, a FETCH_ADD and their ACKs
 /// and responses; UD SENDs whose receive holds the 40-byte IPv6 header as received in front of the payload.
@@ -1119,6 +1118,11 @@ fn rc_and_ud_over_ipv6_both_ways() {
     assert!(r.src_bytes(0xA_0000, 2000) == s.peer.mem().read(r.peer_buf + 0x8_0000, 2000).unwrap(), "peer WRITE over IPv6");
     assert!(r.src_bytes(1 << 20, 300) == s.peer.mem().read(r.peer_buf + 0x8_1000, 300).unwrap(), "peer SEND over IPv6");
     assert!(s.peer.mem().read(r.peer_buf + 0x9_0000, 1500).unwrap() == r.src_bytes(0xB_0000, 1500), "peer READ over IPv6");
+    // our UD receive: the peer's IPv6 header as it came, then the payload
+    let ud = s.received.iter().find(|f| roce_opcode(f) == Some(testbench::wire::opcode::UD_SEND_ONLY_WITH_IMMEDIATE)).expect("the peer's UD SEND");
+    let mut want = ud[14..54].to_vec();
+    want.extend_from_slice(&s.peer.mem().read(r.peer_buf + 0x8_2000, 200).unwrap());
+    assert!(r.src_bytes((1 << 20) + 0x1000, 240) == want, "our UD receive: GRH area (the peer's IPv6 header) and payload");
     // every frame on the link is IPv6 between the two addresses
     let mut n = 0;
     for (f, from_us) in s.sent.iter().map(|f| (f, true)).chain(s.received.iter().map(|f| (f, false))) {
@@ -1152,6 +1156,7 @@ fn rc_and_ud_over_ipv6_both_ways() {
     assert_eq!((r.counter("nd_advertisements"), r.counter("nd_ignored")), (1, 1));
 }
 
+/// The BTH opcode of a RoCEv2 frame, `None` for any other frame.
 fn roce_opcode(f: &[u8]) -> Option<u8> {
     use testbench::wire::frame::{parse_ethernet, Frame};
     match parse_ethernet(f) {

@@ -126,11 +126,18 @@ fn rx_parse_takes_ipv6_frames_in_rust_hdl_and_verilator() {
     for (i, (mut bytes, f)) in wire.into_iter().zip(&frames).enumerate() {
         assert_eq!(bytes, f.build().unwrap(), "frame {i} from TX Packet Build");
         if i % 7 == 3 {
-            // a bit the ICRC covers (past the IPv6 class, flow label and hop limit; not the UDP checksum or BTH
-            // byte 4; for IPv4 frames not the checksum, TTL or their UDP checksum and BTH byte 4 either)
+            // a bit the ICRC covers, within the datagram (not Ethernet padding): not the IPv6 class, flow label
+            // and hop limit, or the IPv4 TOS, TTL and checksum (RX Parse does not verify the IPv4 header
+            // checksum); not the UDP checksum or BTH byte 4
+            let v6 = matches!(f.ip, IpHeader::V6(_));
+            let (from, end, masked): (usize, usize, &[usize]) = if v6 {
+                (22, 14 + 48 + f.packet.wire_len(), &[60, 61, 66])
+            } else {
+                (14, 14 + 28 + f.packet.wire_len(), &[15, 22, 24, 25, 40, 41, 46])
+            };
             let at = loop {
-                let at = rng.gen_range(22..bytes.len());
-                if ![24, 25, 40, 41, 46, 60, 61, 66].contains(&at) {
+                let at = rng.gen_range(from..end);
+                if !masked.contains(&at) {
                     break at;
                 }
             };

@@ -72,7 +72,7 @@ pub fn nd_frame(dst_mac: MacAddr, src_mac: MacAddr, src: Ipv6Addr, dst: Ipv6Addr
 }
 
 /// The Neighbor Advertisement the RNIC sends for `frame`, or None when it sends none. The rules:
-/// - answered: an untagged IPv6 frame, next header ICMPv6, hop limit 255, payload length
+/// - answered: an untagged IPv6 frame of at most 128 bytes (two 64-byte beats, trailers included), next header ICMPv6, hop limit 255, payload length
 ///   24..=[`ND_SOLICIT_MAX_LEN`] and a multiple of 8 (ND options are 8-byte units) and all of it in the frame, ICMPv6 type 135 code 0 with a right checksum,
 ///   target `my_ip`, from a unicast source (not :: — duplicate address detection is the host's business, and
 ///   not multicast). The options are not looked at (RFC 4861 7.1.1 asks only that their lengths be non-zero:
@@ -83,7 +83,11 @@ pub fn nd_frame(dst_mac: MacAddr, src_mac: MacAddr, src: Ipv6Addr, dst: Ipv6Addr
 pub fn neighbour_advertisement(frame: &[u8], my_mac: MacAddr, my_ip: Ipv6Addr) -> Option<Vec<u8>> {
     let ip = ETH_HEADER_LEN;
     let icmp = ip + IPV6_HEADER_LEN;
-    if frame.len() < icmp + ND_SOLICIT_LEN || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV6 || frame[ip] >> 4 != 6 {
+    if frame.len() < icmp + ND_SOLICIT_LEN
+        || frame.len() > 128
+        || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV6
+        || frame[ip] >> 4 != 6
+    {
         return None;
     }
     let plen = usize::from(u16::from_be_bytes([frame[ip + 4], frame[ip + 5]]));
