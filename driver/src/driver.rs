@@ -226,11 +226,8 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
 
     /// Our IPv6 address (`CMD_SET_IPV6`), or `None`: RoCEv2 over IPv6 off, IPv6 frames dropped.
     pub fn set_ipv6(&mut self, ip: Option<std::net::Ipv6Addr>) -> Result<(), DriverError> {
-        let x = ip.map_or(0, u128::from);
         let mut data = [0u32; CMD_DATA_WORDS];
-        for (w, d) in data.iter_mut().take(4).enumerate() {
-            *d = (x >> (32 * w)) as u32;
-        }
+        data[..4].copy_from_slice(&u128_words(ip.map_or(0, u128::from)));
         self.command(&Command { op: CMD_SET_IPV6, index: 0, data })?;
         self.ipv6 = ip;
         Ok(())

@@ -226,9 +226,7 @@ impl QpCmd {
         d[9] = self.send_cq;
         d[10] = self.recv_cq;
         d[11] = self.qkey;
-        for w in 0..4 {
-            d[12 + w] = (self.remote_ip6 >> (32 * w)) as u32;
-        }
+        d[12..16].copy_from_slice(&u128_words(self.remote_ip6));
         Command { op: CMD_WRITE_QP, index: qpn, data: d }
     }
     pub fn decode(d: &[u32; CMD_DATA_WORDS]) -> Self {
@@ -250,13 +248,23 @@ impl QpCmd {
             sport: d[5] as u16,
             remote_ip: d[6],
             ipv6: d[0] >> 6 & 1 == 1,
-            remote_ip6: (0..4).fold(0u128, |a, w| a | (d[12 + w] as u128) << (32 * w)),
+            remote_ip6: words_u128(&d[12..16]),
             remote_mac: [b[0], b[1], a[0], a[1], a[2], a[3]],
             send_cq: d[9],
             recv_cq: d[10],
             qkey: d[11],
         }
     }
+}
+
+/// A 128-bit command field (an IPv6 address as a number) as four words, the least significant first.
+pub fn u128_words(x: u128) -> [u32; 4] {
+    std::array::from_fn(|w| (x >> (32 * w)) as u32)
+}
+
+/// The inverse of [`u128_words`].
+pub fn words_u128(w: &[u32]) -> u128 {
+    w.iter().take(4).enumerate().fold(0, |a, (i, &x)| a | u128::from(x) << (32 * i))
 }
 
 /// `CMD_WRITE_QP_REQ` / `CMD_WRITE_QP_RESP` data: w0 the PSN (sq_psn or rq_psn) in 23:0.

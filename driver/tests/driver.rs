@@ -70,7 +70,7 @@ impl CsrBus for Bus {
                     CMD_WRITE_CQ => {
                         d.cqs.insert(index, (RingCmd::decode(&data), 0, 0));
                     }
-                    CMD_SET_IPV6 => d.ipv6 = (0..4).fold(0, |a, w| a | u128::from(data[w]) << (32 * w)),
+                    CMD_SET_IPV6 => d.ipv6 = words_u128(&data[..4]),
                     _ => d.err = CMD_ERR_BAD_OP,
                 }
                 d.done += 1;

@@ -352,7 +352,7 @@ impl Default for Rnic {
             v6_on: Default::default(),
             l_rip: Default::default(),
             l_v6: Default::default(),
-            k_mapped: Constant::new(crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0))),
+            k_mapped: Constant::new(crate::wire::tx_build::v4_bits(0)),
             zero24: k(0),
             err_none: k(u64::from(CMD_ERR_NONE)),
             err_index: k(u64::from(CMD_ERR_BAD_INDEX)),

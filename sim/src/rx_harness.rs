@@ -151,7 +151,7 @@ impl RxDut for VerilatorRx {
     fn set_ipv6(&mut self, ip6: Option<u128>) {
         let x = ip6.unwrap_or(0);
         self.0.m.set_v6_on(ip6.is_some() as u64);
-        self.0.m.set_my_ip6(&std::array::from_fn::<u32, 4, _>(|w| (x >> (32 * w)) as u32));
+        self.0.m.set_my_ip6(&rnic_driver::host::u128_words(x));
     }
 }
 

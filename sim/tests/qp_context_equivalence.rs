@@ -184,7 +184,7 @@ fn drive_vl(v: &mut VQp, i: &QpIn) -> QpOut {
     v.set_lk_qpn(i.lk_qpn as u64);
     v.set_lk_opcode(i.lk_opcode as u64);
     v.set_lk_pkey(i.lk_pkey as u64);
-    v.set_lk_src_ip(&std::array::from_fn::<u32, 4, _>(|w| (i.lk_src_ip >> (32 * w)) as u32));
+    v.set_lk_src_ip(&rnic_driver::host::u128_words(i.lk_src_ip));
     v.set_lk_qkey(i.lk_qkey as u64);
     v.set_upd_we(i.upd_we as u64);
     v.set_upd_qpn(i.upd_qpn as u64);

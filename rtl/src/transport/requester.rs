@@ -954,7 +954,7 @@ mod tests {
                     src_mac: mac_bits(dev.config().mac.0),
                     v6: false,
                     src_ip: crate::wire::tx_build::ip_bits(dev.config().ip),
-                    dst_ip: crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0002)),
+                    dst_ip: crate::wire::tx_build::v4_bits(0x0A00_0002),
                     sport: bits(sport as u64),
                     cont: false,
                     // an inline WQE (payload from the inline stream): same packets, gather commands flagged

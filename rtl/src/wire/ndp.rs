@@ -102,7 +102,7 @@ pub fn rep_words_map() -> Vec<ByteSrc> {
 
 /// A big-endian field of the solicitation's two beats: `bytes` bytes from frame byte `at`.
 pub fn sol_field(at: usize, bytes: usize) -> Vec<ByteSrc> {
-    (0..bytes).map(|i| ByteSrc::In(8 * (at + bytes - 1 - i))).collect()
+    be(8 * at, bytes).collect()
 }
 
 /// The advertisement's checksum columns before its variable words: the high and low bytes of the constant
@@ -428,15 +428,13 @@ impl Logic for NdResponder {
 mod tests {
     use super::*;
     use crate::common::axis::beat_of;
+    use crate::wire::tx_build::bits128;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use testbench::wire::ndp::{neighbour_advertisement, neighbour_solicitation};
 
     const ME: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x11]);
 
-    fn bits128(x: u128) -> Bits<128> {
-        crate::wire::tx_build::bits128(x)
-    }
 
     /// Frames in (with gaps), what comes out on `m_axis` under random back-pressure, and the counters.
     fn run(frames: &[(Vec<u8>, bool)], my_ip: Ipv6Addr, on: bool, seed: u64) -> (Vec<Vec<u8>>, u64, u64) {

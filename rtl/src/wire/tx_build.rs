@@ -610,10 +610,15 @@ pub fn bits128(x: u128) -> Bits<128> {
 
 /// An address as the QP paths and RX Parse hold it: IPv6, or IPv4-mapped.
 pub fn ip_bits(ip: std::net::IpAddr) -> Bits<128> {
-    bits128(match ip {
-        std::net::IpAddr::V4(a) => crate::wire::rx_parse::v4_mapped(a.into()),
-        std::net::IpAddr::V6(a) => a.into(),
-    })
+    match ip {
+        std::net::IpAddr::V4(a) => v4_bits(a.into()),
+        std::net::IpAddr::V6(a) => bits128(a.into()),
+    }
+}
+
+/// An IPv4 address as the RNIC holds it: IPv4-mapped (`v4_bits(0)` is the prefix alone).
+pub fn v4_bits(ip: u32) -> Bits<128> {
+    bits128(crate::wire::rx_parse::v4_mapped(ip))
 }
 
 /// A 128-bit field's number.

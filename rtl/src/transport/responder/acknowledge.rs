@@ -47,7 +47,7 @@ crate::logic_block! {
         o_glen: DFF<Bits<13>>,
         zero16: Constant<Bits<16>> = k(0),
         /// the IPv4-mapped prefix (::ffff:0:0)
-        k_mapped: Constant<Bits<128>> = Constant::new(crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0))),
+        k_mapped: Constant<Bits<128>> = Constant::new(crate::wire::tx_build::v4_bits(0)),
     }
 }
 
@@ -111,7 +111,7 @@ mod tests {
         u.connect_all();
         let mut st = QpStatic::default();
         st.remote_mac = bits(0x0200_0000_0002);
-        st.remote_ip = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
+        st.remote_ip = crate::wire::tx_build::v4_bits(0x0A00_0001);
         st.sport = bits(0xC000);
         st.dest_qpn = bits(0x11);
         u.st.next = st;

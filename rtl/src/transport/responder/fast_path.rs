@@ -107,7 +107,7 @@ mod tests {
         h.psn = bits(psn);
         h.bth1 = bits(pad << 4);
         h.pkey = bits(pkey);
-        h.src_ip = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(ip as u32));
+        h.src_ip = crate::wire::tx_build::v4_bits(ip as u32);
         h
     }
 
@@ -120,7 +120,7 @@ mod tests {
         u.connect_all();
         u.qpn.next = bits(9);
         u.epsn.next = bits(101);
-        u.remote_ip.next = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
+        u.remote_ip.next = crate::wire::tx_build::v4_bits(0x0A00_0001);
         u.mtu.next = bits(1024);
         let offer = |u: &mut FastPath, h: RxHeader, len: u64| {
             u.hdr.next = h;

@@ -339,7 +339,7 @@ mod tests {
         h.bth1 = bits(pad << 4);
         h.bth8 = bits(if ack_req { 0x80 } else { 0 });
         h.pkey = bits(pkey);
-        h.src_ip = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
+        h.src_ip = crate::wire::tx_build::v4_bits(0x0A00_0001);
         let mut ext = [0u8; 44];
         ext[0..8].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
         ext[8..12].copy_from_slice(&0xAABB_CCDDu32.to_be_bytes());
@@ -362,7 +362,7 @@ mod tests {
         st.state = bits(QpState::Rts as u64);
         st.qp_type = bits(QpType::Rc as u64);
         st.path_mtu = bits(3);
-        st.remote_ip = crate::wire::tx_build::bits128(crate::wire::rx_parse::v4_mapped(0x0A00_0001));
+        st.remote_ip = crate::wire::tx_build::v4_bits(0x0A00_0001);
         st.dest_qpn = bits(0x99);
         u.attr_we.next = true;
         u.attr_qpn.next = bits(0x12);
