@@ -164,6 +164,10 @@ enum Cmd {
         /// Capture of every frame on the link.
         #[arg(long)]
         pcap: Option<PathBuf>,
+        /// RoCEv2 over IPv6 (the pingpong tools, RC and UC): the VM's eth0 gets fd00::1/64, our side fd00::2,
+        /// and both tools use those addresses' GIDs; the VM finds our MAC by neighbour solicitation.
+        #[arg(long)]
+        ipv6: bool,
     },
     /// What the project can show today: the RTL ICRC engine (Verilator model of the emitted Verilog)
     /// checks a real rxe capture against the golden model, then runs random frames at full rate.
@@ -346,14 +350,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
             campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, host_latency_ns, out, vcd)
         }
-        Cmd::Rxe { endpoint, tool, conn, role, mtu, size, iters, drop, seed, pcap, pci, peer, port } => {
+        Cmd::Rxe { endpoint, tool, conn, role, mtu, size, iters, drop, seed, pcap, pci, peer, port, ipv6 } => {
             let conn = rxe_conn(&tool, conn.as_deref())?;
             if pci.is_some() || peer.is_some() {
                 anyhow::ensure!(endpoint == "board", "--pci and --peer go with --endpoint board");
+                anyhow::ensure!(!ipv6, "--ipv6 runs in the lab: against a remote host our side needs the peer's MAC, and it does not solicit neighbours");
                 let peer = peer.context("--endpoint board --pci needs --peer (the rxe host's address)")?;
                 return rxe_card(&DevArgs { pci, sim: false }, peer, port, &tool, conn, &role, mtu, size, iters);
             }
-            rxe(&endpoint, &tool, conn, &role, mtu, size, iters, drop, seed, pcap)
+            rxe(&endpoint, &tool, conn, &role, mtu, size, iters, drop, seed, pcap, ipv6)
         }
     }
 }
@@ -635,6 +640,7 @@ fn rxe(
     drop: f64,
     seed: u64,
     pcap: Option<PathBuf>,
+    ipv6: bool,
 ) -> Result<ExitCode> {
     use sim::rxe::{perftest, pingpong};
     let endpoint: sim::rxe::verbs::EndpointKind = endpoint.parse()?;
@@ -650,6 +656,7 @@ fn rxe(
             iters: iters.unwrap_or(200) as u32,
             endpoint,
             conn,
+            ipv6,
             ..Default::default()
         };
         match size {
@@ -671,6 +678,7 @@ fn rxe(
             }
         });
     }
+    anyhow::ensure!(!ipv6, "--ipv6 runs the pingpong tools (ibv_rc_pingpong, ibv_uc_pingpong), not perftest");
     let t = perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?;
     let r = perftest::Role::parse(role).with_context(|| format!("--role must be server or client, not `{role}`"))?;
     let mut o = perftest::PerftestOpts::new(t, r);

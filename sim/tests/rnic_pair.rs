@@ -114,8 +114,8 @@ fn run(kind: EndpointKind, mtu: u32, nqp: usize, ops: &[Op], tag: &str, gbps: f6
     // the devices and the link between them
     let (da, db, wire): (Dev, Dev, Option<Wire>) = match kind {
         EndpointKind::Model => {
-            let (da, ea) = open_endpoint_with(kind, cfg(1), 100.0, None).unwrap();
-            let (db, eb) = open_endpoint_with(kind, cfg(2), 100.0, None).unwrap();
+            let (da, ea) = open_endpoint_with(kind, cfg(1), None, 100.0, None).unwrap();
+            let (db, eb) = open_endpoint_with(kind, cfg(2), None, 100.0, None).unwrap();
             (da, db, Some(Wire::connect(ea, eb)))
         }
         EndpointKind::Rtl | EndpointKind::BoardSim => {
@@ -126,7 +126,7 @@ fn run(kind: EndpointKind, mtu: u32, nqp: usize, ops: &[Op], tag: &str, gbps: f6
                     IpAddr::V4(v4) => u32::from(v4),
                     IpAddr::V6(_) => unreachable!(),
                 };
-                RtlConfig { mac: c.mac.0, ipv4: ip, inbound_gbps: gbps, pcap_dir: Some(dir.join(d)), board: kind == EndpointKind::BoardSim }
+                RtlConfig { mac: c.mac.0, ipv4: ip, inbound_gbps: gbps, pcap_dir: Some(dir.join(d)), board: kind == EndpointKind::BoardSim, ipv6: None }
             };
             let (da, db) = RtlDevice::pair(rc(1, "a"), rc(2, "b")).unwrap();
             (da, db, None)

@@ -347,3 +347,59 @@ fn board_pingpong_our_server_mtu1024() {
     assert_eq!(r.ours.bytes_received, 100 * 4096);
     assert_eq!(r.ours.peer_mac, Some(testbench::wire::MacAddr([0x52, 0x54, 0, 0, 0, 1])), "resolved by the RTL's ARP");
 }
+
+/// Every RoCE frame of the run's pcap: (sent by the VM from `vm`, sent by us to `vm`), and those of another
+/// address family or pair.
+fn roce_frames_between(r: &PingpongReport, vm: std::net::IpAddr, ours: std::net::IpAddr) -> (u64, u64, u64) {
+    let path = &r.pcap.as_ref().expect("pcap checked").path;
+    let mut rd = pcap_file::pcap::PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let (mut from_vm, mut to_vm, mut other) = (0, 0, 0);
+    while let Some(p) = rd.next_packet() {
+        if let Ok(testbench::wire::Frame::Roce(f)) = testbench::wire::parse_ethernet(&p.unwrap().data) {
+            match (f.ip.src(), f.ip.dst()) {
+                (s, d) if s == vm && d == ours => from_vm += 1,
+                (s, d) if s == ours && d == vm => to_vm += 1,
+                _ => other += 1,
+            }
+        }
+    }
+    (from_vm, to_vm, other)
+}
+
+/// RoCEv2 over IPv6 against rxe (`rnic rxe --endpoint rtl --tool ibv_rc_pingpong --ipv6`): the VM's eth0 has
+/// fd00::1/64 and its tool uses that address's GID; ours is fd00::2. rxe finds our MAC by a neighbour
+/// solicitation, which the RTL's ND responder answers; every RoCE frame both ways is IPv6, rxe takes ours
+/// (its counters and the tool's check), ours take rxe's.
+#[test]
+fn rtl_pingpong_ipv6_our_server_mtu1024() {
+    let Some(r) = run("rtl_pingpong_ipv6_our_server_mtu1024", Role::Server, 1024, |o| {
+        use_rtl(o);
+        o.ipv6 = true;
+    }) else {
+        return;
+    };
+    let (vm, ours) = (std::net::IpAddr::V6(rxe::LAB_VM_IP6), std::net::IpAddr::V6(rxe::LAB_OUR_IP6));
+    assert_eq!(r.ours.remote.map(|d| d.ip()), Some(vm), "the VM tool's GID");
+    let (from_vm, to_vm, other) = roce_frames_between(&r, vm, ours);
+    assert!(from_vm >= 100 && to_vm >= 100 && other == 0, "{from_vm} from the VM, {to_vm} to it, {other} else");
+    let c = |n: &str| r.endpoint_counters.iter().find(|c| c.0 == n).map_or(0, |c| c.1);
+    assert!(c("nd_advertisements") >= 1, "rxe's solicitation unanswered: {:?}", r.endpoint_counters);
+    assert_eq!(r.ours.bytes_received, 100 * 4096);
+}
+
+/// UC over IPv6 with the golden model on our side: the host stack answers rxe's neighbour solicitation (the
+/// golden `ndp` model) and the model sends from fd00::2.
+#[test]
+fn uc_pingpong_ipv6_our_client_mtu1024() {
+    let Some(r) = run("uc_pingpong_ipv6_our_client_mtu1024", Role::Client, 1024, |o| {
+        uc(o);
+        o.endpoint = EndpointKind::Model;
+        o.ipv6 = true;
+    }) else {
+        return;
+    };
+    check_uc(&r);
+    let (vm, ours) = (std::net::IpAddr::V6(rxe::LAB_VM_IP6), std::net::IpAddr::V6(rxe::LAB_OUR_IP6));
+    let (from_vm, to_vm, other) = roce_frames_between(&r, vm, ours);
+    assert!(from_vm > 0 && to_vm > 0 && other == 0, "{from_vm} from the VM, {to_vm} to it, {other} else");
+}

@@ -39,6 +39,11 @@ pub trait Endpoint {
     fn answers_arp(&self) -> bool {
         false
     }
+    /// The endpoint answers IPv6 neighbour solicitations itself (the RTL's ND responder): a host in front of
+    /// it hands ICMPv6 for its IPv6 address on instead of answering.
+    fn answers_nd(&self) -> bool {
+        false
+    }
 }
 
 impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
@@ -53,6 +58,9 @@ impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
     }
     fn answers_arp(&self) -> bool {
         (**self).answers_arp()
+    }
+    fn answers_nd(&self) -> bool {
+        (**self).answers_nd()
     }
 }
 

@@ -180,7 +180,12 @@ pub fn pingpong_remote(
         super::pingpong::Role::Client => format!("{} {args}", o.tool()),
     });
     let mut res = super::pingpong::OurResult::default();
-    let link = super::pingpong::LinkAddrs { vm_ip: None, vm_mac: testbench::wire::MacAddr::ZERO, our_ip };
+    let link = super::pingpong::LinkAddrs {
+        vm_ip: None,
+        vm_mac: testbench::wire::MacAddr::ZERO,
+        our_ip,
+        our_gid: std::net::IpAddr::V4(our_ip),
+    };
     let last = std::sync::atomic::AtomicBool::new(false);
     if let Err(e) = super::pingpong::our_side(o, dev, listener, &oob, link, std::time::Instant::now() + o.timeout, &last, &mut res) {
         res.error = Some(format!("{e:#}"));

@@ -1,15 +1,18 @@
-//! [`HostStack`]: the basic host on our side of the link. It answers ARP (golden wire model) and ICMP echo,
-//! runs the management TCP stack ([`Mgmt`]) and hands RoCEv2 frames (UDP destination port 4791) to an inner
-//! endpoint (the golden model or the RTL).
+//! [`HostStack`]: the basic host on our side of the link. It answers ARP (golden wire model), IPv6 neighbour
+//! solicitations for its IPv6 address when it has one (golden `ndp` model) and ICMP echo, runs the management
+//! TCP stack ([`Mgmt`]) and hands RoCEv2 frames (UDP destination port 4791) to an inner endpoint (the golden
+//! model or the RTL). An inner endpoint that answers ARP, ND or echo itself (the RTL) gets those frames instead.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use testbench::wire::frame::{
     icmp_echo_reply, parse_ethernet, ArpFrame, Frame, MacAddr, ARP_OP_REPLY, ARP_OP_REQUEST,
     ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, IP_PROTO_TCP, IP_PROTO_UDP,
     ROCE_V2_UDP_DPORT,
 };
+
+use testbench::wire::ndp::{neighbour_advertisement, solicited_node, IP_PROTO_ICMPV6};
 
 use super::bridge::{Endpoint, NullEndpoint};
 use super::mgmt::Mgmt;
@@ -24,6 +27,9 @@ pub struct HostConfig {
     pub prefix_len: u8,
     /// IP MTU of the link (the VM's netdev MTU).
     pub mtu: usize,
+    /// Our IPv6 address (RoCEv2 over IPv6), if any: neighbour solicitations for it are answered (by the inner
+    /// endpoint when it [`Endpoint::answers_nd`]), and frames to its solicited-node multicast MAC are taken.
+    pub ip6: Option<Ipv6Addr>,
 }
 
 impl Default for HostConfig {
@@ -34,6 +40,7 @@ impl Default for HostConfig {
             ip: Ipv4Addr::new(10, 0, 0, 2),
             prefix_len: 24,
             mtu: 1500,
+            ip6: None,
         }
     }
 }
@@ -49,6 +56,10 @@ pub struct HostStats {
     pub icmp_to_inner: u64,
     /// ARP frames handed to the inner endpoint (which answers and resolves itself).
     pub arp_to_inner: u64,
+    /// Neighbour solicitations for our IPv6 address that we answered.
+    pub nd_advertisements_sent: u64,
+    /// ICMPv6 frames to our IPv6 address (or its solicited-node group) handed to the inner endpoint.
+    pub icmpv6_to_inner: u64,
     /// RoCEv2 frames handed to the inner endpoint.
     pub roce_to_inner: u64,
     /// Frames the inner endpoint sent.
@@ -128,6 +139,37 @@ impl<R: Endpoint> HostStack<R> {
 
     fn for_us_v4(&self, l3: &[u8]) -> bool {
         l3.len() >= 20 && l3[16..20] == self.cfg.ip.octets()
+    }
+
+    /// An IPv6 packet to our IPv6 address or to its solicited-node group.
+    fn for_us_v6(&self, l3: &[u8]) -> bool {
+        let Some(ip6) = self.cfg.ip6 else { return false };
+        l3.len() >= 40 && (l3[24..40] == ip6.octets() || l3[24..40] == solicited_node(ip6).0.octets())
+    }
+
+    /// Our MAC, broadcast, or the solicited-node multicast MAC of our IPv6 address.
+    fn mac_for_us(&self, dst: &[u8]) -> bool {
+        dst == self.cfg.mac.0
+            || dst == MacAddr::BROADCAST.0
+            || self.cfg.ip6.is_some_and(|a| dst == solicited_node(a).1 .0)
+    }
+
+    fn icmpv6(&mut self, frame: &[u8], now_ns: u64) -> Vec<Vec<u8>> {
+        if self.inner.answers_nd() {
+            self.stats.icmpv6_to_inner += 1;
+            let out = self.inner.on_frame(frame, now_ns);
+            return self.out_of_inner(out);
+        }
+        match self.cfg.ip6.and_then(|a| neighbour_advertisement(frame, self.cfg.mac, a)) {
+            Some(na) => {
+                self.stats.nd_advertisements_sent += 1;
+                vec![na]
+            }
+            None => {
+                self.stats.ignored += 1;
+                Vec::new()
+            }
+        }
     }
 
     fn out_of_mgmt(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
@@ -216,8 +258,7 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
             self.stats.ignored += 1;
             return Vec::new();
         }
-        let dst = &frame[0..6];
-        if dst != self.cfg.mac.0 && dst != MacAddr::BROADCAST.0 {
+        if !self.mac_for_us(&frame[0..6]) {
             self.stats.ignored += 1;
             return Vec::new();
         }
@@ -253,6 +294,9 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
                         Vec::new()
                     }
                 }
+            }
+            ETHERTYPE_IPV6 if self.for_us_v6(&frame[ETH_HEADER_LEN..]) && frame[ETH_HEADER_LEN + 6] == IP_PROTO_ICMPV6 => {
+                self.icmpv6(frame, now_ns)
             }
             _ => {
                 self.stats.ignored += 1;

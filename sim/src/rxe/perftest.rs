@@ -940,6 +940,7 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
             first_qpn: if opts.conn == Conn::Ud { 0x31 } else { 0x11 },
             active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
         },
+        None,
         super::rtl_ep::INBOUND_GBPS,
         opts.endpoint.is_rtl().then(|| run_dir.clone()),
     )?;

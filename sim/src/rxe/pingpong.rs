@@ -64,7 +64,8 @@ use super::oob::{Listening, Oob};
 use super::ud::{UdRecvCheck, UdWire};
 use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind, UD_GRH_ROOM, UD_QKEY};
 use super::{
-    BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT,
+    ipv6_prelude, BridgeConfig, BridgeStats, HostConfig, HostStack, Session, VmConfig, VmImage, GID_SCRIPT, LAB_OUR_IP6,
+    LAB_VM_IP6,
 };
 
 /// rc_pingpong's default TCP port.
@@ -134,6 +135,10 @@ pub struct PingpongOpts {
     /// The transport: RC runs `ibv_rc_pingpong`, UC `ibv_uc_pingpong`, UD `ibv_ud_pingpong` (both in the VM
     /// and as our QP's type).
     pub conn: Conn,
+    /// RoCEv2 over IPv6: the VM's eth0 gets [`LAB_VM_IP6`]/64 and our side [`LAB_OUR_IP6`], and both tools use
+    /// those addresses' GIDs (the exchange itself stays on IPv4). The VM asks our MAC by neighbour
+    /// solicitation, answered by the RTL's ND responder (the host stack's for the model).
+    pub ipv6: bool,
 }
 
 impl Default for PingpongOpts {
@@ -157,6 +162,7 @@ impl Default for PingpongOpts {
             endpoint: EndpointKind::Model,
             pings: 0,
             conn: Conn::Rc,
+            ipv6: false,
         }
     }
 }
@@ -205,6 +211,10 @@ impl PingpongOpts {
             "{} does not retransmit: a dropped packet loses its message and both {} peers wait for it forever; --drop needs RC",
             self.conn,
             self.tool()
+        );
+        ensure!(
+            !(self.ipv6 && self.conn == Conn::Ud),
+            "--ipv6 runs RC or UC: the lab's UD receive checks read an IPv4 GRH (UD over IPv6 is tested against the golden model)"
         );
         if self.conn == Conn::Ud {
             let active = self.vm_active_mtu();
@@ -808,10 +818,17 @@ impl Peer {
         res: &mut OurResult,
     ) -> Result<()> {
         let d = &self.dev;
-        let IpAddr::V4(ip) = rem.ip() else {
-            bail!("the peer's GID {} is IPv6: the RTL speaks RoCEv2 over IPv4", rem.ip());
+        let mac = match rem.ip() {
+            IpAddr::V4(ip) => d.resolve(ip).context("resolving the peer's MAC")?.unwrap_or(known_mac),
+            // our side answers neighbour solicitations but sends none: the MAC of an IPv6 peer must be known
+            IpAddr::V6(ip) => {
+                ensure!(
+                    known_mac != testbench::wire::MacAddr::ZERO,
+                    "the peer's GID {ip} is IPv6 and its MAC is not known (our side does not solicit neighbours)"
+                );
+                known_mac
+            }
         };
-        let mac = d.resolve(ip).context("resolving the peer's MAC")?.unwrap_or(known_mac);
         res.peer_mac = Some(mac);
         // hop_limit 1 in rc_pingpong's ah_attr is replaced by the route's (64) for RoCEv2 (guide 1a):
         // AddressVector::new's default.
@@ -964,11 +981,13 @@ fn fmt_gid(g: &[u8; 16]) -> String {
 /// The addresses on the link.
 #[derive(Clone, Copy)]
 pub struct LinkAddrs {
-    /// The peer's address, when known beforehand (the lab's VM): its GID must say so.
-    pub vm_ip: Option<Ipv4Addr>,
-    /// The peer's MAC when the endpoint does not resolve it itself (the golden model in the lab).
+    /// The peer's GID address, when known beforehand (the lab's VM): its GID must say so.
+    pub vm_ip: Option<IpAddr>,
+    /// The peer's MAC when the endpoint does not resolve it itself (the golden model in the lab, any IPv6 peer).
     pub vm_mac: testbench::wire::MacAddr,
     pub our_ip: Ipv4Addr,
+    /// The address of our GID: `our_ip` (IPv4-mapped) or our IPv6 address.
+    pub our_gid: IpAddr,
 }
 
 /// Our side of one run, in the calling thread: exchange (over `oob`; `listener`, made before the peer's
@@ -988,6 +1007,7 @@ pub fn our_side(
         vm_ip,
         vm_mac,
         our_ip,
+        our_gid,
     } = link;
     let mut peer = Peer::new(dev, o)?;
     let mut rng = SmallRng::seed_from_u64(o.seed ^ 0x7070_6e67);
@@ -995,7 +1015,10 @@ pub fn our_side(
         lid: 0,
         qpn: peer.qpn,
         psn: rng.gen::<u32>() & 0xFF_FFFF,
-        gid: our_ip.to_ipv6_mapped().octets(),
+        gid: match our_gid {
+            IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+            IpAddr::V6(a) => a.octets(),
+        },
     };
     res.local = Some(my);
     res.lines.push(format!(
@@ -1046,8 +1069,8 @@ pub fn our_side(
     ));
     if let Some(vm_ip) = vm_ip {
         ensure!(
-            rem.ip() == IpAddr::V4(vm_ip),
-            "the peer's GID {} is not its address {vm_ip} (is -g the IPv4-mapped GID?)",
+            rem.ip() == vm_ip,
+            "the peer's GID {} is not its address {vm_ip} (is -g that address's GID?)",
             fmt_gid(&rem.gid)
         );
     }
@@ -1117,7 +1140,7 @@ fn parse_vm_log(log: &str) -> (String, BTreeMap<String, u64>, Vec<String>, Optio
 }
 
 /// Read the pcap: golden decode plus our own counts (RoCE frames per direction, repeated request PSNs).
-pub fn check_pcap(path: &std::path::Path, our_ip: Ipv4Addr) -> Result<PcapCheck> {
+pub fn check_pcap(path: &std::path::Path, our_ip: IpAddr) -> Result<PcapCheck> {
     let rep = testbench::decode::decode_pcap(path)
         .map_err(|e| anyhow!("decoding {}: {e}", path.display()))?;
     let mut c = PcapCheck {
@@ -1142,7 +1165,7 @@ pub fn check_pcap(path: &std::path::Path, our_ip: Ipv4Addr) -> Result<PcapCheck>
         let Ok(Frame::Roce(rf)) = parse_ethernet(&pkt.data) else {
             continue;
         };
-        let ours = rf.ip.src() == IpAddr::V4(our_ip);
+        let ours = rf.ip.src() == our_ip;
         let is_request = rf.packet.opcode().is_some_and(|op| op.info().is_request());
         order.push(Seen {
             ours,
@@ -1239,9 +1262,15 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     cfg.timeout = o.timeout;
     let host_cfg = HostConfig {
         mtu: vm_mtu as usize,
+        ip6: o.ipv6.then_some(LAB_OUR_IP6),
         ..HostConfig::default()
     };
     let (vm_ip, vm_mac, our_ip) = (cfg.ip, cfg.mac, host_cfg.ip);
+    let (vm_gid, our_gid) = if o.ipv6 {
+        (IpAddr::V6(LAB_VM_IP6), IpAddr::V6(LAB_OUR_IP6))
+    } else {
+        (IpAddr::V4(vm_ip), IpAddr::V4(our_ip))
+    };
     // the tool gets the time left after a generous boot allowance, so the counters still get printed
     let tool_timeout = o
         .timeout
@@ -1261,6 +1290,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
             first_qpn: if o.conn == Conn::Ud { 0x31 } else { 0x11 },
             active_mtu: o.mtu.max(256),
         },
+        host_cfg.ip6,
         super::rtl_ep::INBOUND_GBPS,
         o.endpoint.is_rtl().then(|| dir.clone()),
     )?;
@@ -1285,8 +1315,9 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         Role::Client => ("server", String::new()),
     };
     cfg.script = Some(format!(
-        "PP_TOOL={}\nPP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={port}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\nPP_PINGS={}\nPP_OUR_IP={our_ip}\n{GID_SCRIPT}\n{VM_SCRIPT}",
-        o.tool(), o.mtu, o.size, o.iters, o.rx_depth, o.pings
+        "PP_TOOL={}\nPP_MODE={mode}\nPP_PEER={peer}\nPP_PORT={port}\nPP_MTU={}\nPP_SIZE={}\nPP_ITERS={}\nPP_RXDEPTH={}\nPP_TIMEOUT={tool_timeout}\nPP_PINGS={}\nPP_OUR_IP={our_ip}\n{}{GID_SCRIPT}\n{VM_SCRIPT}",
+        o.tool(), o.mtu, o.size, o.iters, o.rx_depth, o.pings,
+        if o.ipv6 { ipv6_prelude(LAB_VM_IP6) } else { String::new() }
     ));
     // ibv_rc_pingpong destroys its QP once its own last completion is in: the exchange after our last post
     // runs loss-free (`BridgeConfig::drops_end`)
@@ -1308,9 +1339,10 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         listener,
         &oob,
         LinkAddrs {
-            vm_ip: Some(vm_ip),
+            vm_ip: Some(vm_gid),
             vm_mac,
             our_ip,
+            our_gid,
         },
         deadline,
         &last_posted,
@@ -1326,7 +1358,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     let unexpected_drops = dev.unexpected_drops();
     let endpoint = dev.describe();
     drop(dev);
-    let pcap_check = check_pcap(&pcap, our_ip).ok();
+    let pcap_check = check_pcap(&pcap, our_gid).ok();
     let ud_wire = if o.conn == Conn::Ud { super::ud::scan_pcap(&pcap, our_ip).ok() } else { None };
     Ok(PingpongReport {
         opts: o.clone(),

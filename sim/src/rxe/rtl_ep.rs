@@ -273,6 +273,8 @@ pub struct RtlConfig {
     pub pcap_dir: Option<std::path::PathBuf>,
     /// The core inside the U250 board shell with models of its IPs (`sim::board`), not the bare core.
     pub board: bool,
+    /// Its IPv6 address (`CMD_SET_IPV6`), if any, besides the IPv4 one.
+    pub ipv6: Option<std::net::Ipv6Addr>,
 }
 
 impl RtlDevice {
@@ -280,7 +282,7 @@ impl RtlDevice {
     /// from the peer reach its MAC at most at `inbound_gbps` of simulated time (see [`INBOUND_GBPS`]); with
     /// `pcap_dir`, its MAC writes `rnic-tx.pcap` and `rnic-rx.pcap` there.
     pub fn start(mac: [u8; 6], ipv4: u32, inbound_gbps: f64, pcap_dir: Option<std::path::PathBuf>) -> Result<Arc<RtlDevice>> {
-        Self::start_with(RtlConfig { mac, ipv4, inbound_gbps, pcap_dir, board: false })
+        Self::start_with(RtlConfig { mac, ipv4, inbound_gbps, pcap_dir, board: false, ipv6: None })
     }
 
     /// [`RtlDevice::start`] from a configuration (the bare core or the board shell).
@@ -332,6 +334,9 @@ impl RtlDevice {
                             bail!("the RNIC does not advertise RC");
                         }
                         drv.set_address(c.mac, c.ipv4).map_err(|e| anyhow!("set_address: {e}"))?;
+                        if c.ipv6.is_some() {
+                            drv.set_ipv6(c.ipv6).map_err(|e| anyhow!("set_ipv6: {e}"))?;
+                        }
                         if c.board {
                             crate::board::wait_link_up(&mut drv, &sys)?;
                         }
@@ -590,6 +595,9 @@ impl Endpoint for RtlEndpoint {
         true
     }
     fn answers_arp(&self) -> bool {
+        true
+    }
+    fn answers_nd(&self) -> bool {
         true
     }
 }

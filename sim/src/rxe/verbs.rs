@@ -242,18 +242,24 @@ pub type BoxedEndpoint = Box<dyn super::Endpoint + Send>;
 /// golden model (its MAC and IP are the RTL's too); the RTL takes the VM's frames at
 /// [`super::rtl_ep::INBOUND_GBPS`].
 pub fn open_endpoint(kind: EndpointKind, model: testbench::model::DeviceConfig) -> Result<(Dev, BoxedEndpoint)> {
-    open_endpoint_with(kind, model, super::rtl_ep::INBOUND_GBPS, None)
+    open_endpoint_with(kind, model, None, super::rtl_ep::INBOUND_GBPS, None)
 }
 
-/// [`open_endpoint`] with the RTL's inbound pacing and the directory of its MAC pcaps.
+/// [`open_endpoint`] with our IPv6 address (`ip6`: the golden model's only address; the RTL's besides its IPv4
+/// one), the RTL's inbound pacing and the directory of its MAC pcaps.
 pub fn open_endpoint_with(
     kind: EndpointKind,
-    model: testbench::model::DeviceConfig,
+    mut model: testbench::model::DeviceConfig,
+    ip6: Option<std::net::Ipv6Addr>,
     inbound_gbps: f64,
     pcap_dir: Option<std::path::PathBuf>,
 ) -> Result<(Dev, BoxedEndpoint)> {
     match kind {
         EndpointKind::Model => {
+            // the golden model has one address: with an IPv6 one it speaks RoCEv2 over IPv6 only
+            if let Some(a) = ip6 {
+                model.ip = std::net::IpAddr::V6(a);
+            }
             let d = SharedDevice::new(model);
             let ep = d.endpoint();
             Ok((Arc::new(d), Box::new(ep)))
@@ -263,7 +269,7 @@ pub fn open_endpoint_with(
                 std::net::IpAddr::V4(v4) => u32::from(v4),
                 std::net::IpAddr::V6(_) => anyhow::bail!("the RTL endpoint speaks IPv4 only"),
             };
-            let cfg = super::rtl_ep::RtlConfig { mac: model.mac.0, ipv4: ip, inbound_gbps, pcap_dir, board: kind == EndpointKind::BoardSim };
+            let cfg = super::rtl_ep::RtlConfig { mac: model.mac.0, ipv4: ip, inbound_gbps, pcap_dir, board: kind == EndpointKind::BoardSim, ipv6: ip6 };
             let d = super::rtl_ep::RtlDevice::start_with(cfg)?;
             let ep = d.endpoint();
             Ok((d, Box::new(ep)))
@@ -275,7 +281,7 @@ pub fn open_endpoint_with(
                 std::net::IpAddr::V4(v4) => u32::from(v4),
                 std::net::IpAddr::V6(_) => anyhow::bail!("the RTL endpoint speaks IPv4 only"),
             };
-            let cfg = super::rtl_ep::RtlConfig { mac: model.mac.0, ipv4: ip, inbound_gbps, pcap_dir, board: true };
+            let cfg = super::rtl_ep::RtlConfig { mac: model.mac.0, ipv4: ip, inbound_gbps, pcap_dir, board: true, ipv6: ip6 };
             let d = super::rtl_ep::RtlDevice::start_with(cfg)?;
             let ep = d.endpoint();
             let card = super::card_ep::CardDevice::open(

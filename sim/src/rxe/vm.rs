@@ -1,7 +1,7 @@
 //! [`Vm`]: one qemu soft-RoCE VM whose only NIC is a `-netdev stream` client of our unix socket.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -60,6 +60,19 @@ pub struct VmConfig {
 
 /// This host as the VM sees it on the management NIC (qemu user networking maps it to our loopback).
 pub const MGMT_HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
+
+/// The VM's eth0 IPv6 address in the lab's RoCEv2-over-IPv6 runs (prefix /64; the VM's IPv4 one stays for the
+/// tools' exchange).
+pub const LAB_VM_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+/// Our side's IPv6 address in those runs.
+pub const LAB_OUR_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
+
+/// The lines a tool script puts before [`GID_SCRIPT`] for RoCEv2 over IPv6: the VM's eth0 gets `ip`/64 and
+/// the tools its GID (sysfs spells a GID as eight groups of four hex digits).
+pub fn ipv6_prelude(ip: Ipv6Addr) -> String {
+    let gid: Vec<String> = ip.segments().iter().map(|g| format!("{g:04x}")).collect();
+    format!("RNIC_IP6={ip}/64\nRNIC_GID6={}\n", gid.join(":"))
+}
 
 impl VmConfig {
     /// VM `name` at 10.0.0.1/24, MAC 52:54:00:00:00:01, MTU 1500, TCG, 512 MB, timeout 60 s.
