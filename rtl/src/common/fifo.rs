@@ -10,6 +10,11 @@
 //! literals that the lint gate rejects. Pointer arithmetic is done at the pointers' own width. Both FIFOs
 //! give `empty` and `full` from registers, so no handshake that feeds `push` or `pop` starts with a pointer
 //! compare (the whole top's deepest paths ran through such compares).
+//!
+//! Both memories start all zero. The zeroing `initial` loop is for simulation only (`ifndef SYNTHESIS`: Yosys
+//! and Vivado define `SYNTHESIS`): synthesis takes a memory without initial contents as all zeros, which is
+//! what Xilinx block and distributed RAM and flip-flops power up to (INIT 0), and Yosys' frontend unrolls the
+//! loop entry by entry (over 50 s for the Responder's 4,096 x 241-bit READ resource table).
 
 use rust_hdl::prelude::*;
 
@@ -56,8 +61,10 @@ impl<T: Synth, const AW: usize> Logic for DistRam<T, AW> {
         let d = 1usize << AW;
         Verilog::Custom(format!(
             "reg [{}:0] mem [0:{}];\n\
+             `ifndef SYNTHESIS\n\
              integer i;\n\
              initial begin\n   for (i = 0; i < {d}; i = i + 1) mem[i] = {w}'d0;\nend\n\
+             `endif\n\
              always @(posedge clock) begin\n   if (we) mem[waddr] <= wdata;\nend\n\
              always @(*) begin\n   rdata = mem[raddr];\nend\n",
             w - 1,
@@ -113,8 +120,10 @@ impl<T: Synth, const AW: usize> Logic for SdpRam<T, AW> {
         let d = 1usize << AW;
         Verilog::Custom(format!(
             "reg [{}:0] mem [0:{}];\n\
+             `ifndef SYNTHESIS\n\
              integer i;\n\
              initial begin\n   for (i = 0; i < {d}; i = i + 1) mem[i] = {w}'d0;\n   rdata = {w}'d0;\nend\n\
+             `endif\n\
              always @(posedge clock) begin\n   if (we) mem[waddr] <= wdata;\n   rdata <= mem[raddr];\nend\n",
             w - 1,
             d - 1
