@@ -140,9 +140,15 @@ fn fuzz(frames: u64, seed: u64) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+// 50,000 frames in two runs of 25,000 with their own seeds, so that the two halves run on two cores.
 #[test]
-fn fuzz_50k_frames_into_the_rx_port() {
-    fuzz(50_000, 0x0F22);
+fn fuzz_25k_frames_into_the_rx_port_seed_a() {
+    fuzz(25_000, 0x0F22);
+}
+
+#[test]
+fn fuzz_25k_frames_into_the_rx_port_seed_b() {
+    fuzz(25_000, 0x0F23);
 }
 
 #[test]
