@@ -313,3 +313,48 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testbench::wire::ndp::neighbour_solicitation;
+
+    /// A solicitation for our IPv6 address, sent to its solicited-node multicast MAC as Linux sends it, is
+    /// answered with the golden advertisement; one for another address, or with IPv6 off, is not; an endpoint
+    /// that answers ND itself gets the frame instead.
+    #[test]
+    fn neighbour_solicitations_for_our_ipv6_address_are_answered() {
+        let vm_mac = MacAddr([0x52, 0x54, 0, 0, 0, 1]);
+        let (vm, ours): (Ipv6Addr, Ipv6Addr) = ("fe80::5054:ff:fe00:1".parse().unwrap(), "fd00::2".parse().unwrap());
+        let cfg = HostConfig { ip6: Some(ours), ..HostConfig::default() };
+        let ns = neighbour_solicitation(vm_mac, vm, ours);
+        let mut h = HostStack::new(cfg);
+        let out = h.on_frame(&ns, 0);
+        assert_eq!(out, vec![neighbour_advertisement(&ns, cfg.mac, ours).unwrap()]);
+        assert_eq!(h.stats().nd_advertisements_sent, 1);
+        // another target (its own solicited-node MAC, not ours): not taken
+        let other = neighbour_solicitation(vm_mac, vm, "fd00::3".parse().unwrap());
+        assert!(h.on_frame(&other, 0).is_empty());
+        // IPv6 off
+        let mut off = HostStack::new(HostConfig::default());
+        assert!(off.on_frame(&ns, 0).is_empty());
+        assert_eq!(off.stats().nd_advertisements_sent, 0);
+        // an endpoint with its own ND responder gets the solicitation
+        struct Nd(usize);
+        impl Endpoint for Nd {
+            fn on_frame(&mut self, _: &[u8], _: u64) -> Vec<Vec<u8>> {
+                self.0 += 1;
+                Vec::new()
+            }
+            fn poll(&mut self, _: u64) -> Vec<Vec<u8>> {
+                Vec::new()
+            }
+            fn answers_nd(&self) -> bool {
+                true
+            }
+        }
+        let mut h = HostStack::new(cfg).with_roce(Nd(0));
+        assert!(h.on_frame(&ns, 0).is_empty());
+        assert_eq!((h.inner().0, h.stats().icmpv6_to_inner), (1, 1));
+    }
+}
