@@ -366,38 +366,35 @@ fn roce_frames_between(r: &PingpongReport, vm: std::net::IpAddr, ours: std::net:
     (from_vm, to_vm, other)
 }
 
-/// RoCEv2 over IPv6 against rxe (`rnic rxe --endpoint rtl --tool ibv_rc_pingpong --ipv6`): the VM's eth0 has
-/// fd00::1/64 and its tool uses that address's GID; ours is fd00::2. rxe finds our MAC by a neighbour
-/// solicitation, which the RTL's ND responder answers; every RoCE frame both ways is IPv6, rxe takes ours
-/// (its counters and the tool's check), ours take rxe's.
-#[test]
-fn rtl_pingpong_ipv6_our_server_mtu1024() {
-    let Some(r) = run("rtl_pingpong_ipv6_our_server_mtu1024", Role::Server, 1024, |o| {
+/// One `ibv_rc_pingpong` over IPv6 with the RTL on our side (`rnic rxe --endpoint rtl --tool ibv_rc_pingpong
+/// --ipv6`): the VM's eth0 has fd00::1/64 and its tool uses that address's GID; ours is fd00::2. Every RoCE
+/// frame both ways is IPv6 between the two, rxe takes ours (its counters and the tool's check), ours take
+/// rxe's: 100 messages of 4 KiB.
+fn rtl_pingpong_ipv6(test: &str, role: Role) -> Option<PingpongReport> {
+    let r = run(test, role, 1024, |o| {
         use_rtl(o);
         o.ipv6 = true;
-    }) else {
-        return;
-    };
+    })?;
     let (vm, ours) = (std::net::IpAddr::V6(rxe::LAB_VM_IP6), std::net::IpAddr::V6(rxe::LAB_OUR_IP6));
     assert_eq!(r.ours.remote.map(|d| d.ip()), Some(vm), "the VM tool's GID");
     let (from_vm, to_vm, other) = roce_frames_between(&r, vm, ours);
     assert!(from_vm >= 100 && to_vm >= 100 && other == 0, "{from_vm} from the VM, {to_vm} to it, {other} else");
+    assert_eq!(r.ours.bytes_received, 100 * 4096);
+    Some(r)
+}
+
+/// Our RTL as the server: rxe finds our MAC by a neighbour solicitation, which the RTL's ND responder answers.
+#[test]
+fn rtl_pingpong_ipv6_our_server_mtu1024() {
+    let Some(r) = rtl_pingpong_ipv6("rtl_pingpong_ipv6_our_server_mtu1024", Role::Server) else {
+        return;
+    };
     let c = |n: &str| r.endpoint_counters.iter().find(|c| c.0 == n).map_or(0, |c| c.1);
     assert!(c("nd_advertisements") >= 1, "rxe's solicitation unanswered: {:?}", r.endpoint_counters);
-    assert_eq!(r.ours.bytes_received, 100 * 4096);
 }
 
 /// The other role: our RTL as the client (the VM's tool is the server and meets our GID first).
 #[test]
 fn rtl_pingpong_ipv6_our_client_mtu1024() {
-    let Some(r) = run("rtl_pingpong_ipv6_our_client_mtu1024", Role::Client, 1024, |o| {
-        use_rtl(o);
-        o.ipv6 = true;
-    }) else {
-        return;
-    };
-    let (vm, ours) = (std::net::IpAddr::V6(rxe::LAB_VM_IP6), std::net::IpAddr::V6(rxe::LAB_OUR_IP6));
-    let (from_vm, to_vm, other) = roce_frames_between(&r, vm, ours);
-    assert!(from_vm >= 100 && to_vm >= 100 && other == 0, "{from_vm} from the VM, {to_vm} to it, {other} else");
-    assert_eq!(r.ours.bytes_received, 100 * 4096);
+    rtl_pingpong_ipv6("rtl_pingpong_ipv6_our_client_mtu1024", Role::Client);
 }

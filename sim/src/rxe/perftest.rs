@@ -1242,8 +1242,8 @@ impl Peer<'_> {
         }
         // 6. the run
         self.run_traffic()?;
-        if matches!(self.opts.conn, Conn::Uc | Conn::Ud) {
-            wait_tx_quiet(&self.local.dev);
+        if matches!(self.opts.conn, Conn::Uc | Conn::Ud) && self.opts.endpoint.is_rtl() {
+            settle_unacked_sends();
         }
         // 7. reports, close
         if tool.exchanges_reports() {
@@ -1790,11 +1790,9 @@ pub fn count_gaps(path: &std::path::Path, from: std::net::IpAddr, mtu: u32) -> R
 /// the closing handshake, whose TCP frames can pass our last packets still queued in the RTL thread (seen in
 /// CI: rxe counted 593 of 600 UC packets, the last 7 on the link about 90 ms after the handshake began). The
 /// RTL's clock keeps running while the driver reads registers, so there is no idle signal to wait for: the
-/// handshake waits a fixed 300 ms instead. The golden model sends synchronously: nothing to wait for.
-fn wait_tx_quiet(dev: &Dev) {
-    if dev.counters().iter().any(|(n, _)| n == "core_cycles") {
-        std::thread::sleep(Duration::from_millis(300));
-    }
+/// handshake waits a fixed 300 ms instead (RTL endpoints only: the golden model sends synchronously).
+fn settle_unacked_sends() {
+    std::thread::sleep(Duration::from_millis(300));
 }
 
 #[cfg(test)]
