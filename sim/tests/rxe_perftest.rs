@@ -2,16 +2,19 @@
 //! side, in both roles, over RC, (`*_uc_*`, perftest's `-c UC`) UC and (`*_ud_*`, `-c UD`, the golden model
 //! only) UD: `sim::rxe::perftest::run_perftest`.
 //!
-//! Each test checks that the VM tool exited 0 and printed its result table, that our side completed, that
-//! every frame of the pcap passes the golden decoder, and rxe's hw_counters (see [`check_counters`]).
+//! Each case checks that the VM tool exited 0 and printed its result table, that our side completed, that
+//! every frame of its pcap passes the golden decoder, and rxe's hw_counters (see [`check_counters`]). The
+//! cases that share endpoint, MTU, drop rate and transport run as a batch in one boot of the VM
+//! (`batch_*`, [`batch`]): booting is about 4 s of a core under TCG, longer than most runs.
 //! Skips (prints why and passes) only when qemu cannot run here and `RNIC_REQUIRE_VM` is unset.
-//! Logs, scripts and pcaps stay in `sim/vm/work/run/perftest-<test>/`.
+//! Each case's pcap stays in `sim/vm/work/run/perftest-<case>/`; a batch's VM log, script and whole capture
+//! in `sim/vm/work/run/perftest-batch-<batch>/`.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sim::rxe::perftest::{
-    count_retransmissions, run_perftest, AtomicOp, PerftestOpts, PerftestReport, Role, Tool,
+    count_retransmissions, run_perftest, run_perftests, AtomicOp, PerftestOpts, PerftestReport, Role, Tool,
 };
 use sim::rxe::verbs::{Conn, EndpointKind};
 use sim::rxe::{self, VmImage};
@@ -112,6 +115,19 @@ fn run_on(
     run_conn(test, tool, role, size, iters, drop, mtu, endpoint, Conn::Rc)
 }
 
+/// How [`run_conn`] runs: on its own (one VM boot), or as a case of a batch ([`batch`]): first planned (the
+/// case's options recorded, the case returns as a skipped test does), then checked against the report of its
+/// run in the batch's VM boot.
+enum Mode {
+    Alone,
+    Plan(Vec<(String, PerftestOpts)>),
+    Replay(Vec<(String, PerftestReport)>),
+}
+
+thread_local! {
+    static MODE: std::cell::RefCell<Mode> = const { std::cell::RefCell::new(Mode::Alone) };
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_conn(
     test: &str,
@@ -124,8 +140,6 @@ fn run_conn(
     endpoint: EndpointKind,
     conn: Conn,
 ) -> Option<PerftestReport> {
-    let img = image_or_skip(test)?;
-    let t0 = Instant::now();
     let dir = rxe::run_dir(&format!("perftest-{test}"));
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("link.pcap");
@@ -138,11 +152,28 @@ fn run_conn(
     o.pcap = Some(pcap.clone());
     o.timeout = Duration::from_secs(if drop > 0.0 { 90 } else { 60 });
     o.run_dir = Some(dir);
-    o.image = Some(img);
     o.endpoint = endpoint;
     o.conn = conn;
-    let r = run_perftest(&o).unwrap();
-    eprintln!("{test}: {:.1} s\n{r}", t0.elapsed().as_secs_f64());
+    let planned = MODE.with(|m| match &mut *m.borrow_mut() {
+        Mode::Alone => None,
+        Mode::Plan(v) => {
+            v.push((test.to_string(), o.clone()));
+            Some(None)
+        }
+        Mode::Replay(v) => {
+            let i = v.iter().position(|x| x.0 == test).unwrap_or_else(|| panic!("{test}: not run in the batch"));
+            Some(Some(v.swap_remove(i).1))
+        }
+    });
+    let r = match planned {
+        Some(None) => return None,
+        Some(Some(r)) => r,
+        None => {
+            o.image = Some(image_or_skip(test)?);
+            run_perftest(&o).unwrap()
+        }
+    };
+    eprintln!("{test}:\n{r}");
     assert!(
         r.ok(),
         "{test} failed:\n{r}\nlog: {}",
@@ -175,9 +206,44 @@ fn run_conn(
     Some(r)
 }
 
+/// The cases run as one batch: one VM boot for all of them ([`run_perftests`]; they must share endpoint, MTU,
+/// drop rate and transport). Each case's own checks then run against its report; every case is checked
+/// even when an earlier one failed, and the test fails naming each that did. `RNIC_PERFTEST_CASES=rtl_,uc`
+/// keeps only the cases whose name contains one of the words.
+fn batch(name: &str, cases: &[(&str, fn())]) {
+    let only = std::env::var("RNIC_PERFTEST_CASES").ok();
+    let wanted = |c: &str| only.as_deref().map_or(true, |o| o.split(',').any(|w| c.contains(w.trim())));
+    let cases: Vec<&(&str, fn())> = cases.iter().filter(|c| wanted(c.0)).collect();
+    if cases.is_empty() {
+        return;
+    }
+    let Some(img) = image_or_skip(name) else { return };
+    MODE.with(|m| *m.borrow_mut() = Mode::Plan(Vec::new()));
+    for (_, case) in &cases {
+        case();
+    }
+    let Mode::Plan(plan) = MODE.with(|m| std::mem::replace(&mut *m.borrow_mut(), Mode::Alone)) else { unreachable!() };
+    let (tests, mut opts): (Vec<String>, Vec<PerftestOpts>) = plan.into_iter().unzip();
+    for o in &mut opts {
+        o.image = Some(img.clone());
+    }
+    let t0 = Instant::now();
+    let dir = rxe::run_dir(&format!("perftest-batch-{name}"));
+    let reports = run_perftests(&opts, Some(&dir)).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    eprintln!("{name}: {} runs in one VM boot, {:.1} s", reports.len(), t0.elapsed().as_secs_f64());
+    MODE.with(|m| *m.borrow_mut() = Mode::Replay(tests.into_iter().zip(reports).collect()));
+    let mut failed = Vec::new();
+    for (case, f) in &cases {
+        if std::panic::catch_unwind(*f).is_err() {
+            failed.push(*case);
+        }
+    }
+    MODE.with(|m| *m.borrow_mut() = Mode::Alone);
+    assert!(failed.is_empty(), "{name}: cases failed (their messages above): {failed:?}");
+}
+
 // ---- bandwidth, our side server (the VM tool is the client) ----
 
-#[test]
 fn write_bw_ours_server() {
     let Some(r) = run(
         "write_bw_server",
@@ -193,7 +259,6 @@ fn write_bw_ours_server() {
     assert_eq!((rep.size, rep.iters), (65536, 200));
 }
 
-#[test]
 fn send_bw_ours_server() {
     let Some(r) = run(
         "send_bw_server",
@@ -209,7 +274,6 @@ fn send_bw_ours_server() {
     assert!(r.ours.completions >= 200);
 }
 
-#[test]
 fn read_bw_ours_server() {
     let Some(r) = run(
         "read_bw_server",
@@ -225,7 +289,6 @@ fn read_bw_ours_server() {
     assert!(r.ours.model_counters.read_responses_sent > 0);
 }
 
-#[test]
 fn atomic_faa_ours_server() {
     let Some(r) = run(
         "atomic_faa_server",
@@ -240,7 +303,6 @@ fn atomic_faa_ours_server() {
     assert!(r.ours.model_counters.atomic_acks_sent >= 200);
 }
 
-#[test]
 fn atomic_cas_ours_server() {
     let Some(r) = run(
         "atomic_cas_server",
@@ -257,7 +319,6 @@ fn atomic_cas_ours_server() {
 
 // ---- bandwidth, our side client (the VM tool is the server) ----
 
-#[test]
 fn write_bw_ours_client() {
     let Some(r) = run(
         "write_bw_client",
@@ -273,7 +334,6 @@ fn write_bw_ours_client() {
     assert!(r.ours.bw_mbs > 0.0);
 }
 
-#[test]
 fn send_bw_ours_client() {
     let Some(r) = run(
         "send_bw_client",
@@ -288,7 +348,6 @@ fn send_bw_ours_client() {
     assert_eq!(r.ours.messages, 200);
 }
 
-#[test]
 fn read_bw_ours_client() {
     let Some(r) = run(
         "read_bw_client",
@@ -303,7 +362,6 @@ fn read_bw_ours_client() {
     assert_eq!(r.ours.messages, 200);
 }
 
-#[test]
 fn atomic_faa_ours_client() {
     let Some(r) = run(
         "atomic_faa_client",
@@ -318,7 +376,6 @@ fn atomic_faa_ours_client() {
     assert_eq!(r.ours.messages, 200);
 }
 
-#[test]
 fn atomic_cas_ours_client() {
     let Some(r) = run(
         "atomic_cas_client",
@@ -335,7 +392,6 @@ fn atomic_cas_ours_client() {
 
 // ---- latency, both roles ----
 
-#[test]
 fn send_lat_ours_server() {
     let Some(r) = run("send_lat_server", Tool::SendLat, Role::Server, 64, 100, 0.0) else {
         return;
@@ -343,7 +399,6 @@ fn send_lat_ours_server() {
     assert!(r.ours.latency.is_some());
 }
 
-#[test]
 fn send_lat_ours_client() {
     let Some(r) = run("send_lat_client", Tool::SendLat, Role::Client, 64, 100, 0.0) else {
         return;
@@ -351,7 +406,6 @@ fn send_lat_ours_client() {
     assert_eq!(r.ours.latency.map(|l| l.samples), Some(100));
 }
 
-#[test]
 fn write_lat_ours_server() {
     let Some(r) = run(
         "write_lat_server",
@@ -366,7 +420,6 @@ fn write_lat_ours_server() {
     assert!(r.ours.latency.is_some());
 }
 
-#[test]
 fn write_lat_ours_client() {
     let Some(r) = run(
         "write_lat_client",
@@ -382,7 +435,6 @@ fn write_lat_ours_client() {
     assert_eq!(r.ours.latency.map(|l| l.samples), Some(99));
 }
 
-#[test]
 fn read_lat_ours_server() {
     let Some(r) = run("read_lat_server", Tool::ReadLat, Role::Server, 64, 100, 0.0) else {
         return;
@@ -390,7 +442,6 @@ fn read_lat_ours_server() {
     assert!(r.ours.model_counters.read_responses_sent >= 100);
 }
 
-#[test]
 fn read_lat_ours_client() {
     let Some(r) = run("read_lat_client", Tool::ReadLat, Role::Client, 64, 100, 0.0) else {
         return;
@@ -400,7 +451,6 @@ fn read_lat_ours_client() {
 
 // ---- bandwidth with 1 % loss each way (seeded): go-back-N and read replays on both sides ----
 
-#[test]
 fn write_bw_drop_ours_server() {
     run(
         "write_bw_drop_server",
@@ -412,7 +462,6 @@ fn write_bw_drop_ours_server() {
     );
 }
 
-#[test]
 fn write_bw_drop_ours_client() {
     run(
         "write_bw_drop_client",
@@ -424,7 +473,6 @@ fn write_bw_drop_ours_client() {
     );
 }
 
-#[test]
 fn send_bw_drop_ours_server() {
     run(
         "send_bw_drop_server",
@@ -436,7 +484,6 @@ fn send_bw_drop_ours_server() {
     );
 }
 
-#[test]
 fn send_bw_drop_ours_client() {
     run(
         "send_bw_drop_client",
@@ -448,7 +495,6 @@ fn send_bw_drop_ours_client() {
     );
 }
 
-#[test]
 fn read_bw_drop_ours_server() {
     run(
         "read_bw_drop_server",
@@ -460,7 +506,6 @@ fn read_bw_drop_ours_server() {
     );
 }
 
-#[test]
 fn read_bw_drop_ours_client() {
     run(
         "read_bw_drop_client",
@@ -472,7 +517,6 @@ fn read_bw_drop_ours_client() {
     );
 }
 
-#[test]
 fn atomic_faa_drop_ours_server() {
     run(
         "atomic_faa_drop_server",
@@ -484,7 +528,6 @@ fn atomic_faa_drop_ours_server() {
     );
 }
 
-#[test]
 fn atomic_faa_drop_ours_client() {
     run(
         "atomic_faa_drop_client",
@@ -582,27 +625,22 @@ fn run_uc_lat(test: &str, tool: Tool, role: Role, op: &str) -> Option<PerftestRe
     Some(r)
 }
 
-#[test]
 fn send_lat_uc_ours_server() {
     run_uc_lat("send_lat_uc_server", Tool::SendLat, Role::Server, "UC_SEND");
 }
 
-#[test]
 fn send_lat_uc_ours_client() {
     run_uc_lat("send_lat_uc_client", Tool::SendLat, Role::Client, "UC_SEND");
 }
 
-#[test]
 fn write_lat_uc_ours_server() {
     run_uc_lat("write_lat_uc_server", Tool::WriteLat, Role::Server, "UC_RDMA_WRITE");
 }
 
-#[test]
 fn write_lat_uc_ours_client() {
     run_uc_lat("write_lat_uc_client", Tool::WriteLat, Role::Client, "UC_RDMA_WRITE");
 }
 
-#[test]
 fn send_bw_uc_ours_server() {
     let Some(r) = run_uc("send_bw_uc_server", Tool::SendBw, Role::Server, 64, "UC_SEND") else {
         return;
@@ -612,7 +650,6 @@ fn send_bw_uc_ours_server() {
     assert_eq!(r.hw("rdma_sends"), Some(200), "{r}");
 }
 
-#[test]
 fn send_bw_uc_ours_client() {
     let Some(r) = run_uc("send_bw_uc_client", Tool::SendBw, Role::Client, 64, "UC_SEND") else {
         return;
@@ -622,7 +659,6 @@ fn send_bw_uc_ours_client() {
     assert_eq!(r.hw("rdma_recvs"), Some(200), "{r}");
 }
 
-#[test]
 fn write_bw_uc_ours_server() {
     let Some(r) = run_uc("write_bw_uc_server", Tool::WriteBw, Role::Server, 4096, "UC_RDMA_WRITE") else {
         return;
@@ -630,7 +666,6 @@ fn write_bw_uc_ours_server() {
     assert_eq!(r.ours.remote_report.map(|x| (x.size, x.iters)), Some((4096, 200)), "{r}");
 }
 
-#[test]
 fn write_bw_uc_ours_client() {
     // 3,000 bytes: FIRST, MIDDLE and a short LAST from our Requester
     let Some(r) = run_uc("write_bw_uc_client", Tool::WriteBw, Role::Client, 3000, "UC_RDMA_WRITE") else {
@@ -677,7 +712,6 @@ fn run_ud(test: &str, role: Role) -> Option<PerftestReport> {
     Some(r)
 }
 
-#[test]
 fn send_bw_ud_ours_server() {
     let Some(r) = run_ud("send_bw_ud_server", Role::Server) else {
         return;
@@ -697,7 +731,6 @@ fn send_bw_ud_ours_server() {
     assert_eq!(u.compare_with_capture(&w.from_vm.ip_headers), None, "{r}");
 }
 
-#[test]
 fn send_bw_ud_ours_client() {
     let Some(r) = run_ud("send_bw_ud_client", Role::Client) else {
         return;
@@ -726,7 +759,6 @@ fn run_ud_lat(test: &str, role: Role) -> Option<PerftestReport> {
     Some(r)
 }
 
-#[test]
 fn send_lat_ud_ours_server() {
     let Some(r) = run_ud_lat("send_lat_ud_server", Role::Server) else {
         return;
@@ -734,7 +766,6 @@ fn send_lat_ud_ours_server() {
     assert!(r.ours.latency.is_some(), "{r}");
 }
 
-#[test]
 fn send_lat_ud_ours_client() {
     let Some(r) = run_ud_lat("send_lat_ud_client", Role::Client) else {
         return;
@@ -766,7 +797,6 @@ fn rtl_counter(r: &PerftestReport, name: &str) -> u64 {
     r.ours.endpoint_counters.iter().find(|(n, _)| n == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no counter {name}:\n{r}"))
 }
 
-#[test]
 fn rtl_write_bw_ours_server() {
     let Some(r) = run_on("rtl_write_bw_server", Tool::WriteBw, Role::Server, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
         return;
@@ -779,7 +809,6 @@ fn rtl_write_bw_ours_server() {
     assert!(rtl_counter(&r, "resp_acks") >= 100, "{r}");
 }
 
-#[test]
 fn rtl_write_bw_ours_client() {
     let Some(r) = run_on("rtl_write_bw_client", Tool::WriteBw, Role::Client, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
         return;
@@ -788,7 +817,6 @@ fn rtl_write_bw_ours_client() {
     assert_eq!(r.hw("rcvd_pkts"), Some(6400), "rxe took every packet of ours:\n{r}");
 }
 
-#[test]
 fn rtl_send_bw_ours_server() {
     let Some(r) = run_on("rtl_send_bw_server", Tool::SendBw, Role::Server, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
         return;
@@ -807,7 +835,6 @@ fn rtl_send_bw_ours_client_mtu4096() {
     assert_eq!(r.hw("rcvd_pkts"), Some(1600), "16 packets of 4 KiB per message:\n{r}");
 }
 
-#[test]
 fn rtl_read_bw_ours_server() {
     let Some(r) = run_on("rtl_read_bw_server", Tool::ReadBw, Role::Server, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
         return;
@@ -818,7 +845,6 @@ fn rtl_read_bw_ours_server() {
     }
 }
 
-#[test]
 fn rtl_read_bw_ours_client() {
     let Some(r) = run_on("rtl_read_bw_client", Tool::ReadBw, Role::Client, 65536, 100, 0.0, 1024, EndpointKind::Rtl) else {
         return;
@@ -850,7 +876,6 @@ fn rtl_drop(test: &str, tool: Tool, role: Role) -> Option<PerftestReport> {
     Some(r)
 }
 
-#[test]
 fn rtl_write_bw_drop_ours_server() {
     let Some(r) = rtl_drop("rtl_write_bw_drop_server", Tool::WriteBw, Role::Server) else { return };
     assert_eq!(r.ours.remote_report.map(|x| (x.size, x.iters)), Some((16384, 100)), "{r}");
@@ -860,21 +885,18 @@ fn rtl_write_bw_drop_ours_server() {
     assert!(r.pause.as_ref().map_or(0, |p| p.pauses) > 0, "the VM was never paused:\n{r}");
 }
 
-#[test]
 fn rtl_write_bw_drop_ours_client() {
     let Some(r) = rtl_drop("rtl_write_bw_drop_client", Tool::WriteBw, Role::Client) else { return };
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
     assert!(rtl_counter(&r, "comp_retries") > 0, "our Completer never went back:\n{r}");
 }
 
-#[test]
 fn rtl_send_bw_drop_ours_server() {
     let Some(r) = rtl_drop("rtl_send_bw_drop_server", Tool::SendBw, Role::Server) else { return };
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
     assert!(rtl_counter(&r, "resp_nak_psn_seq") + rtl_counter(&r, "resp_duplicates") > 0, "{r}");
 }
 
-#[test]
 fn rtl_send_bw_drop_ours_client() {
     let Some(r) = rtl_drop("rtl_send_bw_drop_client", Tool::SendBw, Role::Client) else { return };
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
@@ -882,7 +904,6 @@ fn rtl_send_bw_drop_ours_client() {
     assert!(rtl_counter(&r, "comp_retries") > 0, "our Completer never went back:\n{r}");
 }
 
-#[test]
 fn rtl_read_bw_drop_ours_server() {
     let Some(r) = rtl_drop("rtl_read_bw_drop_server", Tool::ReadBw, Role::Server) else { return };
     assert_eq!(r.ours.remote_report.map(|x| x.iters), Some(100), "{r}");
@@ -890,7 +911,6 @@ fn rtl_read_bw_drop_ours_server() {
     assert!(rtl_counter(&r, "resp_duplicates") > 0, "{r}");
 }
 
-#[test]
 fn rtl_read_bw_drop_ours_client() {
     let Some(r) = rtl_drop("rtl_read_bw_drop_client", Tool::ReadBw, Role::Client) else { return };
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
@@ -963,34 +983,28 @@ fn rtl_atomic_on(test: &str, op: AtomicOp, role: Role, drop: f64) {
     }
 }
 
-#[test]
 fn rtl_atomic_faa_ours_server() {
     rtl_atomic("rtl_atomic_faa_server", AtomicOp::FetchAdd, Role::Server);
 }
 
-#[test]
 fn rtl_atomic_faa_ours_client() {
     rtl_atomic("rtl_atomic_faa_client", AtomicOp::FetchAdd, Role::Client);
 }
 
-#[test]
 fn rtl_atomic_cas_ours_server() {
     rtl_atomic("rtl_atomic_cas_server", AtomicOp::CmpSwap, Role::Server);
 }
 
-#[test]
 fn rtl_atomic_cas_ours_client() {
     rtl_atomic("rtl_atomic_cas_client", AtomicOp::CmpSwap, Role::Client);
 }
 
 /// With 1 % loss each way: lost atomics and lost ATOMIC_ACKNOWLEDGEs are retried; the chain of original
 /// values in the pcap proves each FETCH_ADD ran exactly once (a second execution would break it).
-#[test]
 fn rtl_atomic_faa_drop_ours_server() {
     rtl_atomic_on("rtl_atomic_faa_drop_server", AtomicOp::FetchAdd, Role::Server, 0.01);
 }
 
-#[test]
 fn rtl_atomic_faa_drop_ours_client() {
     rtl_atomic_on("rtl_atomic_faa_drop_client", AtomicOp::FetchAdd, Role::Client, 0.01);
 }
@@ -1037,4 +1051,130 @@ fn board_sim_read_bw_ours_client() {
     };
     assert_eq!((r.ours.messages, r.ours.completions), (100, 100), "{r}");
     assert_eq!(rtl_counter(&r, "rx_drop_overflow"), 0, "{r}");
+}
+
+// ---- the batches: the cases above that share endpoint, MTU, drop rate and transport, each batch in one
+// boot of the VM (`run_perftests`; the board's runs and the two at MTU 4096 boot their own) ----
+
+/// The golden model, RC, our side the server of every tool.
+#[test]
+fn batch_model_rc_ours_server() {
+    batch(
+        "model_rc_ours_server",
+        &[
+            ("write_bw_ours_server", write_bw_ours_server),
+            ("send_bw_ours_server", send_bw_ours_server),
+            ("read_bw_ours_server", read_bw_ours_server),
+            ("atomic_faa_ours_server", atomic_faa_ours_server),
+            ("atomic_cas_ours_server", atomic_cas_ours_server),
+            ("send_lat_ours_server", send_lat_ours_server),
+            ("write_lat_ours_server", write_lat_ours_server),
+            ("read_lat_ours_server", read_lat_ours_server),
+        ],
+    );
+}
+
+/// The golden model, RC, our side the client of every tool.
+#[test]
+fn batch_model_rc_ours_client() {
+    batch(
+        "model_rc_ours_client",
+        &[
+            ("write_bw_ours_client", write_bw_ours_client),
+            ("send_bw_ours_client", send_bw_ours_client),
+            ("read_bw_ours_client", read_bw_ours_client),
+            ("atomic_faa_ours_client", atomic_faa_ours_client),
+            ("atomic_cas_ours_client", atomic_cas_ours_client),
+            ("send_lat_ours_client", send_lat_ours_client),
+            ("write_lat_ours_client", write_lat_ours_client),
+            ("read_lat_ours_client", read_lat_ours_client),
+        ],
+    );
+}
+
+/// The golden model, RC, 1 % of the RoCE frames dropped each way.
+#[test]
+fn batch_model_rc_drop() {
+    batch(
+        "model_rc_drop",
+        &[
+            ("write_bw_drop_ours_server", write_bw_drop_ours_server),
+            ("write_bw_drop_ours_client", write_bw_drop_ours_client),
+            ("send_bw_drop_ours_server", send_bw_drop_ours_server),
+            ("send_bw_drop_ours_client", send_bw_drop_ours_client),
+            ("read_bw_drop_ours_server", read_bw_drop_ours_server),
+            ("read_bw_drop_ours_client", read_bw_drop_ours_client),
+            ("atomic_faa_drop_ours_server", atomic_faa_drop_ours_server),
+            ("atomic_faa_drop_ours_client", atomic_faa_drop_ours_client),
+        ],
+    );
+}
+
+/// The RTL, UC.
+#[test]
+fn batch_rtl_uc() {
+    batch(
+        "rtl_uc",
+        &[
+            ("send_lat_uc_ours_server", send_lat_uc_ours_server),
+            ("send_lat_uc_ours_client", send_lat_uc_ours_client),
+            ("write_lat_uc_ours_server", write_lat_uc_ours_server),
+            ("write_lat_uc_ours_client", write_lat_uc_ours_client),
+            ("send_bw_uc_ours_server", send_bw_uc_ours_server),
+            ("send_bw_uc_ours_client", send_bw_uc_ours_client),
+            ("write_bw_uc_ours_server", write_bw_uc_ours_server),
+            ("write_bw_uc_ours_client", write_bw_uc_ours_client),
+        ],
+    );
+}
+
+/// The RTL, UD.
+#[test]
+fn batch_rtl_ud() {
+    batch(
+        "rtl_ud",
+        &[
+            ("send_bw_ud_ours_server", send_bw_ud_ours_server),
+            ("send_bw_ud_ours_client", send_bw_ud_ours_client),
+            ("send_lat_ud_ours_server", send_lat_ud_ours_server),
+            ("send_lat_ud_ours_client", send_lat_ud_ours_client),
+        ],
+    );
+}
+
+/// The RTL, RC.
+#[test]
+fn batch_rtl_rc() {
+    batch(
+        "rtl_rc",
+        &[
+            ("rtl_write_bw_ours_server", rtl_write_bw_ours_server),
+            ("rtl_write_bw_ours_client", rtl_write_bw_ours_client),
+            ("rtl_send_bw_ours_server", rtl_send_bw_ours_server),
+            ("rtl_read_bw_ours_server", rtl_read_bw_ours_server),
+            ("rtl_read_bw_ours_client", rtl_read_bw_ours_client),
+            ("rtl_atomic_faa_ours_server", rtl_atomic_faa_ours_server),
+            ("rtl_atomic_faa_ours_client", rtl_atomic_faa_ours_client),
+            ("rtl_atomic_cas_ours_server", rtl_atomic_cas_ours_server),
+            ("rtl_atomic_cas_ours_client", rtl_atomic_cas_ours_client),
+        ],
+    );
+}
+
+/// The RTL, RC, 1 % of the RoCE frames dropped each way.
+#[test]
+fn batch_rtl_rc_drop() {
+    batch(
+        "rtl_rc_drop",
+        &[
+            ("rtl_write_bw_drop_ours_server", rtl_write_bw_drop_ours_server),
+            ("rtl_write_bw_drop_ours_client", rtl_write_bw_drop_ours_client),
+            ("rtl_send_bw_drop_ours_server", rtl_send_bw_drop_ours_server),
+            ("rtl_send_bw_drop_ours_client", rtl_send_bw_drop_ours_client),
+            ("rtl_read_bw_drop_ours_server", rtl_read_bw_drop_ours_server),
+            ("rtl_read_bw_drop_ours_client", rtl_read_bw_drop_ours_client),
+            ("rtl_atomic_faa_drop_ours_server", rtl_atomic_faa_drop_ours_server),
+            ("rtl_atomic_faa_drop_ours_client", rtl_atomic_faa_drop_ours_client),
+        ],
+    );
 }

@@ -560,6 +560,7 @@ pub struct PerftestReport {
     pub pcap: Option<PathBuf>,
     /// UD: the UD frames of the capture, both ways.
     pub ud_wire: Option<UdWire>,
+    /// Wall time of the run (of a batch's run, from the start of our side's part).
     pub wall: Duration,
 }
 
@@ -895,33 +896,66 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// Run one perftest tool in the VM against the golden model on our side.
 pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
+    let mut r = run_perftests(std::slice::from_ref(opts), None)?;
+    Ok(r.pop().expect("one report per run"))
+}
+
+/// Several perftest runs one after the other in one boot of the VM (which costs about 4 s of a core under
+/// TCG, more than most runs), each with its own QP on our side, its own port and, when `opts.pcap` is set,
+/// its own pcap. They share what belongs to the link and the device: endpoint, path MTU, drop rate, seed,
+/// transport and image must be the same; a batch of more than one run needs the lab's exchange (not
+/// `--pci`/`--peer`) and `dir`, where the VM's log and the link's whole capture go.
+///
+/// Each report is its run's own: the tool's output and exit status, rxe's hw_counters and kernel messages
+/// of that run alone (the counters are the differences between the dumps after each run), our side's
+/// result and the endpoint's counters over the run, and the frames of the run split out of the link's
+/// capture (a RoCE frame by its destination QPN, anything else by the time it passed). The bridge's
+/// statistics are the batch's.
+pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> Result<Vec<PerftestReport>> {
     let t0 = Instant::now();
-    opts.check()?;
+    let Some(first) = batch.first() else { bail!("no perftest run to make") };
+    for o in batch {
+        o.check()?;
+        anyhow::ensure!(
+            (o.endpoint, o.mtu, o.drop, o.seed, o.conn) == (first.endpoint, first.mtu, first.drop, first.seed, first.conn)
+                && o.image.as_ref().map(|i| &i.kernel) == first.image.as_ref().map(|i| &i.kernel),
+            "the runs of one VM boot share endpoint, MTU, drop rate, seed, transport and image"
+        );
+    }
+    let single = batch.len() == 1;
+    anyhow::ensure!(
+        single || (!first.endpoint.oob_over_net() && dir.is_some()),
+        "a batch of perftest runs needs the lab's exchange and a directory"
+    );
+    let opts = first;
     let img = match &opts.image {
         Some(i) => i.clone(),
         None => super::build_vm()?,
     };
-    let role_s = match opts.role {
-        Role::Server => "server",
-        Role::Client => "client",
+    let names: Vec<(String, String)> = batch
+        .iter()
+        .map(|o| {
+            let role_s = match o.role {
+                Role::Server => "server",
+                Role::Client => "client",
+            };
+            let tool_s = o.tool.to_string().replace(['(', ')'], "-").trim_end_matches('-').to_lowercase();
+            (tool_s, role_s.to_string())
+        })
+        .collect();
+    let run_dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => opts
+            .run_dir
+            .clone()
+            .unwrap_or_else(|| super::run_dir(&format!("perftest-{}-{}", names[0].0, names[0].1))),
     };
-    let tool_s = opts
-        .tool
-        .to_string()
-        .replace(['(', ')'], "-")
-        .trim_end_matches('-')
-        .to_lowercase();
-    let run_dir = opts
-        .run_dir
-        .clone()
-        .unwrap_or_else(|| super::run_dir(&format!("perftest-{tool_s}-{role_s}")));
     std::fs::create_dir_all(&run_dir)?;
     let netmtu = netdev_mtu(opts.mtu);
-    let budget = opts.budget()?;
-    let tool_timeout = budget.as_secs().max(10);
+    let budgets = batch.iter().map(|o| o.budget()).collect::<Result<Vec<_>>>()?;
     let mut vm_cfg = VmConfig::new("vm", img, super::temp_socket_path("perftest"), &run_dir);
     vm_cfg.mtu = netmtu;
-    vm_cfg.timeout = budget + Duration::from_secs(30);
+    vm_cfg.timeout = budgets.iter().sum::<Duration>() + Duration::from_secs(30);
 
     // Our side: host stack + the endpoint at 10.0.0.2.
     let host_cfg = HostConfig {
@@ -945,9 +979,21 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         opts.endpoint.is_rtl().then(|| run_dir.clone()),
     )?;
     let host = HostStack::new(host_cfg.clone()).with_roce(ep);
+    // each run of a batch on a port of its own, so that the VM's next client never meets the last exchange
+    let batch: Vec<PerftestOpts> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let mut o = o.clone();
+            if !single {
+                o.port = opts.port + i as u16;
+            }
+            o
+        })
+        .collect();
     // The exchange: on the link (the lab's TCP stack), or over the VM's second NIC as over a real host's
     // ordinary network (the card's code path)
-    let (oob, vm_cmd) = if opts.endpoint.oob_over_net() {
+    let (oob, first_cmd) = if opts.endpoint.oob_over_net() {
         let fwd = super::oob::free_port()?;
         vm_cfg.mgmt_net = Some((fwd, opts.port));
         let oob = Oob::Net {
@@ -956,86 +1002,180 @@ pub fn run_perftest(opts: &PerftestOpts) -> Result<PerftestReport> {
         };
         (oob, None)
     } else {
-        (Oob::Lab { mgmt: host.mgmt(), peer: VM_IP }, Some(opts.vm_command()))
+        (Oob::Lab { mgmt: host.mgmt(), peer: VM_IP }, Some(batch[0].vm_command()))
     };
-    let side = OurSide::prepare(opts, &dev, &oob)?;
-    let vm_cmd = vm_cmd.unwrap_or_else(|| opts.vm_command_to(&super::vm::MGMT_HOST_IP.to_string(), side.listen_port().unwrap_or(opts.port)));
-    vm_cfg.script = Some(format!(
-        "PT_CMD='{vm_cmd}'\nPT_TIMEOUT={tool_timeout}\n{GID_SCRIPT}\n{VM_SCRIPT}"
-    ));
+    let first_side = OurSide::prepare(&batch[0], &dev, &oob)?;
+    let first_cmd = first_cmd.unwrap_or_else(|| {
+        opts.vm_command_to(&super::vm::MGMT_HOST_IP.to_string(), first_side.listen_port().unwrap_or(opts.port))
+    });
+    let vm_cmds: Vec<String> = std::iter::once(first_cmd).chain(batch[1..].iter().map(|o| o.vm_command())).collect();
+    let mut script = format!("PT_N={}\n", batch.len());
+    for (i, (o, c)) in batch.iter().zip(&vm_cmds).enumerate() {
+        // the VM's tool is the client when we are the server: it may start before our side listens
+        let retry = u8::from(o.role == Role::Server && !single);
+        script.push_str(&format!(
+            "PT_CMD_{i}='{c}'\nPT_TIMEOUT_{i}={}\nPT_RETRY_{i}={retry}\n",
+            budgets[i].as_secs().max(10)
+        ));
+    }
+    vm_cfg.script = Some(format!("{script}{GID_SCRIPT}\n{VM_SCRIPT}"));
+    let link_pcap = if single { opts.pcap.clone() } else { batch.iter().any(|o| o.pcap.is_some()).then(|| run_dir.join("link.pcap")) };
     let bcfg = BridgeConfig {
-        pcap: opts.pcap.clone(),
+        pcap: link_pcap.clone(),
         drop_from_vm: opts.drop,
         drop_to_vm: opts.drop,
         seed: opts.seed,
         ..Default::default()
     };
     let session = Session::start_paced(&vm_cfg, bcfg, host, dev.inbound_backlog())?;
-    // The VM boots in about 4 s (TCG); the tool's own timeout starts after that.
-    let deadline = Instant::now() + budget + Duration::from_secs(20);
-    let size = opts.eff_size();
-    let mut res = side.run(opts, &oob, host_cfg.ip, Some(VM_IP), deadline);
-    res.model_counters = dev.model_counters().unwrap_or_default();
-    res.endpoint = dev.describe();
-    res.endpoint_counters = dev.counters();
-    res.unexpected_drops = dev.unexpected_drops();
+    let mut results = Vec::new();
+    let mut starts = Vec::new();
+    let mut side = Some(first_side);
+    let (mut counters_before, mut endpoint_before, mut drops_before) = (Counters::default(), Vec::new(), Vec::new());
+    for (i, o) in batch.iter().enumerate() {
+        starts.push(std::time::SystemTime::now());
+        let t_run = Instant::now();
+        // The VM boots in about 4 s (TCG); the tool's own timeout starts after that.
+        let deadline = Instant::now() + budgets[i] + Duration::from_secs(20);
+        let mut res = match side.take().map_or_else(|| OurSide::prepare(o, &dev, &oob), Ok) {
+            Ok(s) => s.run(o, &oob, host_cfg.ip, Some(VM_IP), deadline),
+            Err(e) => OurResult { error: Some(format!("{e:#}")), ..Default::default() },
+        };
+        let (counters, endpoint, drops) = (dev.model_counters().unwrap_or_default(), dev.counters(), dev.unexpected_drops());
+        res.model_counters = counters.since(&counters_before);
+        res.endpoint = dev.describe();
+        res.endpoint_counters = counts_since(&endpoint, &endpoint_before);
+        res.unexpected_drops = counts_since(&drops, &drops_before);
+        res.unexpected_drops.retain(|c| c.1 != 0);
+        (counters_before, endpoint_before, drops_before) = (counters, endpoint, drops);
+        if !single {
+            eprintln!("perftest batch: run {}/{} ({} -c {} ours={}) {} in {:.1} s", i + 1, batch.len(), o.tool, o.conn,
+                names[i].1, if res.completed { "done" } else { "FAILED" }, t_run.elapsed().as_secs_f64());
+        }
+        results.push((res, t_run.elapsed()));
+    }
     drop(dev);
 
     let (out, br) = session.finish()?;
     let log = &out.log;
-    let vm_output = between(
-        log,
-        "=== PERFTEST_OUTPUT_BEGIN ===",
-        "=== PERFTEST_OUTPUT_END ===",
-    )
-    .unwrap_or_default();
-    let vm_rc = log.lines().find_map(|l| {
-        let i = l.find("=== PERFTEST_RC rc=")?;
-        l[i + 19..].trim_end_matches(" ===").trim().parse().ok()
-    });
-    let hw_counters = log
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("hw_counter ")?;
-            let mut w = rest.split_whitespace();
-            Some((w.next()?.to_string(), w.next()?.parse().ok()?))
+    // the log of each run: from its marker to the next one's (a single run's whole log)
+    let mut sections: Vec<&str> = Vec::new();
+    for i in 0..batch.len() {
+        let m = format!("=== PERFTEST_ITEM {i} ===");
+        let from = log.find(&m);
+        let to = log.find(&format!("=== PERFTEST_ITEM {} ===", i + 1)).unwrap_or(log.len());
+        sections.push(from.map_or("", |f| &log[f..to.max(f)]));
+    }
+    if let (Some(p), false) = (&link_pcap, single) {
+        let routes: Vec<(u32, u32, Option<PathBuf>)> =
+            results.iter().zip(&batch).map(|((r, _), o)| (r.our_qpn, r.remote_qpn, o.pcap.clone())).collect();
+        split_pcap(p, host_cfg.ip, &routes, &starts)?;
+    }
+    let mut hw_before: Vec<(String, u64)> = Vec::new();
+    let mut reports = Vec::new();
+    for (i, ((o, (res, run_wall)), section)) in batch.iter().zip(results).zip(sections).enumerate() {
+        let vm_output = between(section, "=== PERFTEST_OUTPUT_BEGIN ===", "=== PERFTEST_OUTPUT_END ===").unwrap_or_default();
+        let vm_rc = section.lines().find_map(|l| {
+            let i = l.find("=== PERFTEST_RC rc=")?;
+            l[i + 19..].trim_end_matches(" ===").trim().parse().ok()
+        });
+        let hw_now: Vec<(String, u64)> = section
+            .lines()
+            .filter_map(|l| {
+                let rest = l.strip_prefix("hw_counter ")?;
+                let mut w = rest.split_whitespace();
+                Some((w.next()?.to_string(), w.next()?.parse().ok()?))
+            })
+            .collect();
+        let hw_counters = counts_since(&hw_now, &hw_before);
+        if !hw_now.is_empty() {
+            hw_before = hw_now;
+        }
+        let kernel_rxe_messages = section.lines().filter_map(|l| l.strip_prefix("kmsg ").map(str::to_string)).collect();
+        let vm_netdev = section
+            .lines()
+            .filter_map(|l| l.strip_prefix("netdev_counter ").or_else(|| l.strip_prefix("qdisc ")).map(|x| x.trim().to_string()))
+            .filter(|x| !x.is_empty())
+            .collect();
+        let size = o.eff_size();
+        reports.push(PerftestReport {
+            tool: o.tool,
+            role: o.role,
+            opts_summary: format!(
+                "{} -c {} ours={} mtu={} size={size} iters={} drop={}{}",
+                o.tool, o.conn, names[i].1, o.mtu, o.iters, o.drop,
+                if single { String::new() } else { format!(" (run {} of {} in one VM boot)", i + 1, batch.len()) }
+            ),
+            vm_command: vm_cmds[i].clone(),
+            vm_rc,
+            vm_output,
+            vm_timed_out: out.timed_out,
+            vm_log_path: out.log_path.clone(),
+            ours: res,
+            hw_counters,
+            kernel_rxe_messages,
+            vm_netdev,
+            bridge: br.stats,
+            pause: out.pause.clone(),
+            bridge_error: br.error.as_ref().map(|e| format!("{e:#}")),
+            ud_wire: match (&o.pcap, o.conn) {
+                (Some(p), Conn::Ud) => super::ud::scan_pcap(p, host_cfg.ip).ok(),
+                _ => None,
+            },
+            pcap: o.pcap.clone(),
+            // a batch's run: from the start of our side's part (the boot counts to the first run)
+            wall: if single { t0.elapsed() } else { run_wall },
+        });
+    }
+    Ok(reports)
+}
+
+/// `now` less `before`, name by name (a name `before` lacks counts from zero).
+fn counts_since(now: &[(String, u64)], before: &[(String, u64)]) -> Vec<(String, u64)> {
+    now.iter()
+        .map(|(n, v)| {
+            let b = before.iter().find(|x| &x.0 == n).map_or(0, |x| x.1);
+            (n.clone(), v.saturating_sub(b))
         })
-        .collect();
-    let kernel_rxe_messages = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("kmsg ").map(str::to_string))
-        .collect();
-    let vm_netdev = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("netdev_counter ").or_else(|| l.strip_prefix("qdisc ")).map(|x| x.trim().to_string()))
-        .filter(|x| !x.is_empty())
-        .collect();
-    Ok(PerftestReport {
-        tool: opts.tool,
-        role: opts.role,
-        opts_summary: format!(
-            "{} -c {} ours={role_s} mtu={} size={size} iters={} drop={}",
-            opts.tool, opts.conn, opts.mtu, opts.iters, opts.drop
-        ),
-        vm_command: vm_cmd,
-        vm_rc,
-        vm_output,
-        vm_timed_out: out.timed_out,
-        vm_log_path: out.log_path.clone(),
-        ours: res,
-        hw_counters,
-        kernel_rxe_messages,
-        vm_netdev,
-        bridge: br.stats,
-        pause: out.pause.clone(),
-        bridge_error: br.error.map(|e| format!("{e:#}")),
-        ud_wire: match (&opts.pcap, opts.conn) {
-            (Some(p), Conn::Ud) => super::ud::scan_pcap(p, host_cfg.ip).ok(),
+        .collect()
+}
+
+/// Split the capture of a batch into one pcap per run (`ours`: our address; `routes`: our QPN, the peer's QPN
+/// and where the run's pcap goes; `starts`: when each run began): a RoCE frame goes to the run whose QP it is
+/// addressed to (ours when it is sent to `ours`, the peer's otherwise),
+/// anything else (and a RoCE frame of no run's QP) to the run under way when it passed.
+fn split_pcap(path: &std::path::Path, ours: Ipv4Addr, routes: &[(u32, u32, Option<PathBuf>)], starts: &[std::time::SystemTime]) -> Result<()> {
+    use pcap_file::pcap::{PcapReader, PcapWriter};
+    let mut rd = PcapReader::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?)?;
+    let header = rd.header();
+    let mut writers = Vec::new();
+    for r in routes {
+        writers.push(match &r.2 {
+            Some(p) => Some(PcapWriter::with_header(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?, header)?),
+            None => None,
+        });
+    }
+    let starts: Vec<Duration> =
+        starts.iter().map(|s| s.duration_since(std::time::UNIX_EPOCH).unwrap_or_default()).collect();
+    while let Some(pkt) = rd.next_packet() {
+        let pkt = pkt?;
+        let by_qpn = match testbench::wire::parse_ethernet(&pkt.data) {
+            Ok(testbench::wire::Frame::Roce(f)) => {
+                let (q, to_us) = (f.packet.bth.dest_qpn, f.ip.dst() == IpAddr::V4(ours));
+                // the latest run under way by then with that QP (a QPN may come again in a later run)
+                (0..routes.len()).rev().find(|&i| {
+                    let r = &routes[i];
+                    starts[i] <= pkt.timestamp && q != 0 && q == if to_us { r.0 } else { r.1 }
+                })
+            }
             _ => None,
-        },
-        pcap: opts.pcap.clone(),
-        wall: t0.elapsed(),
-    })
+        };
+        let i = by_qpn.unwrap_or_else(|| starts.iter().rposition(|&s| s <= pkt.timestamp).unwrap_or(0));
+        if let Some(w) = writers[i].as_mut() {
+            w.write_packet(&pkt)?;
+        }
+    }
+    Ok(())
 }
 
 fn between(log: &str, a: &str, b: &str) -> Option<String> {

@@ -144,6 +144,37 @@ impl Counters {
     pub fn naks_sent_total(&self) -> u64 {
         self.naks_sent.values().sum()
     }
+
+    /// What was counted after `before` was taken (a copy of these counters at an earlier time).
+    pub fn since(&self, before: &Counters) -> Counters {
+        fn map<K: Ord + Copy>(now: &BTreeMap<K, u64>, before: &BTreeMap<K, u64>) -> BTreeMap<K, u64> {
+            now.iter()
+                .map(|(k, v)| (*k, v - before.get(k).copied().unwrap_or(0)))
+                .filter(|(_, v)| *v != 0)
+                .collect()
+        }
+        Counters {
+            rx_frames: self.rx_frames - before.rx_frames,
+            tx_frames: self.tx_frames - before.tx_frames,
+            drops: map(&self.drops, &before.drops),
+            tx_request_packets: self.tx_request_packets - before.tx_request_packets,
+            tx_retransmitted_packets: self.tx_retransmitted_packets - before.tx_retransmitted_packets,
+            retries: self.retries - before.retries,
+            timeouts: self.timeouts - before.timeouts,
+            implied_naks: self.implied_naks - before.implied_naks,
+            acks_sent: self.acks_sent - before.acks_sent,
+            acks_received: self.acks_received - before.acks_received,
+            naks_sent: map(&self.naks_sent, &before.naks_sent),
+            naks_received: map(&self.naks_received, &before.naks_received),
+            rnr_naks_sent: self.rnr_naks_sent - before.rnr_naks_sent,
+            rnr_naks_received: self.rnr_naks_received - before.rnr_naks_received,
+            duplicate_requests: self.duplicate_requests - before.duplicate_requests,
+            read_replays: self.read_replays - before.read_replays,
+            atomic_replays: self.atomic_replays - before.atomic_replays,
+            read_responses_sent: self.read_responses_sent - before.read_responses_sent,
+            atomic_acks_sent: self.atomic_acks_sent - before.atomic_acks_sent,
+        }
+    }
 }
 
 /// Everything of the device except the QP table, so that a QP can be borrowed mutably next to it.
