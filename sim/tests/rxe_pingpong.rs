@@ -214,7 +214,7 @@ fn ud(o: &mut PingpongOpts) {
 }
 
 /// What a clean UD run shows beyond `run`'s checks (which, on UD, already require every receive of ours to
-/// be right and its GRH area to hold the IPv4 header of the VM's frame byte for byte, Q_Key 0x11111111 and
+/// be right and its GRH area to hold the IP header of the VM's frame byte for byte, Q_Key 0x11111111 and
 /// each side's QPN in every DETH, PSNs one by one, no AckReq from us): exactly one UD SEND_ONLY (0x64) per
 /// message each way and no other RoCE frame, rxe sent and took exactly those, AckReq clear on the VM's UD
 /// packets too, the VM's first PSN the one it advertised, and our completions' byte_len / src_qp / GRH.
@@ -380,6 +380,35 @@ fn rtl_pingpong_ipv6_our_client_mtu1024() {
     rtl_pingpong_ipv6("rtl_pingpong_ipv6_our_client_mtu1024", Role::Client);
 }
 
+/// `ibv_ud_pingpong` over IPv6 with the RTL on our side (`rnic rxe --endpoint rtl --tool ibv_ud_pingpong
+/// --ipv6`): the address handles name the IPv6 GIDs, every RoCE frame both ways is an IPv6 UD SEND between
+/// fd00::1 and fd00::2, and the GRH area of each receive of ours holds the IPv6 header of the VM's frame as
+/// it came, byte for byte (rxe's layout over IPv6: the 40-byte header itself), with everything `check_ud`
+/// asks of a UD run.
+fn rtl_ud_pingpong_ipv6(test: &str, role: Role) {
+    let Some(r) = run(test, role, 1024, |o| {
+        ud(o);
+        o.ipv6 = true;
+    }) else {
+        return;
+    };
+    check_ud(&r);
+    let (vm, ours) = (std::net::IpAddr::V6(rxe::LAB_VM_IP6), std::net::IpAddr::V6(rxe::LAB_OUR_IP6));
+    assert_eq!(r.ours.remote.map(|d| d.ip()), Some(vm), "the VM tool's GID");
+    let n = u64::from(UD_ITERS);
+    assert_eq!(roce_frames_between(&r, vm, ours), (n, n, 0), "from the VM, to it, else");
+    let u = r.ours.ud.as_ref().expect("our UD receives");
+    assert_eq!(u.ttls.iter().copied().collect::<Vec<_>>(), vec![64], "the hop limit rxe sent, in our GRH areas");
+}
+
+fn rtl_ud_pingpong_ipv6_our_server_mtu1024() {
+    rtl_ud_pingpong_ipv6("rtl_ud_pingpong_ipv6_our_server_mtu1024", Role::Server);
+}
+
+fn rtl_ud_pingpong_ipv6_our_client_mtu1024() {
+    rtl_ud_pingpong_ipv6("rtl_ud_pingpong_ipv6_our_client_mtu1024", Role::Client);
+}
+
 /// Every case above, in this order.
 const CASES: &[(&str, fn())] = &[
     ("pingpong_our_server_mtu1024", pingpong_our_server_mtu1024),
@@ -397,6 +426,8 @@ const CASES: &[(&str, fn())] = &[
     ("board_pingpong_our_server_mtu1024", board_pingpong_our_server_mtu1024),
     ("rtl_pingpong_ipv6_our_server_mtu1024", rtl_pingpong_ipv6_our_server_mtu1024),
     ("rtl_pingpong_ipv6_our_client_mtu1024", rtl_pingpong_ipv6_our_client_mtu1024),
+    ("rtl_ud_pingpong_ipv6_our_server_mtu1024", rtl_ud_pingpong_ipv6_our_server_mtu1024),
+    ("rtl_ud_pingpong_ipv6_our_client_mtu1024", rtl_ud_pingpong_ipv6_our_client_mtu1024),
 ];
 
 /// The cases one VM at a time, as one test: TCG VMs of these runs side by side slow each other down enough

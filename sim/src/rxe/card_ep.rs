@@ -183,7 +183,6 @@ pub fn pingpong_remote(
     let link = super::pingpong::LinkAddrs {
         vm_ip: None,
         vm_mac: testbench::wire::MacAddr::ZERO,
-        our_ip,
         our_gid: std::net::IpAddr::V4(our_ip),
     };
     let last = std::sync::atomic::AtomicBool::new(false);

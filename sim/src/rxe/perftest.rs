@@ -1119,7 +1119,7 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
             pause: out.pause.clone(),
             bridge_error: br.error.as_ref().map(|e| format!("{e:#}")),
             ud_wire: match (&o.pcap, o.conn) {
-                (Some(p), Conn::Ud) => super::ud::scan_pcap(p, host_cfg.ip).ok(),
+                (Some(p), Conn::Ud) => super::ud::scan_pcap(p, IpAddr::V4(host_cfg.ip)).ok(),
                 _ => None,
             },
             pcap: o.pcap.clone(),
@@ -1515,11 +1515,11 @@ impl Peer<'_> {
             return Ok(());
         };
         let g = self.my.gid;
-        let our_ip = Ipv4Addr::new(g[12], g[13], g[14], g[15]);
+        let our_ip = IpAddr::V4(Ipv4Addr::new(g[12], g[13], g[14], g[15]));
         for wc in wcs {
             let area = self.local.dev.read_mem(self.ud_slot(wc.wr_id), UD_GRH_ROOM as usize)?;
             if let Some(u) = self.res.ud.as_mut() {
-                u.check(wc, &area, self.size as u32, self.rem.qpn, peer_ip, our_ip);
+                u.check(wc, &area, self.size as u32, self.rem.qpn, IpAddr::V4(peer_ip), our_ip);
             }
         }
         Ok(())

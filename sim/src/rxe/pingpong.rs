@@ -212,10 +212,6 @@ impl PingpongOpts {
             self.conn,
             self.tool()
         );
-        ensure!(
-            !(self.ipv6 && self.conn == Conn::Ud),
-            "--ipv6 runs RC or UC: the lab's UD receive checks read an IPv4 GRH (UD over IPv6 is tested against the golden model)"
-        );
         if self.conn == Conn::Ud {
             let active = self.vm_active_mtu();
             ensure!(
@@ -520,7 +516,7 @@ impl PingpongReport {
     }
 
     /// What a clean UD run must show: every receive of ours checked and right, the GRH areas holding the
-    /// IPv4 headers of the VM's frames byte for byte, and on the link only UD SENDs with Q_Key 0x11111111
+    /// IP headers of the VM's frames byte for byte (IPv4 or IPv6), and on the link only UD SENDs with Q_Key 0x11111111
     /// from each side's QP, PSNs one by one, none of ours with AckReq (the golden model never sets it on UD).
     fn ud_problems(&self) -> Vec<String> {
         let mut p = Vec::new();
@@ -880,13 +876,10 @@ impl Peer {
         deadline: Instant,
         last_posted: &AtomicBool,
         rem: &Dest,
-        our_ip: Ipv4Addr,
+        our_ip: IpAddr,
         res: &mut OurResult,
     ) -> Result<()> {
-        let peer_ip = match rem.ip() {
-            IpAddr::V4(v4) => Some(v4),
-            IpAddr::V6(_) => None,
-        };
+        let peer_ip = Some(rem.ip());
         if self.conn == Conn::Ud {
             res.ud = Some(UdRecvCheck::default());
         }
@@ -985,8 +978,7 @@ pub struct LinkAddrs {
     pub vm_ip: Option<IpAddr>,
     /// The peer's MAC when the endpoint does not resolve it itself (the golden model in the lab, any IPv6 peer).
     pub vm_mac: testbench::wire::MacAddr,
-    pub our_ip: Ipv4Addr,
-    /// The address of our GID: `our_ip` (IPv4-mapped) or our IPv6 address.
+    /// The address of our GID: our IPv4 address (the GID IPv4-mapped) or our IPv6 address.
     pub our_gid: IpAddr,
 }
 
@@ -1006,7 +998,6 @@ pub fn our_side(
     let LinkAddrs {
         vm_ip,
         vm_mac,
-        our_ip,
         our_gid,
     } = link;
     let mut peer = Peer::new(dev, o)?;
@@ -1078,7 +1069,7 @@ pub fn our_side(
         peer.connect(o, my.psn, &rem, vm_mac, res)?;
     }
     let start = Instant::now();
-    let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, last_posted, &rem, our_ip, res);
+    let r = peer.run_loop(o.role == Role::Client, o.iters, deadline, last_posted, &rem, our_gid, res);
     res.elapsed = start.elapsed();
     r?;
     let bytes = u64::from(o.size) * u64::from(o.iters) * 2;
@@ -1341,7 +1332,6 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
         LinkAddrs {
             vm_ip: Some(vm_gid),
             vm_mac,
-            our_ip,
             our_gid,
         },
         deadline,
@@ -1359,7 +1349,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     let endpoint = dev.describe();
     drop(dev);
     let pcap_check = check_pcap(&pcap, our_gid).ok();
-    let ud_wire = if o.conn == Conn::Ud { super::ud::scan_pcap(&pcap, our_ip).ok() } else { None };
+    let ud_wire = if o.conn == Conn::Ud { super::ud::scan_pcap(&pcap, our_gid).ok() } else { None };
     Ok(PingpongReport {
         opts: o.clone(),
         vm_rc: out.script_rc,

@@ -3,23 +3,24 @@
 //!
 //! A UD receive as rxe 6.1 completes it (`rxe_resp.c` `execute` → `send_data_in` with the
 //! `union rdma_network_hdr`, then `do_complete`): the receive buffer starts with a 40-byte GRH area — for
-//! RoCEv2 over IPv4, 20 zero bytes and then the packet's IPv4 header as it arrived (`ip_hdr(skb)`) — and the
-//! payload follows it; the completion's `byte_len` is the payload + 40, its `src_qp` the DETH's source QP,
-//! and `IBV_WC_GRH` is set. [`UdRecvCheck`] checks exactly that of every receive our side completes, and
-//! keeps the GRH areas so that a run can compare them with the IPv4 headers of the VM's frames in the
-//! capture ([`UdWire::from_vm`]'s `ip_headers`), byte for byte.
+//! RoCEv2 over IPv4, 20 zero bytes and then the packet's IPv4 header as it arrived (`ip_hdr(skb)`); over
+//! IPv6, the packet's IPv6 header (`ipv6_hdr(skb)`) — and the payload follows it; the completion's
+//! `byte_len` is the payload + 40, its `src_qp` the DETH's source QP, and `IBV_WC_GRH` is set.
+//! [`UdRecvCheck`] checks exactly that of every receive our side completes, and keeps the GRH areas so that a
+//! run can compare them with the GRH areas the VM's frames in the capture make ([`UdWire::from_vm`]'s
+//! `ip_headers`), byte for byte.
 //!
 //! [`scan_pcap`] reads the link's capture: per direction the UD opcodes, AckReq, the DETH's Q_Key and source
 //! QP, the PSNs (rxe's UD requester numbers its packets one by one from the SQ PSN the tool set at RTS), the
 //! IP TTL and the UDP source ports.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use testbench::model::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
-use testbench::wire::frame::{parse_ethernet, Frame, IpHeader};
+use testbench::wire::frame::{parse_ethernet, ud_grh_area, Frame, IpHeader};
 
 use super::verbs::UD_GRH_ROOM;
 
@@ -46,14 +47,14 @@ pub struct UdRecvCheck {
     pub src_qps: BTreeSet<u32>,
     /// The GRH areas, in completion order (the first [`MAX_KEPT`]).
     pub grh: Vec<[u8; 40]>,
-    /// The TTLs of the IPv4 headers in the GRH areas (what the VM's kernel sent).
+    /// The TTLs (IPv4) or hop limits (IPv6) of the headers in the GRH areas (what the VM's kernel sent).
     pub ttls: BTreeSet<u8>,
 }
 
 impl UdRecvCheck {
     /// Check one successful receive completion `wc` of a `payload`-byte SEND from the peer's QP `peer_qpn` at
     /// `peer_ip` to `our_ip`; `area` is the receive buffer's first 40 bytes as our endpoint wrote them.
-    pub fn check(&mut self, wc: &WorkCompletion, area: &[u8], payload: u32, peer_qpn: u32, peer_ip: Ipv4Addr, our_ip: Ipv4Addr) {
+    pub fn check(&mut self, wc: &WorkCompletion, area: &[u8], payload: u32, peer_qpn: u32, peer_ip: IpAddr, our_ip: IpAddr) {
         self.checked += 1;
         self.src_qps.insert(wc.src_qp);
         let mut why = Vec::new();
@@ -76,7 +77,7 @@ impl UdRecvCheck {
             Err(_) => why.push(format!("GRH area of {} bytes", area.len())),
             Ok(a) => {
                 why.extend(grh_problems(a, payload, peer_ip, our_ip));
-                self.ttls.insert(a[28]);
+                self.ttls.insert(if peer_ip.is_ipv4() { a[28] } else { a[7] });
                 if self.grh.len() < MAX_KEPT {
                     self.grh.push(*a);
                 }
@@ -90,23 +91,32 @@ impl UdRecvCheck {
         }
     }
 
-    /// Compare the kept GRH areas with the IPv4 headers of the peer's UD frames in the capture, in order:
-    /// every receive must hold the header of the frame it came in, unchanged. `None`: they match.
-    pub fn compare_with_capture(&self, from_peer: &[[u8; 20]]) -> Option<String> {
+    /// Compare the kept GRH areas with those the peer's UD frames in the capture make, in order: every
+    /// receive must hold the IP header of the frame it came in, unchanged. `None`: they match.
+    pub fn compare_with_capture(&self, from_peer: &[[u8; 40]]) -> Option<String> {
         if self.checked as usize > self.grh.len() {
             return Some(format!("only the first {} of {} GRH areas were kept", self.grh.len(), self.checked));
         }
         if self.grh.len() != from_peer.len() {
             return Some(format!("{} GRH areas against {} UD frames from the peer in the capture", self.grh.len(), from_peer.len()));
         }
-        self.grh.iter().zip(from_peer).enumerate().find(|(_, (g, h))| g[20..] != h[..]).map(|(i, (g, h))| {
-            format!("receive #{}: GRH area's IPv4 header {:02x?}, the frame's {:02x?}", i + 1, &g[20..], h)
+        self.grh.iter().zip(from_peer).enumerate().find(|(_, (g, h))| g != h).map(|(i, (g, h))| {
+            format!("receive #{}: GRH area {:02x?}, the frame's {:02x?}", i + 1, g, h)
         })
     }
 }
 
-/// What is wrong with a GRH area for RoCEv2 over IPv4 (rxe: 20 zero bytes, then the IPv4 header).
-pub fn grh_problems(a: &[u8; 40], payload: u32, src: Ipv4Addr, dst: Ipv4Addr) -> Vec<String> {
+/// What is wrong with a GRH area of a UD SEND_ONLY of `payload` bytes from `src` to `dst` (rxe: over IPv4, 20
+/// zero bytes, then the IPv4 header; over IPv6, the IPv6 header).
+pub fn grh_problems(a: &[u8; 40], payload: u32, src: IpAddr, dst: IpAddr) -> Vec<String> {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => grh_problems_v4(a, payload, s, d),
+        (IpAddr::V6(s), IpAddr::V6(d)) => grh_problems_v6(a, payload, s, d),
+        _ => vec![format!("addresses of two families: {src} -> {dst}")],
+    }
+}
+
+fn grh_problems_v4(a: &[u8; 40], payload: u32, src: Ipv4Addr, dst: Ipv4Addr) -> Vec<String> {
     let mut p = Vec::new();
     if a[..20].iter().any(|&b| b != 0) {
         p.push(format!("the GRH area's first 20 bytes are not zero: {:02x?}", &a[..20]));
@@ -134,6 +144,27 @@ pub fn grh_problems(a: &[u8; 40], payload: u32, src: Ipv4Addr, dst: Ipv4Addr) ->
     p
 }
 
+fn grh_problems_v6(h: &[u8; 40], payload: u32, src: Ipv6Addr, dst: Ipv6Addr) -> Vec<String> {
+    let mut p = Vec::new();
+    if h[0] >> 4 != 6 {
+        p.push(format!("IP version {}, not 6", h[0] >> 4));
+    }
+    // the IPv6 payload is the UDP datagram: the IPv4 total length less the IPv4 header
+    let len = u32::from(u16::from_be_bytes([h[4], h[5]]));
+    if len != ud_send_ip_len(payload) - 20 {
+        p.push(format!("IPv6 payload length {len}, a UD SEND_ONLY of {payload} bytes is {}", ud_send_ip_len(payload) - 20));
+    }
+    if h[6] != 17 {
+        p.push(format!("IPv6 next header {}", h[6]));
+    }
+    let s = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).expect("16 bytes"));
+    let d = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).expect("16 bytes"));
+    if (s, d) != (src, dst) {
+        p.push(format!("IPv6 {s} -> {d}, the frame went {src} -> {dst}"));
+    }
+    p
+}
+
 /// The UD frames of one direction of the link.
 #[derive(Clone, Debug, Default)]
 pub struct UdDir {
@@ -150,14 +181,15 @@ pub struct UdDir {
     /// The first PSN, and how often a PSN was not the one before it + 1.
     pub first_psn: Option<u32>,
     pub psn_breaks: u64,
-    /// Payload lengths, IPv4 TTLs, UDP source ports.
+    /// Payload lengths, IPv4 TTLs or IPv6 hop limits, UDP source ports.
     pub payload_lens: BTreeSet<usize>,
     pub ttls: BTreeSet<u8>,
     pub sports: BTreeSet<u16>,
     /// Frames with BTH SE set.
     pub solicited: u64,
-    /// The IPv4 headers of the UD frames as they were on the wire (the first [`MAX_KEPT`]).
-    pub ip_headers: Vec<[u8; 20]>,
+    /// The GRH areas the UD frames make (their IP headers as they were on the wire, an IPv4 one after 20
+    /// zero bytes: [`ud_grh_area`]; the first [`MAX_KEPT`]).
+    pub ip_headers: Vec<[u8; 40]>,
     last_psn: Option<u32>,
 }
 
@@ -179,7 +211,7 @@ pub struct UdWire {
 }
 
 /// Read the capture at `path` (the bridge's pcap).
-pub fn scan_pcap(path: &Path, our_ip: Ipv4Addr) -> Result<UdWire> {
+pub fn scan_pcap(path: &Path, our_ip: IpAddr) -> Result<UdWire> {
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut r = pcap_file::pcap::PcapReader::new(f)?;
     let mut w = UdWire::default();
@@ -188,7 +220,7 @@ pub fn scan_pcap(path: &Path, our_ip: Ipv4Addr) -> Result<UdWire> {
         let Ok(Frame::Roce(rf)) = parse_ethernet(&pkt.data) else {
             continue;
         };
-        let d = if rf.ip.src() == IpAddr::V4(our_ip) { &mut w.to_vm } else { &mut w.from_vm };
+        let d = if rf.ip.src() == our_ip { &mut w.to_vm } else { &mut w.from_vm };
         let b = &rf.packet.bth;
         d.frames += 1;
         *d.opcodes.entry(b.opcode).or_insert(0) += 1;
@@ -208,13 +240,20 @@ pub fn scan_pcap(path: &Path, our_ip: Ipv4Addr) -> Result<UdWire> {
         d.last_psn = Some(b.psn);
         d.payload_lens.insert(rf.packet.payload.len());
         d.sports.insert(rf.udp.sport);
-        if let IpHeader::V4(h) = &rf.ip {
-            d.ttls.insert(h.ttl);
-            let off = rf.eth.header_len();
-            if let Some(hdr) = pkt.data.get(off..off + 20) {
-                if d.ip_headers.len() < MAX_KEPT {
-                    d.ip_headers.push(hdr.try_into().expect("20 bytes"));
-                }
+        let len = match &rf.ip {
+            IpHeader::V4(h) => {
+                d.ttls.insert(h.ttl);
+                20
+            }
+            IpHeader::V6(h) => {
+                d.ttls.insert(h.hop_limit);
+                40
+            }
+        };
+        let off = rf.eth.header_len();
+        if let Some(hdr) = pkt.data.get(off..off + len) {
+            if d.ip_headers.len() < MAX_KEPT {
+                d.ip_headers.push(ud_grh_area(hdr));
             }
         }
     }
@@ -268,13 +307,14 @@ mod tests {
         use testbench::wire::frame::{MacAddr, RoceFrame};
         use testbench::wire::headers::{Bth, Deth};
         use testbench::wire::{ExtHeader, RocePacket};
-        let (vm, us) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let (vm4, us4) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let (vm, us) = (IpAddr::V4(vm4), IpAddr::V4(us4));
         let pkt = RocePacket::new(
             Bth::new(0x64, 0x11, 5),
             vec![ExtHeader::Deth(Deth { qkey: 0x1111_1111, resv: 0, src_qp: 0x12 })],
             vec![0x7b; 1002],
         );
-        let bytes = RoceFrame::ipv4(MacAddr([2; 6]), MacAddr([4; 6]), vm, us, 0xC012, pkt).build().unwrap();
+        let bytes = RoceFrame::ipv4(MacAddr([2; 6]), MacAddr([4; 6]), vm4, us4, 0xC012, pkt.clone()).build().unwrap();
         let a = testbench::wire::frame::ud_grh_area(&bytes[14..34]);
         assert_eq!(grh_problems(&a, 1002, vm, us), Vec::<String>::new());
         assert_eq!(ud_send_ip_len(1002), 1056);
@@ -304,11 +344,29 @@ mod tests {
         k.check(&WorkCompletion { src_qp: 0x13, byte_len: 1002, wc_flags: WcFlags(0), ..wc }, &a, 1002, 0x12, vm, us);
         assert_eq!(k.bad, 1);
         assert!(k.problems[0].contains("src_qp") && k.problems[0].contains("byte_len") && k.problems[0].contains("GRH"), "{k}");
-        let h: [u8; 20] = bytes[14..34].try_into().unwrap();
+        let h = ud_grh_area(&bytes[14..34]);
         assert!(k.compare_with_capture(&[h, h]).is_none());
         let mut h2 = h;
-        h2[5] ^= 1;
+        h2[25] ^= 1;
         assert!(k.compare_with_capture(&[h, h2]).unwrap().contains("receive #2"));
         assert!(k.compare_with_capture(&[h]).is_some());
+
+        // over IPv6 the GRH area is the frame's IPv6 header as it is
+        let (vm6, us6) = (crate::rxe::LAB_VM_IP6, crate::rxe::LAB_OUR_IP6);
+        let (vm, us) = (IpAddr::V6(vm6), IpAddr::V6(us6));
+        let bytes = RoceFrame::ipv6(MacAddr([2; 6]), MacAddr([4; 6]), vm6, us6, 0xC012, pkt).build().unwrap();
+        let a = ud_grh_area(&bytes[14..54]);
+        assert_eq!(a[..], bytes[14..54]);
+        assert_eq!(grh_problems(&a, 1002, vm, us), Vec::<String>::new());
+        assert_eq!(grh_problems(&a, 1000, vm, us).len(), 1, "payload length");
+        assert_eq!(grh_problems(&a, 1002, us, vm).len(), 1, "addresses");
+        assert_eq!(grh_problems(&a, 1002, IpAddr::V4(vm4), us).len(), 1, "families");
+        let mut b = a;
+        b[6] = 6;
+        assert!(grh_problems(&b, 1002, vm, us).iter().any(|p| p.contains("next header")));
+        let mut k = UdRecvCheck::default();
+        k.check(&wc, &a, 1002, 0x12, vm, us);
+        assert_eq!((k.checked, k.bad, k.ttls.iter().copied().collect::<Vec<_>>()), (1, 0, vec![64]), "{k}");
+        assert!(k.compare_with_capture(&[a]).is_none());
     }
 }
