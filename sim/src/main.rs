@@ -164,7 +164,7 @@ enum Cmd {
         /// Capture of every frame on the link.
         #[arg(long)]
         pcap: Option<PathBuf>,
-        /// RoCEv2 over IPv6 (the pingpong tools, RC and UC): the VM's eth0 gets fd00::1/64, our side fd00::2,
+        /// RoCEv2 over IPv6 (the pingpong tools: RC, UC and UD): the VM's eth0 gets fd00::1/64, our side fd00::2,
         /// and both tools use those addresses' GIDs; the VM finds our MAC by neighbour solicitation.
         #[arg(long)]
         ipv6: bool,
@@ -678,7 +678,7 @@ fn rxe(
             }
         });
     }
-    anyhow::ensure!(!ipv6, "--ipv6 runs the pingpong tools (ibv_rc_pingpong, ibv_uc_pingpong), not perftest");
+    anyhow::ensure!(!ipv6, "--ipv6 runs the pingpong tools (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong), not perftest");
     let t = perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?;
     let r = perftest::Role::parse(role).with_context(|| format!("--role must be server or client, not `{role}`"))?;
     let mut o = perftest::PerftestOpts::new(t, r);
