@@ -1,5 +1,6 @@
 //! TX Packet Build against the golden model, in rust-hdl's simulator and in the Verilator model of its
-//! emitted Verilog, in lockstep (every output compared on every cycle).
+//! emitted Verilog, in lockstep (every output compared on every cycle): IPv4 and IPv6, untagged and
+//! 802.1Q-tagged.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -41,11 +42,21 @@ fn tx_packet_build_matches_golden_frames_in_rust_hdl_and_verilator() {
     for (k, f) in over_ipv6(&mut || rng.gen(), v6, false).into_iter().enumerate() {
         frames.insert(3 * k + 2, f);
     }
+    // every fourth frame 802.1Q-tagged (random PCP, DEI and VID; 4 bytes more in front of the IP header), among
+    // the untagged ones of both families and every shape
+    let mut tagged = 0;
+    for (i, f) in frames.iter_mut().enumerate() {
+        if i % 4 == 3 {
+            f.eth.vlan = Some(testbench::wire::frame::VlanTag { tci: rng.gen() });
+            tagged += 1;
+        }
+    }
     let mut hdl = RustHdlTx::default();
     let mut vl = VerilatorTx::new(std::env::var("RNIC_VCD").ok().as_deref());
     let run = run_tx(&mut [&mut hdl as &mut dyn TxDut, &mut vl], &frames, 5, true);
+    assert!(tagged > 100);
     for (i, (got, f)) in run.frames.iter().zip(&frames).enumerate() {
-        assert_eq!(got, &f.build().unwrap(), "frame {i}: {:?}, payload {}", f.packet.opcode(), f.packet.payload.len());
+        assert_eq!(got, &f.build().unwrap(), "frame {i}: {:?}, VLAN {:?}, payload {}", f.packet.opcode(), f.eth.vlan, f.packet.payload.len());
     }
 }
 
