@@ -14,11 +14,14 @@ if [ -n "${RNIC_IP6:-}" ]; then
     echo 0 > /proc/sys/net/ipv6/conf/eth0/accept_dad
     ip -6 addr add "$RNIC_IP6" dev eth0 || echo "=== RNIC_IPV6_ADDR_FAILED $RNIC_IP6 ==="
     RNIC_WANT=$RNIC_GID6
-    # the kernel sends a neighbour solicitation from the link-local address only: while that is still
-    # tentative (its own DAD, about a second after eth0 came up) rxe's path resolution sends none and
-    # modify-QP-to-RTR fails, so wait (up to 5 s) until no eth0 address is tentative (flag 0x40 in if_inet6)
+    # the kernel sends a neighbour solicitation from the link-local address only: until that exists and has
+    # left its own DAD (about a second after it appears) rxe's path resolution sends none and modify-QP-to-RTR
+    # (or create-AH) fails, so wait (up to 8 s) until eth0 has a link-local address and no eth0 address is
+    # tentative (flag 0x40 in if_inet6). The link-local address may not exist yet when this runs (seen: it
+    # appeared after the script had started).
     n=0
-    while [ $n -lt 50 ] && awk '$6 == "eth0" && $5 ~ /^[4567cdef]/ { t = 1 } END { exit !t }' /proc/net/if_inet6; do
+    while [ $n -lt 80 ] && awk '$6 == "eth0" && $1 ~ /^fe80/ { ll = 1 } $6 == "eth0" && $5 ~ /^[4567cdef]/ { t = 1 }
+                                END { exit !(!ll || t) }' /proc/net/if_inet6; do
         sleep 0.1; n=$((n + 1))
     done
 fi
