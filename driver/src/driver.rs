@@ -353,6 +353,12 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         Ok(Cq(cqn))
     }
 
+    /// The QPN the next QP gets (then the ones above it), 0x11 after `open` as in rxe. QPNs 0 and 1 are the
+    /// special QPs and are not given this way.
+    pub fn set_next_qpn(&mut self, qpn: u32) {
+        self.next_qpn = qpn.max(2);
+    }
+
     /// `ibv_create_qp`: rings of at least `cap.max_send_wr` / `max_recv_wr` slots.
     pub fn create_qp(&mut self, pd: Pd, init: QpInitAttr) -> Result<u32, DriverError> {
         self.create_qp_as(pd, init, None)

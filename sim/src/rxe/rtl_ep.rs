@@ -275,6 +275,8 @@ pub struct RtlConfig {
     pub board: bool,
     /// Its IPv6 address (`CMD_SET_IPV6`), if any, besides the IPv4 one.
     pub ipv6: Option<std::net::Ipv6Addr>,
+    /// The QPN of its first QP (`Driver::set_next_qpn`; the driver's own is 0x11, as rxe's).
+    pub first_qpn: u32,
 }
 
 impl RtlDevice {
@@ -282,7 +284,7 @@ impl RtlDevice {
     /// from the peer reach its MAC at most at `inbound_gbps` of simulated time (see [`INBOUND_GBPS`]); with
     /// `pcap_dir`, its MAC writes `rnic-tx.pcap` and `rnic-rx.pcap` there.
     pub fn start(mac: [u8; 6], ipv4: u32, inbound_gbps: f64, pcap_dir: Option<std::path::PathBuf>) -> Result<Arc<RtlDevice>> {
-        Self::start_with(RtlConfig { mac, ipv4, inbound_gbps, pcap_dir, board: false, ipv6: None })
+        Self::start_with(RtlConfig { mac, ipv4, inbound_gbps, pcap_dir, board: false, ipv6: None, first_qpn: 0x11 })
     }
 
     /// [`RtlDevice::start`] from a configuration (the bare core or the board shell).
@@ -334,6 +336,7 @@ impl RtlDevice {
                             bail!("the RNIC does not advertise RC");
                         }
                         drv.set_address(c.mac, c.ipv4).map_err(|e| anyhow!("set_address: {e}"))?;
+                        drv.set_next_qpn(c.first_qpn);
                         if c.ipv6.is_some() {
                             drv.set_ipv6(c.ipv6).map_err(|e| anyhow!("set_ipv6: {e}"))?;
                         }
