@@ -817,13 +817,11 @@ mod tests {
         assert_eq!(got.len(), frames.len());
     }
 
-    /// IPv6 frames (74-byte fixed header: the payload at five more offsets, the header always into beat 1) of
-    /// every header shape, the masked atomics' (118 bytes, the longest) and UD SENDs, every other one IPv4.
-    #[test]
-    fn ipv6_frames_equal_the_golden_model_byte_for_byte() {
-        let mut rng = SmallRng::seed_from_u64(13);
+    /// Frames of every header shape with payloads across the beat boundaries, the masked atomics' and UD SENDs
+    /// (as our Requester sends them: TOS 0, TTL 64), every other one over IPv6.
+    fn every_shape_both_families(rng: &mut SmallRng) -> Vec<RoceFrame> {
         let lens: Vec<usize> = (0..70).chain([127, 128, 129, 1024, 1025, 4096]).collect();
-        let mut frames = sample_frames(&mut rng, &lens);
+        let mut frames = sample_frames(rng, &lens);
         frames.extend(testbench::wire::samples::masked_atomic_requests(&mut || rng.gen(), 4));
         let mut ud = testbench::wire::samples::ud_frames(&mut || rng.gen(), &[0, 1, 2, 3, 61, 62, 63, 64, 65, 1000]);
         for u in &mut ud {
@@ -832,7 +830,15 @@ mod tests {
             }
         }
         frames.extend(ud);
-        let frames = testbench::wire::samples::over_ipv6(&mut || rng.gen(), frames, true);
+        testbench::wire::samples::over_ipv6(&mut || rng.gen(), frames, true)
+    }
+
+    /// IPv6 frames (74-byte fixed header: the payload at five more offsets, the header always into beat 1) of
+    /// every header shape, the masked atomics' (118 bytes, the longest) and UD SENDs, every other one IPv4.
+    #[test]
+    fn ipv6_frames_equal_the_golden_model_byte_for_byte() {
+        let mut rng = SmallRng::seed_from_u64(13);
+        let frames = every_shape_both_families(&mut rng);
         let got = run(&frames, 6);
         assert_eq!(got.len(), frames.len());
         for (i, (g, f)) in got.iter().zip(&frames).enumerate() {
@@ -847,17 +853,7 @@ mod tests {
     #[test]
     fn vlan_tagged_frames_equal_the_golden_model_byte_for_byte() {
         let mut rng = SmallRng::seed_from_u64(17);
-        let lens: Vec<usize> = (0..70).chain([127, 128, 129, 1024, 1025, 4096]).collect();
-        let mut frames = sample_frames(&mut rng, &lens);
-        frames.extend(testbench::wire::samples::masked_atomic_requests(&mut || rng.gen(), 4));
-        let mut ud = testbench::wire::samples::ud_frames(&mut || rng.gen(), &[0, 1, 2, 3, 61, 62, 63, 64, 65, 1000]);
-        for u in &mut ud {
-            if let testbench::wire::IpHeader::V4(h) = &mut u.ip {
-                (h.tos, h.ttl) = (0, 64);
-            }
-        }
-        frames.extend(ud);
-        let mut frames = testbench::wire::samples::over_ipv6(&mut || rng.gen(), frames, true);
+        let mut frames = every_shape_both_families(&mut rng);
         for (i, f) in frames.iter_mut().enumerate() {
             // two of three tagged, so tagged and untagged frames of both families meet back to back
             if i % 3 != 2 {
