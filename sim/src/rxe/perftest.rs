@@ -2,7 +2,8 @@
 //! `Version: 6.06`) run against the golden model ([`testbench::model::Device`]) on our side, in both roles.
 //!
 //! [`run_perftest`] boots the VM with `sim/vm/scripts/perftest-run.sh`, speaks perftest's out-of-band
-//! protocol over the management TCP path ([`super::Mgmt`]) and behaves on RDMA as a perftest peer does.
+//! protocol over the management TCP path ([`super::Mgmt`]) and behaves on RDMA as a perftest peer does;
+//! [`run_perftests`] makes several runs one after another in one boot.
 //!
 //! # The out-of-band protocol (TCP, port 18515 by default, "Data ex. method: Ethernet")
 //!
