@@ -210,10 +210,8 @@ fn run_conn(
 /// drop rate and transport). Each case's own checks then run against its report; every case is checked
 /// even when an earlier one failed, and the test fails naming each that did. `RNIC_PERFTEST_CASES=rtl_,uc`
 /// keeps only the cases whose name contains one of the words.
-fn batch(name: &str, cases: &[(&str, fn())]) {
-    let only = std::env::var("RNIC_PERFTEST_CASES").ok();
-    let wanted = |c: &str| only.as_deref().map_or(true, |o| o.split(',').any(|w| c.contains(w.trim())));
-    let cases: Vec<&(&str, fn())> = cases.iter().filter(|c| wanted(c.0)).collect();
+fn batch(name: &str, cases: &[crate::cases::Case]) {
+    let cases = crate::cases::selected("RNIC_PERFTEST_CASES", cases);
     if cases.is_empty() {
         return;
     }
@@ -232,12 +230,7 @@ fn batch(name: &str, cases: &[(&str, fn())]) {
     let reports = run_perftests(&opts, Some(&dir)).unwrap_or_else(|e| panic!("{name}: {e:#}"));
     eprintln!("{name}: {} runs in one VM boot, {:.1} s", reports.len(), t0.elapsed().as_secs_f64());
     MODE.with(|m| *m.borrow_mut() = Mode::Replay(tests.into_iter().zip(reports).collect()));
-    let mut failed = Vec::new();
-    for (case, f) in &cases {
-        if std::panic::catch_unwind(*f).is_err() {
-            failed.push(*case);
-        }
-    }
+    let failed = crate::cases::run_each(&cases);
     MODE.with(|m| *m.borrow_mut() = Mode::Alone);
     assert!(failed.is_empty(), "{name}: cases failed (their messages above): {failed:?}");
 }

@@ -410,7 +410,7 @@ fn rtl_ud_pingpong_ipv6_our_client_mtu1024() {
 }
 
 /// Every case above, in this order.
-const CASES: &[(&str, fn())] = &[
+const CASES: &[crate::cases::Case] = &[
     ("pingpong_our_server_mtu1024", pingpong_our_server_mtu1024),
     ("pingpong_our_client_mtu1024", pingpong_our_client_mtu1024),
     ("pingpong_our_server_mtu4096", pingpong_our_server_mtu4096),
@@ -436,16 +436,6 @@ const CASES: &[(&str, fn())] = &[
 /// case that did. `RNIC_PINGPONG_CASES=rtl_,uc_` runs only the cases whose name contains one of the words.
 #[test]
 fn every_case_one_vm_at_a_time() {
-    let only = std::env::var("RNIC_PINGPONG_CASES").ok();
-    let wanted = |name: &str| only.as_deref().map_or(true, |o| o.split(',').any(|w| name.contains(w.trim())));
-    let mut failed = Vec::new();
-    for (name, case) in CASES.iter().filter(|c| wanted(c.0)) {
-        let t0 = Instant::now();
-        eprintln!("=== pingpong case {name}");
-        match std::panic::catch_unwind(*case) {
-            Ok(()) => eprintln!("=== pingpong case {name}: ok, {:.1} s", t0.elapsed().as_secs_f64()),
-            Err(_) => failed.push(*name),
-        }
-    }
+    let failed = crate::cases::run_each(&crate::cases::selected("RNIC_PINGPONG_CASES", CASES));
     assert!(failed.is_empty(), "pingpong cases failed (their messages above): {failed:?}");
 }

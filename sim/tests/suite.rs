@@ -10,6 +10,7 @@
 #[path = "rxe_pingpong.rs"]
 mod a_rxe_pingpong;
 mod board_system;
+mod cases;
 mod cli;
 mod icrc_equivalence;
 mod key_cache_equivalence;

@@ -283,6 +283,14 @@ impl Role {
             _ => None,
         }
     }
+
+    /// What [`Role::parse`] takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Client => "client",
+        }
+    }
 }
 
 /// One perftest run.
@@ -933,23 +941,12 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
         Some(i) => i.clone(),
         None => super::build_vm()?,
     };
-    let names: Vec<(String, String)> = batch
-        .iter()
-        .map(|o| {
-            let role_s = match o.role {
-                Role::Server => "server",
-                Role::Client => "client",
-            };
-            let tool_s = o.tool.to_string().replace(['(', ')'], "-").trim_end_matches('-').to_lowercase();
-            (tool_s, role_s.to_string())
-        })
-        .collect();
     let run_dir = match dir {
         Some(d) => d.to_path_buf(),
-        None => opts
-            .run_dir
-            .clone()
-            .unwrap_or_else(|| super::run_dir(&format!("perftest-{}-{}", names[0].0, names[0].1))),
+        None => opts.run_dir.clone().unwrap_or_else(|| {
+            let tool_s = opts.tool.to_string().replace(['(', ')'], "-").trim_end_matches('-').to_lowercase();
+            super::run_dir(&format!("perftest-{tool_s}-{}", opts.role.name()))
+        }),
     };
     std::fs::create_dir_all(&run_dir)?;
     let netmtu = netdev_mtu(opts.mtu);
@@ -1051,7 +1048,7 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
         (counters_before, endpoint_before, drops_before) = (counters, endpoint, drops);
         if !single {
             eprintln!("perftest batch: run {}/{} ({} -c {} ours={}) {} in {:.1} s", i + 1, batch.len(), o.tool, o.conn,
-                names[i].1, if res.completed { "done" } else { "FAILED" }, t_run.elapsed().as_secs_f64());
+                o.role.name(), if res.completed { "done" } else { "FAILED" }, t_run.elapsed().as_secs_f64());
         }
         results.push((res, t_run.elapsed()));
     }
@@ -1104,7 +1101,7 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
             role: o.role,
             opts_summary: format!(
                 "{} -c {} ours={} mtu={} size={size} iters={} drop={}{}",
-                o.tool, o.conn, names[i].1, o.mtu, o.iters, o.drop,
+                o.tool, o.conn, o.role.name(), o.mtu, o.iters, o.drop,
                 if single { String::new() } else { format!(" (run {} of {} in one VM boot)", i + 1, batch.len()) }
             ),
             vm_command: vm_cmds[i].clone(),
