@@ -112,33 +112,125 @@ impl Oob {
             Oob::Lab { mgmt, peer } => Ok(Box::new(mgmt.connect(*peer, port, timeout)?)),
             Oob::Net { connect, .. } => {
                 let end = Instant::now() + timeout;
-                loop {
-                    let left = end.saturating_duration_since(Instant::now());
-                    match TcpStream::connect_timeout(connect, left.clamp(Duration::from_millis(10), Duration::from_secs(2))) {
-                        // a forwarded port (qemu's) accepts at once and resets when nobody listens behind it:
-                        // the connection counts once a first byte could be awaited without a reset
-                        Ok(s) => {
-                            s.set_nodelay(true)?;
-                            s.set_read_timeout(Some(Duration::from_millis(50)))?;
-                            let mut probe = [0u8; 1];
-                            match s.peek(&mut probe) {
-                                Ok(0) => {}
-                                Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset) => {}
-                                _ => return Ok(Box::new(NetConn(s))),
-                            }
-                        }
-                        Err(e) if Instant::now() >= end => {
-                            return Err(e).with_context(|| format!("connecting to the peer's tool at {connect}"))
-                        }
-                        Err(_) => {}
-                    }
-                    if Instant::now() >= end {
-                        bail!("connecting to the peer's tool at {connect}: no listener within {timeout:?}");
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
+                let s = net_connect(connect, end, timeout)?;
+                Ok(Box::new(FwdConn {
+                    addr: *connect,
+                    end,
+                    timeout,
+                    state: std::sync::Mutex::new(FwdState { s: NetConn(s), sent: Vec::new(), confirmed: false }),
+                }))
             }
         }
+    }
+}
+
+/// Connect to `addr`, retrying until `end`. A forwarded port (qemu's) accepts at once and resets when nobody
+/// listens behind it: the connection counts once a first byte could be awaited for 50 ms without a reset.
+fn net_connect(addr: &SocketAddr, end: Instant, timeout: Duration) -> Result<TcpStream> {
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        match TcpStream::connect_timeout(addr, left.clamp(Duration::from_millis(10), Duration::from_secs(2))) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(Duration::from_millis(50)))?;
+                let mut probe = [0u8; 1];
+                match s.peek(&mut probe) {
+                    Ok(0) => {}
+                    Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset) => {}
+                    _ => return Ok(s),
+                }
+            }
+            Err(e) if Instant::now() >= end => {
+                return Err(e).with_context(|| format!("connecting to the peer's tool at {addr}"))
+            }
+            Err(_) => {}
+        }
+        if Instant::now() >= end {
+            bail!("connecting to the peer's tool at {addr}: no listener within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A connection over the host's network that we opened. Until the first byte arrives from the peer it may
+/// still be a forwarded port with nobody behind it, whose reset can come after the 50 ms probe when the
+/// machine is loaded: a reset or close before any byte arrived reconnects (until the connect deadline) and
+/// sends again what was sent so far. After the first byte it is an ordinary [`NetConn`].
+struct FwdConn {
+    addr: SocketAddr,
+    end: Instant,
+    timeout: Duration,
+    state: std::sync::Mutex<FwdState>,
+}
+
+struct FwdState {
+    s: NetConn,
+    sent: Vec<u8>,
+    confirmed: bool,
+}
+
+impl FwdConn {
+    /// After `e` on an unconfirmed connection: reconnect and resend, or give `e` back.
+    fn retry(&self, st: &mut FwdState, e: anyhow::Error) -> Result<()> {
+        let reset = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::UnexpectedEof
+                        | std::io::ErrorKind::BrokenPipe
+                        | std::io::ErrorKind::ConnectionAborted
+                )
+            })
+        });
+        if st.confirmed || !reset || Instant::now() >= self.end {
+            return Err(e);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        st.s = NetConn(net_connect(&self.addr, self.end, self.timeout).context(e)?);
+        if !st.sent.is_empty() {
+            let left = self.end.saturating_duration_since(Instant::now());
+            st.s.send_all(&st.sent, left)?;
+        }
+        Ok(())
+    }
+}
+
+impl OobConn for FwdConn {
+    fn send_all(&self, data: &[u8], timeout: Duration) -> Result<()> {
+        let mut st = self.state.lock().unwrap();
+        loop {
+            match st.s.send_all(data, timeout) {
+                Ok(()) => break,
+                Err(e) => self.retry(&mut st, e)?,
+            }
+        }
+        if !st.confirmed {
+            st.sent.extend_from_slice(data);
+        }
+        Ok(())
+    }
+    fn recv_exact(&self, n: usize, timeout: Duration) -> Result<Vec<u8>> {
+        let mut st = self.state.lock().unwrap();
+        loop {
+            match st.s.recv_exact(n, timeout) {
+                Ok(b) => {
+                    st.confirmed = true;
+                    st.sent = Vec::new();
+                    return Ok(b);
+                }
+                Err(e) => self.retry(&mut st, e)?,
+            }
+        }
+    }
+    fn flush(&self, _timeout: Duration) -> Result<()> {
+        Ok(())
+    }
+    fn close(&self) {
+        self.state.lock().unwrap().s.close()
+    }
+    fn abort(&self) {
+        self.state.lock().unwrap().s.abort()
     }
 }
 
@@ -214,6 +306,24 @@ mod tests {
         let c = o.connect(0, Duration::from_secs(5)).unwrap();
         assert_eq!(c.recv_exact(2, Duration::from_secs(5)).unwrap(), b"hi");
         t.join().unwrap();
+        // a listener that accepts, then goes away before answering (a forwarded port with nobody behind it,
+        // its reset later than the probe): the exchange reconnects and sends its bytes again
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let o2 = Oob::Net { connect: l.local_addr().unwrap(), listen: "127.0.0.1:0".parse().unwrap() };
+        let t = std::thread::spawn(move || {
+            let (first, _) = l.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            drop(first);
+            let (mut s, _) = l.accept().unwrap();
+            let mut b = [0u8; 4];
+            s.read_exact(&mut b).unwrap();
+            s.write_all(b"pong").unwrap();
+            b
+        });
+        let c = o2.connect(0, Duration::from_secs(5)).unwrap();
+        c.send_all(b"ping", Duration::from_secs(5)).unwrap();
+        assert_eq!(c.recv_exact(4, Duration::from_secs(5)).unwrap(), b"pong");
+        assert_eq!(&t.join().unwrap(), b"ping");
         // nobody listens: a clear error within the timeout
         let free = TcpListener::bind("127.0.0.1:0").unwrap();
         let none = Oob::Net { connect: free.local_addr().unwrap(), listen: "127.0.0.1:0".parse().unwrap() };
