@@ -233,6 +233,19 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         Ok(())
     }
 
+    /// The port's VLAN (`CMD_SET_VLAN`): `Some(tci)` (PCP 15:13, DEI 12, VID 11:0, VID 1..=4094) puts it on
+    /// the VLAN, `None` takes it off.
+    pub fn set_vlan(&mut self, tci: Option<u16>) -> Result<(), DriverError> {
+        if let Some(t) = tci {
+            if matches!(t & 0xFFF, 0 | 0xFFF) {
+                return Err(VerbsError::InvalidArgument("VLAN ID 0 and 4095 are reserved (802.1Q)").into());
+            }
+        }
+        let mut data = [0u32; CMD_DATA_WORDS];
+        data[0] = tci.map_or(0, |t| 1 << 31 | u32::from(t));
+        self.command(&Command { op: CMD_SET_VLAN, index: 0, data })
+    }
+
     /// An address vector's destination as the RNIC takes it: IPv4 (also from an IPv4-mapped GID), or IPv6,
     /// which needs our IPv6 address (else the RNIC would send from ::).
     fn path_ip(ours6: Option<std::net::Ipv6Addr>, ip: std::net::IpAddr) -> Result<std::net::IpAddr, DriverError> {

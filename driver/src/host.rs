@@ -75,6 +75,8 @@ pub const CAP_MASKED_ATOMIC: u32 = 1 << 4;
 pub const CAP_INLINE: u32 = 1 << 5;
 /// RoCEv2 over IPv6 (`CMD_SET_IPV6`, IPv6 QP paths and address handles).
 pub const CAP_IPV6: u32 = 1 << 6;
+/// The port on an 802.1Q VLAN (`CMD_SET_VLAN`).
+pub const CAP_VLAN: u32 = 1 << 7;
 
 // ---------------------------------------------------------------------------------------------------------
 // Table commands: CMD_DATA words, then CMD = op | index << 8; poll CMD_STATUS until busy is clear.
@@ -99,6 +101,11 @@ pub const CMD_WRITE_CQ: u8 = 8;
 /// Our IPv6 address (index 0): w0-3 the address as a 128-bit number, w0 its least significant word (address
 /// bytes 12..15); all zero turns RoCEv2 over IPv6 off (the reset state): IPv6 frames are then dropped as not IP.
 pub const CMD_SET_IPV6: u8 = 9;
+/// The port's VLAN (index 0): w0 bit 31 on, 15:0 the tag's control information (PCP 15:13, DEI 12, VID 11:0).
+/// On a VLAN every frame the RNIC sends carries the tag and only frames tagged with its VID are taken (the
+/// rest counted as `rx_drop_vlan`); off one (the reset state) untagged and priority-tagged (VID 0) frames are
+/// taken, frames of other VIDs dropped.
+pub const CMD_SET_VLAN: u8 = 10;
 
 pub const CMD_ERR_NONE: u8 = 0;
 pub const CMD_ERR_BAD_OP: u8 = 1;

@@ -29,6 +29,8 @@ struct Dev {
     caps: u32,
     /// CMD_SET_IPV6's address
     ipv6: u128,
+    /// CMD_SET_VLAN's word
+    vlan: u32,
     /// ARP: the addresses queried, polls of ARP_MAC_HI in all, the poll after which the
     /// neighbour answers (None: never), and its MAC
     arp_queries: Vec<u32>,
@@ -71,6 +73,7 @@ impl CsrBus for Bus {
                         d.cqs.insert(index, (RingCmd::decode(&data), 0, 0));
                     }
                     CMD_SET_IPV6 => d.ipv6 = words_u128(&data[..4]),
+                    CMD_SET_VLAN => d.vlan = data[0],
                     _ => d.err = CMD_ERR_BAD_OP,
                 }
                 d.done += 1;
@@ -450,4 +453,13 @@ fn a_ud_wqe_carries_its_address_handle() {
     let b: [u8; 64] = mem.lock().unwrap().read(sq.base + 64, 64).unwrap().try_into().unwrap();
     assert_eq!(UdAh::decode(&b).dgid, "fd00::9".parse::<std::net::Ipv6Addr>().unwrap().octets());
     assert_eq!(dev.lock().unwrap().sq_db, vec![(qpn, 1), (qpn, 2)], "only the SENDs went to the ring");
+    // the port's VLAN: on with the tag's TCI, off; the reserved VIDs refused before any command
+    drv.set_vlan(Some(0xA000 | 100)).unwrap();
+    assert_eq!(dev.lock().unwrap().vlan, 0x8000_A064, "CMD_SET_VLAN w0: on, PCP 5, VID 100");
+    for bad in [0x2000, 0x0FFF] {
+        assert!(drv.set_vlan(Some(bad)).is_err(), "VID {:#x}", bad & 0xFFF);
+        assert_eq!(dev.lock().unwrap().vlan, 0x8000_A064);
+    }
+    drv.set_vlan(None).unwrap();
+    assert_eq!(dev.lock().unwrap().vlan, 0, "off");
 }

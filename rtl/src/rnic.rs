@@ -58,6 +58,8 @@ use crate::wire::tx_build::TxPacketBuild;
 use crate::wire::tx_arb::TxReqArb;
 use crate::wire::tx_buf::TxFrameBuffer;
 use crate::wire::tx_mux::TxFrameMux;
+use crate::wire::vlan_insert::VlanInsert;
+use crate::wire::vlan_strip::VlanStrip;
 use rnic_driver::host::*;
 use testbench::wire::opcode::{RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST};
 
@@ -151,6 +153,9 @@ pub struct Rnic {
     icmp: IcmpEcho,
     /// IPv6 neighbour discovery: solicitations for our IPv6 address answered
     nd: NdResponder,
+    /// the port's VLAN: the tag off every frame from the MAC, onto the responders' frames
+    vstrip: VlanStrip,
+    vins: VlanInsert,
     /// the control frames (ARP, ICMP echo) and the advertisements onto one stream
     mux_nd: TxFrameMux,
     zero3: Constant<Bits<3>>,
@@ -211,6 +216,11 @@ pub struct Rnic {
     /// our IPv6 address (CMD_SET_IPV6), and RoCEv2 over IPv6 on (the address is not 0)
     my_ip6: DFF<Bits<128>>,
     v6_on: DFF<Bit>,
+    /// the port's VLAN (CMD_SET_VLAN): on, and the tag's control information
+    op_vlan: Constant<Bits<8>>,
+    vlan_on: DFF<Bit>,
+    vlan_tci: DFF<Bits<16>>,
+    two3: Constant<Bits<3>>,
     /// CMD_WRITE_QP's remote address: w12-15 for an IPv6 path (w0 bit 6), else w6 IPv4-mapped
     l_rip: Signal<Local, Bits<128>>,
     l_v6: Signal<Local, Bit>,
@@ -284,7 +294,7 @@ impl Default for Rnic {
             m_axis: Default::default(),
             s_axis: Default::default(),
             s_axis_tuser: Default::default(),
-            csr: Csr::new(CAP_RC | CAP_UC | CAP_UD | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE | CAP_IPV6, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
+            csr: Csr::new(CAP_RC | CAP_UC | CAP_UD | CAP_ATOMIC | CAP_MASKED_ATOMIC | CAP_INLINE | CAP_IPV6 | CAP_VLAN, LOG2_QPS, LOG2_MRS, LOG2_CQS, 5),
             sq: Default::default(),
             front: Default::default(),
             req: Default::default(),
@@ -300,6 +310,8 @@ impl Default for Rnic {
             arp: Default::default(),
             icmp: Default::default(),
             nd: Default::default(),
+            vstrip: Default::default(),
+            vins: Default::default(),
             mux_nd: Default::default(),
             zero3: k(0),
             one3: k(1),
@@ -350,6 +362,10 @@ impl Default for Rnic {
             op_ip6: k(u64::from(CMD_SET_IPV6)),
             my_ip6: Default::default(),
             v6_on: Default::default(),
+            op_vlan: k(u64::from(CMD_SET_VLAN)),
+            vlan_on: Default::default(),
+            vlan_tci: Default::default(),
+            two3: k(2),
             l_rip: Default::default(),
             l_v6: Default::default(),
             k_mapped: Constant::new(crate::wire::tx_build::v4_bits(0)),
@@ -386,7 +402,7 @@ impl Default for Rnic {
 impl Logic for Rnic {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, cst, c_op, c_index, c_data, my_ip6, v6_on, c_err, pay_busy, pay_comp, pay_next, cq_last_b, ctr_hi, ctr_v);
+        dff_setup!(self, clock, cst, c_op, c_index, c_data, my_ip6, v6_on, vlan_on, vlan_tci, c_err, pay_busy, pay_comp, pay_next, cq_last_b, ctr_hi, ctr_v);
         for i in 0..6 {
             self.ctr_g[i].clock.next = self.clock.val();
             self.ctr_g[i].d.next = self.ctr_g[i].q.val();
@@ -414,6 +430,8 @@ impl Logic for Rnic {
         self.mux_ctl.clock.next = self.clock.val();
         self.icmp.clock.next = self.clock.val();
         self.nd.clock.next = self.clock.val();
+        self.vstrip.clock.next = self.clock.val();
+        self.vins.clock.next = self.clock.val();
         self.mux_nd.clock.next = self.clock.val();
         self.txfb.clock.next = self.clock.val();
         self.arp.clock.next = self.clock.val();
@@ -498,6 +516,10 @@ impl Logic for Rnic {
         }
         if self.csr.ctr_index.val().get_bits::<3>(0) == self.one3.val() {
             self.ctr_g[5].d.next = self.nd.ignored.val();
+        }
+        // VLAN Strip: frames dropped for their tag
+        if self.csr.ctr_index.val().get_bits::<3>(0) == self.two3.val() {
+            self.ctr_g[5].d.next = self.vstrip.dropped.val();
         }
         match self.ctr_hi.q.val().index() {
             0 => self.ctr_v.d.next = self.ctr_g[0].q.val(),
@@ -700,6 +722,14 @@ impl Logic for Rnic {
                         self.v6_on.d.next = self.l_data.val().get_bits::<128>(0) != self.zero128.val();
                     }
                 }
+                if self.c_op.q.val() == self.op_vlan.val() {
+                    if self.c_index.q.val() != self.zero24.val() {
+                        self.c_err.d.next = self.err_index.val();
+                    } else {
+                        self.vlan_on.d.next = self.l_data.val().get_bit(31);
+                        self.vlan_tci.d.next = self.l_data.val().get_bits::<16>(0);
+                    }
+                }
                 if self.c_op.q.val() == self.op_cq.val() {
                     if self.c_index.q.val() >= self.n_cqs.val() {
                         self.c_err.d.next = self.err_index.val();
@@ -838,6 +868,8 @@ impl Logic for Rnic {
         self.gather.i_data.next = self.front.inl_data.val();
         self.gather.i_last.next = self.front.inl_last.val();
         self.txb.hdr.next = self.txarb.out.hdr.val();
+        self.txb.hdr.next.vlan = self.vlan_on.q.val();
+        self.txb.hdr.next.vlan_tci = self.vlan_tci.q.val();
         self.txb.hdr_valid.next = self.txarb.out.hdr_valid.val();
         self.txarb.out.hdr_ready.next = self.txb.hdr_ready.val();
         // the Responder's scatter commands and payload
@@ -889,46 +921,62 @@ impl Logic for Rnic {
         self.mux_nd.b.tlast.next = self.nd.m_axis.tlast.val();
         self.mux_nd.b.tvalid.next = self.nd.m_axis.tvalid.val();
         self.nd.m_axis.tready.next = self.mux_nd.b.tready.val();
-        self.mux.b.tdata.next = self.mux_nd.m_axis.tdata.val();
-        self.mux.b.tkeep.next = self.mux_nd.m_axis.tkeep.val();
-        self.mux.b.tlast.next = self.mux_nd.m_axis.tlast.val();
-        self.mux.b.tvalid.next = self.mux_nd.m_axis.tvalid.val();
-        self.mux_nd.m_axis.tready.next = self.mux.b.tready.val();
+        self.vins.s_axis.tdata.next = self.mux_nd.m_axis.tdata.val();
+        self.vins.s_axis.tkeep.next = self.mux_nd.m_axis.tkeep.val();
+        self.vins.s_axis.tlast.next = self.mux_nd.m_axis.tlast.val();
+        self.vins.s_axis.tvalid.next = self.mux_nd.m_axis.tvalid.val();
+        self.mux_nd.m_axis.tready.next = self.vins.s_axis.tready.val();
+        self.vins.on.next = self.vlan_on.q.val();
+        self.vins.tci.next = self.vlan_tci.q.val();
+        self.mux.b.tdata.next = self.vins.m_axis.tdata.val();
+        self.mux.b.tkeep.next = self.vins.m_axis.tkeep.val();
+        self.mux.b.tlast.next = self.vins.m_axis.tlast.val();
+        self.mux.b.tvalid.next = self.vins.m_axis.tvalid.val();
+        self.vins.m_axis.tready.next = self.mux.b.tready.val();
         self.m_axis.tdata.next = self.mux.m_axis.tdata.val();
         self.m_axis.tkeep.next = self.mux.m_axis.tkeep.val();
         self.m_axis.tlast.next = self.mux.m_axis.tlast.val();
         self.m_axis.tvalid.next = self.mux.m_axis.tvalid.val();
         self.mux.m_axis.tready.next = self.m_axis.tready.val();
 
-        // ---- MAC RX: to RX Parse and the ARP responder (neither back-pressures the MAC)
-        self.rx.s_axis.tdata.next = self.s_axis.tdata.val();
-        self.rx.s_axis.tkeep.next = self.s_axis.tkeep.val();
-        self.rx.s_axis.tlast.next = self.s_axis.tlast.val();
-        self.rx.s_axis.tvalid.next = self.s_axis.tvalid.val();
-        self.rx.s_err.next = self.s_axis_tuser.val();
-        self.arp.s_err.next = self.s_axis_tuser.val();
-        self.arp.s_axis.tdata.next = self.s_axis.tdata.val();
-        self.arp.s_axis.tkeep.next = self.s_axis.tkeep.val();
-        self.arp.s_axis.tlast.next = self.s_axis.tlast.val();
-        self.arp.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        // ---- MAC RX: through VLAN Strip to RX Parse and the ARP, ICMP and ND responders (none back-pressures
+        // the MAC)
+        self.vstrip.s_axis.tdata.next = self.s_axis.tdata.val();
+        self.vstrip.s_axis.tkeep.next = self.s_axis.tkeep.val();
+        self.vstrip.s_axis.tlast.next = self.s_axis.tlast.val();
+        self.vstrip.s_axis.tvalid.next = self.s_axis.tvalid.val();
+        self.vstrip.s_err.next = self.s_axis_tuser.val();
+        self.vstrip.on.next = self.vlan_on.q.val();
+        self.vstrip.vid.next = self.vlan_tci.q.val().get_bits::<12>(0);
+        self.vstrip.m_axis.tready.next = true;
+        self.rx.s_axis.tdata.next = self.vstrip.m_axis.tdata.val();
+        self.rx.s_axis.tkeep.next = self.vstrip.m_axis.tkeep.val();
+        self.rx.s_axis.tlast.next = self.vstrip.m_axis.tlast.val();
+        self.rx.s_axis.tvalid.next = self.vstrip.m_axis.tvalid.val();
+        self.rx.s_err.next = self.vstrip.m_err.val();
+        self.arp.s_err.next = self.vstrip.m_err.val();
+        self.arp.s_axis.tdata.next = self.vstrip.m_axis.tdata.val();
+        self.arp.s_axis.tkeep.next = self.vstrip.m_axis.tkeep.val();
+        self.arp.s_axis.tlast.next = self.vstrip.m_axis.tlast.val();
+        self.arp.s_axis.tvalid.next = self.vstrip.m_axis.tvalid.val();
         self.arp.my_mac.next = self.csr.mac.val();
         self.arp.my_ip.next = self.csr.ipv4.val();
         self.arp.q_ip.next = self.csr.arp_query.val();
         self.arp.q_go.next = self.csr.arp_go.val();
         self.csr.arp_mac.next = self.arp.q_mac.val();
         self.csr.arp_valid.next = self.arp.q_valid.val();
-        self.icmp.s_axis.tdata.next = self.s_axis.tdata.val();
-        self.icmp.s_axis.tkeep.next = self.s_axis.tkeep.val();
-        self.icmp.s_axis.tlast.next = self.s_axis.tlast.val();
-        self.icmp.s_axis.tvalid.next = self.s_axis.tvalid.val();
-        self.icmp.s_err.next = self.s_axis_tuser.val();
+        self.icmp.s_axis.tdata.next = self.vstrip.m_axis.tdata.val();
+        self.icmp.s_axis.tkeep.next = self.vstrip.m_axis.tkeep.val();
+        self.icmp.s_axis.tlast.next = self.vstrip.m_axis.tlast.val();
+        self.icmp.s_axis.tvalid.next = self.vstrip.m_axis.tvalid.val();
+        self.icmp.s_err.next = self.vstrip.m_err.val();
         self.icmp.my_mac.next = self.csr.mac.val();
         self.icmp.my_ip.next = self.csr.ipv4.val();
-        self.nd.s_axis.tdata.next = self.s_axis.tdata.val();
-        self.nd.s_axis.tkeep.next = self.s_axis.tkeep.val();
-        self.nd.s_axis.tlast.next = self.s_axis.tlast.val();
-        self.nd.s_axis.tvalid.next = self.s_axis.tvalid.val();
-        self.nd.s_err.next = self.s_axis_tuser.val();
+        self.nd.s_axis.tdata.next = self.vstrip.m_axis.tdata.val();
+        self.nd.s_axis.tkeep.next = self.vstrip.m_axis.tkeep.val();
+        self.nd.s_axis.tlast.next = self.vstrip.m_axis.tlast.val();
+        self.nd.s_axis.tvalid.next = self.vstrip.m_axis.tvalid.val();
+        self.nd.s_err.next = self.vstrip.m_err.val();
         self.nd.my_mac.next = self.csr.mac.val();
         self.nd.my_ip6.next = self.my_ip6.q.val();
         self.nd.v6_on.next = self.v6_on.q.val();

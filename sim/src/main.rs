@@ -168,6 +168,10 @@ enum Cmd {
         /// and both tools use those addresses' GIDs; the VM finds our MAC by neighbour solicitation.
         #[arg(long)]
         ipv6: bool,
+        /// On an 802.1Q VLAN with this ID (the pingpong tools, RTL endpoint): the VM's address and rxe on
+        /// eth0.VID, our port on the same VLAN; every RoCE, ARP and ND frame on the link is tagged.
+        #[arg(long)]
+        vlan: Option<u16>,
     },
     /// What the project can show today: the RTL ICRC engine (Verilator model of the emitted Verilog)
     /// checks a real rxe capture against the golden model, then runs random frames at full rate.
@@ -350,15 +354,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
             campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, host_latency_ns, out, vcd)
         }
-        Cmd::Rxe { endpoint, tool, conn, role, mtu, size, iters, drop, seed, pcap, pci, peer, port, ipv6 } => {
+        Cmd::Rxe { endpoint, tool, conn, role, mtu, size, iters, drop, seed, pcap, pci, peer, port, ipv6, vlan } => {
             let conn = rxe_conn(&tool, conn.as_deref())?;
             if pci.is_some() || peer.is_some() {
                 anyhow::ensure!(endpoint == "board", "--pci and --peer go with --endpoint board");
+                anyhow::ensure!(vlan.is_none(), "--vlan runs in the lab (the card's code path does not set a VLAN up yet)");
                 anyhow::ensure!(!ipv6, "--ipv6 runs in the lab: against a remote host our side needs the peer's MAC, and it does not solicit neighbours");
                 let peer = peer.context("--endpoint board --pci needs --peer (the rxe host's address)")?;
                 return rxe_card(&DevArgs { pci, sim: false }, peer, port, &tool, conn, &role, mtu, size, iters);
             }
-            rxe(&endpoint, &tool, conn, &role, mtu, size, iters, drop, seed, pcap, ipv6)
+            rxe(&endpoint, &tool, conn, &role, mtu, size, iters, drop, seed, pcap, ipv6, vlan)
         }
     }
 }
@@ -641,6 +646,7 @@ fn rxe(
     seed: u64,
     pcap: Option<PathBuf>,
     ipv6: bool,
+    vlan: Option<u16>,
 ) -> Result<ExitCode> {
     use sim::rxe::{perftest, pingpong};
     let endpoint: sim::rxe::verbs::EndpointKind = endpoint.parse()?;
@@ -657,6 +663,7 @@ fn rxe(
             endpoint,
             conn,
             ipv6,
+            vlan,
             ..Default::default()
         };
         match size {
@@ -678,6 +685,7 @@ fn rxe(
             }
         });
     }
+    anyhow::ensure!(vlan.is_none(), "--vlan runs the pingpong tools (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong), not perftest");
     anyhow::ensure!(!ipv6, "--ipv6 runs the pingpong tools (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong), not perftest");
     let t = perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?;
     let r = perftest::Role::parse(role).with_context(|| format!("--role must be server or client, not `{role}`"))?;

@@ -338,10 +338,13 @@ impl RnicDut for RefLockstep {
             self.caps_held = self.caps_read;
         }
         if self.caps_held && a.rdata != b.rdata {
-            // (read data held after the read) the capabilities the reference lacks: UC, UD and IPv6
+            // (read data held after the read) the capabilities the reference lacks: UC, UD, IPv6 and VLAN
             assert_eq!(
                 a.rdata ^ b.rdata,
-                rnic_driver::host::CAP_UC | rnic_driver::host::CAP_UD | rnic_driver::host::CAP_IPV6,
+                rnic_driver::host::CAP_UC
+                    | rnic_driver::host::CAP_UD
+                    | rnic_driver::host::CAP_IPV6
+                    | rnic_driver::host::CAP_VLAN,
                 "cycle {}: CAPS",
                 self.cycle
             );
@@ -891,22 +894,35 @@ pub fn rig_with<D: RnicDut>(dut: D, mtu: u32, dir: &Path) -> Rig<D> {
 /// [`rig_with`] for an implementation that needs the host memory itself (the board-level model, whose DMA
 /// reaches host memory through its own PCIe bridge model: `sim::board`).
 pub fn rig_on<D: RnicDut>(make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D, mtu: u32, dir: &Path) -> Rig<D> {
-    rig_at(make, mtu, dir, false)
+    rig_at(make, mtu, dir, false, None)
 }
 
 /// [`rig`] over IPv6: our RNIC at [`OUR_IP6`] (as well as [`OUR_IP`]), the peer at [`PEER_IP6`], the QP pairs'
 /// paths RoCEv2 over IPv6.
 pub fn rig_v6(mtu: u32, dir: &Path) -> Rig {
-    rig_at(|_| Clocked::new(None), mtu, dir, true)
+    rig_at(|_| Clocked::new(None), mtu, dir, true, None)
 }
 
-fn rig_at<D: RnicDut>(make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D, mtu: u32, dir: &Path, v6: bool) -> Rig<D> {
+/// [`rig`] on an 802.1Q VLAN: our RNIC's port (`CMD_SET_VLAN`) and the golden peer (as rxe on `eth0.VID`) both
+/// with tag control information `tci`.
+pub fn rig_vlan(mtu: u32, dir: &Path, tci: u16) -> Rig {
+    rig_at(|_| Clocked::new(None), mtu, dir, false, Some(tci))
+}
+
+fn rig_at<D: RnicDut>(
+    make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D,
+    mtu: u32,
+    dir: &Path,
+    v6: bool,
+    vlan: Option<u16>,
+) -> Rig<D> {
     let mem = Arc::new(Mutex::new(HostMemory::new()));
     let dut = make(&mem);
     let mut pcfg = DeviceConfig::simple(2);
     if v6 {
         pcfg.ip = std::net::IpAddr::V6(PEER_IP6.into());
     }
+    pcfg.vlan = vlan.map(|tci| testbench::wire::VlanTag { tci });
     let mut peer = Device::new(pcfg);
     let av = if v6 { our_av6() } else { our_av() };
     let sys = Rc::new(RefCell::new(System::with_dut(dut, mem.clone(), Device::new(DeviceConfig::simple(9)), Some(dir)).unwrap()));
@@ -916,6 +932,9 @@ fn rig_at<D: RnicDut>(make: impl FnOnce(&Arc<Mutex<HostMemory>>) -> D, mtu: u32,
     drv.set_address(OUR_MAC, OUR_IP).unwrap();
     if v6 {
         drv.set_ipv6(Some(OUR_IP6.into())).unwrap();
+    }
+    if vlan.is_some() {
+        drv.set_vlan(vlan).unwrap();
     }
     // our side
     let src = mem.lock().unwrap().alloc(1 << 21);

@@ -126,7 +126,7 @@ fn run(kind: EndpointKind, mtu: u32, nqp: usize, ops: &[Op], tag: &str, gbps: f6
                     IpAddr::V4(v4) => u32::from(v4),
                     IpAddr::V6(_) => unreachable!(),
                 };
-                RtlConfig { mac: c.mac.0, ipv4: ip, inbound_gbps: gbps, pcap_dir: Some(dir.join(d)), board: kind == EndpointKind::BoardSim, ipv6: None, first_qpn: c.first_qpn }
+                RtlConfig { mac: c.mac.0, ipv4: ip, inbound_gbps: gbps, pcap_dir: Some(dir.join(d)), board: kind == EndpointKind::BoardSim, ipv6: None, first_qpn: c.first_qpn, vlan: None }
             };
             let (da, db) = RtlDevice::pair(rc(1, "a"), rc(2, "b")).unwrap();
             (da, db, None)

@@ -1156,6 +1156,112 @@ fn rc_and_ud_over_ipv6_both_ways() {
     assert_eq!((r.counter("nd_advertisements"), r.counter("nd_ignored")), (1, 1));
 }
 
+/// On an 802.1Q VLAN (VID 100, PCP 5): our port (`CMD_SET_VLAN`) and the golden peer (as rxe on `eth0.100`).
+/// RC WRITE (3 packets), SEND, READ and FETCH_ADD ours -> peer, WRITE and SEND peer -> ours, with their ACKs and
+/// responses: every RoCE frame both ways carries the tag, and the peer drops nothing. Then frames off our VLAN
+/// (the peer's SEND again untagged, and tagged VID 101) are dropped and counted as `rx_drop_vlan` without
+/// reaching the Responder; a tagged ARP request for our address is answered on the VLAN (the golden reply), an
+/// untagged one is dropped.
+#[test]
+fn rc_on_a_vlan_both_ways_and_other_vlans_dropped() {
+    use testbench::wire::frame::{parse_ethernet, ArpFrame, Frame};
+    use testbench::wire::{MacAddr, VlanTag};
+    const TCI: u16 = 0xA000 | 100;
+    let dir = std::env::temp_dir().join(format!("rnic-system-vlan-{}", std::process::id()));
+    let mut r = sim::system::rig_vlan(1024, &dir, TCI);
+    let peer_qpn = r.peer_qpn;
+    let sig = |mut w: SendWr| {
+        w.flags.signaled = true;
+        w
+    };
+    {
+        let mut s = r.sys.borrow_mut();
+        s.peer.post_recv(peer_qpn, RecvWr { wr_id: 40, sg_list: vec![Sge { addr: r.peer_buf + 0x4_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
+        s.peer.mem_mut().write_u64(r.peer_buf + 0x6_0000, 1000).unwrap();
+    }
+    let mut w = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.src, length: 3000, lkey: r.lkey }]);
+    (w.remote_addr, w.rkey) = (r.peer_buf + 8, r.peer_rkey);
+    r.drv.post_send(r.qpn, &sig(w)).unwrap();
+    r.drv.post_send(r.qpn, &sig(SendWr::new(2, WrOpcode::Send, vec![Sge { addr: r.src + 0x1_0000, length: 100, lkey: r.lkey }]))).unwrap();
+    let mut rd = SendWr::new(3, WrOpcode::RdmaRead, vec![Sge { addr: r.src + 0x8_0000, length: 2500, lkey: r.lkey }]);
+    (rd.remote_addr, rd.rkey) = (r.peer_buf + 0x2_0000, r.peer_rkey);
+    r.drv.post_send(r.qpn, &sig(rd)).unwrap();
+    r.drv.post_send(r.qpn, &sig(atomic_wr(4, WrOpcode::AtomicFetchAndAdd, (r.src + 0x9_0000, r.lkey), (r.peer_buf + 0x6_0000, r.peer_rkey), [5, 0, 0, 0]))).unwrap();
+    let wcs = r.our_completions(4, 1_000_000);
+    assert!(wcs.len() == 4 && wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
+    r.wait_peer_completions(1, 400_000);
+    {
+        let s = r.sys.borrow();
+        assert!(s.peer.mem().read(r.peer_buf + 8, 3000).unwrap() == r.src_bytes(0, 3000), "WRITE on the VLAN");
+        assert!(s.peer.mem().read(r.peer_buf + 0x4_0000, 100).unwrap() == r.src_bytes(0x1_0000, 100), "SEND on the VLAN");
+        assert!(s.peer.mem().read(r.peer_buf + 0x2_0000, 2500).unwrap() == r.src_bytes(0x8_0000, 2500), "READ on the VLAN");
+        assert_eq!(r.src_bytes(0x9_0000, 8), 1000u64.to_le_bytes(), "FETCH_ADD's original value");
+        assert_eq!(s.peer.mem().read_u64(r.peer_buf + 0x6_0000).unwrap(), 1005);
+    }
+    // peer -> ours: WRITE 2000, SEND 300
+    let rbuf = r.src + (1 << 20);
+    r.drv.post_recv(r.qpn, &RecvWr { wr_id: 700, sg_list: vec![Sge { addr: rbuf, length: 4096, lkey: r.lkey }] }).unwrap();
+    {
+        let mut s = r.sys.borrow_mut();
+        let pat: Vec<u8> = (0..1 << 14).map(|i: u32| (i.wrapping_mul(2246822519) >> 11) as u8).collect();
+        s.peer.mem_mut().write(r.peer_buf + 0x8_0000, &pat).unwrap();
+        let mut w = SendWr::new(50, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf + 0x8_0000, length: 2000, lkey: r.peer_rkey }]);
+        (w.remote_addr, w.rkey) = (r.src + 0xA_0000, r.lkey);
+        s.peer.post_send(peer_qpn, w).unwrap();
+        s.peer.post_send(peer_qpn, SendWr::new(51, WrOpcode::Send, vec![Sge { addr: r.peer_buf + 0x8_1000, length: 300, lkey: r.peer_rkey }])).unwrap();
+    }
+    let peer_wcs = r.wait_peer_completions(2, 1_000_000);
+    assert!(peer_wcs.len() == 2 && peer_wcs.iter().all(|w| w.status == WcStatus::Success), "{peer_wcs:?}");
+    let ours = r.our_completions(1, 400_000);
+    assert_eq!(ours.iter().map(|w| (w.wr_id, w.byte_len, w.status)).collect::<Vec<_>>(), vec![(700, 300, WcStatus::Success)]);
+    let send_frame = {
+        let s = r.sys.borrow();
+        assert!(r.src_bytes(0xA_0000, 2000) == s.peer.mem().read(r.peer_buf + 0x8_0000, 2000).unwrap(), "peer WRITE on the VLAN");
+        assert!(r.src_bytes(1 << 20, 300) == s.peer.mem().read(r.peer_buf + 0x8_1000, 300).unwrap(), "peer SEND on the VLAN");
+        // every RoCE frame on the link carries our tag, TPID 0x8100 then the TCI, right after the MACs
+        let mut n = 0;
+        for f in s.sent.iter().chain(s.received.iter()) {
+            let Ok(Frame::Roce(rf)) = parse_ethernet(f) else { continue };
+            assert_eq!(rf.eth.vlan, Some(VlanTag { tci: TCI }), "{rf:?}");
+            assert_eq!(f[12..16], [0x81, 0x00, 0xA0, 100]);
+            n += 1;
+        }
+        assert!(n >= 12, "{n} RoCE frames");
+        assert_eq!(s.peer.counters().total_drops(), 0, "{:?}", s.peer.counters().drops);
+        assert!(s.dma.faults.is_empty(), "{:?}", s.dma.faults);
+        s.received.iter().find(|f| roce_opcode(f) == Some(testbench::wire::opcode::RC_SEND_ONLY)).expect("the peer's SEND").clone()
+    };
+    assert_eq!(r.counter("rx_drop_vlan"), 0);
+    // the peer's SEND again, untagged and on VLAN 101: both dropped before the Responder (which would count a
+    // duplicate), and counted
+    let (requests, dups) = (r.counter("resp_requests"), r.counter("resp_duplicates"));
+    let Ok(Frame::Roce(mut rf)) = parse_ethernet(&send_frame) else { panic!() };
+    for tag in [None, Some(VlanTag { tci: 101 })] {
+        rf.eth.vlan = tag;
+        r.sys.borrow_mut().inject(rf.build().unwrap());
+    }
+    // ARP on the VLAN: a tagged request for our address is answered tagged; the same request untagged is not
+    let asker = MacAddr([0x52, 0x54, 0, 0, 0, 9]);
+    let mut req = ArpFrame::request(asker, std::net::Ipv4Addr::new(10, 0, 0, 9), std::net::Ipv4Addr::from(sim::system::OUR_IP));
+    let before = r.sys.borrow().sent.len();
+    {
+        let mut s = r.sys.borrow_mut();
+        s.inject(req.build());
+        req.eth.vlan = Some(VlanTag { tci: TCI });
+        s.inject(req.build());
+        assert!(s.run_until(20_000, |s| s.sent.len() > before));
+        for _ in 0..5_000 {
+            s.step();
+        }
+        assert_eq!(s.sent.len(), before + 1, "one ARP reply, to the tagged request");
+        let Ok(Frame::Arp(got)) = parse_ethernet(&s.sent[before]) else { panic!("not ARP: {:02x?}", s.sent[before]) };
+        let want = req.reply_from(MacAddr(sim::system::OUR_MAC));
+        assert_eq!((got.eth, got.arp), (want.eth, want.arp), "the golden reply, on our VLAN");
+    }
+    assert_eq!(r.counter("rx_drop_vlan"), 3, "two RoCE frames and an ARP request off our VLAN");
+    assert_eq!((r.counter("resp_requests"), r.counter("resp_duplicates")), (requests, dups), "none reached the Responder");
+}
+
 /// The BTH opcode of a RoCEv2 frame, `None` for any other frame.
 fn roce_opcode(f: &[u8]) -> Option<u8> {
     use testbench::wire::frame::{parse_ethernet, Frame};

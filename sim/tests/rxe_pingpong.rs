@@ -409,6 +409,60 @@ fn rtl_ud_pingpong_ipv6_our_client_mtu1024() {
     rtl_ud_pingpong_ipv6("rtl_ud_pingpong_ipv6_our_client_mtu1024", Role::Client);
 }
 
+/// The VID of the VLAN runs.
+const LAB_VID: u16 = 100;
+
+/// The run's frames on the link by their 802.1Q tag: (RoCE frames tagged with `vid`, RoCE frames not,
+/// ARP frames tagged with `vid`, ARP frames not).
+fn frames_by_tag(r: &PingpongReport, vid: u16) -> (u64, u64, u64, u64) {
+    let path = &r.pcap.as_ref().expect("pcap checked").path;
+    let mut rd = pcap_file::pcap::PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut n = (0, 0, 0, 0);
+    while let Some(p) = rd.next_packet() {
+        let ours = |e: &testbench::wire::Ethernet| e.vlan.map(|t| t.vid()) == Some(vid);
+        match testbench::wire::parse_ethernet(&p.unwrap().data) {
+            Ok(testbench::wire::Frame::Roce(f)) if ours(&f.eth) => n.0 += 1,
+            Ok(testbench::wire::Frame::Roce(_)) => n.1 += 1,
+            Ok(testbench::wire::Frame::Arp(a)) if ours(&a.eth) => n.2 += 1,
+            Ok(testbench::wire::Frame::Arp(_)) => n.3 += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// The pingpong tools on an 802.1Q VLAN with the RTL on our side (`rnic rxe --endpoint rtl --vlan 100`):
+/// the VM's address and rxe0 are on `eth0.100`, our port on VLAN 100 (`CMD_SET_VLAN`). Every RoCE frame both
+/// ways carries the tag (none without), and so does every ARP frame: rxe's request for our MAC reached the
+/// RTL's ARP responder through VLAN Strip and its reply went out through VLAN Insert (or, as client, ours
+/// reached the VM's eth0.100).
+fn rtl_vlan(test: &str, role: Role, f: impl FnOnce(&mut PingpongOpts)) -> Option<PingpongReport> {
+    let r = run(test, role, 1024, |o| {
+        use_rtl(o);
+        f(o);
+        o.vlan = Some(LAB_VID);
+    })?;
+    let (tagged, untagged, arp_tagged, arp_untagged) = frames_by_tag(&r, LAB_VID);
+    assert!(tagged >= 200 && untagged == 0, "{tagged} RoCE frames on VLAN {LAB_VID}, {untagged} not");
+    assert!(arp_tagged >= 2 && arp_untagged == 0, "{arp_tagged} ARP frames on VLAN {LAB_VID}, {arp_untagged} not");
+    assert_eq!(r.ours.peer_mac, Some(testbench::wire::MacAddr([0x52, 0x54, 0, 0, 0, 1])), "the VM's MAC");
+    Some(r)
+}
+
+fn rtl_pingpong_vlan_our_server_mtu1024() {
+    let Some(r) = rtl_vlan("rtl_pingpong_vlan_our_server_mtu1024", Role::Server, |_| {}) else {
+        return;
+    };
+    assert_eq!(r.ours.bytes_received, 100 * 4096);
+}
+
+fn rtl_ud_pingpong_vlan_our_client_mtu1024() {
+    let Some(r) = rtl_vlan("rtl_ud_pingpong_vlan_our_client_mtu1024", Role::Client, ud) else {
+        return;
+    };
+    check_ud(&r);
+}
+
 /// Every case above, in this order.
 const CASES: &[crate::cases::Case] = &[
     ("pingpong_our_server_mtu1024", pingpong_our_server_mtu1024),
@@ -428,6 +482,8 @@ const CASES: &[crate::cases::Case] = &[
     ("rtl_pingpong_ipv6_our_client_mtu1024", rtl_pingpong_ipv6_our_client_mtu1024),
     ("rtl_ud_pingpong_ipv6_our_server_mtu1024", rtl_ud_pingpong_ipv6_our_server_mtu1024),
     ("rtl_ud_pingpong_ipv6_our_client_mtu1024", rtl_ud_pingpong_ipv6_our_client_mtu1024),
+    ("rtl_pingpong_vlan_our_server_mtu1024", rtl_pingpong_vlan_our_server_mtu1024),
+    ("rtl_ud_pingpong_vlan_our_client_mtu1024", rtl_ud_pingpong_vlan_our_client_mtu1024),
 ];
 
 /// The cases one VM at a time, as one test: TCG VMs of these runs side by side slow each other down enough

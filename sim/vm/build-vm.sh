@@ -91,7 +91,8 @@ echo "$KVER" > "$OUT/kernel-version"
 # ---- 2. modules, in insmod order (dependencies resolved by modprobe against the extracted tree) -------------
 # crc32_generic / crc32-pclmul: rxe calls crypto_alloc_shash("crc32") for the ICRC; that is a crypto alias, not
 # a modules.dep dependency, so they are loaded explicitly.
-MODS="virtio_pci virtio_net crc32_generic crc32_pclmul rdma_rxe ib_uverbs rdma_ucm ib_umad qemu_fw_cfg"
+# 8021q: the runs on an 802.1Q VLAN (rnic.vlan=VID puts the address on eth0.VID).
+MODS="virtio_pci virtio_net crc32_generic crc32_pclmul rdma_rxe ib_uverbs rdma_ucm ib_umad qemu_fw_cfg 8021q"
 R=$WORK/rootfs
 rm -rf "$R"
 mkdir -p "$R"/{bin,sbin,etc,proc,sys,dev,tmp,root,usr/bin,usr/sbin,lib/modules/$KVER,lib64,run,var}
@@ -146,26 +147,35 @@ printf '127.0.0.1 localhost\n' > "$R/etc/hosts"
 # ---- 4. init ----------------------------------------------------------------------------------------------
 cat > "$R/init" <<'EOF'
 #!/bin/sh
-# rnic soft-RoCE peer VM init. Kernel command line: rnic.ip=A.B.C.D/N rnic.mtu=N rnic.name=NAME
+# rnic soft-RoCE peer VM init. Kernel command line: rnic.ip=A.B.C.D/N rnic.mtu=N rnic.name=NAME [rnic.vlan=VID]
+# (with rnic.vlan the address is on eth0.VID, an 802.1Q VLAN device, and eth0 has none: rxe0 stays on eth0, as
+# rxe_newlink refuses a VLAN device, and takes its GIDs from the VLAN device above it)
 # Test script: qemu -fw_cfg name=opt/rnic/script,file=FILE (run after rxe0 is up, then poweroff).
 export PATH=/usr/bin:/usr/sbin:/bin:/sbin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /tmp
-IP=10.0.0.1/24; MTU=1500; NAME=rxevm
+IP=10.0.0.1/24; MTU=1500; NAME=rxevm; VLAN=
 for a in $(cat /proc/cmdline); do case $a in
-    rnic.ip=*) IP=${a#rnic.ip=};; rnic.mtu=*) MTU=${a#rnic.mtu=};; rnic.name=*) NAME=${a#rnic.name=};; esac; done
+    rnic.ip=*) IP=${a#rnic.ip=};; rnic.mtu=*) MTU=${a#rnic.mtu=};; rnic.name=*) NAME=${a#rnic.name=};;
+    rnic.vlan=*) VLAN=${a#rnic.vlan=};; esac; done
 hostname "$NAME"
 while read -r m; do insmod "/lib/modules/$(uname -r)/$m" || echo "RNIC_INSMOD_FAILED $m"; done < /etc/modules.order
 ip link set lo up
 ip link set eth0 mtu "$MTU"
-ip addr add "$IP" dev eth0
 ip link set eth0 up                 # the rxe port state follows the netdev: up before rdma link add
+export RNIC_DEV=eth0                # the tool scripts' netdev (gid.sh)
+if [ -n "$VLAN" ]; then
+    RNIC_DEV=eth0.$VLAN
+    ip link add link eth0 name "$RNIC_DEV" type vlan id "$VLAN" || echo "RNIC_VLAN_FAILED $VLAN"
+    ip link set "$RNIC_DEV" mtu "$MTU"; ip link set "$RNIC_DEV" up
+fi
+ip addr add "$IP" dev "$RNIC_DEV"
 if [ -e /sys/class/net/eth1 ]; then  # the management NIC (qemu user networking), when the run has one
     ip addr add 10.0.2.15/24 dev eth1 && ip link set eth1 up
 fi
 rdma link add rxe0 type rxe netdev eth0 || echo "RNIC_RXE_LINK_ADD_FAILED"
 i=0; while [ $i -lt 50 ]; do grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break; sleep 0.1; i=$((i+1)); done
-echo "=== RNIC_READY name=$NAME ip=$IP mtu=$MTU uptime=$(cut -d' ' -f1 /proc/uptime) ==="
+echo "=== RNIC_READY name=$NAME ip=$IP mtu=$MTU dev=$RNIC_DEV uptime=$(cut -d' ' -f1 /proc/uptime) ==="
 rdma link show
 for g in /sys/class/infiniband/rxe0/ports/1/gids/[0-3]; do
     i=${g##*/}

@@ -27,6 +27,7 @@ fn server(qpn: u32, rq_psn: u32) -> (Device, u32, Pd, Cq) {
         seed: 1,
         first_qpn: qpn,
         active_mtu: 1024,
+        vlan: None,
     });
     let pd = d.alloc_pd();
     let cq = d.create_cq(16);
@@ -131,6 +132,7 @@ fn model_requester_frames_have_rxe_layout() {
         seed: 2,
         first_qpn: 0x11,
         active_mtu: 1024,
+        vlan: None,
     });
     let pd = d.alloc_pd();
     let cq = d.create_cq(16);

@@ -43,7 +43,7 @@ use crate::common::lut::Lut8;
 use rust_hdl::prelude::*;
 use rnic_driver::host::{
     CMD_DATA_WORDS, CMD_ERR_BAD_OP, CMD_ERR_BUSY, CMD_INVALIDATE_MR, CMD_WRITE_CQ, CMD_WRITE_MR, CMD_WRITE_QP,
-    CMD_SET_IPV6, CMD_WRITE_QP_REQ, CMD_WRITE_QP_RESP, CMD_WRITE_RQ, CMD_WRITE_SQ, CQ_DB_BASE, CQ_DB_STRIDE, CSR_ADDR_BITS, DB_BASE,
+    CMD_SET_IPV6, CMD_SET_VLAN, CMD_WRITE_QP_REQ, CMD_WRITE_QP_RESP, CMD_WRITE_RQ, CMD_WRITE_SQ, CQ_DB_BASE, CQ_DB_STRIDE, CSR_ADDR_BITS, DB_BASE,
     DB_RQ, DB_SQ, DB_STRIDE, ID_VALUE, REG_CAPS, REG_CMD, REG_CMD_DATA, REG_CMD_STATUS, REG_COUNTERS, REG_ID, REG_IPV4,
     REG_MAC_HI, REG_MAC_LO, REG_SIZES, REG_VERSION, VERSION_VALUE, REG_ARP_QUERY, REG_ARP_MAC_LO, REG_ARP_MAC_HI,
 };
@@ -62,7 +62,7 @@ pub const DB_KIND_CQ: u64 = 2;
 pub const RESP_OKAY: u64 = 0;
 pub const RESP_SLVERR: u64 = 2;
 /// The table commands the slave passes on (`rnic_driver::host`'s `CMD_*` list).
-pub const COMMAND_OPS: [u8; 9] = [
+pub const COMMAND_OPS: [u8; 10] = [
     CMD_WRITE_MR,
     CMD_INVALIDATE_MR,
     CMD_WRITE_QP,
@@ -72,6 +72,7 @@ pub const COMMAND_OPS: [u8; 9] = [
     CMD_WRITE_RQ,
     CMD_WRITE_CQ,
     CMD_SET_IPV6,
+    CMD_SET_VLAN,
 ];
 
 const _: () = assert!(CSR_ADDR_BITS == 20 && CMD_DATA_WORDS == 16 && COUNTERS == 64);
@@ -1496,7 +1497,7 @@ mod tests {
         tb.run(3);
         assert_eq!(tb.status(), (false, CMD_ERR_BAD_INDEX, 1));
         // ops outside the list: done at once with CMD_ERR_BAD_OP, no cmd_valid
-        for (n, op) in [0u8, 10, 0x80, 0xFF].into_iter().enumerate() {
+        for (n, op) in [0u8, 11, 0x80, 0xFF].into_iter().enumerate() {
             assert_eq!(tb.write(REG_CMD, op as u32 | 0x12_3456 << 8), OKAY);
             assert_eq!(tb.status(), (false, CMD_ERR_BAD_OP, 2 + n as u16), "op {op}");
         }

@@ -11,3 +11,5 @@ pub mod tx_buf;
 pub mod tx_build;
 pub mod tx_icrc;
 pub mod tx_mux;
+pub mod vlan_insert;
+pub mod vlan_strip;

@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use testbench::wire::frame::{
     icmp_echo_reply, parse_ethernet, ArpFrame, Frame, MacAddr, ARP_OP_REPLY, ARP_OP_REQUEST,
-    ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETH_HEADER_LEN, IP_PROTO_TCP, IP_PROTO_UDP,
+    ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, ETH_HEADER_LEN, IP_PROTO_TCP, IP_PROTO_UDP,
     ROCE_V2_UDP_DPORT,
 };
 
@@ -62,6 +62,9 @@ pub struct HostStats {
     pub icmpv6_to_inner: u64,
     /// RoCEv2 frames handed to the inner endpoint.
     pub roce_to_inner: u64,
+    /// 802.1Q-tagged frames handed to the inner endpoint (the port's VLAN is the RNIC's: it takes its VID's
+    /// frames, answers ARP and ND on it, and drops and counts the rest).
+    pub vlan_to_inner: u64,
     /// Frames the inner endpoint sent.
     pub frames_from_inner: u64,
     /// TCP segments to our IP handed to the management stack.
@@ -261,6 +264,11 @@ impl<R: Endpoint> Endpoint for HostStack<R> {
         if !self.mac_for_us(&frame[0..6]) {
             self.stats.ignored += 1;
             return Vec::new();
+        }
+        if u16::from_be_bytes([frame[12], frame[13]]) == ETHERTYPE_VLAN {
+            self.stats.vlan_to_inner += 1;
+            let out = self.inner.on_frame(frame, now_ns);
+            return self.out_of_inner(out);
         }
         if is_roce_v2(frame) {
             self.stats.roce_to_inner += 1;

@@ -971,6 +971,7 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
             // destination QPN shows in the DETH checks
             first_qpn: if opts.conn == Conn::Ud { 0x31 } else { 0x11 },
             active_mtu: if netmtu >= 9000 { 4096 } else { 1024 },
+            vlan: None,
         },
         None,
         super::rtl_ep::INBOUND_GBPS,

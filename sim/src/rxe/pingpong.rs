@@ -139,6 +139,10 @@ pub struct PingpongOpts {
     /// those addresses' GIDs (the exchange itself stays on IPv4). The VM asks our MAC by neighbour
     /// solicitation, answered by the RTL's ND responder (the host stack's for the model).
     pub ipv6: bool,
+    /// On an 802.1Q VLAN with this VID (1..=4094): the VM's address and rxe0 on `eth0.VID`, our port on the
+    /// same VLAN (`CMD_SET_VLAN`), so that every RoCE, ARP and ND frame on the link is tagged. The exchange
+    /// then runs over the VM's second NIC (the link's untagged side has no address). The RTL endpoint only.
+    pub vlan: Option<u16>,
 }
 
 impl Default for PingpongOpts {
@@ -163,6 +167,7 @@ impl Default for PingpongOpts {
             pings: 0,
             conn: Conn::Rc,
             ipv6: false,
+            vlan: None,
         }
     }
 }
@@ -212,6 +217,14 @@ impl PingpongOpts {
             self.conn,
             self.tool()
         );
+        if let Some(v) = self.vlan {
+            ensure!((1..=4094).contains(&v), "--vlan: a VLAN ID is 1..=4094 (0 and 4095 are reserved), not {v}");
+            ensure!(
+                self.endpoint == EndpointKind::Rtl,
+                "--vlan runs with the RTL endpoint (its VLAN Strip and Insert tag and filter every frame, ARP and ND included); not with {:?}",
+                self.endpoint
+            );
+        }
         if self.conn == Conn::Ud {
             let active = self.vm_active_mtu();
             ensure!(
@@ -1251,6 +1264,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     let mut cfg = VmConfig::new("vm", image, super::temp_socket_path("pingpong"), &dir);
     cfg.mtu = vm_mtu;
     cfg.timeout = o.timeout;
+    cfg.vlan = o.vlan;
     let host_cfg = HostConfig {
         mtu: vm_mtu as usize,
         ip6: o.ipv6.then_some(LAB_OUR_IP6),
@@ -1280,6 +1294,7 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
             // destination QPN shows in the DETH checks
             first_qpn: if o.conn == Conn::Ud { 0x31 } else { 0x11 },
             active_mtu: o.mtu.max(256),
+            vlan: o.vlan.map(|tci| testbench::wire::VlanTag { tci }),
         },
         host_cfg.ip6,
         super::rtl_ep::INBOUND_GBPS,
@@ -1288,7 +1303,8 @@ pub fn run_pingpong(o: &PingpongOpts) -> Result<PingpongReport> {
     let host = HostStack::new(host_cfg).with_roce(ep);
     // The exchange: on the link (the lab's TCP stack), or over the VM's second NIC as over a real host's
     // ordinary network (the card's code path: the VM's tool reaches us at 10.0.2.2)
-    let (oob, peer_ip) = if o.endpoint.oob_over_net() {
+    // (on a VLAN the VM's one address is on eth0.VID, so the exchange takes the second NIC too)
+    let (oob, peer_ip) = if o.endpoint.oob_over_net() || o.vlan.is_some() {
         let fwd = super::oob::free_port()?;
         cfg.mgmt_net = Some((fwd, o.port));
         let loopback = |p| std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, p));

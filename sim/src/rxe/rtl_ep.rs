@@ -200,7 +200,7 @@ pub fn counter_names() -> Vec<String> {
     }
     v.push(rx[9].clone());
     assert_eq!(v.len(), 32);
-    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped", "arp_requests", "resp_drop_uc", "cq_overruns", "nd_advertisements", "nd_ignored"] {
+    for n in ["icmp_echo_replies", "icmp_ignored", "icmp_overflow", "arp_ignored", "arp_dropped", "arp_requests", "resp_drop_uc", "cq_overruns", "nd_advertisements", "nd_ignored", "rx_drop_vlan"] {
         v.push(n.into());
     }
     v
@@ -277,6 +277,8 @@ pub struct RtlConfig {
     pub ipv6: Option<std::net::Ipv6Addr>,
     /// The QPN of its first QP (`Driver::set_next_qpn`; the driver's own is 0x11, as rxe's).
     pub first_qpn: u32,
+    /// The port's 802.1Q VLAN tag control information (`CMD_SET_VLAN`), if it is on one.
+    pub vlan: Option<u16>,
 }
 
 impl RtlDevice {
@@ -284,7 +286,7 @@ impl RtlDevice {
     /// from the peer reach its MAC at most at `inbound_gbps` of simulated time (see [`INBOUND_GBPS`]); with
     /// `pcap_dir`, its MAC writes `rnic-tx.pcap` and `rnic-rx.pcap` there.
     pub fn start(mac: [u8; 6], ipv4: u32, inbound_gbps: f64, pcap_dir: Option<std::path::PathBuf>) -> Result<Arc<RtlDevice>> {
-        Self::start_with(RtlConfig { mac, ipv4, inbound_gbps, pcap_dir, board: false, ipv6: None, first_qpn: 0x11 })
+        Self::start_with(RtlConfig { mac, ipv4, inbound_gbps, pcap_dir, board: false, ipv6: None, first_qpn: 0x11, vlan: None })
     }
 
     /// [`RtlDevice::start`] from a configuration (the bare core or the board shell).
@@ -337,6 +339,9 @@ impl RtlDevice {
                         }
                         drv.set_address(c.mac, c.ipv4).map_err(|e| anyhow!("set_address: {e}"))?;
                         drv.set_next_qpn(c.first_qpn);
+                        if c.vlan.is_some() {
+                            drv.set_vlan(c.vlan).map_err(|e| anyhow!("set_vlan: {e}"))?;
+                        }
                         if c.ipv6.is_some() {
                             drv.set_ipv6(c.ipv6).map_err(|e| anyhow!("set_ipv6: {e}"))?;
                         }

@@ -56,6 +56,9 @@ pub struct VmConfig {
     /// the tools' exchange when our side is the card's code path. `Some((host, guest))` forwards
     /// `127.0.0.1:host` here to the VM's `guest` port.
     pub mgmt_net: Option<(u16, u16)>,
+    /// The VM's address and rxe0 on the 802.1Q VLAN device `eth0.VID` instead of eth0 (which then has no
+    /// address): every RoCE, ARP and ND frame of the VM on the link carries that tag.
+    pub vlan: Option<u16>,
 }
 
 /// This host as the VM sees it on the management NIC (qemu user networking maps it to our loopback).
@@ -97,6 +100,7 @@ impl VmConfig {
             memory_mb: 512,
             qmp: None,
             mgmt_net: None,
+            vlan: None,
         }
     }
 
@@ -130,8 +134,12 @@ impl VmConfig {
         c.arg("-kernel").arg(&self.image.kernel);
         c.arg("-initrd").arg(&self.image.initrd);
         c.arg("-append").arg(format!(
-            "console=ttyS0 panic=-1 loglevel=4 rnic.ip={}/{} rnic.mtu={} rnic.name={}",
-            self.ip, self.prefix_len, self.mtu, self.name
+            "console=ttyS0 panic=-1 loglevel=4 rnic.ip={}/{} rnic.mtu={} rnic.name={}{}",
+            self.ip,
+            self.prefix_len,
+            self.mtu,
+            self.name,
+            self.vlan.map_or(String::new(), |v| format!(" rnic.vlan={v}"))
         ));
         c.arg("-netdev").arg(format!(
             "stream,id=n0,server=off,addr.type=unix,addr.path={}",

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::wire::headers::{DEFAULT_PKEY, GSI_QKEY};
 use crate::wire::opcode::Transport;
-use crate::wire::{parse_ethernet, Frame, IpHeader, MacAddr, RoceFrame, RocePacket, WireError};
+use crate::wire::{parse_ethernet, Frame, IpHeader, MacAddr, RoceFrame, RocePacket, VlanTag, WireError};
 
 use super::completer;
 use super::memory::HostMemory;
@@ -31,6 +31,9 @@ pub struct DeviceConfig {
     pub first_qpn: u32,
     /// Port active MTU, used by UD (rxe: largest IB MTU <= netdev MTU - 80).
     pub active_mtu: u32,
+    /// The port's 802.1Q VLAN (rxe on a VLAN netdev `eth0.VID`): every frame sent carries this tag, and only
+    /// frames tagged with its VID are taken. `None`: untagged, and priority-tagged (VID 0) frames taken too.
+    pub vlan: Option<VlanTag>,
 }
 
 impl DeviceConfig {
@@ -42,6 +45,7 @@ impl DeviceConfig {
             seed: u64::from(last),
             first_qpn: 0x11,
             active_mtu: 4096,
+            vlan: None,
         }
     }
 }
@@ -52,6 +56,9 @@ impl DeviceConfig {
 pub enum DropReason {
     /// Not RoCEv2 (ARP, other ethertype, other UDP port).
     NotRoce,
+    /// Tagged for a VLAN other than the port's, or untagged while the port is on one (the kernel gives rxe
+    /// only its netdev's frames).
+    OtherVlan,
     /// Shorter than its headers say.
     Truncated,
     /// Does not parse (bad IP checksum, unknown opcode, bad lengths, fragment, ...).
@@ -222,6 +229,7 @@ impl Ctx {
             (IpAddr::V4(s), IpAddr::V4(d)) => RoceFrame::ipv4(smac, av.dmac, s, d, sport, packet),
             (s, d) => RoceFrame::ipv6(smac, av.dmac, to_v6(s), to_v6(d), sport, packet),
         };
+        f.eth.vlan = self.config.vlan;
         match &mut f.ip {
             IpHeader::V4(h) => {
                 h.ttl = av.hop_limit;
@@ -769,6 +777,11 @@ impl Device {
             Err(WireError::NotRoce(_)) => return self.ctx.drop(DropReason::NotRoce),
             Err(_) => return self.ctx.drop(DropReason::Malformed),
         };
+        // the kernel hands rxe only the frames of its netdev's VLAN (untagged or VID 0 for the real device)
+        let vid = |v: Option<VlanTag>| v.map_or(0, |t| t.vid());
+        if vid(f.eth.vlan) != vid(self.ctx.config.vlan) || (f.eth.vlan.is_none() && self.ctx.config.vlan.is_some()) {
+            return self.ctx.drop(DropReason::OtherVlan);
+        }
         // rxe_chk_dgid: the destination must be one of our GIDs.
         if !same_ip(f.ip.dst(), self.ctx.config.ip) {
             return self.ctx.drop(DropReason::NotLocalAddr);
