@@ -57,6 +57,8 @@ fn table() -> Vec<Entry> {
         ("arp_responder", || rtl::verilog_of(&mut rtl::wire::arp::ArpResponder::default()), Some(6)),
         ("icmp_echo", || rtl::verilog_of(&mut rtl::wire::icmp::IcmpEcho::default()), Some(6)),
         ("nd_responder", || rtl::verilog_of(&mut rtl::wire::ndp::NdResponder::default()), Some(6)),
+        ("vlan_strip", || rtl::verilog_of(&mut rtl::wire::vlan_strip::VlanStrip::default()), Some(6)),
+        ("vlan_insert", || rtl::verilog_of(&mut rtl::wire::vlan_insert::VlanInsert::default()), Some(6)),
         ("responder", || rtl::transport::responder::verilog(), Some(6)),
         // the Responder's stage blocks (their depth is measured in the Responder's gate)
         ("resp_recv_queue", || rtl::verilog_of(&mut rtl::transport::responder::recv_queue::RecvQueue::default()), Some(6)),

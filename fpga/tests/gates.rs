@@ -258,6 +258,16 @@ fn gate_nd_responder() {
 }
 
 #[test]
+fn gate_vlan_strip() {
+    gate("vlan_strip");
+}
+
+#[test]
+fn gate_vlan_insert() {
+    gate("vlan_insert");
+}
+
+#[test]
 fn gate_2_responder() {
     gate("responder");
 }

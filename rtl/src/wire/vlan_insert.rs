@@ -36,6 +36,7 @@ pub struct VlanInsert {
     extra: DFF<Bit>,
     tag_now: Signal<Local, Bit>,
     /// the tag as lanes 12..15 hold it
+    tag32: Signal<Local, Bits<32>>,
     tag_w: Signal<Local, Bits<512>>,
     k_tpid: Constant<Bits<32>>,
     k_keep16: Constant<Bits<64>>,
@@ -55,6 +56,7 @@ impl Default for VlanInsert {
             carry_k: Default::default(),
             extra: Default::default(),
             tag_now: Default::default(),
+            tag32: Default::default(),
             tag_w: Default::default(),
             k_tpid: Constant::new(bits::<32>(ETHERTYPE_VLAN.swap_bytes() as u64)),
             k_keep16: Constant::new(bits::<64>(0xFFFF)),
@@ -70,11 +72,10 @@ impl Logic for VlanInsert {
         if self.in_frame.q.val() {
             self.tag_now.next = self.f_on.q.val();
         }
-        self.tag_w.next = bit_cast::<512, 32>(
-            self.k_tpid.val()
-                | (bit_cast::<32, 8>(self.tci.val().get_bits::<8>(8)) << 16)
-                | (bit_cast::<32, 8>(self.tci.val().get_bits::<8>(0)) << 24),
-        ) << 96;
+        self.tag32.next = self.k_tpid.val()
+            | (bit_cast::<32, 8>(self.tci.val().get_bits::<8>(8)) << 16)
+            | (bit_cast::<32, 8>(self.tci.val().get_bits::<8>(0)) << 24);
+        self.tag_w.next = bit_cast::<512, 32>(self.tag32.val()) << 96;
         self.m_axis.tdata.next = self.s_axis.tdata.val();
         self.m_axis.tkeep.next = self.s_axis.tkeep.val();
         self.m_axis.tlast.next = self.s_axis.tlast.val();

@@ -21,6 +21,7 @@ use rust_hdl::prelude::*;
 use testbench::wire::frame::{ETHERTYPE_VLAN, ETH_HEADER_LEN, VLAN_TAG_LEN};
 
 use crate::common::axis::{AxisSink, AxisSource};
+use crate::common::counter::EventCounter;
 
 /// Lane of the TPID (the untagged frame's ethertype lane).
 const TPID_LANE: usize = ETH_HEADER_LEN - 2;
@@ -61,7 +62,7 @@ pub struct VlanStrip {
     o_l: DFF<Bit>,
     o_err: DFF<Bit>,
     o_v: DFF<Bit>,
-    n_drop: DFF<Bits<32>>,
+    n_drop: EventCounter,
 
     has_tag: Signal<Local, Bit>,
     vid_ours: Signal<Local, Bit>,
@@ -136,8 +137,10 @@ impl Logic for VlanStrip {
     fn update(&mut self) {
         dff_setup!(
             self, clock, in_frame, f_strip, f_drop, r_d, r_k, r_l, r_err, r_v, r_first, r_strip, o_d, o_k, o_l, o_err,
-            o_v, n_drop
+            o_v
         );
+        self.n_drop.clock.next = self.clock.val();
+        self.n_drop.inc.next = false;
         self.s_axis.tready.next = true;
         // ---- the input beat's class, were it a first beat: TPID in lanes 12..13, VID in lanes 14 (low
         // nibble) and 15
@@ -159,9 +162,7 @@ impl Logic for VlanStrip {
             if !self.in_frame.q.val() {
                 self.f_strip.d.next = self.strip_now.val();
                 self.f_drop.d.next = self.drop_now.val();
-                if self.drop_now.val() {
-                    self.n_drop.d.next = self.n_drop.q.val() + 1;
-                }
+                self.n_drop.inc.next = self.drop_now.val();
             }
         }
 
@@ -219,7 +220,7 @@ impl Logic for VlanStrip {
         self.m_axis.tlast.next = self.o_l.q.val();
         self.m_axis.tvalid.next = self.o_v.q.val();
         self.m_err.next = self.o_err.q.val() & self.o_l.q.val();
-        self.dropped.next = self.n_drop.q.val();
+        self.dropped.next = self.n_drop.value.val();
     }
 }
 
