@@ -168,8 +168,8 @@ enum Cmd {
         /// and both tools use those addresses' GIDs; the VM finds our MAC by neighbour solicitation.
         #[arg(long)]
         ipv6: bool,
-        /// On an 802.1Q VLAN with this ID (the pingpong tools, RTL endpoint): the VM's address and rxe on
-        /// eth0.VID, our port on the same VLAN; every RoCE, ARP and ND frame on the link is tagged.
+        /// On an 802.1Q VLAN with this ID (the pingpong tools, RTL endpoint): the VM's address on eth0.VID
+        /// (rxe on eth0 takes its GIDs from there), our port on the same VLAN; every RoCE, ARP and ND frame on the link is tagged.
         #[arg(long)]
         vlan: Option<u16>,
     },

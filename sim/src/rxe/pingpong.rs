@@ -139,8 +139,8 @@ pub struct PingpongOpts {
     /// those addresses' GIDs (the exchange itself stays on IPv4). The VM asks our MAC by neighbour
     /// solicitation, answered by the RTL's ND responder (the host stack's for the model).
     pub ipv6: bool,
-    /// On an 802.1Q VLAN with this VID (1..=4094): the VM's address and rxe0 on `eth0.VID`, our port on the
-    /// same VLAN (`CMD_SET_VLAN`), so that every RoCE, ARP and ND frame on the link is tagged. The exchange
+    /// On an 802.1Q VLAN with this VID (1..=4094): the VM's addresses on `eth0.VID` (rxe0 on eth0 takes its
+    /// GIDs from there: rxe refuses a VLAN netdev), our port on the same VLAN (`CMD_SET_VLAN`), so that every RoCE, ARP and ND frame on the link is tagged. The exchange
     /// then runs over the VM's second NIC (the link's untagged side has no address). The RTL endpoint only.
     pub vlan: Option<u16>,
 }

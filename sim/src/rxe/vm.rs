@@ -56,8 +56,8 @@ pub struct VmConfig {
     /// the tools' exchange when our side is the card's code path. `Some((host, guest))` forwards
     /// `127.0.0.1:host` here to the VM's `guest` port.
     pub mgmt_net: Option<(u16, u16)>,
-    /// The VM's address and rxe0 on the 802.1Q VLAN device `eth0.VID` instead of eth0 (which then has no
-    /// address): every RoCE, ARP and ND frame of the VM on the link carries that tag.
+    /// The VM's address on the 802.1Q VLAN device `eth0.VID` instead of eth0 (which then has none; rxe0 stays
+    /// on eth0 and takes its GIDs from the VLAN device): every RoCE, ARP and ND frame of the VM carries the tag.
     pub vlan: Option<u16>,
 }
 
