@@ -102,7 +102,7 @@ use testbench::wire::frame::{
 };
 use testbench::wire::headers::{AethKind, NakCode, AETH_ACK_UNLIMITED};
 use testbench::wire::opcode::{self, *};
-use testbench::wire::{parse_ethernet, Bth, ExtHeader, Frame, Reth, RoceFrame, RocePacket};
+use testbench::wire::{parse_ethernet, port_vlan_view, Bth, ExtHeader, Frame, Reth, RoceFrame, RocePacket};
 
 /// Cycles without any movement at a port after which the RNIC counts as quiet.
 pub const QUIET: u64 = 1_000;
@@ -385,6 +385,8 @@ fn responder_info() -> &'static [u64] {
 /// Where a frame RX Parse passed goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Fate {
+    /// VLAN Strip drops it (a tag of another VLAN: `rx_drop_vlan`).
+    Vlan,
     /// RX Parse drops it (reason 1..=7).
     Dropped(u8),
     /// A response opcode (READ RESPONSE FIRST .. ATOMIC ACKNOWLEDGE): the Completer (its counters are not in
@@ -1147,9 +1149,11 @@ impl Gen {
                 f
             }
             7 => {
-                // tagged with 802.1Q: not answered
+                // tagged with 802.1Q: a priority tag (VID 0) is removed by VLAN Strip and the request answered
+                // untagged; any other VID is dropped by VLAN Strip (the port is on no VLAN)
                 let mut f = ArpFrame::request(sha, spa, for_us).build();
-                f.splice(12..12, [0x81, 0x00, 0x00, self.rng.gen()]);
+                let vid = if self.rng.gen_bool(0.5) { 0 } else { self.rng.gen_range(1..0xFFF) };
+                f.splice(12..12, [0x81, 0x00, (vid >> 8) as u8 | self.rng.gen::<u8>() & 0xF0, vid as u8]);
                 f
             }
             8 => {
@@ -1330,6 +1334,7 @@ impl fmt::Display for FuzzReport {
 fn fate_name(f: Fate) -> String {
     const R: [&str; 8] = ["", "not_ip", "not_roce_udp", "not_for_us", "bad_length", "bad_opcode", "bad_tver", "bad_icrc"];
     match f {
+        Fate::Vlan => "drop vlan".into(),
         Fate::Dropped(r) => format!("drop {}", R[r as usize]),
         Fate::Completer => "completer".into(),
         Fate::Malformed => "malformed".into(),
@@ -1384,6 +1389,9 @@ struct ChunkPrediction {
     /// Frames sent past flow control by the overflow probe (all [`FLOOD_REASON`] by the reference, counted
     /// in `rx[FLOOD_REASON]`).
     flood: u64,
+    /// Frames VLAN Strip drops before RX Parse and the responders (`rx_drop_vlan`; the port is on no VLAN, so
+    /// a tag of any VID but 0), by the golden port filter.
+    vlan_dropped: u64,
 }
 
 /// The run's fixed facts.
@@ -1656,31 +1664,43 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         let probe_here = !paced && chunk % PROBE_EVERY == 1 && n >= 2 * (PROBE_FLOOD + PROBE_WAITING + 1);
         let mut probe: VecDeque<(Kind, Vec<u8>)> = if probe_here { gen.stall_and_flood().into() } else { VecDeque::new() };
         for _ in 0..n {
-            let (kind, f, v) = match probe.pop_front() {
+            // each frame as RX Parse and the responders see it: through VLAN Strip (the golden port filter, the
+            // port on no VLAN), or dropped there
+            let (kind, f, seen) = match probe.pop_front() {
                 Some((kind, f)) => {
-                    let v = predict_rx(&f, OUR_IP);
-                    (kind, f, v)
+                    let seen = port_vlan_view(&f, None).map(|x| (predict_rx(&x, OUR_IP), x));
+                    (kind, f, seen)
                 }
                 None => loop {
                     let kind = gen.kind();
                     let f = gen.frame(kind);
-                    let v = predict_rx(&f, OUR_IP);
-                    if !(o.skip_truncated && v.reason != v.before_fix) {
-                        break (kind, f, v);
+                    let seen = port_vlan_view(&f, None).map(|x| (predict_rx(&x, OUR_IP), x));
+                    if !(o.skip_truncated && seen.as_ref().is_some_and(|(v, _)| v.reason != v.before_fix)) {
+                        break (kind, f, seen);
                     }
                     rep.skipped_truncated += 1;
                 },
+            };
+            let Some((v, seen)) = seen else {
+                // dropped by VLAN Strip: it takes nothing of RX Parse's room and reaches no responder
+                pred.vlan_dropped += 1;
+                let ks = rep.kinds.entry(kind).or_default();
+                ks.frames += 1;
+                *ks.fates.entry(Fate::Vlan).or_default() += 1;
+                r.sys.borrow_mut().inject(f.clone());
+                frames.push(f);
+                continue;
             };
             // onto the link only when RX Parse is sure to take it (no overflow drop: exact accounting); the
             // probe's flood goes past flow control, then every frame sent must be counted before the next
             if kind == Kind::Flood {
                 assert_eq!(v.reason as usize, FLOOD_REASON, "a flood frame RX Parse would not drop as not for us");
                 pred.flood += 1;
-            } else if let Err(e) = credits.wait_for_room(&mut r, &f) {
+            } else if let Err(e) = credits.wait_for_room(&mut r, &seen) {
                 no_room = Some(e);
                 break;
             }
-            credits.sent(&f);
+            credits.sent(&seen);
             let fate = responder_fate(&v, &live, peer_ip);
             let ks = rep.kinds.entry(kind).or_default();
             ks.frames += 1;
@@ -1693,16 +1713,16 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
                 Fate::Malformed => pred.malformed += 1,
                 Fate::Lookup => pred.lookup += 1,
                 Fate::Responder => pred.responder += 1,
-                Fate::Dropped(_) => {}
+                Fate::Dropped(_) | Fate::Vlan => {}
             }
-            if arp_request_for_us(&f) {
-                pred.arp_for_us.push(f.clone());
+            if arp_request_for_us(&seen) {
+                pred.arp_for_us.push(seen.clone());
             } else {
-                pred.arp_ignored += u64::from(arp_frame(&f));
+                pred.arp_ignored += u64::from(arp_frame(&seen));
             }
-            match icmp_echo_reply(&f, MacAddr(OUR_MAC), Ipv4Addr::from(OUR_IP)) {
+            match icmp_echo_reply(&seen, MacAddr(OUR_MAC), Ipv4Addr::from(OUR_IP)) {
                 Some(reply) => pred.icmp_replies.push(reply),
-                None => pred.icmp_ignored += u64::from(icmp_to_us(&f)),
+                None => pred.icmp_ignored += u64::from(icmp_to_us(&seen)),
             }
             r.sys.borrow_mut().inject(f.clone());
             frames.push(f);
@@ -1748,7 +1768,7 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
         // ---- everything accounted for (a quiet RNIC with frames inside it is hung)
         let mut after = Counters::read(&mut r).map_err(anyhow::Error::msg)?;
         let rx_names = crate::rxe::rtl_ep::rx_counter_names();
-        let sum = |c: &Counters, b: &Counters| rx_names.iter().map(|x| c.delta(b, x)).sum::<u64>();
+        let sum = |c: &Counters, b: &Counters| rx_names.iter().map(|x| c.delta(b, x)).sum::<u64>() + c.delta(b, "rx_drop_vlan");
         if sum(&after, &before) != n as u64 {
             r.sys.borrow_mut().run_until(200_000, |_| false);
             after = Counters::read(&mut r).map_err(anyhow::Error::msg)?;
@@ -1780,8 +1800,10 @@ pub fn run(o: &FuzzOpts, progress: &mut dyn FnMut(u64)) -> anyhow::Result<FuzzRe
             rep.problems.extend(problems.into_iter().map(|p| format!("{tag}, {}: {p}", if paced { "paced" } else { "link rate" })));
             // suspects: the frames RX Parse's cut-frame rule decides (a regression of commit 4cf028e shows here)
             let sus = |i: usize, desync: bool| {
-                let v = predict_rx(&frames[i], OUR_IP);
-                v.reason != v.before_fix && (v.desync == desync)
+                port_vlan_view(&frames[i], None).is_some_and(|x| {
+                    let v = predict_rx(&x, OUR_IP);
+                    v.reason != v.before_fix && (v.desync == desync)
+                })
             };
             for (what, desync) in [
                 ("more payload beats than it wrote for them (desync)", true),
@@ -1927,7 +1949,9 @@ fn check_memory(r: &Rig, shadow: &HostMemory, writable: &[(u64, u64)], problems:
 ///    = `resp_class_c_naks`, READ RESPONSE = `resp_read_responses`, ARP replies = `arp_answered` = the
 ///    chunk's ARP requests for our IP, reply k the golden reply to request k (flow control keeps the ARP
 ///    responder's reply FIFO from filling: `arp_dropped` stays 0), and `arp_ignored` = the chunk's other ARP
-///    frames, untagged or with one 802.1Q tag.
+///    frames, untagged or with one 802.1Q tag. Every frame is seen as VLAN Strip passes it (the golden port
+///    filter, the port on no VLAN: a priority tag removed); the frames it drops are `rx_drop_vlan`, and with
+///    RX Parse's counters they account for every frame in.
 #[allow(clippy::too_many_arguments)]
 fn check_chunk(
     n: u64,
@@ -1943,11 +1967,14 @@ fn check_chunk(
     let d = |name: &str| after.delta(before, name);
     let names = crate::rxe::rtl_ep::rx_counter_names();
     let rx: Vec<u64> = names.iter().map(|x| d(x)).collect();
-    let total: u64 = rx.iter().sum();
+    let total: u64 = rx.iter().sum::<u64>() + d("rx_drop_vlan");
     if total != n {
         problems.push(format!(
-            "{n} frames in, RX Parse accounts for {total} (hang: frames stuck inside): counters {:?}, reference {:?}",
-            rx, p.rx
+            "{n} frames in, VLAN Strip and RX Parse account for {total} (hang: frames stuck inside): counters {:?} and {} VLAN drops, reference {:?} and {}",
+            rx,
+            d("rx_drop_vlan"),
+            p.rx,
+            p.vlan_dropped
         ));
         return false;
     }
@@ -1958,6 +1985,7 @@ fn check_chunk(
     };
     // the CQs have room for every receive posted: a completion not written (CQ overrun) is a fault
     cmp("cq_overruns", d("cq_overruns"), 0, problems);
+    cmp("rx_drop_vlan", d("rx_drop_vlan"), p.vlan_dropped, problems);
     // only the overflow probe's flood may find no room, and every flood frame is not for us
     let mut want = p.rx;
     if rx[8] > p.flood {

@@ -124,6 +124,7 @@ fn fuzz(frames: u64, seed: u64) {
         "resp_drop_qp_error",
         "resp_acks",
         "resp_read_responses",
+        "rx_drop_vlan",
     ] {
         assert!(c(n) > 0, "counter {n} never moved");
     }

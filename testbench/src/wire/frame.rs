@@ -954,6 +954,20 @@ impl Frame {
     }
 }
 
+/// What a port on 802.1Q VLAN `vid` (or on none) takes of a frame, as Linux's `eth0.VID` (or `eth0`) does
+/// and as the RNIC's VLAN Strip does: the frame without its tag, or `None` when it is not the port's (another
+/// VID, or untagged while the port is on a VLAN). Off a VLAN an untagged frame is taken as it is and a
+/// priority-tagged one (VID 0) loses its tag. A frame counts as tagged when it holds the whole tag (16 bytes)
+/// and its ethertype is [`ETHERTYPE_VLAN`]; one tag is looked at.
+pub fn port_vlan_view(f: &[u8], vid: Option<u16>) -> Option<Vec<u8>> {
+    let tagged = f.len() >= ETH_HEADER_LEN + 2 && f[12..14] == ETHERTYPE_VLAN.to_be_bytes();
+    if !tagged {
+        return vid.is_none().then(|| f.to_vec());
+    }
+    let tag_vid = u16::from_be_bytes([f[14], f[15]]) & 0x0FFF;
+    (tag_vid == vid.unwrap_or(0)).then(|| [&f[..12], &f[12 + VLAN_TAG_LEN..]].concat())
+}
+
 /// Classify and parse an Ethernet frame (no FCS). UDP to port 4791 over IPv4 or IPv6 is RoCEv2 and must parse
 /// as such (its errors are returned); Ethernet/IPv4 ARP is [`Frame::Arp`]; everything else is
 /// [`Frame::Other`]. Errors: a truncated Ethernet header, an IP datagram shorter than its IP length field, a
@@ -1076,5 +1090,32 @@ mod icmp_tests {
             assert!(icmp_echo_reply(&bad, me, my_ip).is_none(), "byte {at}");
         }
         assert!(icmp_echo_reply(&req[..req.len() - 1], me, my_ip).is_none());
+    }
+}
+
+#[cfg(test)]
+mod vlan_tests {
+    use super::*;
+
+    /// The port's VLAN filter: ours stripped, others and untagged (on a VLAN) refused, priority tags (off a
+    /// VLAN) stripped, a frame too short to hold the tag taken as untagged.
+    #[test]
+    fn port_vlan_view_takes_the_ports_frames_only() {
+        let eth = |vlan: Option<u16>| {
+            let mut f = Vec::new();
+            Ethernet { dst: MacAddr([2; 6]), src: MacAddr([4; 6]), vlan: vlan.map(|tci| VlanTag { tci }) }
+                .build(ETHERTYPE_IPV4, &mut f);
+            f.extend_from_slice(&[9; 30]);
+            f
+        };
+        let plain = eth(None);
+        assert_eq!(port_vlan_view(&plain, None), Some(plain.clone()));
+        assert_eq!(port_vlan_view(&plain, Some(100)), None);
+        assert_eq!(port_vlan_view(&eth(Some(0xA000 | 100)), Some(100)), Some(plain.clone()));
+        assert_eq!(port_vlan_view(&eth(Some(101)), Some(100)), None);
+        assert_eq!(port_vlan_view(&eth(Some(0xE000)), None), Some(plain.clone()), "priority tag");
+        assert_eq!(port_vlan_view(&eth(Some(5)), None), None);
+        let short = [&plain[..12], &[0x81, 0x00, 0x00][..]].concat();
+        assert_eq!(port_vlan_view(&short, None), Some(short.clone()), "no whole tag: untagged");
     }
 }

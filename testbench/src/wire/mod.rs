@@ -23,7 +23,7 @@ pub mod samples;
 
 pub use error::WireError;
 pub use frame::{
-    check_icrc, icrc, parse_ethernet, ArpFrame, ArpPacket, Ethernet, Frame, IcrcCheck, IpHeader, IpSummary, Ipv4Header,
+    check_icrc, icrc, parse_ethernet, port_vlan_view, ArpFrame, ArpPacket, Ethernet, Frame, IcrcCheck, IpHeader, IpSummary, Ipv4Header,
     Ipv6Header, MacAddr, OtherFrame, RoceFrame, UdpHeader, VlanTag,
 };
 pub use headers::{
