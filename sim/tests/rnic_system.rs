@@ -1044,39 +1044,20 @@ fn rc_and_ud_over_ipv6_both_ways() {
     let peer_av = r.sys.borrow().peer.av_to_me();
     assert_eq!(peer_av.dip, IpAddr::V6(peer6));
     // ours -> peer: WRITE 3000 (3 packets), SEND 100, READ 2500, FETCH_ADD, UD SEND 500
-    {
-        let mut s = r.sys.borrow_mut();
-        s.peer.post_recv(peer_qpn, RecvWr { wr_id: 40, sg_list: vec![Sge { addr: r.peer_buf + 0x4_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
-        s.peer.post_recv(peer_uqpn, RecvWr { wr_id: 41, sg_list: vec![Sge { addr: r.peer_buf + 0x5_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
-        s.peer.mem_mut().write_u64(r.peer_buf + 0x6_0000, 1000).unwrap();
-    }
-    let mut w = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.src, length: 3000, lkey: r.lkey }]);
-    (w.remote_addr, w.rkey) = (r.peer_buf + 8, r.peer_rkey);
-    let sig = |mut w: SendWr| {
-        w.flags.signaled = true;
-        w
-    };
-    r.drv.post_send(r.qpn, &sig(w)).unwrap();
-    r.drv.post_send(r.qpn, &sig(SendWr::new(2, WrOpcode::Send, vec![Sge { addr: r.src + 0x1_0000, length: 100, lkey: r.lkey }]))).unwrap();
-    let mut rd = SendWr::new(3, WrOpcode::RdmaRead, vec![Sge { addr: r.src + 0x8_0000, length: 2500, lkey: r.lkey }]);
-    (rd.remote_addr, rd.rkey) = (r.peer_buf + 0x2_0000, r.peer_rkey);
-    r.drv.post_send(r.qpn, &sig(rd)).unwrap();
-    r.drv.post_send(r.qpn, &sig(atomic_wr(4, WrOpcode::AtomicFetchAndAdd, (r.src + 0x9_0000, r.lkey), (r.peer_buf + 0x6_0000, r.peer_rkey), [5, 0, 0, 0]))).unwrap();
+    r.sys.borrow_mut().peer.post_recv(peer_uqpn, RecvWr { wr_id: 41, sg_list: vec![Sge { addr: r.peer_buf + 0x5_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
+    post_rc_four(&mut r);
     let mut u = SendWr::new(5, WrOpcode::Send, vec![Sge { addr: r.src + 0x2_0000, length: 500, lkey: r.lkey }]);
     u.ud = Some(UdDest { av: peer_av, remote_qpn: peer_uqpn, remote_qkey: sim::system::UD_QKEY });
-    r.drv.post_send(uqpn, &sig(u)).unwrap();
+    u.flags.signaled = true;
+    r.drv.post_send(uqpn, &u).unwrap();
     let wcs = r.our_completions(5, 1_000_000);
     let mut ids: Vec<(u64, WcStatus)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
     ids.sort();
     assert_eq!(ids, vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success), (4, WcStatus::Success), (5, WcStatus::Success)], "{wcs:?}");
     let peer_wcs = r.wait_peer_completions(2, 400_000);
     {
+        check_rc_four(&r, "over IPv6");
         let s = r.sys.borrow();
-        assert!(s.peer.mem().read(r.peer_buf + 8, 3000).unwrap() == r.src_bytes(0, 3000), "WRITE over IPv6");
-        assert!(s.peer.mem().read(r.peer_buf + 0x4_0000, 100).unwrap() == r.src_bytes(0x1_0000, 100), "SEND over IPv6");
-        assert!(s.peer.mem().read(r.peer_buf + 0x2_0000, 2500).unwrap() == r.src_bytes(0x8_0000, 2500), "READ over IPv6");
-        assert_eq!(r.src_bytes(0x9_0000, 8), 1000u64.to_le_bytes(), "FETCH_ADD's original value");
-        assert_eq!(s.peer.mem().read_u64(r.peer_buf + 0x6_0000).unwrap(), 1005);
         let got: Vec<(u64, u32, u32)> = peer_wcs.iter().map(|w| (w.wr_id, w.byte_len, w.src_qp)).collect();
         assert_eq!(got, vec![(40, 100, 0), (41, 540, uqpn)], "{peer_wcs:?}");
         // the UD receive: the IPv6 header of our datagram as it went, then the payload
@@ -1156,6 +1137,39 @@ fn rc_and_ud_over_ipv6_both_ways() {
     assert_eq!((r.counter("nd_advertisements"), r.counter("nd_ignored")), (1, 1));
 }
 
+/// Four RC requests of ours to the golden peer, each signaled: WRITE 3000 bytes (several packets) as wr 1,
+/// SEND 100 (into the peer's receive 40, posted here) as 2, READ 2500 as 3, FETCH_ADD 5 (to 1000, set here) as 4.
+fn post_rc_four(r: &mut sim::system::Rig) {
+    {
+        let mut s = r.sys.borrow_mut();
+        s.peer.post_recv(r.peer_qpn, RecvWr { wr_id: 40, sg_list: vec![Sge { addr: r.peer_buf + 0x4_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
+        s.peer.mem_mut().write_u64(r.peer_buf + 0x6_0000, 1000).unwrap();
+    }
+    let sig = |mut w: SendWr| {
+        w.flags.signaled = true;
+        w
+    };
+    let mut w = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.src, length: 3000, lkey: r.lkey }]);
+    (w.remote_addr, w.rkey) = (r.peer_buf + 8, r.peer_rkey);
+    r.drv.post_send(r.qpn, &sig(w)).unwrap();
+    r.drv.post_send(r.qpn, &sig(SendWr::new(2, WrOpcode::Send, vec![Sge { addr: r.src + 0x1_0000, length: 100, lkey: r.lkey }]))).unwrap();
+    let mut rd = SendWr::new(3, WrOpcode::RdmaRead, vec![Sge { addr: r.src + 0x8_0000, length: 2500, lkey: r.lkey }]);
+    (rd.remote_addr, rd.rkey) = (r.peer_buf + 0x2_0000, r.peer_rkey);
+    r.drv.post_send(r.qpn, &sig(rd)).unwrap();
+    r.drv.post_send(r.qpn, &sig(atomic_wr(4, WrOpcode::AtomicFetchAndAdd, (r.src + 0x9_0000, r.lkey), (r.peer_buf + 0x6_0000, r.peer_rkey), [5, 0, 0, 0]))).unwrap();
+}
+
+/// What [`post_rc_four`]'s requests did, once complete: the WRITE's and SEND's bytes at the peer, the READ's
+/// here, the FETCH_ADD's original value here and its sum there.
+fn check_rc_four(r: &sim::system::Rig, how: &str) {
+    let s = r.sys.borrow();
+    assert!(s.peer.mem().read(r.peer_buf + 8, 3000).unwrap() == r.src_bytes(0, 3000), "WRITE {how}");
+    assert!(s.peer.mem().read(r.peer_buf + 0x4_0000, 100).unwrap() == r.src_bytes(0x1_0000, 100), "SEND {how}");
+    assert!(s.peer.mem().read(r.peer_buf + 0x2_0000, 2500).unwrap() == r.src_bytes(0x8_0000, 2500), "READ {how}");
+    assert_eq!(r.src_bytes(0x9_0000, 8), 1000u64.to_le_bytes(), "FETCH_ADD's original value {how}");
+    assert_eq!(s.peer.mem().read_u64(r.peer_buf + 0x6_0000).unwrap(), 1005, "FETCH_ADD {how}");
+}
+
 /// On an 802.1Q VLAN (VID 100, PCP 5): our port (`CMD_SET_VLAN`) and the golden peer (as rxe on `eth0.100`).
 /// RC WRITE (3 packets), SEND, READ and FETCH_ADD ours -> peer, WRITE and SEND peer -> ours, with their ACKs and
 /// responses: every RoCE frame both ways carries the tag, and the peer drops nothing. Then frames off our VLAN
@@ -1170,34 +1184,11 @@ fn rc_on_a_vlan_both_ways_and_other_vlans_dropped() {
     let dir = std::env::temp_dir().join(format!("rnic-system-vlan-{}", std::process::id()));
     let mut r = sim::system::rig_vlan(1024, &dir, TCI);
     let peer_qpn = r.peer_qpn;
-    let sig = |mut w: SendWr| {
-        w.flags.signaled = true;
-        w
-    };
-    {
-        let mut s = r.sys.borrow_mut();
-        s.peer.post_recv(peer_qpn, RecvWr { wr_id: 40, sg_list: vec![Sge { addr: r.peer_buf + 0x4_0000, length: 4096, lkey: r.peer_rkey }] }).unwrap();
-        s.peer.mem_mut().write_u64(r.peer_buf + 0x6_0000, 1000).unwrap();
-    }
-    let mut w = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.src, length: 3000, lkey: r.lkey }]);
-    (w.remote_addr, w.rkey) = (r.peer_buf + 8, r.peer_rkey);
-    r.drv.post_send(r.qpn, &sig(w)).unwrap();
-    r.drv.post_send(r.qpn, &sig(SendWr::new(2, WrOpcode::Send, vec![Sge { addr: r.src + 0x1_0000, length: 100, lkey: r.lkey }]))).unwrap();
-    let mut rd = SendWr::new(3, WrOpcode::RdmaRead, vec![Sge { addr: r.src + 0x8_0000, length: 2500, lkey: r.lkey }]);
-    (rd.remote_addr, rd.rkey) = (r.peer_buf + 0x2_0000, r.peer_rkey);
-    r.drv.post_send(r.qpn, &sig(rd)).unwrap();
-    r.drv.post_send(r.qpn, &sig(atomic_wr(4, WrOpcode::AtomicFetchAndAdd, (r.src + 0x9_0000, r.lkey), (r.peer_buf + 0x6_0000, r.peer_rkey), [5, 0, 0, 0]))).unwrap();
+    post_rc_four(&mut r);
     let wcs = r.our_completions(4, 1_000_000);
     assert!(wcs.len() == 4 && wcs.iter().all(|w| w.status == WcStatus::Success), "{wcs:?}");
     r.wait_peer_completions(1, 400_000);
-    {
-        let s = r.sys.borrow();
-        assert!(s.peer.mem().read(r.peer_buf + 8, 3000).unwrap() == r.src_bytes(0, 3000), "WRITE on the VLAN");
-        assert!(s.peer.mem().read(r.peer_buf + 0x4_0000, 100).unwrap() == r.src_bytes(0x1_0000, 100), "SEND on the VLAN");
-        assert!(s.peer.mem().read(r.peer_buf + 0x2_0000, 2500).unwrap() == r.src_bytes(0x8_0000, 2500), "READ on the VLAN");
-        assert_eq!(r.src_bytes(0x9_0000, 8), 1000u64.to_le_bytes(), "FETCH_ADD's original value");
-        assert_eq!(s.peer.mem().read_u64(r.peer_buf + 0x6_0000).unwrap(), 1005);
-    }
+    check_rc_four(&r, "on the VLAN");
     // peer -> ours: WRITE 2000, SEND 300
     let rbuf = r.src + (1 << 20);
     r.drv.post_recv(r.qpn, &RecvWr { wr_id: 700, sg_list: vec![Sge { addr: rbuf, length: 4096, lkey: r.lkey }] }).unwrap();

@@ -49,6 +49,14 @@ pub fn beat_of(bytes: &[u8]) -> (Bits<512>, Bits<64>) {
     (data, keep_bits(keep))
 }
 
+/// The bytes of a beat (the inverse of [`beat_of`]); panics unless `tkeep` is contiguous from lane 0, as
+/// every stream of the design keeps it.
+pub fn bytes_of_beat(data: Bits<512>, keep: Bits<64>) -> Vec<u8> {
+    let k = keep.to_u64();
+    assert!(k != 0 && k & k.wrapping_add(1) == 0, "tkeep {k:#x} not contiguous from lane 0");
+    (0..k.count_ones() as usize).map(|j| data.get_bits::<8>(8 * j).to_u64() as u8).collect()
+}
+
 /// A 64-bit `tkeep` value as `Bits<64>`.
 pub fn keep_bits(keep: u64) -> Bits<64> {
     let mut k = Bits::<64>::default();
