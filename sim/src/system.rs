@@ -906,7 +906,12 @@ pub fn rig_v6(mtu: u32, dir: &Path) -> Rig {
 /// [`rig`] on an 802.1Q VLAN: our RNIC's port (`CMD_SET_VLAN`) and the golden peer (as rxe on `eth0.VID`) both
 /// with tag control information `tci`.
 pub fn rig_vlan(mtu: u32, dir: &Path, tci: u16) -> Rig {
-    rig_at(|_| Clocked::new(None), mtu, dir, false, Some(tci))
+    rig_vlan_with(Clocked::new(None), mtu, dir, tci)
+}
+
+/// [`rig_vlan`] on any implementation of the RNIC.
+pub fn rig_vlan_with<D: RnicDut>(dut: D, mtu: u32, dir: &Path, tci: u16) -> Rig<D> {
+    rig_at(|_| dut, mtu, dir, false, Some(tci))
 }
 
 fn rig_at<D: RnicDut>(
