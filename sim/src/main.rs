@@ -231,6 +231,13 @@ enum Cmd {
         #[arg(long)]
         bytes: Option<u64>,
     },
+    /// Connection-management traffic between two rxe hosts (two lab VMs back to back: rping, including one to a
+    /// port nobody listens on, udaddy, ucmatose), every frame of their link written to a pcap: the source of
+    /// the golden CM MADs (`testbench/data/rxe-cm.pcap`).
+    CaptureCm {
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Fuzz the RX port of the Verilator RNIC: N seeded random, malformed and mutated frames (`sim::fuzz`);
     /// checks no hang, no write outside a registered MR and that every drop is counted; exit 0 only if all hold.
     Fuzz {
@@ -349,6 +356,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Demo { frames, clock_mhz, vcd } => demo(frames, clock_mhz, vcd.as_deref()),
         Cmd::Bench { clock_mhz, host_latency_ns, host, quick, out, verb, mtu, qps, size, vcd, inline, bytes } => {
             bench(clock_mhz, host_latency_ns, quick, &out, Sweep { verb, mtu, qps, size, vcd, inline, bytes, host })
+        }
+        Cmd::CaptureCm { out } => {
+            let image = sim::rxe::build_vm()?;
+            let c = sim::rxe::capture::capture_cm(&image, &out)?;
+            for (name, rc) in &c.clients {
+                println!("{name}: rc {rc:?}");
+            }
+            println!("pcap: {}\nVM logs: {} {}", c.pcap.display(), c.server.log_path.display(), c.client.log_path.display());
+            Ok(if c.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Cmd::Fuzz { frames, seed, chunk, out, skip_truncated } => fuzz(frames, seed, chunk, out, skip_truncated),
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {

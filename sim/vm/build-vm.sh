@@ -134,6 +134,8 @@ done | sort -u | while read -r lib; do
     mkdir -p "$R$(dirname "$lib")"; cp -L "$lib" "$R$lib"
 done
 cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"
+# glibc dlopen()s libgcc_s for pthread_exit: without it rping, ucmatose and cmtime abort at exit (rc 134)
+mkdir -p "$R/lib/x86_64-linux-gnu" && cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$R/lib/x86_64-linux-gnu/"
 # merged /usr: make /lib/x86_64-linux-gnu and /usr/lib/x86_64-linux-gnu the same directory
 if [ -d "$R/lib/x86_64-linux-gnu" ]; then
     mkdir -p "$R/usr/lib/x86_64-linux-gnu"

@@ -400,6 +400,17 @@ pub fn roce_line(f: &RoceFrame) -> String {
         }
     }
     let _ = write!(s, " | payload {}", p.payload.len());
+    // a datagram to QP1 is a MAD: its class, method, attribute and, for a CM message, the message's fields
+    if b.dest_qpn == 1 && p.deth().is_some() {
+        match crate::wire::mad::Mad::parse(&p.payload) {
+            Ok(m) => {
+                let _ = write!(s, " | {}", m.summary());
+            }
+            Err(e) => {
+                let _ = write!(s, " | MAD unreadable: {e}");
+            }
+        }
+    }
     if b.pad_cnt != 0 {
         let _ = write!(s, " pad {}", b.pad_cnt);
     }

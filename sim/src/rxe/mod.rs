@@ -42,6 +42,7 @@ mod host;
 mod mgmt;
 mod vm;
 
+pub mod capture;
 pub mod card_ep;
 pub mod model_ep;
 pub mod oob;

@@ -59,6 +59,11 @@ pub struct VmConfig {
     /// The VM's address on the 802.1Q VLAN device `eth0.VID` instead of eth0 (which then has none; rxe0 stays
     /// on eth0 and takes its GIDs from the VLAN device): every RoCE, ARP and ND frame of the VM carries the tag.
     pub vlan: Option<u16>,
+    /// The link's socket is this VM's own (qemu listens on it) instead of the bridge's: a second VM connects
+    /// to it, two rxe hosts back to back ([`super::capture`]).
+    pub stream_server: bool,
+    /// qemu writes every frame of the link (both ways) to this pcap (its `filter-dump`).
+    pub dump: Option<PathBuf>,
 }
 
 /// This host as the VM sees it on the management NIC (qemu user networking maps it to our loopback).
@@ -101,6 +106,8 @@ impl VmConfig {
             qmp: None,
             mgmt_net: None,
             vlan: None,
+            stream_server: false,
+            dump: None,
         }
     }
 
@@ -142,9 +149,13 @@ impl VmConfig {
             self.vlan.map_or(String::new(), |v| format!(" rnic.vlan={v}"))
         ));
         c.arg("-netdev").arg(format!(
-            "stream,id=n0,server=off,addr.type=unix,addr.path={}",
+            "stream,id=n0,server={},addr.type=unix,addr.path={}",
+            if self.stream_server { "on" } else { "off" },
             self.socket.display()
         ));
+        if let Some(d) = &self.dump {
+            c.arg("-object").arg(format!("filter-dump,id=d0,netdev=n0,file={}", d.display()));
+        }
         c.arg("-device").arg(format!(
             "virtio-net-pci,netdev=n0,mac={},romfile=",
             self.mac

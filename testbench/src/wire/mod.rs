@@ -16,6 +16,7 @@
 pub mod error;
 pub mod frame;
 pub mod headers;
+pub mod mad;
 pub mod ndp;
 pub mod opcode;
 pub mod packet;
