@@ -84,6 +84,9 @@ impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
         self.drv().create_qp(pd, init).map_err(e("create_qp"))
     }
+    fn create_gsi_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
+        self.drv().create_gsi_qp(pd, init).map_err(e("create_gsi_qp"))
+    }
     fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()> {
         self.drv().modify_qp(qpn, attr).map_err(e("modify_qp"))
     }

@@ -529,6 +529,9 @@ impl Verbs for RtlDevice {
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
         self.call(move |c| c.drv.create_qp(pd, init))?.map_err(err("create_qp"))
     }
+    fn create_gsi_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
+        self.call(move |c| c.drv.create_gsi_qp(pd, init))?.map_err(err("create_gsi_qp"))
+    }
     fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()> {
         let attr = attr.clone();
         self.call(move |c| c.drv.modify_qp(qpn, &attr))?.map_err(err("modify_qp"))

@@ -25,6 +25,10 @@ pub trait Verbs: Send + Sync {
     fn reg_mr(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)>;
     fn create_cq(&self, cqe: u32) -> Result<Cq>;
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32>;
+    /// QP1, the GSI QP (a UD QP with the GSI Q_Key), for the CM agent.
+    fn create_gsi_qp(&self, _pd: Pd, _init: QpInitAttr) -> Result<u32> {
+        anyhow::bail!("{} has no QP1", self.describe())
+    }
     fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()>;
     fn post_send(&self, qpn: u32, wr: SendWr) -> Result<()>;
     fn post_recv(&self, qpn: u32, wr: RecvWr) -> Result<()>;

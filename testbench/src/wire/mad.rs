@@ -24,7 +24,7 @@ pub const CM_CLASS_VERSION: u8 = 2;
 /// Every CM message is sent with method Send.
 pub const MAD_METHOD_SEND: u8 = 0x03;
 /// The GSI's Q_Key: every datagram to or from QP1 carries it.
-pub const GSI_QKEY: u32 = 0x8001_0000;
+pub use super::headers::GSI_QKEY;
 /// rdma_cm's Q_Key for UD QPs (the Q_Key a SIDR_REP hands out).
 pub const RDMA_UDP_QKEY: u32 = 0x0123_4567;
 /// rdma_cm port spaces: a service ID is `ps << 16 | port`.
