@@ -1,15 +1,20 @@
 //! Connection management against rxe, RTL as our endpoint (`sim::rxe::cm`): the librdmacm clients in the VM
-//! meet our CM agent on QP1, which has no listener yet and answers as Linux does on a port nobody listens on.
+//! meet our CM agent on QP1, which listens on rping's service ID with an rping server behind it.
 
-use sim::rxe::cm::{probe_no_listener, REJ_INVALID_SERVICE_ID, SIDR_UNSUPPORTED};
+use sim::rxe::cm::{probe, CmEvent, REJ_INVALID_SERVICE_ID, RPING_PORT, SIDR_UNSUPPORTED, TARGET_ACK_DELAY};
 use testbench::wire::mad::{service_id, CmMsg, RDMA_PS_TCP, RDMA_PS_UDP};
 
-/// `rping -c` to our address: its REQ (rdma_cm's, PS_TCP port 7174) comes back as REJ 8 with the REQ's
-/// communication ID and transaction ID, and rping reports the rejection; `udaddy -s`: its SIDR_REQ comes
-/// back as SIDR_REP status 1 (service ID not supported) with the request ID, service ID and transaction ID
-/// echoed, and udaddy gives up. rxe took our MADs as they are: nothing is retransmitted after our answer.
+/// One VM boot, three clients:
+/// * `rping -c` to a port nobody listens on: its REQ comes back as REJ 8 with the REQ's communication ID and
+///   transaction ID, and rping reports the rejection;
+/// * `rping -c -C 3 -S 64 -V` to our listener: REQ, our REP (the REQ's TID and IDs, our QPN and PSN, target
+///   ACK delay 15), rxe's RTU; three pings (rping's SENDs, our READ of its start buffer and WRITE into its
+///   sink, the data checked by rping); rping's DREQ names our QP and gets our DREP; rping exits 0;
+/// * `udaddy -s`: its SIDR_REQ comes back as SIDR_REP status 1 (service ID not supported), request ID,
+///   service ID and TID echoed, and udaddy gives up.
+/// Nothing is retransmitted: rxe took every MAD of ours as it was.
 #[test]
-fn librdmacm_clients_meet_a_cm_agent_without_listeners() {
+fn librdmacm_clients_against_the_cm_agent() {
     let img = match sim::rxe::vm_available() {
         Ok(Some(i)) => i,
         Ok(None) => {
@@ -18,30 +23,71 @@ fn librdmacm_clients_meet_a_cm_agent_without_listeners() {
         }
         Err(e) => panic!("the VM cannot be built: {e:#}"),
     };
-    let p = probe_no_listener(&img, "cm_no_listener").unwrap();
+    let p = probe(&img, "cm_rping").unwrap();
     for (name, rc, text) in &p.clients {
         eprintln!("--- {name} rc {rc:?}\n{text}");
     }
     for (from_vm, m) in &p.mads {
         eprintln!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
     }
+    eprintln!("{:?}\n{:?}", p.stats, p.events);
     assert_eq!(p.error, None, "{:?}", p.stats);
     let client = |n: &str| p.clients.iter().find(|c| c.0 == n).unwrap().clone();
+    let (_, rc, text) = client("rping_no_listener");
+    assert!(rc.is_some_and(|r| r != 0) && text.contains("REJECTED"), "rping without a listener: rc {rc:?}\n{text}");
     let (_, rc, text) = client("rping");
-    assert!(rc.is_some_and(|r| r != 0) && text.contains("REJECTED"), "rping: rc {rc:?}\n{text}");
+    assert_eq!(rc, Some(0), "rping:\n{text}");
+    assert_eq!(text.matches("ping data: rdma-ping-").count(), 3, "{text}");
     let (_, rc, text) = client("udaddy");
     assert!(rc.is_some_and(|r| r != 0), "udaddy: rc {rc:?}\n{text}");
-    // on the link: exactly REQ, REJ, SIDR_REQ, SIDR_REP, each answer matching its request
+    // on the link: each answer matching its request
     let seq: Vec<(bool, &str)> = p.mads.iter().map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name()))).collect();
-    assert_eq!(seq, vec![(true, "REQ"), (false, "REJ"), (true, "SIDR_REQ"), (false, "SIDR_REP")]);
-    let (Some(CmMsg::Req(req)), Some(CmMsg::Rej(rej))) = (&p.mads[0].1.cm, &p.mads[1].1.cm) else { panic!() };
-    assert_eq!(req.service_id, service_id(RDMA_PS_TCP, 7174));
-    assert_eq!((rej.reason, rej.message_rejected, rej.remote_comm_id, rej.local_comm_id), (REJ_INVALID_SERVICE_ID, 0, req.local_comm_id, 0));
-    assert_eq!(p.mads[1].1.hdr.tid, p.mads[0].1.hdr.tid);
-    let (Some(CmMsg::SidrReq(sreq)), Some(CmMsg::SidrRep(srep))) = (&p.mads[2].1.cm, &p.mads[3].1.cm) else { panic!() };
+    assert_eq!(
+        seq,
+        vec![
+            (true, "REQ"), (false, "REJ"),
+            (true, "REQ"), (false, "REP"), (true, "RTU"), (true, "DREQ"), (false, "DREP"),
+            (true, "SIDR_REQ"), (false, "SIDR_REP"),
+        ]
+    );
+    let m = |i: usize| p.mads[i].1.cm.clone().unwrap();
+    let tid = |i: usize| p.mads[i].1.hdr.tid;
+    let (CmMsg::Req(lonely), CmMsg::Rej(rej)) = (m(0), m(1)) else { panic!() };
+    assert_eq!(lonely.service_id, service_id(RDMA_PS_TCP, 9999));
+    assert_eq!((rej.reason, rej.message_rejected, rej.remote_comm_id, rej.local_comm_id), (REJ_INVALID_SERVICE_ID, 0, lonely.local_comm_id, 0));
+    assert_eq!(tid(1), tid(0));
+    let (CmMsg::Req(req), CmMsg::Rep(rep), CmMsg::Rtu(rtu)) = (m(2), m(3), m(4)) else { panic!() };
+    assert_eq!(req.service_id, service_id(RDMA_PS_TCP, RPING_PORT));
+    assert_eq!((rep.remote_comm_id, tid(3)), (req.local_comm_id, tid(2)));
+    assert_ne!(rep.local_comm_id, 0);
+    assert_eq!((rep.target_ack_delay, rep.failover_accepted, rep.responder_resources, rep.initiator_depth), (TARGET_ACK_DELAY, 0, 1, 1));
+    assert_eq!((rtu.local_comm_id, rtu.remote_comm_id), (req.local_comm_id, rep.local_comm_id));
+    let (CmMsg::Dreq(dreq), CmMsg::Drep(drep)) = (m(5), m(6)) else { panic!() };
+    assert_eq!((dreq.remote_comm_id, dreq.remote_qpn), (rep.local_comm_id, rep.local_qpn), "rping's DREQ names our QP");
+    assert_eq!((drep.local_comm_id, drep.remote_comm_id, tid(6)), (rep.local_comm_id, req.local_comm_id, tid(5)));
+    assert_eq!(
+        p.events,
+        vec![
+            CmEvent::ConnectRequest { id: rep.local_comm_id, req: req.clone(), peer: std::net::Ipv4Addr::new(10, 0, 0, 1), mac: testbench::wire::MacAddr([0x52, 0x54, 0, 0, 0, 1]) },
+            CmEvent::Established { id: rep.local_comm_id },
+            CmEvent::Disconnected { id: rep.local_comm_id },
+        ]
+    );
+    // what our server read from rping's start buffer, ping by ping: "rdma-ping-N: " and rping's letters
+    assert_eq!(p.pings.len(), 3);
+    for (i, d) in p.pings.iter().enumerate() {
+        let head = format!("rdma-ping-{i}: ");
+        assert!(d.starts_with(head.as_bytes()) && d.len() == 63, "ping {i}: {:?}", String::from_utf8_lossy(d));
+    }
+    let (CmMsg::SidrReq(sreq), CmMsg::SidrRep(srep)) = (m(7), m(8)) else { panic!() };
     assert_eq!(sreq.service_id, service_id(RDMA_PS_UDP, 7174));
     assert_eq!((srep.request_id, srep.status, srep.service_id, srep.qpn), (sreq.request_id, SIDR_UNSUPPORTED, sreq.service_id, 0));
-    assert_eq!(p.mads[3].1.hdr.tid, p.mads[2].1.hdr.tid);
-    assert_eq!((p.stats.received, p.stats.rejected, p.stats.sidr_unsupported), (2, 1, 1), "{:?}", p.stats);
+    assert_eq!(tid(8), tid(7));
+    assert_eq!(
+        (p.stats.received, p.stats.rejected, p.stats.reps, p.stats.rep_resends, p.stats.established, p.stats.dreps, p.stats.sidr_unsupported),
+        (5, 1, 1, 0, 1, 1, 1),
+        "{:?}",
+        p.stats
+    );
     assert!(p.stats.dropped.is_empty(), "{:?}", p.stats.dropped);
 }

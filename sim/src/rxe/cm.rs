@@ -2,22 +2,28 @@
 //! the card), as Linux's ib_cm is for a real HCA. It owns the GSI QP (QP1, a UD QP with the GSI Q_Key),
 //! keeps receives posted with room for the 40-byte GRH area and a 256-byte MAD, and answers what arrives.
 //!
-//! This agent has no listener yet, and answers as Linux's ib_cm answers on a port nobody listens on
-//! (`docs/cm.md`):
+//! It answers as Linux's ib_cm does (`docs/cm.md`):
 //!
-//! * a REQ: REJ with reason 8 (invalid service ID), message rejected REQ, remote communication ID = the REQ's
-//!   local one, the REQ's transaction ID (a retransmitted REQ gets the same REJ);
+//! * a REQ for a service ID nobody listens on: REJ with reason 8 (invalid service ID), message rejected REQ,
+//!   remote communication ID = the REQ's local one, the REQ's transaction ID (a retransmitted REQ gets the
+//!   same REJ);
+//! * a REQ for a service ID we listen on ([`CmAgent::listen`]): a [`CmEvent::ConnectRequest`] for the
+//!   application, which sets its QP up from the REQ ([`qp_attrs_from_req`]) and accepts
+//!   ([`CmAgent::accept`]: REP, resent until the RTU comes); a duplicate REQ meanwhile is dropped, as Linux
+//!   drops one in REP_SENT; the RTU makes it [`CmEvent::Established`];
+//! * a DREQ: DREP (for a connection of ours, which then is [`CmEvent::Disconnected`]; for an unknown one too,
+//!   as Linux answers);
 //! * a SIDR_REQ: SIDR_REP with status 1 (service ID not supported), the request ID, service ID and
 //!   transaction ID echoed;
-//! * a DREQ: DREP (Linux answers a DREQ for a communication ID it does not know);
 //! * anything else (another class or class version, a method other than Send, an attribute that is no CM
 //!   message, a MAD cut short, an answer to nothing of ours): dropped and counted.
 //!
 //! Every answer goes to the sender's QP1 with the GSI Q_Key, addressed from the received datagram's IPv4
 //! header (the GRH area), the MAC resolved by the endpoint's ARP.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use testbench::model::{
@@ -25,7 +31,7 @@ use testbench::model::{
     WcStatus, WrOpcode,
 };
 use testbench::wire::mad::{
-    CmDrep, CmMsg, CmRej, CmSidrRep, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
+    CmDrep, CmMsg, CmRej, CmRep, CmReq, CmSidrRep, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
 };
 use testbench::wire::MacAddr;
 
@@ -40,6 +46,43 @@ const SLOT: u64 = 512;
 pub const REJ_INVALID_SERVICE_ID: u16 = 8;
 /// SIDR_REP status: service ID not supported.
 pub const SIDR_UNSUPPORTED: u8 = 1;
+/// The REP's target ACK delay (rxe's local CA ACK delay, 15: 4.096 us * 2^15).
+pub const TARGET_ACK_DELAY: u8 = 15;
+/// READs and atomics outstanding the RNIC takes per QP as responder, and keeps per QP as requester.
+pub const MAX_RD_ATOMIC: u8 = 16;
+
+/// The QP attributes rdma_cm's passive side derives from a REQ (Linux `cm_init_qp_*_attr`; `docs/cm.md`):
+/// INIT with remote WRITE (and READ and atomics when the REQ asks us for responder resources), RTR towards
+/// the requester's QPN with our receive PSN `psn`, the REQ's path MTU and `av`, RTS from the REQ's starting
+/// PSN with its ACK timeout, retry and RNR retry counts.
+pub fn qp_attrs_from_req(req: &CmReq, psn: u32, av: AddressVector) -> [QpAttr; 3] {
+    let rd = req.initiator_depth > 0;
+    let access = AccessFlags(
+        AccessFlags::LOCAL_WRITE.0 | AccessFlags::REMOTE_WRITE.0 | if rd { AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0 } else { 0 },
+    );
+    [
+        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(access), ..Default::default() },
+        QpAttr {
+            qp_state: Some(QpState::Rtr),
+            path_mtu: Some(128 << req.path_mtu.clamp(1, 5)),
+            dest_qp_num: Some(req.local_qpn),
+            rq_psn: Some(psn),
+            max_dest_rd_atomic: Some(req.initiator_depth.min(MAX_RD_ATOMIC)),
+            min_rnr_timer: Some(12),
+            av: Some(av),
+            ..Default::default()
+        },
+        QpAttr {
+            qp_state: Some(QpState::Rts),
+            sq_psn: Some(req.starting_psn),
+            timeout: Some(req.primary_local_ack_timeout.max(1)),
+            retry_cnt: Some(req.retry_count),
+            rnr_retry: Some(req.rnr_retry_count),
+            max_rd_atomic: Some(req.responder_resources.min(MAX_RD_ATOMIC)),
+            ..Default::default()
+        },
+    ]
+}
 
 /// What the agent did, counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,11 +91,51 @@ pub struct CmStats {
     pub rejected: u64,
     pub sidr_unsupported: u64,
     pub dreps: u64,
+    pub reps: u64,
+    pub rep_resends: u64,
+    pub established: u64,
     /// MADs dropped, by why.
     pub dropped: BTreeMap<&'static str, u64>,
 }
 
-/// The agent: QP1 on `dev`, its buffers, what it answered.
+/// What the application hears from the agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CmEvent {
+    /// A REQ for a service ID we listen on: `id` is our communication ID for it, `peer` the requester's
+    /// address and MAC.
+    ConnectRequest { id: u32, req: CmReq, peer: Ipv4Addr, mac: MacAddr },
+    /// The RTU for connection `id` came.
+    Established { id: u32 },
+    /// The peer's DREQ for connection `id` came (and was answered with a DREP).
+    Disconnected { id: u32 },
+}
+
+/// Where a passive connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConnState {
+    /// REQ taken, waiting for the application's accept.
+    ReqRcvd,
+    /// REP sent, waiting for the RTU.
+    RepSent,
+    Established,
+}
+
+/// One passive connection.
+struct Conn {
+    state: ConnState,
+    /// The peer's communication ID, address, and the REQ's transaction ID.
+    remote_id: u32,
+    peer: Ipv4Addr,
+    tid: u64,
+    /// Our REP and when it goes again (until the RTU comes), and how many resends are left.
+    rep: Option<[u8; MAD_LEN]>,
+    resend_at: Instant,
+    resends_left: u8,
+    /// How long a resend waits: 2^(REQ's remote CM response timeout - 8) ms, as Linux waits for a REP's answer.
+    wait: Duration,
+}
+
+/// The agent: QP1 on `dev`, its buffers, its listeners and connections, what it answered.
 pub struct CmAgent {
     dev: Dev,
     cq: Cq,
@@ -61,12 +144,17 @@ pub struct CmAgent {
     next_send: u32,
     /// Resolved MACs of the peers that sent us MADs.
     macs: BTreeMap<Ipv4Addr, MacAddr>,
+    listeners: BTreeSet<u64>,
+    conns: BTreeMap<u32, Conn>,
+    next_id: u32,
+    /// Our CA GUID (the REP's): EUI-64 of our MAC.
+    guid: u64,
     pub stats: CmStats,
 }
 
 impl CmAgent {
-    /// Create QP1 on `dev`, bring it to RTS and post its receives.
-    pub fn open(dev: Dev) -> Result<Self> {
+    /// Create QP1 on `dev`, bring it to RTS and post its receives; `mac` is our port's (for the CA GUID).
+    pub fn open(dev: Dev, mac: MacAddr) -> Result<Self> {
         let base = dev.alloc(((RECVS + SENDS) as u64 * SLOT) as usize)?;
         let pd = dev.alloc_pd()?;
         let (lkey, _) = dev.reg_mr(pd, base, (RECVS + SENDS) as u64 * SLOT, AccessFlags::LOCAL_WRITE)?;
@@ -79,11 +167,64 @@ impl CmAgent {
         dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Init), qkey: Some(GSI_QKEY), ..Default::default() })?;
         dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Rtr), ..Default::default() })?;
         dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(0), ..Default::default() })?;
-        let a = CmAgent { dev, cq, lkey, base, next_send: 0, macs: BTreeMap::new(), stats: CmStats::default() };
+        let a = CmAgent {
+            dev,
+            cq,
+            lkey,
+            base,
+            next_send: 0,
+            macs: BTreeMap::new(),
+            listeners: BTreeSet::new(),
+            conns: BTreeMap::new(),
+            // non-zero, and not the same after every start (Linux: an xarray index XOR a random operand)
+            next_id: (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.subsec_nanos()) | 1) & 0x7FFF_FFFF,
+            guid: 0,
+            stats: CmStats::default(),
+        };
+        let mut a = a;
+        let m = mac.0;
+        a.guid = u64::from_be_bytes([m[0] ^ 2, m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]]);
         for i in 0..RECVS {
             a.post_recv(i)?;
         }
         Ok(a)
+    }
+
+    /// Take REQs for service ID `sid` (rdma_cm: [`testbench::wire::mad::service_id`]).
+    pub fn listen(&mut self, sid: u64) {
+        self.listeners.insert(sid);
+    }
+
+    /// Accept connection `id` (a [`CmEvent::ConnectRequest`]) with our QP `qpn`, whose receive PSN is `psn`,
+    /// already in RTS with the REQ's attributes: send the REP (resent until the RTU comes).
+    pub fn accept(&mut self, id: u32, req: &CmReq, qpn: u32, psn: u32) -> Result<()> {
+        let c = self.conns.get(&id).with_context(|| format!("no connection 0x{id:08x}"))?;
+        if c.state != ConnState::ReqRcvd {
+            bail!("connection 0x{id:08x} is not waiting for an accept");
+        }
+        let rep = CmMsg::Rep(CmRep {
+            local_comm_id: id,
+            remote_comm_id: c.remote_id,
+            local_qpn: qpn,
+            starting_psn: psn,
+            // what the requester's QP may have outstanding towards ours, and ours towards it (the REQ's
+            // initiator depth sizes our responder resources, its responder resources cap our reads)
+            responder_resources: req.initiator_depth.min(MAX_RD_ATOMIC),
+            initiator_depth: req.responder_resources.min(MAX_RD_ATOMIC),
+            target_ack_delay: TARGET_ACK_DELAY,
+            rnr_retry_count: 7,
+            local_ca_guid: self.guid,
+            ..Default::default()
+        })
+        .mad(c.tid);
+        let peer = c.peer;
+        self.send(peer, &rep)?;
+        self.stats.reps += 1;
+        let c = self.conns.get_mut(&id).unwrap();
+        c.state = ConnState::RepSent;
+        c.rep = Some(rep);
+        c.resend_at = Instant::now() + c.wait;
+        Ok(())
     }
 
     fn post_recv(&self, i: u32) -> Result<()> {
@@ -95,9 +236,10 @@ impl CmAgent {
         *self.stats.dropped.entry(why).or_insert(0) += 1;
     }
 
-    /// Take every completion on QP1's CQ and answer each MAD received. Returns how many MADs came.
-    pub fn poll(&mut self) -> Result<usize> {
-        let mut n = 0;
+    /// Take every completion on QP1's CQ, answer each MAD received, resend REPs whose RTU is late; what the
+    /// application must hear of.
+    pub fn poll(&mut self) -> Result<Vec<CmEvent>> {
+        let mut events = Vec::new();
         for wc in self.dev.poll_cq(self.cq, 32)? {
             if wc.opcode != WcOpcode::Recv {
                 if wc.status != WcStatus::Success {
@@ -107,20 +249,44 @@ impl CmAgent {
             }
             let slot = wc.wr_id as u32;
             if wc.status == WcStatus::Success {
-                n += 1;
                 self.stats.received += 1;
                 let b = self.dev.read_mem(self.base + u64::from(slot) * SLOT, (UD_GRH_ROOM as usize + MAD_LEN).min(wc.byte_len as usize))?;
-                self.take(&b)?;
+                self.take(&b, &mut events)?;
             } else {
                 self.drop("receive error");
             }
             self.post_recv(slot)?;
         }
-        Ok(n)
+        let now = Instant::now();
+        let late: Vec<u32> = self.conns.iter().filter(|(_, c)| c.state == ConnState::RepSent && now >= c.resend_at).map(|(id, _)| *id).collect();
+        for id in late {
+            let c = self.conns.get_mut(&id).unwrap();
+            if c.resends_left == 0 {
+                // Linux's passive side gives the connection up (REP_ERROR)
+                self.conns.remove(&id);
+                self.drop("REP unanswered");
+                continue;
+            }
+            c.resends_left -= 1;
+            c.resend_at = now + c.wait;
+            let (peer, rep) = (c.peer, c.rep.unwrap());
+            self.stats.rep_resends += 1;
+            self.send(peer, &rep)?;
+        }
+        Ok(events)
+    }
+
+    fn mac_of(&mut self, ip: Ipv4Addr) -> Result<MacAddr> {
+        if let Some(m) = self.macs.get(&ip) {
+            return Ok(*m);
+        }
+        let m = self.dev.resolve(ip)?.with_context(|| format!("no MAC for {ip}"))?;
+        self.macs.insert(ip, m);
+        Ok(m)
     }
 
     /// One datagram as QP1 received it: the GRH area, then the MAD.
-    fn take(&mut self, b: &[u8]) -> Result<()> {
+    fn take(&mut self, b: &[u8], events: &mut Vec<CmEvent>) -> Result<()> {
         let g = UD_GRH_ROOM as usize;
         if b.len() < g + MAD_LEN || b[20] >> 4 != 4 {
             self.drop(if b.len() < g + MAD_LEN { "short" } else { "not IPv4" });
@@ -144,6 +310,34 @@ impl CmAgent {
             return Ok(());
         }
         let answer = match mad.cm {
+            Some(CmMsg::Req(req)) if self.listeners.contains(&req.service_id) => {
+                // a retransmitted REQ of a connection we have: dropped (Linux drops it in REQ_RCVD and
+                // REP_SENT; our REP goes again on its own timer)
+                if self.conns.values().any(|c| c.remote_id == req.local_comm_id && c.peer == src) {
+                    self.drop("duplicate REQ");
+                    return Ok(());
+                }
+                let id = self.next_id;
+                self.next_id = self.next_id.wrapping_add(1).max(1);
+                let mac = self.mac_of(src)?;
+                // Linux waits 2^(REQ's remote CM response timeout - 8) ms for the answer to its REP
+                let wait = Duration::from_millis(1 << u32::from(req.remote_cm_response_timeout.max(8) - 8).min(16));
+                self.conns.insert(
+                    id,
+                    Conn {
+                        state: ConnState::ReqRcvd,
+                        remote_id: req.local_comm_id,
+                        peer: src,
+                        tid: h.tid,
+                        rep: None,
+                        resend_at: Instant::now(),
+                        resends_left: req.max_cm_retries,
+                        wait,
+                    },
+                );
+                events.push(CmEvent::ConnectRequest { id, req, peer: src, mac });
+                return Ok(());
+            }
             Some(CmMsg::Req(req)) => {
                 self.stats.rejected += 1;
                 CmMsg::Rej(CmRej {
@@ -152,6 +346,18 @@ impl CmAgent {
                     reason: REJ_INVALID_SERVICE_ID,
                     ..Default::default()
                 })
+            }
+            Some(CmMsg::Rtu(rtu)) => {
+                match self.conns.get_mut(&rtu.remote_comm_id) {
+                    Some(c) if c.remote_id == rtu.local_comm_id && c.state == ConnState::RepSent => {
+                        c.state = ConnState::Established;
+                        c.rep = None;
+                        self.stats.established += 1;
+                        events.push(CmEvent::Established { id: rtu.remote_comm_id });
+                    }
+                    _ => self.drop("RTU for nothing waiting"),
+                }
+                return Ok(());
             }
             Some(CmMsg::SidrReq(r)) => {
                 self.stats.sidr_unsupported += 1;
@@ -163,6 +369,12 @@ impl CmAgent {
                 })
             }
             Some(CmMsg::Dreq(d)) => {
+                // ours if the IDs match and it names our QP; Linux ignores a DREQ naming another QP
+                let ours = self.conns.get(&d.remote_comm_id).is_some_and(|c| c.remote_id == d.local_comm_id && c.peer == src);
+                if ours {
+                    self.conns.remove(&d.remote_comm_id);
+                    events.push(CmEvent::Disconnected { id: d.remote_comm_id });
+                }
                 self.stats.dreps += 1;
                 CmMsg::Drep(CmDrep { local_comm_id: d.remote_comm_id, remote_comm_id: d.local_comm_id, ..Default::default() })
             }
@@ -180,14 +392,7 @@ impl CmAgent {
 
     /// Send one MAD to `ip`'s QP1.
     fn send(&mut self, ip: Ipv4Addr, mad: &[u8; MAD_LEN]) -> Result<()> {
-        let mac = match self.macs.get(&ip) {
-            Some(m) => *m,
-            None => {
-                let m = self.dev.resolve(ip)?.with_context(|| format!("no MAC for {ip}"))?;
-                self.macs.insert(ip, m);
-                m
-            }
-        };
+        let mac = self.mac_of(ip)?;
         let slot = RECVS + self.next_send % SENDS;
         self.next_send += 1;
         let addr = self.base + u64::from(slot) * SLOT;
@@ -199,22 +404,33 @@ impl CmAgent {
 }
 
 /// What a lab run of the librdmacm clients against the agent shows: each client's exit status and output,
-/// the agent's counts, and every CM MAD on the link (from the VM or not, parsed).
+/// the agent's counts, the events it raised, what our rping server read in each ping, and every CM MAD on the
+/// link (from the VM or not, parsed).
 #[derive(Debug)]
 pub struct CmProbe {
     pub clients: Vec<(String, Option<i32>, String)>,
     pub stats: CmStats,
+    pub events: Vec<CmEvent>,
+    pub pings: Vec<Vec<u8>>,
     pub mads: Vec<(bool, Mad)>,
     pub vm_log: String,
     pub error: Option<String>,
 }
 
-/// The clients run in the VM against our address (10.0.0.2), each with its port space's port 7174.
-const PROBE_CLIENTS: &[(&str, &str)] = &[("rping", "rping -c -a 10.0.0.2 -p 7174 -C 1 -S 64"), ("udaddy", "udaddy -s 10.0.0.2")];
+/// rping's port (7174) in the TCP port space: the service ID our agent listens on in [`probe`].
+pub const RPING_PORT: u16 = 7174;
 
-/// Boot the lab VM against the RTL endpoint with the CM agent on QP1 and run the librdmacm clients in it:
-/// rping's REQ must come back rejected (REJ 8) and udaddy's SIDR_REQ unanswerable (SIDR_REP status 1).
-pub fn probe_no_listener(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
+/// The clients run in the VM against our address (10.0.0.2): rping to a port nobody listens on, rping with
+/// three 64-byte pings checked (`-V`), udaddy (a UD service we do not offer).
+const PROBE_CLIENTS: &[(&str, &str)] = &[
+    ("rping_no_listener", "rping -c -a 10.0.0.2 -p 9999 -C 1 -S 64"),
+    ("rping", "rping -c -a 10.0.0.2 -p 7174 -C 3 -S 64 -V -v"),
+    ("udaddy", "udaddy -s 10.0.0.2"),
+];
+
+/// Boot the lab VM against the RTL endpoint with the CM agent on QP1, listening on rping's service ID with
+/// an rping server ([`super::rping`]) behind it, and run the librdmacm clients in it.
+pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
     use super::verbs::{open_endpoint_with, EndpointKind};
     use super::{BridgeConfig, HostConfig, HostStack, Session, VmConfig};
     let dir = super::run_dir(run_name);
@@ -231,6 +447,7 @@ pub fn probe_no_listener(image: &super::VmImage, run_name: &str) -> Result<CmPro
     cfg.script = Some(script);
     let host_cfg = HostConfig::default();
     let our_ip = host_cfg.ip;
+    let host_cfg_mac = host_cfg.mac;
     let (dev, ep) = open_endpoint_with(
         EndpointKind::Rtl,
         testbench::model::DeviceConfig {
@@ -250,18 +467,57 @@ pub fn probe_no_listener(image: &super::VmImage, run_name: &str) -> Result<CmPro
     let mut session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
     let mut agent = None;
     let mut error = None;
-    match CmAgent::open(dev.clone()) {
+    let mut events = Vec::new();
+    let mut servers: Vec<(u32, super::rping::RpingServer)> = Vec::new();
+    let mut pings = Vec::new();
+    match CmAgent::open(dev.clone(), host_cfg_mac) {
         Ok(a) => agent = Some(a),
         Err(e) => error = Some(format!("{e:#}")),
     }
     if let Some(a) = agent.as_mut() {
+        a.listen(testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, RPING_PORT));
+        let pd = dev.alloc_pd()?;
+        let mut psn = 0x0A_B000u32;
         // answer until the VM's script ends
-        while !session.vm.wait_for_log("SCRIPT_EXIT", std::time::Duration::from_millis(5)) {
-            if let Err(e) = a.poll() {
-                error = Some(format!("{e:#}"));
-                break;
+        'run: while !session.vm.wait_for_log("SCRIPT_EXIT", std::time::Duration::from_millis(2)) {
+            let evs = match a.poll() {
+                Ok(e) => e,
+                Err(e) => {
+                    error = Some(format!("{e:#}"));
+                    break;
+                }
+            };
+            for ev in evs {
+                match &ev {
+                    CmEvent::ConnectRequest { id, req, peer, mac } => {
+                        psn = psn.wrapping_add(0x1_0001) & 0xFF_FFFF;
+                        match super::rping::RpingServer::accept(dev.clone(), pd, a, *id, req, *peer, *mac, psn) {
+                            Ok(s) => servers.push((*id, s)),
+                            Err(e) => {
+                                error = Some(format!("accepting: {e:#}"));
+                                break 'run;
+                            }
+                        }
+                    }
+                    CmEvent::Disconnected { id } => {
+                        if let Some(i) = servers.iter().position(|s| s.0 == *id) {
+                            pings.extend(servers.remove(i).1.pings);
+                        }
+                    }
+                    CmEvent::Established { .. } => {}
+                }
+                events.push(ev);
+            }
+            for (_, s) in servers.iter_mut() {
+                if let Err(e) = s.poll() {
+                    error = Some(format!("{e:#}"));
+                    break 'run;
+                }
             }
         }
+    }
+    for (_, s) in servers {
+        pings.extend(s.pings);
     }
     let (out, _report) = session.finish()?;
     let clients = PROBE_CLIENTS
@@ -285,5 +541,5 @@ pub fn probe_no_listener(image: &super::VmImage, run_name: &str) -> Result<CmPro
             }
         }
     }
-    Ok(CmProbe { clients, stats: agent.map(|a| a.stats).unwrap_or_default(), mads, vm_log: out.log, error })
+    Ok(CmProbe { clients, stats: agent.map(|a| a.stats).unwrap_or_default(), events, pings, mads, vm_log: out.log, error })
 }

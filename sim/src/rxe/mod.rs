@@ -51,6 +51,7 @@ pub mod rtl_ep;
 pub mod verbs;
 pub mod perftest;
 pub mod pingpong;
+pub mod rping;
 pub mod ud;
 
 use std::path::{Path, PathBuf};
