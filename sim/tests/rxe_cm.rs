@@ -91,3 +91,41 @@ fn librdmacm_clients_against_the_cm_agent() {
     );
     assert!(p.stats.dropped.is_empty(), "{:?}", p.stats.dropped);
 }
+
+/// Our side as rping's client (`sim::rxe::rping::RpingClient` through the agent's active side) against the
+/// VM's `rping -s -C 3 -S 64 -v`: our REQ (rdma_cm's fields, the rdma_cm header with our addresses), rxe's
+/// REP, our RTU; three pings, each written back by the server and equal to what we sent; our DREQ names the
+/// server's QP and rxe answers with a DREP; the VM's rping server saw the three pings and exits 0.
+#[test]
+fn our_rping_client_against_rping_server() {
+    let img = match sim::rxe::vm_available() {
+        Ok(Some(i)) => i,
+        Ok(None) => {
+            eprintln!("SKIP: qemu-system-x86_64 is not available (set RNIC_REQUIRE_VM=1 to fail instead)");
+            return;
+        }
+        Err(e) => panic!("the VM cannot be built: {e:#}"),
+    };
+    let p = sim::rxe::cm::probe_client(&img, "cm_rping_client", 3).unwrap();
+    eprintln!("--- rping -s rc {:?}\n{}", p.server_rc, p.server_out);
+    for (from_vm, m) in &p.mads {
+        eprintln!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
+    }
+    eprintln!("{:?}\n{:?}", p.stats, p.events);
+    assert_eq!(p.error, None);
+    assert_eq!((p.pings, p.mismatches), (3, 0));
+    assert_eq!(p.server_rc, Some(0), "{}", p.server_out);
+    assert_eq!(p.server_out.matches("server ping data: rdma-ping-").count(), 3, "{}", p.server_out);
+    let seq: Vec<(bool, &str)> = p.mads.iter().map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name()))).collect();
+    assert_eq!(seq, vec![(false, "REQ"), (true, "REP"), (false, "RTU"), (false, "DREQ"), (true, "DREP")]);
+    let m = |i: usize| p.mads[i].1.cm.clone().unwrap();
+    let (CmMsg::Req(req), CmMsg::Rep(rep), CmMsg::Rtu(rtu), CmMsg::Dreq(dreq), CmMsg::Drep(drep)) = (m(0), m(1), m(2), m(3), m(4)) else { panic!() };
+    assert_eq!(req.service_id, service_id(RDMA_PS_TCP, RPING_PORT));
+    let hdr = testbench::wire::mad::CmaHdr::parse(&req.private_data).unwrap();
+    assert_eq!(hdr.v4_addrs(), Some((std::net::Ipv4Addr::new(10, 0, 0, 2), std::net::Ipv4Addr::new(10, 0, 0, 1))));
+    assert_eq!((rep.remote_comm_id, p.mads[1].1.hdr.tid), (req.local_comm_id, p.mads[0].1.hdr.tid));
+    assert_eq!((rtu.local_comm_id, rtu.remote_comm_id), (req.local_comm_id, rep.local_comm_id));
+    assert_eq!((dreq.local_comm_id, dreq.remote_comm_id, dreq.remote_qpn), (req.local_comm_id, rep.local_comm_id, rep.local_qpn));
+    assert_eq!((drep.remote_comm_id, p.mads[4].1.hdr.tid), (req.local_comm_id, p.mads[3].1.hdr.tid));
+    assert!(p.stats.dropped.is_empty(), "{:?}", p.stats.dropped);
+}

@@ -18,6 +18,12 @@
 //! * anything else (another class or class version, a method other than Send, an attribute that is no CM
 //!   message, a MAD cut short, an answer to nothing of ours): dropped and counted.
 //!
+//! As the active side ([`CmAgent::connect`]) it sends rdma_cm's REQ (resent every 6,144 ms, up to 15 times),
+//! turns the REP into [`CmEvent::ConnectReply`] (the application sets its QP up, [`qp_attrs_from_rep`], and
+//! calls [`CmAgent::ready_to_use`]: the RTU; a REP again later gets the RTU again), a REJ into
+//! [`CmEvent::Rejected`]; [`CmAgent::disconnect`] sends the DREQ naming the peer's QP, and its DREP ends the
+//! connection.
+//!
 //! Every answer goes to the sender's QP1 with the GSI Q_Key, addressed from the received datagram's IPv4
 //! header (the GRH area), the MAC resolved by the endpoint's ARP.
 
@@ -31,7 +37,7 @@ use testbench::model::{
     WcStatus, WrOpcode,
 };
 use testbench::wire::mad::{
-    CmDrep, CmMsg, CmRej, CmRep, CmReq, CmSidrRep, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
+    CmDrep, CmDreq, CmMsg, CmRej, CmRep, CmReq, CmRtu, CmSidrRep, CmaHdr, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
 };
 use testbench::wire::MacAddr;
 
@@ -46,6 +52,42 @@ const SLOT: u64 = 512;
 pub const REJ_INVALID_SERVICE_ID: u16 = 8;
 /// SIDR_REP status: service ID not supported.
 pub const SIDR_UNSUPPORTED: u8 = 1;
+/// How long our REQ (and DREQ) waits for its answer before it goes again: Linux's 2 * 2^(18 - 8) + 2^(20 - 8)
+/// ms (packet lifetime 18, remote CM response timeout 20).
+const REQ_WAIT: Duration = Duration::from_millis(6144);
+
+/// The QP attributes rdma_cm's active side sets from the REP (Linux `cm_init_qp_*_attr` after `cm_rep_handler`):
+/// INIT with remote WRITE (READ and atomics when we offered responder resources, `depth`), RTR towards the
+/// REP's QPN with our receive PSN `psn`, MTU `mtu` and `av`, RTS from the REP's starting PSN, ACK timeout 19
+/// (`cm_ack_timeout(15, 18)`), retry and RNR retry 7.
+pub fn qp_attrs_from_rep(rep: &CmRep, psn: u32, mtu: u32, depth: u8, av: AddressVector) -> [QpAttr; 3] {
+    let access = AccessFlags(
+        AccessFlags::LOCAL_WRITE.0 | AccessFlags::REMOTE_WRITE.0 | if depth > 0 { AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0 } else { 0 },
+    );
+    [
+        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(access), ..Default::default() },
+        QpAttr {
+            qp_state: Some(QpState::Rtr),
+            path_mtu: Some(mtu),
+            dest_qp_num: Some(rep.local_qpn),
+            rq_psn: Some(psn),
+            max_dest_rd_atomic: Some(rep.initiator_depth.min(MAX_RD_ATOMIC)),
+            min_rnr_timer: Some(12),
+            av: Some(av),
+            ..Default::default()
+        },
+        QpAttr {
+            qp_state: Some(QpState::Rts),
+            sq_psn: Some(rep.starting_psn),
+            timeout: Some(19),
+            retry_cnt: Some(7),
+            rnr_retry: Some(7),
+            max_rd_atomic: Some(rep.responder_resources.min(MAX_RD_ATOMIC)),
+            ..Default::default()
+        },
+    ]
+}
+
 /// The REP's target ACK delay (rxe's local CA ACK delay, 15: 4.096 us * 2^15).
 pub const TARGET_ACK_DELAY: u8 = 15;
 /// READs and atomics outstanding the RNIC takes per QP as responder, and keeps per QP as requester.
@@ -106,8 +148,15 @@ pub enum CmEvent {
     ConnectRequest { id: u32, req: CmReq, peer: Ipv4Addr, mac: MacAddr },
     /// The RTU for connection `id` came.
     Established { id: u32 },
-    /// The peer's DREQ for connection `id` came (and was answered with a DREP).
+    /// The peer's DREQ for connection `id` came (and was answered with a DREP), or the DREP for ours.
     Disconnected { id: u32 },
+    /// Our REQ `id` was answered with a REP: the application sets its QP up from it ([`qp_attrs_from_rep`])
+    /// and calls [`CmAgent::ready_to_use`].
+    ConnectReply { id: u32, rep: CmRep },
+    /// Our REQ `id` was rejected (the REJ's reason).
+    Rejected { id: u32, reason: u16 },
+    /// Our REQ or DREQ `id` went unanswered through all its retries.
+    Unreachable { id: u32 },
 }
 
 /// Where a passive connection is.
@@ -117,7 +166,13 @@ enum ConnState {
     ReqRcvd,
     /// REP sent, waiting for the RTU.
     RepSent,
+    /// Our REQ sent, waiting for the REP.
+    ReqSent,
+    /// The REP came, waiting for the application's RTU.
+    RepRcvd,
     Established,
+    /// Our DREQ sent, waiting for the DREP.
+    DreqSent,
 }
 
 /// One passive connection.
@@ -127,7 +182,10 @@ struct Conn {
     remote_id: u32,
     peer: Ipv4Addr,
     tid: u64,
-    /// Our REP and when it goes again (until the RTU comes), and how many resends are left.
+    /// The peer's QPN (for our DREQ).
+    remote_qpn: u32,
+    /// Our last REQ, REP or DREQ and when it goes again (until its answer comes), and how many resends are
+    /// left.
     rep: Option<[u8; MAD_LEN]>,
     resend_at: Instant,
     resends_left: u8,
@@ -149,12 +207,16 @@ pub struct CmAgent {
     next_id: u32,
     /// Our CA GUID (the REP's): EUI-64 of our MAC.
     guid: u64,
+    /// Our IPv4 address (our REQs' GIDs and rdma_cm header).
+    ip: Ipv4Addr,
+    tid_seq: u32,
     pub stats: CmStats,
 }
 
 impl CmAgent {
-    /// Create QP1 on `dev`, bring it to RTS and post its receives; `mac` is our port's (for the CA GUID).
-    pub fn open(dev: Dev, mac: MacAddr) -> Result<Self> {
+    /// Create QP1 on `dev`, bring it to RTS and post its receives; `mac` and `ip` are our port's (the CA GUID,
+    /// our REQs' GIDs).
+    pub fn open(dev: Dev, mac: MacAddr, ip: Ipv4Addr) -> Result<Self> {
         let base = dev.alloc(((RECVS + SENDS) as u64 * SLOT) as usize)?;
         let pd = dev.alloc_pd()?;
         let (lkey, _) = dev.reg_mr(pd, base, (RECVS + SENDS) as u64 * SLOT, AccessFlags::LOCAL_WRITE)?;
@@ -179,6 +241,8 @@ impl CmAgent {
             // non-zero, and not the same after every start (Linux: an xarray index XOR a random operand)
             next_id: (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.subsec_nanos()) | 1) & 0x7FFF_FFFF,
             guid: 0,
+            ip,
+            tid_seq: 0,
             stats: CmStats::default(),
         };
         let mut a = a;
@@ -227,6 +291,91 @@ impl CmAgent {
         Ok(())
     }
 
+    /// Connect our QP `qpn` (in INIT, its receive PSN `psn`) to service `sid` at `peer` as rdma_cm's active side
+    /// does (`docs/cm.md`): a REQ offering `depth` responder resources and asking for as many, path MTU `mtu`,
+    /// our address and `src_port` in the rdma_cm header; resent every 6,144 ms up to 15 times (Linux's
+    /// wait). Returns our communication ID; the REP comes as [`CmEvent::ConnectReply`].
+    pub fn connect(&mut self, peer: Ipv4Addr, sid: u64, qpn: u32, psn: u32, mtu: u32, depth: u8, src_port: u16) -> Result<u32> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        let mut pd = [0u8; 92];
+        CmaHdr::v4(self.ip, src_port, peer).build(&mut pd);
+        let req = CmReq {
+            local_comm_id: id,
+            service_id: sid,
+            local_ca_guid: self.guid,
+            local_qpn: qpn,
+            responder_resources: depth,
+            initiator_depth: depth,
+            remote_cm_response_timeout: 20,
+            starting_psn: psn,
+            local_cm_response_timeout: 20,
+            retry_count: 7,
+            pkey: 0xFFFF,
+            path_mtu: (mtu.trailing_zeros().saturating_sub(7)) as u8,
+            rnr_retry_count: 7,
+            max_cm_retries: 15,
+            primary_local_lid: 0xFFFF,
+            primary_remote_lid: 0xFFFF,
+            primary_local_gid: self.ip.to_ipv6_mapped().octets(),
+            primary_remote_gid: peer.to_ipv6_mapped().octets(),
+            primary_hop_limit: 64,
+            primary_local_ack_timeout: 19,
+            private_data: pd,
+            ..Default::default()
+        };
+        let tid = self.new_tid();
+        let mad = CmMsg::Req(req).mad(tid);
+        self.send(peer, &mad)?;
+        self.conns.insert(
+            id,
+            Conn {
+                state: ConnState::ReqSent,
+                remote_id: 0,
+                peer,
+                tid,
+                remote_qpn: 0,
+                rep: Some(mad),
+                resend_at: Instant::now() + REQ_WAIT,
+                resends_left: 15,
+                wait: REQ_WAIT,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Our QP of connection `id` is in RTS from the REP: send the RTU; the connection is established.
+    pub fn ready_to_use(&mut self, id: u32) -> Result<()> {
+        let c = self.conns.get_mut(&id).with_context(|| format!("no connection 0x{id:08x}"))?;
+        if c.state != ConnState::RepRcvd {
+            bail!("connection 0x{id:08x} has no REP to answer");
+        }
+        c.state = ConnState::Established;
+        c.rep = None;
+        let (peer, mad) = (c.peer, CmMsg::Rtu(CmRtu { local_comm_id: id, remote_comm_id: c.remote_id, ..Default::default() }).mad(c.tid));
+        self.stats.established += 1;
+        self.send(peer, &mad)
+    }
+
+    /// End connection `id` (our QP already in error, as rdma_cm's `rdma_disconnect` does first): DREQ naming
+    /// the peer's QP, resent as a REQ is until the DREP comes ([`CmEvent::Disconnected`]).
+    pub fn disconnect(&mut self, id: u32) -> Result<()> {
+        let c = self.conns.get_mut(&id).with_context(|| format!("no connection 0x{id:08x}"))?;
+        if c.state != ConnState::Established {
+            bail!("connection 0x{id:08x} is not established");
+        }
+        let tid = self.new_tid();
+        let c = self.conns.get_mut(&id).unwrap();
+        let mad = CmMsg::Dreq(CmDreq { local_comm_id: id, remote_comm_id: c.remote_id, remote_qpn: c.remote_qpn, ..Default::default() }).mad(tid);
+        c.state = ConnState::DreqSent;
+        c.tid = tid;
+        c.rep = Some(mad);
+        c.resend_at = Instant::now() + REQ_WAIT;
+        c.resends_left = 15;
+        let peer = c.peer;
+        self.send(peer, &mad)
+    }
+
     fn post_recv(&self, i: u32) -> Result<()> {
         let sge = Sge { addr: self.base + u64::from(i) * SLOT, length: UD_GRH_ROOM + MAD_LEN as u32, lkey: self.lkey };
         self.dev.post_recv(1, RecvWr { wr_id: u64::from(i), sg_list: vec![sge] })
@@ -258,13 +407,23 @@ impl CmAgent {
             self.post_recv(slot)?;
         }
         let now = Instant::now();
-        let late: Vec<u32> = self.conns.iter().filter(|(_, c)| c.state == ConnState::RepSent && now >= c.resend_at).map(|(id, _)| *id).collect();
+        let late: Vec<u32> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.state, ConnState::RepSent | ConnState::ReqSent | ConnState::DreqSent) && now >= c.resend_at)
+            .map(|(id, _)| *id)
+            .collect();
         for id in late {
             let c = self.conns.get_mut(&id).unwrap();
             if c.resends_left == 0 {
-                // Linux's passive side gives the connection up (REP_ERROR)
+                // Linux gives the connection up (REP_ERROR, REQ_ERROR, DREQ timeout)
+                let state = c.state;
                 self.conns.remove(&id);
-                self.drop("REP unanswered");
+                if state == ConnState::RepSent {
+                    self.drop("REP unanswered");
+                } else {
+                    events.push(CmEvent::Unreachable { id });
+                }
                 continue;
             }
             c.resends_left -= 1;
@@ -276,7 +435,15 @@ impl CmAgent {
         Ok(events)
     }
 
-    fn mac_of(&mut self, ip: Ipv4Addr) -> Result<MacAddr> {
+    /// A transaction ID for a new request of ours (REQ, DREQ): the agent's number in the high half, as
+    /// Linux's MAD layer does, a sequence number below.
+    fn new_tid(&mut self) -> u64 {
+        self.tid_seq = self.tid_seq.wrapping_add(1);
+        0x1_0000_0000 | u64::from(self.tid_seq)
+    }
+
+    /// `ip`'s MAC, resolved by the endpoint's ARP once.
+    pub fn mac_of(&mut self, ip: Ipv4Addr) -> Result<MacAddr> {
         if let Some(m) = self.macs.get(&ip) {
             return Ok(*m);
         }
@@ -329,6 +496,7 @@ impl CmAgent {
                         remote_id: req.local_comm_id,
                         peer: src,
                         tid: h.tid,
+                        remote_qpn: req.local_qpn,
                         rep: None,
                         resend_at: Instant::now(),
                         resends_left: req.max_cm_retries,
@@ -359,6 +527,44 @@ impl CmAgent {
                 }
                 return Ok(());
             }
+            Some(CmMsg::Rep(r)) => {
+                match self.conns.get_mut(&r.remote_comm_id) {
+                    Some(c) if c.state == ConnState::ReqSent && c.peer == src => {
+                        c.state = ConnState::RepRcvd;
+                        c.remote_id = r.local_comm_id;
+                        c.remote_qpn = r.local_qpn;
+                        c.rep = None;
+                        events.push(CmEvent::ConnectReply { id: r.remote_comm_id, rep: r });
+                    }
+                    // a REP again after our RTU (ours was lost): the RTU again, as ib_cm does
+                    Some(c) if c.state == ConnState::Established && c.remote_id == r.local_comm_id => {
+                        let (peer, mad) = (c.peer, CmMsg::Rtu(CmRtu { local_comm_id: r.remote_comm_id, remote_comm_id: r.local_comm_id, ..Default::default() }).mad(c.tid));
+                        self.send(peer, &mad)?;
+                    }
+                    _ => self.drop("REP for nothing of ours"),
+                }
+                return Ok(());
+            }
+            Some(CmMsg::Rej(r)) => {
+                match self.conns.get(&r.remote_comm_id) {
+                    Some(c) if matches!(c.state, ConnState::ReqSent | ConnState::RepSent) && c.peer == src => {
+                        self.conns.remove(&r.remote_comm_id);
+                        events.push(CmEvent::Rejected { id: r.remote_comm_id, reason: r.reason });
+                    }
+                    _ => self.drop("REJ for nothing of ours"),
+                }
+                return Ok(());
+            }
+            Some(CmMsg::Drep(d)) => {
+                match self.conns.get(&d.remote_comm_id) {
+                    Some(c) if c.state == ConnState::DreqSent && c.remote_id == d.local_comm_id => {
+                        self.conns.remove(&d.remote_comm_id);
+                        events.push(CmEvent::Disconnected { id: d.remote_comm_id });
+                    }
+                    _ => self.drop("DREP for nothing of ours"),
+                }
+                return Ok(());
+            }
             Some(CmMsg::SidrReq(r)) => {
                 self.stats.sidr_unsupported += 1;
                 CmMsg::SidrRep(CmSidrRep {
@@ -370,7 +576,7 @@ impl CmAgent {
             }
             Some(CmMsg::Dreq(d)) => {
                 // ours if the IDs match and it names our QP; Linux ignores a DREQ naming another QP
-                let ours = self.conns.get(&d.remote_comm_id).is_some_and(|c| c.remote_id == d.local_comm_id && c.peer == src);
+                let ours = self.conns.get(&d.remote_comm_id).is_some_and(|c| c.remote_id == d.local_comm_id && c.peer == src && c.state != ConnState::ReqSent);
                 if ours {
                     self.conns.remove(&d.remote_comm_id);
                     events.push(CmEvent::Disconnected { id: d.remote_comm_id });
@@ -470,7 +676,7 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
     let mut events = Vec::new();
     let mut servers: Vec<(u32, super::rping::RpingServer)> = Vec::new();
     let mut pings = Vec::new();
-    match CmAgent::open(dev.clone(), host_cfg_mac) {
+    match CmAgent::open(dev.clone(), host_cfg_mac, our_ip) {
         Ok(a) => agent = Some(a),
         Err(e) => error = Some(format!("{e:#}")),
     }
@@ -504,7 +710,7 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
                             pings.extend(servers.remove(i).1.pings);
                         }
                     }
-                    CmEvent::Established { .. } => {}
+                    _ => {}
                 }
                 events.push(ev);
             }
@@ -542,4 +748,121 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
         }
     }
     Ok(CmProbe { clients, stats: agent.map(|a| a.stats).unwrap_or_default(), events, pings, mads, vm_log: out.log, error })
+}
+
+/// What a run of our rping client against the VM's `rping -s` shows.
+#[derive(Debug)]
+pub struct CmClientProbe {
+    /// The VM's rping server: exit status and output.
+    pub server_rc: Option<i32>,
+    pub server_out: String,
+    pub pings: u32,
+    pub mismatches: u32,
+    pub events: Vec<CmEvent>,
+    pub stats: CmStats,
+    pub mads: Vec<(bool, Mad)>,
+    pub error: Option<String>,
+}
+
+/// Boot the lab VM against the RTL endpoint, start `rping -s` there, and connect to it from our side through
+/// the CM agent's active side ([`CmAgent::connect`]) with our rping client ([`super::rping::RpingClient`]):
+/// `count` pings of 64 bytes, each checked, then our DREQ.
+pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32) -> Result<CmClientProbe> {
+    use super::verbs::{open_endpoint_with, EndpointKind};
+    use super::{BridgeConfig, HostConfig, HostStack, Session, VmConfig};
+    let dir = super::run_dir(run_name);
+    std::fs::create_dir_all(&dir)?;
+    let pcap = dir.join("link.pcap");
+    let mut cfg = VmConfig::new("vm", image.clone(), super::temp_socket_path("cm"), &dir);
+    cfg.timeout = std::time::Duration::from_secs(90);
+    cfg.script = Some(format!(
+        "timeout 60 rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S 64 -v > /tmp/rping.log 2>&1 &\n\
+         sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/rping.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
+    ));
+    let host_cfg = HostConfig::default();
+    let (our_ip, our_mac) = (host_cfg.ip, host_cfg.mac);
+    let (dev, ep) = open_endpoint_with(
+        EndpointKind::Rtl,
+        testbench::model::DeviceConfig { mac: our_mac, ip: IpAddr::V4(our_ip), seed: 1, first_qpn: 0x11, active_mtu: 1024, vlan: None },
+        None,
+        super::rtl_ep::INBOUND_GBPS,
+        Some(dir.clone()),
+    )?;
+    let host = HostStack::new(host_cfg).with_roce(ep);
+    let bcfg = BridgeConfig { pcap: Some(pcap.clone()), ..Default::default() };
+    let mut session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
+    let mut events = Vec::new();
+    let mut stats = CmStats::default();
+    let mut pings = (0, 0);
+    let error = (|| -> Result<()> {
+        let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
+        if !session.vm.wait_for_log("=== CM_SERVER_UP ===", std::time::Duration::from_secs(60)) {
+            bail!("the VM's rping server did not start");
+        }
+        let vm = Ipv4Addr::new(10, 0, 0, 1);
+        let pd = dev.alloc_pd()?;
+        let psn = 0x5A_5000;
+        let mut client = super::rping::RpingClient::new(dev.clone(), pd, 64, count, psn)?;
+        let sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, RPING_PORT);
+        let mut id = agent.connect(vm, sid, client.qpn, psn, 1024, 1, 0xC000 | (client.qpn as u16))?;
+        let mut tries = 1;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut connected = false;
+        let mut shut = false;
+        loop {
+            if Instant::now() > deadline {
+                bail!("no end within 60 s: {} pings, {:?}", client.done, events);
+            }
+            for ev in agent.poll()? {
+                match &ev {
+                    CmEvent::ConnectReply { id: i, rep } if *i == id => {
+                        let mac = agent.mac_of(vm)?;
+                        client.connected(&mut agent, id, rep, vm, mac, 1024)?;
+                        connected = true;
+                    }
+                    // the server may not listen yet: ask again, as often as rping's own retries would
+                    CmEvent::Rejected { id: i, reason: 8 } if *i == id && tries < 10 => {
+                        std::thread::sleep(Duration::from_millis(300));
+                        id = agent.connect(vm, sid, client.qpn, psn, 1024, 1, 0xC000 | (client.qpn as u16))?;
+                        tries += 1;
+                    }
+                    CmEvent::Disconnected { id: i } if *i == id => {
+                        events.push(ev);
+                        stats = agent.stats.clone();
+                        return Ok(());
+                    }
+                    CmEvent::Rejected { .. } | CmEvent::Unreachable { .. } => {
+                        events.push(ev.clone());
+                        bail!("connecting: {ev:?}");
+                    }
+                    _ => {}
+                }
+                events.push(ev);
+            }
+            if connected && !shut && client.poll()? {
+                pings = (client.done, client.mismatches);
+                client.shut()?;
+                agent.disconnect(id)?;
+                shut = true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })()
+    .err()
+    .map(|e| format!("{e:#}"));
+    let (out, _report) = session.finish()?;
+    let server_rc = out.log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
+    let server_out = out.log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string();
+    let mut mads = Vec::new();
+    let mut rd = pcap_file::pcap::PcapReader::new(std::fs::File::open(&pcap)?)?;
+    while let Some(p) = rd.next_packet() {
+        if let Ok(testbench::wire::Frame::Roce(f)) = testbench::wire::parse_ethernet(&p?.data) {
+            if f.packet.bth.dest_qpn == 1 {
+                if let Ok(m) = Mad::parse(&f.packet.payload) {
+                    mads.push((f.ip.src() != IpAddr::V4(our_ip), m));
+                }
+            }
+        }
+    }
+    Ok(CmClientProbe { server_rc, server_out, pings: pings.0, mismatches: pings.1, events, stats, mads, error })
 }
