@@ -68,7 +68,7 @@ fn librdmacm_clients_against_the_cm_agent() {
     assert_eq!(
         p.events,
         vec![
-            CmEvent::ConnectRequest { id: rep.local_comm_id, req: req.clone(), peer: std::net::Ipv4Addr::new(10, 0, 0, 1), mac: testbench::wire::MacAddr([0x52, 0x54, 0, 0, 0, 1]) },
+            CmEvent::ConnectRequest { id: rep.local_comm_id, req: req.clone(), peer: std::net::Ipv4Addr::new(10, 0, 0, 1) },
             CmEvent::Established { id: rep.local_comm_id },
             CmEvent::Disconnected { id: rep.local_comm_id },
         ]

@@ -136,6 +136,7 @@ pub struct CmStats {
     pub reps: u64,
     pub rep_resends: u64,
     pub established: u64,
+    pub connect_requests: u64,
     /// MADs dropped, by why.
     pub dropped: BTreeMap<&'static str, u64>,
 }
@@ -144,8 +145,8 @@ pub struct CmStats {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CmEvent {
     /// A REQ for a service ID we listen on: `id` is our communication ID for it, `peer` the requester's
-    /// address and MAC.
-    ConnectRequest { id: u32, req: CmReq, peer: Ipv4Addr, mac: MacAddr },
+    /// address. The application accepts ([`CmAgent::accept`]) or rejects ([`CmAgent::reject`]) it.
+    ConnectRequest { id: u32, req: CmReq, peer: Ipv4Addr },
     /// The RTU for connection `id` came.
     Established { id: u32 },
     /// The peer's DREQ for connection `id` came (and was answered with a DREP), or the DREP for ours.
@@ -193,7 +194,7 @@ struct Conn {
     wait: Duration,
 }
 
-/// The agent: QP1 on `dev`, its buffers, its listeners and connections, what it answered.
+/// The agent: QP1 on `dev`, its buffers, the peers' MACs, and the protocol ([`CmCore`]).
 pub struct CmAgent {
     dev: Dev,
     cq: Cq,
@@ -202,6 +203,12 @@ pub struct CmAgent {
     next_send: u32,
     /// Resolved MACs of the peers that sent us MADs.
     macs: BTreeMap<Ipv4Addr, MacAddr>,
+    pub core: CmCore,
+}
+
+/// The CM protocol without the QP: listeners, connections, timers; MADs in ([`CmCore::take`]), MADs out
+/// ([`CmCore::out`], each to a peer's QP1) and events for the application.
+pub struct CmCore {
     listeners: BTreeSet<u64>,
     conns: BTreeMap<u32, Conn>,
     next_id: u32,
@@ -211,47 +218,28 @@ pub struct CmAgent {
     ip: Ipv4Addr,
     tid_seq: u32,
     pub stats: CmStats,
+    /// MADs to send, each to its peer's QP1, in order.
+    pub out: Vec<(Ipv4Addr, [u8; MAD_LEN])>,
 }
 
-impl CmAgent {
-    /// Create QP1 on `dev`, bring it to RTS and post its receives; `mac` and `ip` are our port's (the CA GUID,
-    /// our REQs' GIDs).
-    pub fn open(dev: Dev, mac: MacAddr, ip: Ipv4Addr) -> Result<Self> {
-        let base = dev.alloc(((RECVS + SENDS) as u64 * SLOT) as usize)?;
-        let pd = dev.alloc_pd()?;
-        let (lkey, _) = dev.reg_mr(pd, base, (RECVS + SENDS) as u64 * SLOT, AccessFlags::LOCAL_WRITE)?;
-        let cq = dev.create_cq(2 * (RECVS + SENDS))?;
-        let cap = QpCap { max_send_wr: SENDS, max_recv_wr: RECVS, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-        let qpn = dev.create_gsi_qp(pd, QpInitAttr { qp_type: QpType::Ud, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })?;
-        if qpn != 1 {
-            bail!("the GSI QP is QP{qpn}, not QP1");
-        }
-        dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Init), qkey: Some(GSI_QKEY), ..Default::default() })?;
-        dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Rtr), ..Default::default() })?;
-        dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(0), ..Default::default() })?;
-        let a = CmAgent {
-            dev,
-            cq,
-            lkey,
-            base,
-            next_send: 0,
-            macs: BTreeMap::new(),
+impl CmCore {
+    /// A CM with CA GUID `guid` at `ip`, its communication IDs from `first_id`.
+    pub fn new(guid: u64, ip: Ipv4Addr, first_id: u32) -> Self {
+        CmCore {
             listeners: BTreeSet::new(),
             conns: BTreeMap::new(),
-            // non-zero, and not the same after every start (Linux: an xarray index XOR a random operand)
-            next_id: (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.subsec_nanos()) | 1) & 0x7FFF_FFFF,
-            guid: 0,
+            next_id: first_id.max(1),
+            guid,
             ip,
             tid_seq: 0,
             stats: CmStats::default(),
-        };
-        let mut a = a;
-        let m = mac.0;
-        a.guid = u64::from_be_bytes([m[0] ^ 2, m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]]);
-        for i in 0..RECVS {
-            a.post_recv(i)?;
+            out: Vec::new(),
         }
-        Ok(a)
+    }
+
+    /// Connections held (in any state).
+    pub fn connections(&self) -> usize {
+        self.conns.len()
     }
 
     /// Take REQs for service ID `sid` (rdma_cm: [`testbench::wire::mad::service_id`]).
@@ -282,7 +270,7 @@ impl CmAgent {
         })
         .mad(c.tid);
         let peer = c.peer;
-        self.send(peer, &rep)?;
+        self.out.push((peer, rep));
         self.stats.reps += 1;
         let c = self.conns.get_mut(&id).unwrap();
         c.state = ConnState::RepSent;
@@ -295,7 +283,8 @@ impl CmAgent {
     /// does (`docs/cm.md`): a REQ offering `depth` responder resources and asking for as many, path MTU `mtu`,
     /// our address and `src_port` in the rdma_cm header; resent every 6,144 ms up to 15 times (Linux's
     /// wait). Returns our communication ID; the REP comes as [`CmEvent::ConnectReply`].
-    pub fn connect(&mut self, peer: Ipv4Addr, sid: u64, qpn: u32, psn: u32, mtu: u32, depth: u8, src_port: u16) -> Result<u32> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(&mut self, peer: Ipv4Addr, sid: u64, qpn: u32, psn: u32, mtu: u32, depth: u8, src_port: u16) -> u32 {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
         let mut pd = [0u8; 92];
@@ -326,7 +315,7 @@ impl CmAgent {
         };
         let tid = self.new_tid();
         let mad = CmMsg::Req(req).mad(tid);
-        self.send(peer, &mad)?;
+        self.out.push((peer, mad));
         self.conns.insert(
             id,
             Conn {
@@ -341,7 +330,7 @@ impl CmAgent {
                 wait: REQ_WAIT,
             },
         );
-        Ok(id)
+        id
     }
 
     /// Our QP of connection `id` is in RTS from the REP: send the RTU; the connection is established.
@@ -354,7 +343,8 @@ impl CmAgent {
         c.rep = None;
         let (peer, mad) = (c.peer, CmMsg::Rtu(CmRtu { local_comm_id: id, remote_comm_id: c.remote_id, ..Default::default() }).mad(c.tid));
         self.stats.established += 1;
-        self.send(peer, &mad)
+        self.out.push((peer, mad));
+        Ok(())
     }
 
     /// End connection `id` (our QP already in error, as rdma_cm's `rdma_disconnect` does first): DREQ naming
@@ -373,40 +363,27 @@ impl CmAgent {
         c.resend_at = Instant::now() + REQ_WAIT;
         c.resends_left = 15;
         let peer = c.peer;
-        self.send(peer, &mad)
+        self.out.push((peer, mad));
+        Ok(())
     }
 
-    fn post_recv(&self, i: u32) -> Result<()> {
-        let sge = Sge { addr: self.base + u64::from(i) * SLOT, length: UD_GRH_ROOM + MAD_LEN as u32, lkey: self.lkey };
-        self.dev.post_recv(1, RecvWr { wr_id: u64::from(i), sg_list: vec![sge] })
-    }
-
-    fn drop(&mut self, why: &'static str) {
-        *self.stats.dropped.entry(why).or_insert(0) += 1;
-    }
-
-    /// Take every completion on QP1's CQ, answer each MAD received, resend REPs whose RTU is late; what the
-    /// application must hear of.
-    pub fn poll(&mut self) -> Result<Vec<CmEvent>> {
-        let mut events = Vec::new();
-        for wc in self.dev.poll_cq(self.cq, 32)? {
-            if wc.opcode != WcOpcode::Recv {
-                if wc.status != WcStatus::Success {
-                    bail!("a MAD of ours completed {:?}", wc.status);
-                }
-                continue;
-            }
-            let slot = wc.wr_id as u32;
-            if wc.status == WcStatus::Success {
-                self.stats.received += 1;
-                let b = self.dev.read_mem(self.base + u64::from(slot) * SLOT, (UD_GRH_ROOM as usize + MAD_LEN).min(wc.byte_len as usize))?;
-                self.take(&b, &mut events)?;
-            } else {
-                self.drop("receive error");
-            }
-            self.post_recv(slot)?;
+    /// Reject connection request `id` (rdma_cm's `rdma_reject`: reason 28, consumer reject): REJ for its
+    /// REQ; the connection is gone.
+    pub fn reject(&mut self, id: u32, reason: u16) -> Result<()> {
+        let c = self.conns.get(&id).with_context(|| format!("no connection 0x{id:08x}"))?;
+        if c.state != ConnState::ReqRcvd {
+            bail!("connection 0x{id:08x} is not waiting for an accept");
         }
-        let now = Instant::now();
+        let mad = CmMsg::Rej(CmRej { local_comm_id: id, remote_comm_id: c.remote_id, message_rejected: 0, reason, ..Default::default() }).mad(c.tid);
+        self.out.push((c.peer, mad));
+        self.conns.remove(&id);
+        self.stats.rejected += 1;
+        Ok(())
+    }
+
+    /// Resend what waits too long for its answer (REQ, REP, DREQ), and give up on what has had all its
+    /// resends: Linux's REQ_ERROR / REP_ERROR / DREQ timeout.
+    pub fn timers(&mut self, now: Instant, events: &mut Vec<CmEvent>) {
         let late: Vec<u32> = self
             .conns
             .iter()
@@ -430,9 +407,8 @@ impl CmAgent {
             c.resend_at = now + c.wait;
             let (peer, rep) = (c.peer, c.rep.unwrap());
             self.stats.rep_resends += 1;
-            self.send(peer, &rep)?;
+            self.out.push((peer, rep));
         }
-        Ok(events)
     }
 
     /// A transaction ID for a new request of ours (REQ, DREQ): the agent's number in the high half, as
@@ -442,39 +418,34 @@ impl CmAgent {
         0x1_0000_0000 | u64::from(self.tid_seq)
     }
 
-    /// `ip`'s MAC, resolved by the endpoint's ARP once.
-    pub fn mac_of(&mut self, ip: Ipv4Addr) -> Result<MacAddr> {
-        if let Some(m) = self.macs.get(&ip) {
-            return Ok(*m);
-        }
-        let m = self.dev.resolve(ip)?.with_context(|| format!("no MAC for {ip}"))?;
-        self.macs.insert(ip, m);
-        Ok(m)
+    fn drop(&mut self, why: &'static str) {
+        *self.stats.dropped.entry(why).or_insert(0) += 1;
     }
 
-    /// One datagram as QP1 received it: the GRH area, then the MAD.
-    fn take(&mut self, b: &[u8], events: &mut Vec<CmEvent>) -> Result<()> {
+    /// One datagram as QP1 received it (the GRH area, then the MAD): its answer queued in [`CmCore::out`], or
+    /// an event, or a counted drop.
+    pub fn take(&mut self, b: &[u8], events: &mut Vec<CmEvent>) {
         let g = UD_GRH_ROOM as usize;
         if b.len() < g + MAD_LEN || b[20] >> 4 != 4 {
             self.drop(if b.len() < g + MAD_LEN { "short" } else { "not IPv4" });
-            return Ok(());
+            return;
         }
         let src = Ipv4Addr::new(b[32], b[33], b[34], b[35]);
         let mad = match Mad::parse(&b[g..]) {
             Ok(m) => m,
             Err(_) => {
                 self.drop("unreadable");
-                return Ok(());
+                return;
             }
         };
         let h = mad.hdr;
         if (h.base_version, h.mgmt_class, h.class_version) != (MAD_BASE_VERSION, MGMT_CLASS_CM, CM_CLASS_VERSION) {
             self.drop("not CM class version 2");
-            return Ok(());
+            return;
         }
         if h.method != MAD_METHOD_SEND {
             self.drop("method not Send");
-            return Ok(());
+            return;
         }
         let answer = match mad.cm {
             Some(CmMsg::Req(req)) if self.listeners.contains(&req.service_id) => {
@@ -482,11 +453,10 @@ impl CmAgent {
                 // REP_SENT; our REP goes again on its own timer)
                 if self.conns.values().any(|c| c.remote_id == req.local_comm_id && c.peer == src) {
                     self.drop("duplicate REQ");
-                    return Ok(());
+                    return;
                 }
                 let id = self.next_id;
                 self.next_id = self.next_id.wrapping_add(1).max(1);
-                let mac = self.mac_of(src)?;
                 // Linux waits 2^(REQ's remote CM response timeout - 8) ms for the answer to its REP
                 let wait = Duration::from_millis(1 << u32::from(req.remote_cm_response_timeout.max(8) - 8).min(16));
                 self.conns.insert(
@@ -503,8 +473,9 @@ impl CmAgent {
                         wait,
                     },
                 );
-                events.push(CmEvent::ConnectRequest { id, req, peer: src, mac });
-                return Ok(());
+                self.stats.connect_requests += 1;
+                events.push(CmEvent::ConnectRequest { id, req, peer: src });
+                return;
             }
             Some(CmMsg::Req(req)) => {
                 self.stats.rejected += 1;
@@ -525,7 +496,7 @@ impl CmAgent {
                     }
                     _ => self.drop("RTU for nothing waiting"),
                 }
-                return Ok(());
+                return;
             }
             Some(CmMsg::Rep(r)) => {
                 match self.conns.get_mut(&r.remote_comm_id) {
@@ -539,11 +510,11 @@ impl CmAgent {
                     // a REP again after our RTU (ours was lost): the RTU again, as ib_cm does
                     Some(c) if c.state == ConnState::Established && c.remote_id == r.local_comm_id => {
                         let (peer, mad) = (c.peer, CmMsg::Rtu(CmRtu { local_comm_id: r.remote_comm_id, remote_comm_id: r.local_comm_id, ..Default::default() }).mad(c.tid));
-                        self.send(peer, &mad)?;
+                        self.out.push((peer, mad));
                     }
                     _ => self.drop("REP for nothing of ours"),
                 }
-                return Ok(());
+                return;
             }
             Some(CmMsg::Rej(r)) => {
                 match self.conns.get(&r.remote_comm_id) {
@@ -553,7 +524,7 @@ impl CmAgent {
                     }
                     _ => self.drop("REJ for nothing of ours"),
                 }
-                return Ok(());
+                return;
             }
             Some(CmMsg::Drep(d)) => {
                 match self.conns.get(&d.remote_comm_id) {
@@ -563,7 +534,7 @@ impl CmAgent {
                     }
                     _ => self.drop("DREP for nothing of ours"),
                 }
-                return Ok(());
+                return;
             }
             Some(CmMsg::SidrReq(r)) => {
                 self.stats.sidr_unsupported += 1;
@@ -586,14 +557,128 @@ impl CmAgent {
             }
             Some(_) => {
                 self.drop("nothing of ours to answer");
-                return Ok(());
+                return;
             }
             None => {
                 self.drop("no CM attribute");
-                return Ok(());
+                return;
             }
         };
-        self.send(src, &answer.mad(h.tid))
+        self.out.push((src, answer.mad(h.tid)));
+    }
+}
+
+impl CmAgent {
+    /// Create QP1 on `dev`, bring it to RTS and post its receives; `mac` and `ip` are our port's (the CA GUID,
+    /// our REQs' GIDs).
+    pub fn open(dev: Dev, mac: MacAddr, ip: Ipv4Addr) -> Result<Self> {
+        let base = dev.alloc(((RECVS + SENDS) as u64 * SLOT) as usize)?;
+        let pd = dev.alloc_pd()?;
+        let (lkey, _) = dev.reg_mr(pd, base, (RECVS + SENDS) as u64 * SLOT, AccessFlags::LOCAL_WRITE)?;
+        let cq = dev.create_cq(2 * (RECVS + SENDS))?;
+        let cap = QpCap { max_send_wr: SENDS, max_recv_wr: RECVS, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        let qpn = dev.create_gsi_qp(pd, QpInitAttr { qp_type: QpType::Ud, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })?;
+        if qpn != 1 {
+            bail!("the GSI QP is QP{qpn}, not QP1");
+        }
+        dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Init), qkey: Some(GSI_QKEY), ..Default::default() })?;
+        dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Rtr), ..Default::default() })?;
+        dev.modify_qp(1, &QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(0), ..Default::default() })?;
+        let m = mac.0;
+        let guid = u64::from_be_bytes([m[0] ^ 2, m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]]);
+        // non-zero, and not the same after every start (Linux: an xarray index XOR a random operand)
+        let first_id = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.subsec_nanos()) | 1) & 0x7FFF_FFFF;
+        let a = CmAgent { dev, cq, lkey, base, next_send: 0, macs: BTreeMap::new(), core: CmCore::new(guid, ip, first_id) };
+        for i in 0..RECVS {
+            a.post_recv(i)?;
+        }
+        Ok(a)
+    }
+
+    /// Take REQs for service ID `sid` (rdma_cm: [`testbench::wire::mad::service_id`]).
+    pub fn listen(&mut self, sid: u64) {
+        self.core.listen(sid)
+    }
+
+    /// [`CmCore::accept`], its REP sent.
+    pub fn accept(&mut self, id: u32, req: &CmReq, qpn: u32, psn: u32) -> Result<()> {
+        self.core.accept(id, req, qpn, psn)?;
+        self.flush()
+    }
+
+    /// [`CmCore::reject`], its REJ sent.
+    pub fn reject(&mut self, id: u32, reason: u16) -> Result<()> {
+        self.core.reject(id, reason)?;
+        self.flush()
+    }
+
+    /// [`CmCore::connect`], its REQ sent.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(&mut self, peer: Ipv4Addr, sid: u64, qpn: u32, psn: u32, mtu: u32, depth: u8, src_port: u16) -> Result<u32> {
+        let id = self.core.connect(peer, sid, qpn, psn, mtu, depth, src_port);
+        self.flush()?;
+        Ok(id)
+    }
+
+    /// [`CmCore::ready_to_use`], its RTU sent.
+    pub fn ready_to_use(&mut self, id: u32) -> Result<()> {
+        self.core.ready_to_use(id)?;
+        self.flush()
+    }
+
+    /// [`CmCore::disconnect`], its DREQ sent.
+    pub fn disconnect(&mut self, id: u32) -> Result<()> {
+        self.core.disconnect(id)?;
+        self.flush()
+    }
+
+    /// Send what the protocol has queued.
+    fn flush(&mut self) -> Result<()> {
+        for (ip, mad) in std::mem::take(&mut self.core.out) {
+            self.send(ip, &mad)?;
+        }
+        Ok(())
+    }
+
+    fn post_recv(&self, i: u32) -> Result<()> {
+        let sge = Sge { addr: self.base + u64::from(i) * SLOT, length: UD_GRH_ROOM + MAD_LEN as u32, lkey: self.lkey };
+        self.dev.post_recv(1, RecvWr { wr_id: u64::from(i), sg_list: vec![sge] })
+    }
+
+    /// Take every completion on QP1's CQ, answer each MAD received, resend REPs whose RTU is late; what the
+    /// application must hear of.
+    pub fn poll(&mut self) -> Result<Vec<CmEvent>> {
+        let mut events = Vec::new();
+        for wc in self.dev.poll_cq(self.cq, 32)? {
+            if wc.opcode != WcOpcode::Recv {
+                if wc.status != WcStatus::Success {
+                    bail!("a MAD of ours completed {:?}", wc.status);
+                }
+                continue;
+            }
+            let slot = wc.wr_id as u32;
+            if wc.status == WcStatus::Success {
+                self.core.stats.received += 1;
+                let b = self.dev.read_mem(self.base + u64::from(slot) * SLOT, (UD_GRH_ROOM as usize + MAD_LEN).min(wc.byte_len as usize))?;
+                self.core.take(&b, &mut events);
+            } else {
+                self.core.drop("receive error");
+            }
+            self.post_recv(slot)?;
+        }
+        self.core.timers(Instant::now(), &mut events);
+        self.flush()?;
+        Ok(events)
+    }
+
+    /// `ip`'s MAC, resolved by the endpoint's ARP once.
+    pub fn mac_of(&mut self, ip: Ipv4Addr) -> Result<MacAddr> {
+        if let Some(m) = self.macs.get(&ip) {
+            return Ok(*m);
+        }
+        let m = self.dev.resolve(ip)?.with_context(|| format!("no MAC for {ip}"))?;
+        self.macs.insert(ip, m);
+        Ok(m)
     }
 
     /// Send one MAD to `ip`'s QP1.
@@ -606,6 +691,105 @@ impl CmAgent {
         let mut wr = SendWr::new(u64::from(slot), WrOpcode::Send, vec![Sge { addr, length: MAD_LEN as u32, lkey: self.lkey }]);
         wr.ud = Some(UdDest { av: AddressVector::new(mac, IpAddr::V4(ip)), remote_qpn: 1, remote_qkey: GSI_QKEY });
         self.dev.post_send(1, wr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use testbench::wire::mad::{service_id, RDMA_PS_TCP};
+
+    /// The datagram QP1 receives for `mad` from `src`: the GRH area (20 zero bytes, an IPv4 header) and the MAD.
+    fn datagram(src: Ipv4Addr, mad: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; UD_GRH_ROOM as usize];
+        b[20] = 0x45;
+        b[32..36].copy_from_slice(&src.octets());
+        b[36..40].copy_from_slice(&[10, 0, 0, 2]);
+        b.extend_from_slice(mad);
+        b
+    }
+
+    /// The CM MADs of the real rxe capture.
+    fn captured() -> Vec<Vec<u8>> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../testbench/data/rxe-cm.pcap");
+        let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
+        let mut v = Vec::new();
+        while let Some(p) = r.next_packet() {
+            if let Ok(testbench::wire::Frame::Roce(f)) = testbench::wire::parse_ethernet(&p.unwrap().data) {
+                if f.packet.bth.dest_qpn == 1 {
+                    v.push(f.packet.payload.clone());
+                }
+            }
+        }
+        v
+    }
+
+    /// 10,000 MADs at QP1, real ones from rxe mutated and random ones, into a CM listening on rping's
+    /// service ID whose application rejects every connection request: no panic; every MAD gets exactly one
+    /// outcome (one MAD out, one event, or one counted drop); a MAD that is no CM message of class version 2
+    /// with method Send is dropped and never creates anything; a REQ for a service nobody listens on gets
+    /// REJ 8 naming its communication ID; and the connection table ends empty.
+    #[test]
+    fn ten_thousand_random_and_mutated_mads_leak_nothing() {
+        let mut cm = CmCore::new(0x0200_00FF_FE00_0002, Ipv4Addr::new(10, 0, 0, 2), 0x100);
+        let listened = service_id(RDMA_PS_TCP, 7174);
+        cm.listen(listened);
+        let seeds = captured();
+        assert!(seeds.len() >= 19);
+        let mut rng = SmallRng::seed_from_u64(0xC0FFEE);
+        let now = Instant::now();
+        let (mut malformed, mut rej8, mut requests) = (0, 0, 0);
+        for n in 0..10_000 {
+            let mut mad = seeds[rng.gen_range(0..seeds.len())].clone();
+            match rng.gen_range(0..6) {
+                0 => mad.iter_mut().for_each(|b| *b = rng.gen()),
+                1 => {
+                    for _ in 0..rng.gen_range(1..8) {
+                        let i = rng.gen_range(0..mad.len());
+                        mad[i] ^= 1 << rng.gen_range(0..8);
+                    }
+                }
+                2 => mad.truncate(rng.gen_range(0..MAD_LEN)),
+                3 => {
+                    // another class version, method or attribute
+                    let i = [2, 3, 17][rng.gen_range(0..3)];
+                    mad[i] = rng.gen();
+                }
+                _ => {}
+            }
+            let src = Ipv4Addr::new(10, 0, 0, rng.gen_range(1..4));
+            let before = (cm.out.len(), cm.stats.dropped.values().sum::<u64>());
+            let mut events = Vec::new();
+            cm.take(&datagram(src, &mad), &mut events);
+            let after = (cm.out.len(), cm.stats.dropped.values().sum::<u64>());
+            let outcomes = (after.0 - before.0) + events.len() + (after.1 - before.1) as usize;
+            assert_eq!(outcomes, 1, "MAD {n}: {} out, {events:?}, {} dropped", after.0 - before.0, after.1 - before.1);
+            let parsed = Mad::parse(&mad).ok();
+            let is_cm = parsed.as_ref().is_some_and(|m| m.hdr.is_cm() && m.cm.is_some());
+            if !is_cm {
+                malformed += 1;
+                assert_eq!((after.0, events.len()), (before.0, 0), "MAD {n}: not a CM message, yet answered");
+            }
+            if let Some(Mad { cm: Some(CmMsg::Req(req)), hdr }) = parsed.filter(|_| is_cm) {
+                if req.service_id != listened {
+                    rej8 += 1;
+                    let Ok(Mad { cm: Some(CmMsg::Rej(rej)), hdr: h }) = Mad::parse(&cm.out.last().unwrap().1) else { panic!("MAD {n}: no REJ") };
+                    assert_eq!((rej.reason, rej.remote_comm_id, h.tid), (REJ_INVALID_SERVICE_ID, req.local_comm_id, hdr.tid));
+                }
+            }
+            for e in events {
+                if let CmEvent::ConnectRequest { id, .. } = e {
+                    requests += 1;
+                    cm.reject(id, 28).unwrap();
+                }
+            }
+            cm.timers(now, &mut Vec::new());
+            cm.out.clear();
+        }
+        assert!(malformed > 3_000 && rej8 > 100 && requests > 100, "{malformed} malformed, {rej8} REJ 8, {requests} requests");
+        assert_eq!(cm.connections(), 0, "connections left: {:?}", cm.stats);
     }
 }
 
@@ -695,9 +879,16 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
             };
             for ev in evs {
                 match &ev {
-                    CmEvent::ConnectRequest { id, req, peer, mac } => {
+                    CmEvent::ConnectRequest { id, req, peer } => {
                         psn = psn.wrapping_add(0x1_0001) & 0xFF_FFFF;
-                        match super::rping::RpingServer::accept(dev.clone(), pd, a, *id, req, *peer, *mac, psn) {
+                        let mac = match a.mac_of(*peer) {
+                            Ok(m) => m,
+                            Err(e) => {
+                                error = Some(format!("{e:#}"));
+                                break 'run;
+                            }
+                        };
+                        match super::rping::RpingServer::accept(dev.clone(), pd, a, *id, req, *peer, mac, psn) {
                             Ok(s) => servers.push((*id, s)),
                             Err(e) => {
                                 error = Some(format!("accepting: {e:#}"));
@@ -747,7 +938,7 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
             }
         }
     }
-    Ok(CmProbe { clients, stats: agent.map(|a| a.stats).unwrap_or_default(), events, pings, mads, vm_log: out.log, error })
+    Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, mads, vm_log: out.log, error })
 }
 
 /// What a run of our rping client against the VM's `rping -s` shows.
@@ -828,7 +1019,7 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32) -> Resul
                     }
                     CmEvent::Disconnected { id: i } if *i == id => {
                         events.push(ev);
-                        stats = agent.stats.clone();
+                        stats = agent.core.stats.clone();
                         return Ok(());
                     }
                     CmEvent::Rejected { .. } | CmEvent::Unreachable { .. } => {
