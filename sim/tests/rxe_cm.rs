@@ -4,6 +4,26 @@
 use sim::rxe::cm::{probe, CmEvent, REJ_INVALID_SERVICE_ID, RPING_PORT, SIDR_UNSUPPORTED, TARGET_ACK_DELAY};
 use testbench::wire::mad::{service_id, CmMsg, RDMA_PS_TCP, RDMA_PS_UDP};
 
+/// The lab's VM image, or `None` (the test skips) where qemu cannot run and `RNIC_REQUIRE_VM` is unset.
+fn image_or_skip() -> Option<sim::rxe::VmImage> {
+    match sim::rxe::vm_available() {
+        Ok(i) => {
+            if i.is_none() {
+                eprintln!("SKIP: qemu-system-x86_64 is not available (set RNIC_REQUIRE_VM=1 to fail instead)");
+            }
+            i
+        }
+        Err(e) => panic!("the VM cannot be built: {e:#}"),
+    }
+}
+
+/// Every CM MAD of the run, one line each.
+fn print_mads(mads: &[(bool, testbench::wire::mad::Mad)]) {
+    for (from_vm, m) in mads {
+        eprintln!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
+    }
+}
+
 /// One VM boot, three clients:
 /// * `rping -c` to a port nobody listens on: its REQ comes back as REJ 8 with the REQ's communication ID and
 ///   transaction ID, and rping reports the rejection;
@@ -15,21 +35,12 @@ use testbench::wire::mad::{service_id, CmMsg, RDMA_PS_TCP, RDMA_PS_UDP};
 /// Nothing is retransmitted: rxe took every MAD of ours as it was.
 #[test]
 fn librdmacm_clients_against_the_cm_agent() {
-    let img = match sim::rxe::vm_available() {
-        Ok(Some(i)) => i,
-        Ok(None) => {
-            eprintln!("SKIP: qemu-system-x86_64 is not available (set RNIC_REQUIRE_VM=1 to fail instead)");
-            return;
-        }
-        Err(e) => panic!("the VM cannot be built: {e:#}"),
-    };
+    let Some(img) = image_or_skip() else { return };
     let p = probe(&img, "cm_rping").unwrap();
     for (name, rc, text) in &p.clients {
         eprintln!("--- {name} rc {rc:?}\n{text}");
     }
-    for (from_vm, m) in &p.mads {
-        eprintln!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
-    }
+    print_mads(&p.mads);
     eprintln!("{:?}\n{:?}", p.stats, p.events);
     assert_eq!(p.error, None, "{:?}", p.stats);
     let client = |n: &str| p.clients.iter().find(|c| c.0 == n).unwrap().clone();
@@ -98,19 +109,10 @@ fn librdmacm_clients_against_the_cm_agent() {
 /// server's QP and rxe answers with a DREP; the VM's rping server saw the three pings and exits 0.
 #[test]
 fn our_rping_client_against_rping_server() {
-    let img = match sim::rxe::vm_available() {
-        Ok(Some(i)) => i,
-        Ok(None) => {
-            eprintln!("SKIP: qemu-system-x86_64 is not available (set RNIC_REQUIRE_VM=1 to fail instead)");
-            return;
-        }
-        Err(e) => panic!("the VM cannot be built: {e:#}"),
-    };
+    let Some(img) = image_or_skip() else { return };
     let p = sim::rxe::cm::probe_client(&img, "cm_rping_client", 3).unwrap();
     eprintln!("--- rping -s rc {:?}\n{}", p.server_rc, p.server_out);
-    for (from_vm, m) in &p.mads {
-        eprintln!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
-    }
+    print_mads(&p.mads);
     eprintln!("{:?}\n{:?}", p.stats, p.events);
     assert_eq!(p.error, None);
     assert_eq!((p.pings, p.mismatches), (3, 0));

@@ -56,36 +56,72 @@ pub const SIDR_UNSUPPORTED: u8 = 1;
 /// ms (packet lifetime 18, remote CM response timeout 20).
 const REQ_WAIT: Duration = Duration::from_millis(6144);
 
+/// What an RC QP of a CM connection is set up with (INIT, RTR, RTS), from the REQ or the REP.
+struct RcPath {
+    /// Remote READ and atomics allowed (we grant responder resources).
+    remote_reads: bool,
+    mtu: u32,
+    remote_qpn: u32,
+    rq_psn: u32,
+    sq_psn: u32,
+    max_dest_rd_atomic: u8,
+    max_rd_atomic: u8,
+    timeout: u8,
+    retry: u8,
+    rnr_retry: u8,
+    av: AddressVector,
+}
+
+impl RcPath {
+    /// INIT with remote WRITE (and READ and atomics when granted), RTR, RTS; Linux's `min_rnr_timer` is 0
+    /// (655 ms), ours 12 (0.64 ms), which only paces our own RNR NAKs.
+    fn attrs(self) -> [QpAttr; 3] {
+        let reads = if self.remote_reads { AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0 } else { 0 };
+        let access = AccessFlags(AccessFlags::LOCAL_WRITE.0 | AccessFlags::REMOTE_WRITE.0 | reads);
+        [
+            QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(access), ..Default::default() },
+            QpAttr {
+                qp_state: Some(QpState::Rtr),
+                path_mtu: Some(self.mtu),
+                dest_qp_num: Some(self.remote_qpn),
+                rq_psn: Some(self.rq_psn),
+                max_dest_rd_atomic: Some(self.max_dest_rd_atomic.min(MAX_RD_ATOMIC)),
+                min_rnr_timer: Some(12),
+                av: Some(self.av),
+                ..Default::default()
+            },
+            QpAttr {
+                qp_state: Some(QpState::Rts),
+                sq_psn: Some(self.sq_psn),
+                timeout: Some(self.timeout),
+                retry_cnt: Some(self.retry),
+                rnr_retry: Some(self.rnr_retry),
+                max_rd_atomic: Some(self.max_rd_atomic.min(MAX_RD_ATOMIC)),
+                ..Default::default()
+            },
+        ]
+    }
+}
+
 /// The QP attributes rdma_cm's active side sets from the REP (Linux `cm_init_qp_*_attr` after `cm_rep_handler`):
-/// INIT with remote WRITE (READ and atomics when we offered responder resources, `depth`), RTR towards the
-/// REP's QPN with our receive PSN `psn`, MTU `mtu` and `av`, RTS from the REP's starting PSN, ACK timeout 19
-/// (`cm_ack_timeout(15, 18)`), retry and RNR retry 7.
+/// READ and atomics allowed when we offered responder resources (`depth`), RTR towards the REP's QPN with our
+/// receive PSN `psn`, MTU `mtu` and `av`, RTS from the REP's starting PSN, ACK timeout 19 (`cm_ack_timeout(15,
+/// 18)`), retry and RNR retry 7.
 pub fn qp_attrs_from_rep(rep: &CmRep, psn: u32, mtu: u32, depth: u8, av: AddressVector) -> [QpAttr; 3] {
-    let access = AccessFlags(
-        AccessFlags::LOCAL_WRITE.0 | AccessFlags::REMOTE_WRITE.0 | if depth > 0 { AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0 } else { 0 },
-    );
-    [
-        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(access), ..Default::default() },
-        QpAttr {
-            qp_state: Some(QpState::Rtr),
-            path_mtu: Some(mtu),
-            dest_qp_num: Some(rep.local_qpn),
-            rq_psn: Some(psn),
-            max_dest_rd_atomic: Some(rep.initiator_depth.min(MAX_RD_ATOMIC)),
-            min_rnr_timer: Some(12),
-            av: Some(av),
-            ..Default::default()
-        },
-        QpAttr {
-            qp_state: Some(QpState::Rts),
-            sq_psn: Some(rep.starting_psn),
-            timeout: Some(19),
-            retry_cnt: Some(7),
-            rnr_retry: Some(7),
-            max_rd_atomic: Some(rep.responder_resources.min(MAX_RD_ATOMIC)),
-            ..Default::default()
-        },
-    ]
+    RcPath {
+        remote_reads: depth > 0,
+        mtu,
+        remote_qpn: rep.local_qpn,
+        rq_psn: psn,
+        sq_psn: rep.starting_psn,
+        max_dest_rd_atomic: rep.initiator_depth,
+        max_rd_atomic: rep.responder_resources,
+        timeout: 19,
+        retry: 7,
+        rnr_retry: 7,
+        av,
+    }
+    .attrs()
 }
 
 /// The REP's target ACK delay (rxe's local CA ACK delay, 15: 4.096 us * 2^15).
@@ -94,36 +130,24 @@ pub const TARGET_ACK_DELAY: u8 = 15;
 pub const MAX_RD_ATOMIC: u8 = 16;
 
 /// The QP attributes rdma_cm's passive side derives from a REQ (Linux `cm_init_qp_*_attr`; `docs/cm.md`):
-/// INIT with remote WRITE (and READ and atomics when the REQ asks us for responder resources), RTR towards
+/// READ and atomics allowed when the REQ asks us for responder resources, RTR towards
 /// the requester's QPN with our receive PSN `psn`, the REQ's path MTU and `av`, RTS from the REQ's starting
 /// PSN with its ACK timeout, retry and RNR retry counts.
 pub fn qp_attrs_from_req(req: &CmReq, psn: u32, av: AddressVector) -> [QpAttr; 3] {
-    let rd = req.initiator_depth > 0;
-    let access = AccessFlags(
-        AccessFlags::LOCAL_WRITE.0 | AccessFlags::REMOTE_WRITE.0 | if rd { AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0 } else { 0 },
-    );
-    [
-        QpAttr { qp_state: Some(QpState::Init), qp_access_flags: Some(access), ..Default::default() },
-        QpAttr {
-            qp_state: Some(QpState::Rtr),
-            path_mtu: Some(128 << req.path_mtu.clamp(1, 5)),
-            dest_qp_num: Some(req.local_qpn),
-            rq_psn: Some(psn),
-            max_dest_rd_atomic: Some(req.initiator_depth.min(MAX_RD_ATOMIC)),
-            min_rnr_timer: Some(12),
-            av: Some(av),
-            ..Default::default()
-        },
-        QpAttr {
-            qp_state: Some(QpState::Rts),
-            sq_psn: Some(req.starting_psn),
-            timeout: Some(req.primary_local_ack_timeout.max(1)),
-            retry_cnt: Some(req.retry_count),
-            rnr_retry: Some(req.rnr_retry_count),
-            max_rd_atomic: Some(req.responder_resources.min(MAX_RD_ATOMIC)),
-            ..Default::default()
-        },
-    ]
+    RcPath {
+        remote_reads: req.initiator_depth > 0,
+        mtu: 128 << req.path_mtu.clamp(1, 5),
+        remote_qpn: req.local_qpn,
+        rq_psn: psn,
+        sq_psn: req.starting_psn,
+        max_dest_rd_atomic: req.initiator_depth,
+        max_rd_atomic: req.responder_resources,
+        timeout: req.primary_local_ack_timeout.max(1),
+        retry: req.retry_count,
+        rnr_retry: req.rnr_retry_count,
+        av,
+    }
+    .attrs()
 }
 
 /// What the agent did, counted.
