@@ -944,6 +944,52 @@ pub struct CmProbe {
     pub error: Option<String>,
 }
 
+/// A lab run against the RTL endpoint: the VM booted with `script`, every frame of the link in `pcap`.
+struct CmLab {
+    dev: Dev,
+    session: super::Session<super::HostStack<super::verbs::BoxedEndpoint>>,
+    pcap: std::path::PathBuf,
+    ip: Ipv4Addr,
+    mac: MacAddr,
+}
+
+impl CmLab {
+    fn start(image: &super::VmImage, run_name: &str, script: String) -> Result<Self> {
+        use super::verbs::{open_endpoint_with, EndpointKind};
+        use super::{BridgeConfig, HostConfig, HostStack, Session, VmConfig};
+        let dir = super::run_dir(run_name);
+        std::fs::create_dir_all(&dir)?;
+        let pcap = dir.join("link.pcap");
+        let mut cfg = VmConfig::new("vm", image.clone(), super::temp_socket_path("cm"), &dir);
+        cfg.timeout = Duration::from_secs(90);
+        cfg.script = Some(script);
+        let host_cfg = HostConfig::default();
+        let (ip, mac) = (host_cfg.ip, host_cfg.mac);
+        let model = testbench::model::DeviceConfig { mac, ip: IpAddr::V4(ip), seed: 1, first_qpn: 0x11, active_mtu: 1024, vlan: None };
+        let (dev, ep) = open_endpoint_with(EndpointKind::Rtl, model, None, super::rtl_ep::INBOUND_GBPS, Some(dir.clone()))?;
+        let host = HostStack::new(host_cfg).with_roce(ep);
+        let bcfg = BridgeConfig { pcap: Some(pcap.clone()), ..Default::default() };
+        let session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
+        Ok(CmLab { dev, session, pcap, ip, mac })
+    }
+}
+
+/// Every MAD on QP1 in a capture: (from the VM, i.e. not from `ours`; the MAD).
+fn qp1_mads(pcap: &std::path::Path, ours: Ipv4Addr) -> Result<Vec<(bool, Mad)>> {
+    let mut mads = Vec::new();
+    let mut rd = pcap_file::pcap::PcapReader::new(std::fs::File::open(pcap)?)?;
+    while let Some(p) = rd.next_packet() {
+        if let Ok(testbench::wire::Frame::Roce(f)) = testbench::wire::parse_ethernet(&p?.data) {
+            if f.packet.bth.dest_qpn == 1 {
+                if let Ok(m) = Mad::parse(&f.packet.payload) {
+                    mads.push((f.ip.src() != IpAddr::V4(ours), m));
+                }
+            }
+        }
+    }
+    Ok(mads)
+}
+
 /// rping's port (7174) in the TCP port space: the service ID our agent listens on in [`probe`].
 pub const RPING_PORT: u16 = 7174;
 
@@ -958,40 +1004,14 @@ const PROBE_CLIENTS: &[(&str, &str)] = &[
 /// Boot the lab VM against the RTL endpoint with the CM agent on QP1, listening on rping's service ID with
 /// an rping server ([`super::rping`]) behind it, and run the librdmacm clients in it.
 pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
-    use super::verbs::{open_endpoint_with, EndpointKind};
-    use super::{BridgeConfig, HostConfig, HostStack, Session, VmConfig};
-    let dir = super::run_dir(run_name);
-    std::fs::create_dir_all(&dir)?;
-    let pcap = dir.join("link.pcap");
-    let mut cfg = VmConfig::new("vm", image.clone(), super::temp_socket_path("cm"), &dir);
-    cfg.timeout = std::time::Duration::from_secs(90);
     let mut script = String::new();
     for (name, cmd) in PROBE_CLIENTS {
         script.push_str(&format!(
             "echo '=== CM_CLIENT_BEGIN {name} ==='\ntimeout 30 {cmd}; echo \"=== CM_CLIENT {name} rc=$? ===\"\n"
         ));
     }
-    cfg.script = Some(script);
-    let host_cfg = HostConfig::default();
-    let our_ip = host_cfg.ip;
-    let host_cfg_mac = host_cfg.mac;
-    let (dev, ep) = open_endpoint_with(
-        EndpointKind::Rtl,
-        testbench::model::DeviceConfig {
-            mac: host_cfg.mac,
-            ip: IpAddr::V4(our_ip),
-            seed: 1,
-            first_qpn: 0x11,
-            active_mtu: 1024,
-            vlan: None,
-        },
-        None,
-        super::rtl_ep::INBOUND_GBPS,
-        Some(dir.clone()),
-    )?;
-    let host = HostStack::new(host_cfg).with_roce(ep);
-    let bcfg = BridgeConfig { pcap: Some(pcap.clone()), ..Default::default() };
-    let mut session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
+    let mut lab = CmLab::start(image, run_name, script)?;
+    let (dev, our_ip, host_cfg_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut agent = None;
     let mut error = None;
     let mut events = Vec::new();
@@ -1006,7 +1026,7 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
         let pd = dev.alloc_pd()?;
         let mut psn = 0x0A_B000u32;
         // answer until the VM's script ends
-        'run: while !session.vm.wait_for_log("SCRIPT_EXIT", std::time::Duration::from_millis(2)) {
+        'run: while !lab.session.vm.wait_for_log("SCRIPT_EXIT", std::time::Duration::from_millis(2)) {
             let evs = match a.poll() {
                 Ok(e) => e,
                 Err(e) => {
@@ -1053,7 +1073,7 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
     for (_, s) in servers {
         pings.extend(s.pings);
     }
-    let (out, _report) = session.finish()?;
+    let (out, _report) = lab.session.finish()?;
     let clients = PROBE_CLIENTS
         .iter()
         .map(|(name, _)| {
@@ -1064,17 +1084,7 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
             (name.to_string(), rc, text)
         })
         .collect();
-    let mut mads = Vec::new();
-    let mut rd = pcap_file::pcap::PcapReader::new(std::fs::File::open(&pcap)?)?;
-    while let Some(p) = rd.next_packet() {
-        if let Ok(testbench::wire::Frame::Roce(f)) = testbench::wire::parse_ethernet(&p?.data) {
-            if f.packet.bth.dest_qpn == 1 {
-                if let Ok(m) = Mad::parse(&f.packet.payload) {
-                    mads.push((f.ip.src() != IpAddr::V4(our_ip), m));
-                }
-            }
-        }
-    }
+    let mads = qp1_mads(&lab.pcap, lab.ip)?;
     Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, mads, vm_log: out.log, error })
 }
 
@@ -1096,35 +1106,18 @@ pub struct CmClientProbe {
 /// the CM agent's active side ([`CmAgent::connect`]) with our rping client ([`super::rping::RpingClient`]):
 /// `count` pings of 64 bytes, each checked, then our DREQ.
 pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32) -> Result<CmClientProbe> {
-    use super::verbs::{open_endpoint_with, EndpointKind};
-    use super::{BridgeConfig, HostConfig, HostStack, Session, VmConfig};
-    let dir = super::run_dir(run_name);
-    std::fs::create_dir_all(&dir)?;
-    let pcap = dir.join("link.pcap");
-    let mut cfg = VmConfig::new("vm", image.clone(), super::temp_socket_path("cm"), &dir);
-    cfg.timeout = std::time::Duration::from_secs(90);
-    cfg.script = Some(format!(
+    let script = format!(
         "timeout 60 rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S 64 -v > /tmp/rping.log 2>&1 &\n\
          sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/rping.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
-    ));
-    let host_cfg = HostConfig::default();
-    let (our_ip, our_mac) = (host_cfg.ip, host_cfg.mac);
-    let (dev, ep) = open_endpoint_with(
-        EndpointKind::Rtl,
-        testbench::model::DeviceConfig { mac: our_mac, ip: IpAddr::V4(our_ip), seed: 1, first_qpn: 0x11, active_mtu: 1024, vlan: None },
-        None,
-        super::rtl_ep::INBOUND_GBPS,
-        Some(dir.clone()),
-    )?;
-    let host = HostStack::new(host_cfg).with_roce(ep);
-    let bcfg = BridgeConfig { pcap: Some(pcap.clone()), ..Default::default() };
-    let mut session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
+    );
+    let mut lab = CmLab::start(image, run_name, script)?;
+    let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut events = Vec::new();
     let mut stats = CmStats::default();
     let mut pings = (0, 0);
     let error = (|| -> Result<()> {
         let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
-        if !session.vm.wait_for_log("=== CM_SERVER_UP ===", std::time::Duration::from_secs(60)) {
+        if !lab.session.vm.wait_for_log("=== CM_SERVER_UP ===", std::time::Duration::from_secs(60)) {
             bail!("the VM's rping server did not start");
         }
         let vm = Ipv4Addr::new(10, 0, 0, 1);
@@ -1178,19 +1171,9 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32) -> Resul
     })()
     .err()
     .map(|e| format!("{e:#}"));
-    let (out, _report) = session.finish()?;
+    let (out, _report) = lab.session.finish()?;
     let server_rc = out.log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
     let server_out = out.log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string();
-    let mut mads = Vec::new();
-    let mut rd = pcap_file::pcap::PcapReader::new(std::fs::File::open(&pcap)?)?;
-    while let Some(p) = rd.next_packet() {
-        if let Ok(testbench::wire::Frame::Roce(f)) = testbench::wire::parse_ethernet(&p?.data) {
-            if f.packet.bth.dest_qpn == 1 {
-                if let Ok(m) = Mad::parse(&f.packet.payload) {
-                    mads.push((f.ip.src() != IpAddr::V4(our_ip), m));
-                }
-            }
-        }
-    }
+    let mads = qp1_mads(&lab.pcap, lab.ip)?;
     Ok(CmClientProbe { server_rc, server_out, pings: pings.0, mismatches: pings.1, events, stats, mads, error })
 }
