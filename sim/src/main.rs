@@ -638,6 +638,10 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
 fn rxe_conn(tool: &str, conn: Option<&str>) -> Result<sim::rxe::verbs::Conn> {
     use sim::rxe::{perftest, pingpong};
     let asked = conn.map(|c| c.parse::<sim::rxe::verbs::Conn>().map_err(|e| anyhow::anyhow!("--conn: {e:#}"))).transpose()?;
+    if tool == "rping" {
+        anyhow::ensure!(asked.is_none_or(|c| c == sim::rxe::verbs::Conn::Rc), "rping is RC");
+        return Ok(sim::rxe::verbs::Conn::Rc);
+    }
     if let Some(own) = pingpong::tool_conn(tool) {
         if let Some(c) = asked {
             anyhow::ensure!(c == own, "{tool} is {own}, not --conn {c} (ibv_rc_pingpong is RC, ibv_uc_pingpong UC, ibv_ud_pingpong UD)");
@@ -647,6 +651,45 @@ fn rxe_conn(tool: &str, conn: Option<&str>) -> Result<sim::rxe::verbs::Conn> {
     let c = asked.unwrap_or_default();
     perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?.check_conn(c)?;
     Ok(c)
+}
+
+/// `rnic rxe --tool rping`: rping in the VM against our CM agent and rping peer (RTL endpoint), connected
+/// through the CM (no TCP exchange): `--role server` (our side listens, the VM's `rping -c` connects) or
+/// `client` (ours connects to the VM's `rping -s`); `--iters` pings (default 10) of `--size` bytes (default
+/// 64), each checked.
+fn rxe_rping(endpoint: sim::rxe::verbs::EndpointKind, role: &str, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
+    anyhow::ensure!(endpoint == sim::rxe::verbs::EndpointKind::Rtl, "--tool rping runs with --endpoint rtl (the CM agent on QP1 needs the driver's GSI QP)");
+    let (count, size) = (iters.unwrap_or(10) as u32, size.unwrap_or(64) as u32);
+    anyhow::ensure!((16..=65536).contains(&size), "rping's size is 16..=65536 bytes");
+    let image = sim::rxe::build_vm()?;
+    let ok = match role {
+        "server" => {
+            let cmd = format!("rping -c -a 10.0.0.2 -p {} -C {count} -S {size} -V -v", sim::rxe::cm::RPING_PORT);
+            let p = sim::rxe::cm::probe(&image, "rping_server", &[("rping", &cmd)])?;
+            for (name, rc, text) in &p.clients {
+                println!("--- VM: {name}, rc {rc:?}\n{text}");
+            }
+            for (from_vm, m) in &p.mads {
+                println!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
+            }
+            println!("our side: {} pings read, {:?}", p.pings.len(), p.stats);
+            p.error.iter().for_each(|e| println!("error: {e}"));
+            p.error.is_none() && p.clients.iter().all(|c| c.1 == Some(0)) && p.pings.len() == count as usize
+        }
+        "client" => {
+            let p = sim::rxe::cm::probe_client(&image, "rping_client", count, size)?;
+            println!("--- VM: rping -s, rc {:?}\n{}", p.server_rc, p.server_out);
+            for (from_vm, m) in &p.mads {
+                println!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
+            }
+            println!("our side: {} pings, {} mismatches, {:?}", p.pings, p.mismatches, p.stats);
+            p.error.iter().for_each(|e| println!("error: {e}"));
+            p.error.is_none() && p.server_rc == Some(0) && p.pings == count && p.mismatches == 0
+        }
+        r => anyhow::bail!("--role must be server or client, not `{r}`"),
+    };
+    println!("result: {}", if ok { "PASS" } else { "FAIL" });
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -667,6 +710,9 @@ fn rxe(
     use sim::rxe::{perftest, pingpong};
     let endpoint: sim::rxe::verbs::EndpointKind = endpoint.parse()?;
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
+    if tool == "rping" {
+        return rxe_rping(endpoint, role, size, iters);
+    }
     anyhow::ensure!((0.0..1.0).contains(&drop), "--drop is a fraction in [0, 1)");
     if pingpong::tool_conn(tool).is_some() {
         let mut o = pingpong::PingpongOpts {

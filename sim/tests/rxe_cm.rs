@@ -1,7 +1,9 @@
 //! Connection management against rxe, RTL as our endpoint (`sim::rxe::cm`): the librdmacm clients in the VM
 //! meet our CM agent on QP1, which listens on rping's service ID with an rping server behind it.
 
-use sim::rxe::cm::{probe, CmEvent, REJ_INVALID_SERVICE_ID, RPING_PORT, SIDR_UNSUPPORTED, TARGET_ACK_DELAY};
+use sim::rxe::cm::{
+    probe, CmEvent, REJ_INVALID_SERVICE_ID, RPING_PORT, SIDR_UNSUPPORTED, TARGET_ACK_DELAY,
+};
 use testbench::wire::mad::{service_id, CmMsg, RDMA_PS_TCP, RDMA_PS_UDP};
 
 /// The lab's VM image, or `None` (the test skips) where qemu cannot run and `RNIC_REQUIRE_VM` is unset.
@@ -20,7 +22,11 @@ fn image_or_skip() -> Option<sim::rxe::VmImage> {
 /// Every CM MAD of the run, one line each.
 fn print_mads(mads: &[(bool, testbench::wire::mad::Mad)]) {
     for (from_vm, m) in mads {
-        eprintln!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
+        eprintln!(
+            "{} {}",
+            if *from_vm { "vm ->" } else { "-> vm" },
+            m.summary()
+        );
     }
 }
 
@@ -36,7 +42,7 @@ fn print_mads(mads: &[(bool, testbench::wire::mad::Mad)]) {
 #[test]
 fn librdmacm_clients_against_the_cm_agent() {
     let Some(img) = image_or_skip() else { return };
-    let p = probe(&img, "cm_rping").unwrap();
+    let p = probe(&img, "cm_rping", sim::rxe::cm::LAB_CLIENTS).unwrap();
     for (name, rc, text) in &p.clients {
         eprintln!("--- {name} rc {rc:?}\n{text}");
     }
@@ -45,58 +51,153 @@ fn librdmacm_clients_against_the_cm_agent() {
     assert_eq!(p.error, None, "{:?}", p.stats);
     let client = |n: &str| p.clients.iter().find(|c| c.0 == n).unwrap().clone();
     let (_, rc, text) = client("rping_no_listener");
-    assert!(rc.is_some_and(|r| r != 0) && text.contains("REJECTED"), "rping without a listener: rc {rc:?}\n{text}");
-    let (_, rc, text) = client("rping");
-    assert_eq!(rc, Some(0), "rping:\n{text}");
-    assert_eq!(text.matches("ping data: rdma-ping-").count(), 3, "{text}");
+    assert!(
+        rc.is_some_and(|r| r != 0) && text.contains("REJECTED"),
+        "rping without a listener: rc {rc:?}\n{text}"
+    );
+    for (name, pings) in [("rping", 3), ("rping_2000", 5)] {
+        let (_, rc, text) = client(name);
+        assert_eq!(rc, Some(0), "{name}:\n{text}");
+        assert_eq!(
+            text.matches("ping data: rdma-ping-").count(),
+            pings,
+            "{text}"
+        );
+    }
     let (_, rc, text) = client("udaddy");
     assert!(rc.is_some_and(|r| r != 0), "udaddy: rc {rc:?}\n{text}");
     // on the link: each answer matching its request
-    let seq: Vec<(bool, &str)> = p.mads.iter().map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name()))).collect();
+    let seq: Vec<(bool, &str)> = p
+        .mads
+        .iter()
+        .map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name())))
+        .collect();
     assert_eq!(
         seq,
         vec![
-            (true, "REQ"), (false, "REJ"),
-            (true, "REQ"), (false, "REP"), (true, "RTU"), (true, "DREQ"), (false, "DREP"),
-            (true, "SIDR_REQ"), (false, "SIDR_REP"),
+            (true, "REQ"),
+            (false, "REJ"),
+            (true, "REQ"),
+            (false, "REP"),
+            (true, "RTU"),
+            (true, "DREQ"),
+            (false, "DREP"),
+            (true, "REQ"),
+            (false, "REP"),
+            (true, "RTU"),
+            (true, "DREQ"),
+            (false, "DREP"),
+            (true, "SIDR_REQ"),
+            (false, "SIDR_REP"),
         ]
     );
     let m = |i: usize| p.mads[i].1.cm.clone().unwrap();
     let tid = |i: usize| p.mads[i].1.hdr.tid;
-    let (CmMsg::Req(lonely), CmMsg::Rej(rej)) = (m(0), m(1)) else { panic!() };
+    let (CmMsg::Req(lonely), CmMsg::Rej(rej)) = (m(0), m(1)) else {
+        panic!()
+    };
     assert_eq!(lonely.service_id, service_id(RDMA_PS_TCP, 9999));
-    assert_eq!((rej.reason, rej.message_rejected, rej.remote_comm_id, rej.local_comm_id), (REJ_INVALID_SERVICE_ID, 0, lonely.local_comm_id, 0));
+    assert_eq!(
+        (
+            rej.reason,
+            rej.message_rejected,
+            rej.remote_comm_id,
+            rej.local_comm_id
+        ),
+        (REJ_INVALID_SERVICE_ID, 0, lonely.local_comm_id, 0)
+    );
     assert_eq!(tid(1), tid(0));
-    let (CmMsg::Req(req), CmMsg::Rep(rep), CmMsg::Rtu(rtu)) = (m(2), m(3), m(4)) else { panic!() };
+    let (CmMsg::Req(req), CmMsg::Rep(rep), CmMsg::Rtu(rtu)) = (m(2), m(3), m(4)) else {
+        panic!()
+    };
     assert_eq!(req.service_id, service_id(RDMA_PS_TCP, RPING_PORT));
     assert_eq!((rep.remote_comm_id, tid(3)), (req.local_comm_id, tid(2)));
     assert_ne!(rep.local_comm_id, 0);
-    assert_eq!((rep.target_ack_delay, rep.failover_accepted, rep.responder_resources, rep.initiator_depth), (TARGET_ACK_DELAY, 0, 1, 1));
-    assert_eq!((rtu.local_comm_id, rtu.remote_comm_id), (req.local_comm_id, rep.local_comm_id));
-    let (CmMsg::Dreq(dreq), CmMsg::Drep(drep)) = (m(5), m(6)) else { panic!() };
-    assert_eq!((dreq.remote_comm_id, dreq.remote_qpn), (rep.local_comm_id, rep.local_qpn), "rping's DREQ names our QP");
-    assert_eq!((drep.local_comm_id, drep.remote_comm_id, tid(6)), (rep.local_comm_id, req.local_comm_id, tid(5)));
     assert_eq!(
-        p.events,
+        (
+            rep.target_ack_delay,
+            rep.failover_accepted,
+            rep.responder_resources,
+            rep.initiator_depth
+        ),
+        (TARGET_ACK_DELAY, 0, 1, 1)
+    );
+    assert_eq!(
+        (rtu.local_comm_id, rtu.remote_comm_id),
+        (req.local_comm_id, rep.local_comm_id)
+    );
+    let (CmMsg::Dreq(dreq), CmMsg::Drep(drep)) = (m(5), m(6)) else {
+        panic!()
+    };
+    assert_eq!(
+        (dreq.remote_comm_id, dreq.remote_qpn),
+        (rep.local_comm_id, rep.local_qpn),
+        "rping's DREQ names our QP"
+    );
+    assert_eq!(
+        (drep.local_comm_id, drep.remote_comm_id, tid(6)),
+        (rep.local_comm_id, req.local_comm_id, tid(5))
+    );
+    let CmMsg::Rep(rep2) = m(8) else { panic!() };
+    assert_ne!(
+        rep2.local_comm_id, rep.local_comm_id,
+        "a new communication ID for the second connection"
+    );
+    let peer = std::net::Ipv4Addr::new(10, 0, 0, 1);
+    let ids: Vec<(u32, &str)> = p
+        .events
+        .iter()
+        .map(|e| match e {
+            CmEvent::ConnectRequest { id, peer: from, .. } if *from == peer => (*id, "request"),
+            CmEvent::Established { id } => (*id, "established"),
+            CmEvent::Disconnected { id } => (*id, "disconnected"),
+            e => panic!("{e:?}"),
+        })
+        .collect();
+    let (a, b) = (rep.local_comm_id, rep2.local_comm_id);
+    assert_eq!(
+        ids,
         vec![
-            CmEvent::ConnectRequest { id: rep.local_comm_id, req: req.clone(), peer: std::net::Ipv4Addr::new(10, 0, 0, 1) },
-            CmEvent::Established { id: rep.local_comm_id },
-            CmEvent::Disconnected { id: rep.local_comm_id },
+            (a, "request"),
+            (a, "established"),
+            (a, "disconnected"),
+            (b, "request"),
+            (b, "established"),
+            (b, "disconnected")
         ]
     );
-    // what our server read from rping's start buffer, ping by ping: "rdma-ping-N: " and rping's letters
-    assert_eq!(p.pings.len(), 3);
+    // what our server read from rping's start buffer, ping by ping: "rdma-ping-N: " and rping's letters, up to
+    // the NUL rping puts last
+    assert_eq!(p.pings.len(), 3 + 5);
     for (i, d) in p.pings.iter().enumerate() {
-        let head = format!("rdma-ping-{i}: ");
-        assert!(d.starts_with(head.as_bytes()) && d.len() == 63, "ping {i}: {:?}", String::from_utf8_lossy(d));
+        let (n, len) = if i < 3 { (i, 63) } else { (i - 3, 1999) };
+        let want = sim::rxe::rping::RpingClient::pattern(n as u32, len as u32 + 1);
+        assert!(
+            d[..] == want[..len],
+            "ping {i}: {:?}",
+            String::from_utf8_lossy(d)
+        );
     }
-    let (CmMsg::SidrReq(sreq), CmMsg::SidrRep(srep)) = (m(7), m(8)) else { panic!() };
+    let (CmMsg::SidrReq(sreq), CmMsg::SidrRep(srep)) = (m(12), m(13)) else {
+        panic!()
+    };
     assert_eq!(sreq.service_id, service_id(RDMA_PS_UDP, 7174));
-    assert_eq!((srep.request_id, srep.status, srep.service_id, srep.qpn), (sreq.request_id, SIDR_UNSUPPORTED, sreq.service_id, 0));
-    assert_eq!(tid(8), tid(7));
     assert_eq!(
-        (p.stats.received, p.stats.rejected, p.stats.reps, p.stats.rep_resends, p.stats.established, p.stats.dreps, p.stats.sidr_unsupported),
-        (5, 1, 1, 0, 1, 1, 1),
+        (srep.request_id, srep.status, srep.service_id, srep.qpn),
+        (sreq.request_id, SIDR_UNSUPPORTED, sreq.service_id, 0)
+    );
+    assert_eq!(tid(13), tid(12));
+    assert_eq!(
+        (
+            p.stats.received,
+            p.stats.rejected,
+            p.stats.reps,
+            p.stats.rep_resends,
+            p.stats.established,
+            p.stats.dreps,
+            p.stats.sidr_unsupported
+        ),
+        (8, 1, 2, 0, 2, 2, 1),
         "{:?}",
         p.stats
     );
@@ -104,30 +205,78 @@ fn librdmacm_clients_against_the_cm_agent() {
 }
 
 /// Our side as rping's client (`sim::rxe::rping::RpingClient` through the agent's active side) against the
-/// VM's `rping -s -C 3 -S 64 -v`: our REQ (rdma_cm's fields, the rdma_cm header with our addresses), rxe's
+/// VM's `rping -s -v`, three pings of 64 bytes, then five of 2,000: our REQ (rdma_cm's fields, the rdma_cm header with our addresses), rxe's
 /// REP, our RTU; three pings, each written back by the server and equal to what we sent; our DREQ names the
-/// server's QP and rxe answers with a DREP; the VM's rping server saw the three pings and exits 0.
+/// server's QP and rxe answers with a DREP; the VM's rping server saw every ping and exits 0.
 #[test]
 fn our_rping_client_against_rping_server() {
     let Some(img) = image_or_skip() else { return };
-    let p = sim::rxe::cm::probe_client(&img, "cm_rping_client", 3).unwrap();
-    eprintln!("--- rping -s rc {:?}\n{}", p.server_rc, p.server_out);
-    print_mads(&p.mads);
-    eprintln!("{:?}\n{:?}", p.stats, p.events);
-    assert_eq!(p.error, None);
-    assert_eq!((p.pings, p.mismatches), (3, 0));
-    assert_eq!(p.server_rc, Some(0), "{}", p.server_out);
-    assert_eq!(p.server_out.matches("server ping data: rdma-ping-").count(), 3, "{}", p.server_out);
-    let seq: Vec<(bool, &str)> = p.mads.iter().map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name()))).collect();
-    assert_eq!(seq, vec![(false, "REQ"), (true, "REP"), (false, "RTU"), (false, "DREQ"), (true, "DREP")]);
-    let m = |i: usize| p.mads[i].1.cm.clone().unwrap();
-    let (CmMsg::Req(req), CmMsg::Rep(rep), CmMsg::Rtu(rtu), CmMsg::Dreq(dreq), CmMsg::Drep(drep)) = (m(0), m(1), m(2), m(3), m(4)) else { panic!() };
-    assert_eq!(req.service_id, service_id(RDMA_PS_TCP, RPING_PORT));
-    let hdr = testbench::wire::mad::CmaHdr::parse(&req.private_data).unwrap();
-    assert_eq!(hdr.v4_addrs(), Some((std::net::Ipv4Addr::new(10, 0, 0, 2), std::net::Ipv4Addr::new(10, 0, 0, 1))));
-    assert_eq!((rep.remote_comm_id, p.mads[1].1.hdr.tid), (req.local_comm_id, p.mads[0].1.hdr.tid));
-    assert_eq!((rtu.local_comm_id, rtu.remote_comm_id), (req.local_comm_id, rep.local_comm_id));
-    assert_eq!((dreq.local_comm_id, dreq.remote_comm_id, dreq.remote_qpn), (req.local_comm_id, rep.local_comm_id, rep.local_qpn));
-    assert_eq!((drep.remote_comm_id, p.mads[4].1.hdr.tid), (req.local_comm_id, p.mads[3].1.hdr.tid));
-    assert!(p.stats.dropped.is_empty(), "{:?}", p.stats.dropped);
+    for (count, size) in [(3u32, 64u32), (5, 2000)] {
+        let p = sim::rxe::cm::probe_client(&img, &format!("cm_rping_client_{size}"), count, size)
+            .unwrap();
+        eprintln!("--- rping -s rc {:?}\n{}", p.server_rc, p.server_out);
+        print_mads(&p.mads);
+        eprintln!("{:?}\n{:?}", p.stats, p.events);
+        assert_eq!(p.error, None);
+        assert_eq!((p.pings, p.mismatches), (count, 0));
+        assert_eq!(p.server_rc, Some(0), "{}", p.server_out);
+        assert_eq!(
+            p.server_out.matches("server ping data: rdma-ping-").count(),
+            count as usize,
+            "{}",
+            p.server_out
+        );
+        let seq: Vec<(bool, &str)> = p
+            .mads
+            .iter()
+            .map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name())))
+            .collect();
+        assert_eq!(
+            seq,
+            vec![
+                (false, "REQ"),
+                (true, "REP"),
+                (false, "RTU"),
+                (false, "DREQ"),
+                (true, "DREP")
+            ]
+        );
+        let m = |i: usize| p.mads[i].1.cm.clone().unwrap();
+        let (
+            CmMsg::Req(req),
+            CmMsg::Rep(rep),
+            CmMsg::Rtu(rtu),
+            CmMsg::Dreq(dreq),
+            CmMsg::Drep(drep),
+        ) = (m(0), m(1), m(2), m(3), m(4))
+        else {
+            panic!()
+        };
+        assert_eq!(req.service_id, service_id(RDMA_PS_TCP, RPING_PORT));
+        let hdr = testbench::wire::mad::CmaHdr::parse(&req.private_data).unwrap();
+        assert_eq!(
+            hdr.v4_addrs(),
+            Some((
+                std::net::Ipv4Addr::new(10, 0, 0, 2),
+                std::net::Ipv4Addr::new(10, 0, 0, 1)
+            ))
+        );
+        assert_eq!(
+            (rep.remote_comm_id, p.mads[1].1.hdr.tid),
+            (req.local_comm_id, p.mads[0].1.hdr.tid)
+        );
+        assert_eq!(
+            (rtu.local_comm_id, rtu.remote_comm_id),
+            (req.local_comm_id, rep.local_comm_id)
+        );
+        assert_eq!(
+            (dreq.local_comm_id, dreq.remote_comm_id, dreq.remote_qpn),
+            (req.local_comm_id, rep.local_comm_id, rep.local_qpn)
+        );
+        assert_eq!(
+            (drep.remote_comm_id, p.mads[4].1.hdr.tid),
+            (req.local_comm_id, p.mads[3].1.hdr.tid)
+        );
+        assert!(p.stats.dropped.is_empty(), "{:?}", p.stats.dropped);
+    }
 }

@@ -993,19 +993,21 @@ fn qp1_mads(pcap: &std::path::Path, ours: Ipv4Addr) -> Result<Vec<(bool, Mad)>> 
 /// rping's port (7174) in the TCP port space: the service ID our agent listens on in [`probe`].
 pub const RPING_PORT: u16 = 7174;
 
-/// The clients run in the VM against our address (10.0.0.2): rping to a port nobody listens on, rping with
-/// three 64-byte pings checked (`-V`), udaddy (a UD service we do not offer).
-const PROBE_CLIENTS: &[(&str, &str)] = &[
+/// The clients the CM lab test runs in the VM against our address (10.0.0.2): rping to a port nobody listens
+/// on, rping with three 64-byte pings checked (`-V`), then with five of 2,000 bytes, udaddy (a UD service we
+/// do not offer).
+pub const LAB_CLIENTS: &[(&str, &str)] = &[
     ("rping_no_listener", "rping -c -a 10.0.0.2 -p 9999 -C 1 -S 64"),
     ("rping", "rping -c -a 10.0.0.2 -p 7174 -C 3 -S 64 -V -v"),
+    ("rping_2000", "rping -c -a 10.0.0.2 -p 7174 -C 5 -S 2000 -V -v"),
     ("udaddy", "udaddy -s 10.0.0.2"),
 ];
 
 /// Boot the lab VM against the RTL endpoint with the CM agent on QP1, listening on rping's service ID with
-/// an rping server ([`super::rping`]) behind it, and run the librdmacm clients in it.
-pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
+/// an rping server ([`super::rping`]) behind it, and run `clients` in the VM: (name, command) each.
+pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -> Result<CmProbe> {
     let mut script = String::new();
-    for (name, cmd) in PROBE_CLIENTS {
+    for (name, cmd) in clients {
         script.push_str(&format!(
             "echo '=== CM_CLIENT_BEGIN {name} ==='\ntimeout 30 {cmd}; echo \"=== CM_CLIENT {name} rc=$? ===\"\n"
         ));
@@ -1074,7 +1076,7 @@ pub fn probe(image: &super::VmImage, run_name: &str) -> Result<CmProbe> {
         pings.extend(s.pings);
     }
     let (out, _report) = lab.session.finish()?;
-    let clients = PROBE_CLIENTS
+    let clients = clients
         .iter()
         .map(|(name, _)| {
             let begin = format!("=== CM_CLIENT_BEGIN {name} ===");
@@ -1104,10 +1106,10 @@ pub struct CmClientProbe {
 
 /// Boot the lab VM against the RTL endpoint, start `rping -s` there, and connect to it from our side through
 /// the CM agent's active side ([`CmAgent::connect`]) with our rping client ([`super::rping::RpingClient`]):
-/// `count` pings of 64 bytes, each checked, then our DREQ.
-pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32) -> Result<CmClientProbe> {
+/// `count` pings of `size` bytes, each checked, then our DREQ.
+pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u32) -> Result<CmClientProbe> {
     let script = format!(
-        "timeout 60 rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S 64 -v > /tmp/rping.log 2>&1 &\n\
+        "timeout 60 rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S {size} -v > /tmp/rping.log 2>&1 &\n\
          sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/rping.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
     );
     let mut lab = CmLab::start(image, run_name, script)?;
@@ -1123,7 +1125,7 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32) -> Resul
         let vm = Ipv4Addr::new(10, 0, 0, 1);
         let pd = dev.alloc_pd()?;
         let psn = 0x5A_5000;
-        let mut client = super::rping::RpingClient::new(dev.clone(), pd, 64, count, psn)?;
+        let mut client = super::rping::RpingClient::new(dev.clone(), pd, size, count, psn)?;
         let sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, RPING_PORT);
         let mut id = agent.connect(vm, sid, client.qpn, psn, 1024, 1, 0xC000 | (client.qpn as u16))?;
         let mut tries = 1;
