@@ -30,12 +30,14 @@ fn print_mads(mads: &[(bool, testbench::wire::mad::Mad)]) {
     }
 }
 
-/// One VM boot, three clients:
+/// One VM boot, five clients:
 /// * `rping -c` to a port nobody listens on: its REQ comes back as REJ 8 with the REQ's communication ID and
 ///   transaction ID, and rping reports the rejection;
-/// * `rping -c -C 3 -S 64 -V` to our listener: REQ, our REP (the REQ's TID and IDs, our QPN and PSN, target
+/// * `rping -c -C 3 -S 64 -V`, then `-C 5 -S 2000`, to our listener: REQ, our REP (the REQ's TID and IDs, our QPN and PSN, target
 ///   ACK delay 15), rxe's RTU; three pings (rping's SENDs, our READ of its start buffer and WRITE into its
 ///   sink, the data checked by rping); rping's DREQ names our QP and gets our DREP; rping exits 0;
+/// * `ucmatose -s -c 2`: two connections at once; on each we send ten messages, take its ten replies and
+///   disconnect (our DREQ, its DREP); ucmatose exits 0;
 /// * `udaddy -s`: its SIDR_REQ comes back as SIDR_REP status 1 (service ID not supported), request ID,
 ///   service ID and TID echoed, and udaddy gives up.
 /// Nothing is retransmitted: rxe took every MAD of ours as it was.
@@ -66,12 +68,19 @@ fn librdmacm_clients_against_the_cm_agent() {
     }
     let (_, rc, text) = client("udaddy");
     assert!(rc.is_some_and(|r| r != 0), "udaddy: rc {rc:?}\n{text}");
-    // on the link: each answer matching its request
-    let seq: Vec<(bool, &str)> = p
+    let (_, rc, text) = client("ucmatose");
+    assert!(rc == Some(0) && text.contains("data transfers complete"), "ucmatose: rc {rc:?}\n{text}");
+    assert_eq!(p.cmatose, vec![(10, true), (10, true)], "ucmatose: ten replies on each connection, each ended by our DREQ");
+    // on the link: each answer matching its request; ucmatose's two connections (REQ, REP, RTU each, our
+    // DREQ and its DREP) interleave
+    let mut seq: Vec<(bool, &str)> = p
         .mads
         .iter()
         .map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name())))
         .collect();
+    let mut cmatose: Vec<(bool, &str)> = seq.drain(12..22).collect();
+    cmatose.sort();
+    assert_eq!(cmatose, vec![(false, "DREQ"), (false, "DREQ"), (false, "REP"), (false, "REP"), (true, "DREP"), (true, "DREP"), (true, "REQ"), (true, "REQ"), (true, "RTU"), (true, "RTU")]);
     assert_eq!(
         seq,
         vec![
@@ -144,9 +153,11 @@ fn librdmacm_clients_against_the_cm_agent() {
         "a new communication ID for the second connection"
     );
     let peer = std::net::Ipv4Addr::new(10, 0, 0, 1);
+    let (a, b) = (rep.local_comm_id, rep2.local_comm_id);
     let ids: Vec<(u32, &str)> = p
         .events
         .iter()
+        .filter(|e| matches!(e, CmEvent::ConnectRequest { id, .. } | CmEvent::Established { id } | CmEvent::Disconnected { id } if *id == a || *id == b))
         .map(|e| match e {
             CmEvent::ConnectRequest { id, peer: from, .. } if *from == peer => (*id, "request"),
             CmEvent::Established { id } => (*id, "established"),
@@ -154,7 +165,7 @@ fn librdmacm_clients_against_the_cm_agent() {
             e => panic!("{e:?}"),
         })
         .collect();
-    let (a, b) = (rep.local_comm_id, rep2.local_comm_id);
+    assert_eq!(p.events.len(), 12, "three events for each of four connections: {:?}", p.events);
     assert_eq!(
         ids,
         vec![
@@ -178,7 +189,7 @@ fn librdmacm_clients_against_the_cm_agent() {
             String::from_utf8_lossy(d)
         );
     }
-    let (CmMsg::SidrReq(sreq), CmMsg::SidrRep(srep)) = (m(12), m(13)) else {
+    let (CmMsg::SidrReq(sreq), CmMsg::SidrRep(srep)) = (m(22), m(23)) else {
         panic!()
     };
     assert_eq!(sreq.service_id, service_id(RDMA_PS_UDP, 7174));
@@ -186,7 +197,7 @@ fn librdmacm_clients_against_the_cm_agent() {
         (srep.request_id, srep.status, srep.service_id, srep.qpn),
         (sreq.request_id, SIDR_UNSUPPORTED, sreq.service_id, 0)
     );
-    assert_eq!(tid(13), tid(12));
+    assert_eq!(tid(23), tid(22));
     assert_eq!(
         (
             p.stats.received,
@@ -197,7 +208,7 @@ fn librdmacm_clients_against_the_cm_agent() {
             p.stats.dreps,
             p.stats.sidr_unsupported
         ),
-        (8, 1, 2, 0, 2, 2, 1),
+        (14, 1, 4, 0, 4, 2, 1),
         "{:?}",
         p.stats
     );
@@ -205,8 +216,8 @@ fn librdmacm_clients_against_the_cm_agent() {
 }
 
 /// Our side as rping's client (`sim::rxe::rping::RpingClient` through the agent's active side) against the
-/// VM's `rping -s -v`, three pings of 64 bytes, then five of 2,000: our REQ (rdma_cm's fields, the rdma_cm header with our addresses), rxe's
-/// REP, our RTU; three pings, each written back by the server and equal to what we sent; our DREQ names the
+/// VM's `rping -s -v`, three pings of 64 bytes, then five of 2,000: our REQ (rdma_cm's fields, the rdma_cm
+/// header with our addresses), rxe's REP, our RTU; three pings, each written back by the server and equal to what we sent; our DREQ names the
 /// server's QP and rxe answers with a DREP; the VM's rping server saw every ping and exits 0.
 #[test]
 fn our_rping_client_against_rping_server() {

@@ -939,6 +939,8 @@ pub struct CmProbe {
     pub stats: CmStats,
     pub events: Vec<CmEvent>,
     pub pings: Vec<Vec<u8>>,
+    /// Each ucmatose connection served: replies received, and whether we disconnected it.
+    pub cmatose: Vec<(u32, bool)>,
     pub mads: Vec<(bool, Mad)>,
     pub vm_log: String,
     pub error: Option<String>,
@@ -994,12 +996,13 @@ fn qp1_mads(pcap: &std::path::Path, ours: Ipv4Addr) -> Result<Vec<(bool, Mad)>> 
 pub const RPING_PORT: u16 = 7174;
 
 /// The clients the CM lab test runs in the VM against our address (10.0.0.2): rping to a port nobody listens
-/// on, rping with three 64-byte pings checked (`-V`), then with five of 2,000 bytes, udaddy (a UD service we
-/// do not offer).
+/// on, rping with three 64-byte pings checked (`-V`), then with five of 2,000 bytes, ucmatose with two
+/// connections, udaddy (a UD service we do not offer).
 pub const LAB_CLIENTS: &[(&str, &str)] = &[
     ("rping_no_listener", "rping -c -a 10.0.0.2 -p 9999 -C 1 -S 64"),
     ("rping", "rping -c -a 10.0.0.2 -p 7174 -C 3 -S 64 -V -v"),
     ("rping_2000", "rping -c -a 10.0.0.2 -p 7174 -C 5 -S 2000 -V -v"),
+    ("ucmatose", "ucmatose -s 10.0.0.2 -c 2"),
     ("udaddy", "udaddy -s 10.0.0.2"),
 ];
 
@@ -1018,6 +1021,7 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
     let mut error = None;
     let mut events = Vec::new();
     let mut servers: Vec<(u32, super::rping::RpingServer)> = Vec::new();
+    let mut cmatose: Vec<super::cmatose::CmatoseServer> = Vec::new();
     let mut pings = Vec::new();
     match CmAgent::open(dev.clone(), host_cfg_mac, our_ip) {
         Ok(a) => agent = Some(a),
@@ -1025,6 +1029,8 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
     }
     if let Some(a) = agent.as_mut() {
         a.listen(testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, RPING_PORT));
+        let cmatose_sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, super::cmatose::PORT);
+        a.listen(cmatose_sid);
         let pd = dev.alloc_pd()?;
         let mut psn = 0x0A_B000u32;
         // answer until the VM's script ends
@@ -1047,10 +1053,28 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
                                 break 'run;
                             }
                         };
+                        if req.service_id == cmatose_sid {
+                            match super::cmatose::CmatoseServer::accept(dev.clone(), pd, a, *id, req, *peer, mac, psn) {
+                                Ok(s) => cmatose.push(s),
+                                Err(e) => {
+                                    error = Some(format!("accepting: {e:#}"));
+                                    break 'run;
+                                }
+                            }
+                        } else {
                         match super::rping::RpingServer::accept(dev.clone(), pd, a, *id, req, *peer, mac, psn) {
                             Ok(s) => servers.push((*id, s)),
                             Err(e) => {
                                 error = Some(format!("accepting: {e:#}"));
+                                break 'run;
+                            }
+                        }
+                        }
+                    }
+                    CmEvent::Established { id } => {
+                        if let Some(s) = cmatose.iter_mut().find(|s| s.id == *id) {
+                            if let Err(e) = s.start() {
+                                error = Some(format!("{e:#}"));
                                 break 'run;
                             }
                         }
@@ -1066,6 +1090,12 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
             }
             for (_, s) in servers.iter_mut() {
                 if let Err(e) = s.poll() {
+                    error = Some(format!("{e:#}"));
+                    break 'run;
+                }
+            }
+            for s in cmatose.iter_mut() {
+                if let Err(e) = s.poll(a) {
                     error = Some(format!("{e:#}"));
                     break 'run;
                 }
@@ -1087,7 +1117,8 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
         })
         .collect();
     let mads = qp1_mads(&lab.pcap, lab.ip)?;
-    Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, mads, vm_log: out.log, error })
+    let cmatose = cmatose.iter().map(|s| (s.received, s.finished)).collect();
+    Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, mads, vm_log: out.log, error })
 }
 
 /// What a run of our rping client against the VM's `rping -s` shows.

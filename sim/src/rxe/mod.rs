@@ -45,6 +45,7 @@ mod vm;
 pub mod capture;
 pub mod card_ep;
 pub mod cm;
+pub mod cmatose;
 pub mod model_ep;
 pub mod oob;
 pub mod rtl_ep;
