@@ -2,7 +2,7 @@
 //! meet our CM agent on QP1, which listens on rping's service ID with an rping server behind it.
 
 use sim::rxe::cm::{
-    probe, CmEvent, REJ_INVALID_SERVICE_ID, RPING_PORT, SIDR_UNSUPPORTED, TARGET_ACK_DELAY,
+    probe, CmEvent, REJ_INVALID_SERVICE_ID, RPING_PORT, TARGET_ACK_DELAY,
 };
 use testbench::wire::mad::{service_id, CmMsg, RDMA_PS_TCP, RDMA_PS_UDP};
 
@@ -38,8 +38,9 @@ fn print_mads(mads: &[(bool, testbench::wire::mad::Mad)]) {
 ///   sink, the data checked by rping); rping's DREQ names our QP and gets our DREP; rping exits 0;
 /// * `ucmatose -s -c 2`: two connections at once; on each we send ten messages, take its ten replies and
 ///   disconnect (our DREQ, its DREP); ucmatose exits 0;
-/// * `udaddy -s`: its SIDR_REQ comes back as SIDR_REP status 1 (service ID not supported), request ID,
-///   service ID and TID echoed, and udaddy gives up.
+/// * `udaddy -s`: its SIDR_REQ for our UD service comes back as SIDR_REP status 0 with our UD QP and
+///   rdma_cm's Q_Key (request ID, service ID and TID echoed); its ten datagrams reach us (GRH area, its QPN as
+///   immediate) and our ten replies reach it; udaddy exits 0.
 /// Nothing is retransmitted: rxe took every MAD of ours as it was.
 #[test]
 fn librdmacm_clients_against_the_cm_agent() {
@@ -67,7 +68,8 @@ fn librdmacm_clients_against_the_cm_agent() {
         );
     }
     let (_, rc, text) = client("udaddy");
-    assert!(rc.is_some_and(|r| r != 0), "udaddy: rc {rc:?}\n{text}");
+    assert!(rc == Some(0) && text.contains("data transfers complete"), "udaddy: rc {rc:?}\n{text}");
+    assert_eq!(p.udaddy, Some((10, 10, 0)), "udaddy: ten datagrams in (GRH area, immediate), ten replies out");
     let (_, rc, text) = client("ucmatose");
     assert!(rc == Some(0) && text.contains("data transfers complete"), "ucmatose: rc {rc:?}\n{text}");
     assert_eq!(p.cmatose, vec![(10, true), (10, true)], "ucmatose: ten replies on each connection, each ended by our DREQ");
@@ -165,7 +167,8 @@ fn librdmacm_clients_against_the_cm_agent() {
             e => panic!("{e:?}"),
         })
         .collect();
-    assert_eq!(p.events.len(), 12, "three events for each of four connections: {:?}", p.events);
+    assert_eq!(p.events.len(), 13, "three events for each of four connections, one SIDR request: {:?}", p.events);
+    assert_eq!(p.events.iter().filter(|e| matches!(e, CmEvent::SidrRequest { .. })).count(), 1);
     assert_eq!(
         ids,
         vec![
@@ -194,9 +197,10 @@ fn librdmacm_clients_against_the_cm_agent() {
     };
     assert_eq!(sreq.service_id, service_id(RDMA_PS_UDP, 7174));
     assert_eq!(
-        (srep.request_id, srep.status, srep.service_id, srep.qpn),
-        (sreq.request_id, SIDR_UNSUPPORTED, sreq.service_id, 0)
+        (srep.request_id, srep.status, srep.service_id, srep.qkey),
+        (sreq.request_id, 0, sreq.service_id, testbench::wire::mad::RDMA_UDP_QKEY)
     );
+    assert_ne!(srep.qpn, 0, "our UD QP");
     assert_eq!(tid(23), tid(22));
     assert_eq!(
         (
@@ -206,9 +210,10 @@ fn librdmacm_clients_against_the_cm_agent() {
             p.stats.rep_resends,
             p.stats.established,
             p.stats.dreps,
-            p.stats.sidr_unsupported
+            p.stats.sidr_unsupported,
+            p.stats.sidr_replies
         ),
-        (14, 1, 4, 0, 4, 2, 1),
+        (14, 1, 4, 0, 4, 2, 0, 1),
         "{:?}",
         p.stats
     );

@@ -37,7 +37,7 @@ use testbench::model::{
     WcStatus, WrOpcode,
 };
 use testbench::wire::mad::{
-    CmDrep, CmDreq, CmMsg, CmRej, CmRep, CmReq, CmRtu, CmSidrRep, CmaHdr, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
+    CmDrep, CmDreq, CmMsg, CmRej, CmRep, CmReq, CmRtu, CmSidrRep, CmSidrReq, CmaHdr, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
 };
 use testbench::wire::MacAddr;
 
@@ -161,6 +161,8 @@ pub struct CmStats {
     pub rep_resends: u64,
     pub established: u64,
     pub connect_requests: u64,
+    pub sidr_requests: u64,
+    pub sidr_replies: u64,
     /// MADs dropped, by why.
     pub dropped: BTreeMap<&'static str, u64>,
 }
@@ -182,6 +184,9 @@ pub enum CmEvent {
     Rejected { id: u32, reason: u16 },
     /// Our REQ or DREQ `id` went unanswered through all its retries.
     Unreachable { id: u32 },
+    /// A SIDR_REQ for a service ID we listen on, from `peer`: the application answers with
+    /// [`CmAgent::sidr_reply`] (its UD QP and Q_Key).
+    SidrRequest { tid: u64, req: CmSidrReq, peer: Ipv4Addr },
 }
 
 /// Where a passive connection is.
@@ -391,6 +396,15 @@ impl CmCore {
         Ok(())
     }
 
+    /// Answer SIDR request `req` (transaction `tid`, from `peer`) with our UD QP `qpn` and its Q_Key: SIDR_REP
+    /// status 0, the request ID and service ID echoed (Linux sends it once; the requester asks again if it is
+    /// lost).
+    pub fn sidr_reply(&mut self, peer: Ipv4Addr, tid: u64, req: &CmSidrReq, qpn: u32, qkey: u32) {
+        let rep = CmSidrRep { request_id: req.request_id, status: 0, qpn, service_id: req.service_id, qkey, ..Default::default() };
+        self.out.push((peer, CmMsg::SidrRep(rep).mad(tid)));
+        self.stats.sidr_replies += 1;
+    }
+
     /// Reject connection request `id` (rdma_cm's `rdma_reject`: reason 28, consumer reject): REJ for its
     /// REQ; the connection is gone.
     pub fn reject(&mut self, id: u32, reason: u16) -> Result<()> {
@@ -560,6 +574,11 @@ impl CmCore {
                 }
                 return;
             }
+            Some(CmMsg::SidrReq(r)) if self.listeners.contains(&r.service_id) => {
+                self.stats.sidr_requests += 1;
+                events.push(CmEvent::SidrRequest { tid: h.tid, req: r, peer: src });
+                return;
+            }
             Some(CmMsg::SidrReq(r)) => {
                 self.stats.sidr_unsupported += 1;
                 CmMsg::SidrRep(CmSidrRep {
@@ -627,6 +646,12 @@ impl CmAgent {
     /// [`CmCore::accept`], its REP sent.
     pub fn accept(&mut self, id: u32, req: &CmReq, qpn: u32, psn: u32) -> Result<()> {
         self.core.accept(id, req, qpn, psn)?;
+        self.flush()
+    }
+
+    /// [`CmCore::sidr_reply`], its SIDR_REP sent.
+    pub fn sidr_reply(&mut self, peer: Ipv4Addr, tid: u64, req: &CmSidrReq, qpn: u32, qkey: u32) -> Result<()> {
+        self.core.sidr_reply(peer, tid, req, qpn, qkey);
         self.flush()
     }
 
@@ -754,7 +779,7 @@ mod tests {
     /// service ID whose application rejects every connection request: no panic; every MAD gets exactly one
     /// outcome (one MAD out, one event, or one counted drop); a MAD that is no CM message of class version 2
     /// with method Send is dropped and never creates anything; a REQ for a service nobody listens on gets
-    /// REJ 8 naming its communication ID; and the connection table ends empty.
+    /// REJ 8 naming its communication ID, a SIDR_REQ SIDR_REP status 1; and the connection table ends empty.
     #[test]
     fn ten_thousand_random_and_mutated_mads_leak_nothing() {
         let mut cm = CmCore::new(0x0200_00FF_FE00_0002, Ipv4Addr::new(10, 0, 0, 2), 0x100);
@@ -764,7 +789,7 @@ mod tests {
         assert!(seeds.len() >= 19);
         let mut rng = SmallRng::seed_from_u64(0xC0FFEE);
         let now = Instant::now();
-        let (mut malformed, mut rej8, mut requests) = (0, 0, 0);
+        let (mut malformed, mut rej8, mut requests, mut sidr1) = (0, 0, 0, 0);
         for n in 0..10_000 {
             let mut mad = seeds[rng.gen_range(0..seeds.len())].clone();
             match rng.gen_range(0..6) {
@@ -796,6 +821,12 @@ mod tests {
                 malformed += 1;
                 assert_eq!((after.0, events.len()), (before.0, 0), "MAD {n}: not a CM message, yet answered");
             }
+            if let Some(Mad { cm: Some(CmMsg::SidrReq(r)), hdr }) = parsed.clone().filter(|_| is_cm) {
+                // nobody serves a UD service here: SIDR_REP status 1 naming the request
+                let Ok(Mad { cm: Some(CmMsg::SidrRep(rep)), hdr: h }) = Mad::parse(&cm.out.last().unwrap().1) else { panic!("MAD {n}: no SIDR_REP") };
+                assert_eq!((rep.status, rep.request_id, rep.service_id, h.tid), (SIDR_UNSUPPORTED, r.request_id, r.service_id, hdr.tid));
+                sidr1 += 1;
+            }
             if let Some(Mad { cm: Some(CmMsg::Req(req)), hdr }) = parsed.filter(|_| is_cm) {
                 if req.service_id != listened {
                     rej8 += 1;
@@ -812,7 +843,7 @@ mod tests {
             cm.timers(now, &mut Vec::new());
             cm.out.clear();
         }
-        assert!(malformed > 3_000 && rej8 > 100 && requests > 100, "{malformed} malformed, {rej8} REJ 8, {requests} requests");
+        assert!(malformed > 3_000 && rej8 > 100 && requests > 100 && sidr1 > 50, "{malformed} malformed, {rej8} REJ 8, {requests} requests, {sidr1} SIDR_REP 1");
         assert_eq!(cm.connections(), 0, "connections left: {:?}", cm.stats);
     }
 
@@ -941,6 +972,8 @@ pub struct CmProbe {
     pub pings: Vec<Vec<u8>>,
     /// Each ucmatose connection served: replies received, and whether we disconnected it.
     pub cmatose: Vec<(u32, bool)>,
+    /// The udaddy service: messages received, replies sent, receives not as udaddy sends them.
+    pub udaddy: Option<(u32, u32, u32)>,
     pub mads: Vec<(bool, Mad)>,
     pub vm_log: String,
     pub error: Option<String>,
@@ -997,7 +1030,7 @@ pub const RPING_PORT: u16 = 7174;
 
 /// The clients the CM lab test runs in the VM against our address (10.0.0.2): rping to a port nobody listens
 /// on, rping with three 64-byte pings checked (`-V`), then with five of 2,000 bytes, ucmatose with two
-/// connections, udaddy (a UD service we do not offer).
+/// connections, udaddy (our UD service, resolved by SIDR).
 pub const LAB_CLIENTS: &[(&str, &str)] = &[
     ("rping_no_listener", "rping -c -a 10.0.0.2 -p 9999 -C 1 -S 64"),
     ("rping", "rping -c -a 10.0.0.2 -p 7174 -C 3 -S 64 -V -v"),
@@ -1022,6 +1055,7 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
     let mut events = Vec::new();
     let mut servers: Vec<(u32, super::rping::RpingServer)> = Vec::new();
     let mut cmatose: Vec<super::cmatose::CmatoseServer> = Vec::new();
+    let mut udaddy: Option<super::udaddy::UdaddyServer> = None;
     let mut pings = Vec::new();
     match CmAgent::open(dev.clone(), host_cfg_mac, our_ip) {
         Ok(a) => agent = Some(a),
@@ -1031,6 +1065,7 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
         a.listen(testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, RPING_PORT));
         let cmatose_sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, super::cmatose::PORT);
         a.listen(cmatose_sid);
+        a.listen(testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_UDP, super::udaddy::PORT));
         let pd = dev.alloc_pd()?;
         let mut psn = 0x0A_B000u32;
         // answer until the VM's script ends
@@ -1071,6 +1106,17 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
                         }
                         }
                     }
+                    CmEvent::SidrRequest { tid, req, peer } => {
+                        let r = match udaddy.as_ref() {
+                            Some(u) => Ok(u.qpn),
+                            None => super::udaddy::UdaddyServer::new(dev.clone(), pd).map(|u| udaddy.insert(u).qpn),
+                        }
+                        .and_then(|qpn| a.sidr_reply(*peer, *tid, req, qpn, testbench::wire::mad::RDMA_UDP_QKEY));
+                        if let Err(e) = r {
+                            error = Some(format!("udaddy: {e:#}"));
+                            break 'run;
+                        }
+                    }
                     CmEvent::Established { id } => {
                         if let Some(s) = cmatose.iter_mut().find(|s| s.id == *id) {
                             if let Err(e) = s.start() {
@@ -1100,6 +1146,12 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
                     break 'run;
                 }
             }
+            if let Some(u) = udaddy.as_mut() {
+                if let Err(e) = u.poll(a) {
+                    error = Some(format!("{e:#}"));
+                    break 'run;
+                }
+            }
         }
     }
     for (_, s) in servers {
@@ -1118,7 +1170,8 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
         .collect();
     let mads = qp1_mads(&lab.pcap, lab.ip)?;
     let cmatose = cmatose.iter().map(|s| (s.received, s.finished)).collect();
-    Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, mads, vm_log: out.log, error })
+    let udaddy = udaddy.map(|u| (u.received, u.replies, u.bad));
+    Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, udaddy, mads, vm_log: out.log, error })
 }
 
 /// What a run of our rping client against the VM's `rping -s` shows.

@@ -54,6 +54,7 @@ pub mod perftest;
 pub mod pingpong;
 pub mod rping;
 pub mod ud;
+pub mod udaddy;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
