@@ -37,7 +37,7 @@ use testbench::model::{
     WcStatus, WrOpcode,
 };
 use testbench::wire::mad::{
-    CmDrep, CmDreq, CmMsg, CmRej, CmRep, CmReq, CmRtu, CmSidrRep, CmSidrReq, CmaHdr, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
+    CmDrep, CmDreq, CmMra, CmMsg, CmRej, CmRep, CmReq, CmRtu, CmSidrRep, CmSidrReq, CmaHdr, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
 };
 use testbench::wire::MacAddr;
 
@@ -124,6 +124,10 @@ pub fn qp_attrs_from_rep(rep: &CmRep, psn: u32, mtu: u32, depth: u8, av: Address
     .attrs()
 }
 
+/// The service timeout of the MRA we send for a REQ the application has not answered yet: rdma_cm's 24
+/// (4.096 us x 2^24, about 69 s).
+pub const MRA_SERVICE_TIMEOUT: u8 = 24;
+
 /// The REP's target ACK delay (rxe's local CA ACK delay, 15: 4.096 us * 2^15).
 pub const TARGET_ACK_DELAY: u8 = 15;
 /// READs and atomics outstanding the RNIC takes per QP as responder, and keeps per QP as requester.
@@ -162,6 +166,8 @@ pub struct CmStats {
     pub established: u64,
     pub connect_requests: u64,
     pub sidr_requests: u64,
+    pub mras_sent: u64,
+    pub mras_received: u64,
     pub sidr_replies: u64,
     /// MADs dropped, by why.
     pub dropped: BTreeMap<&'static str, u64>,
@@ -249,6 +255,8 @@ pub struct CmCore {
     pub stats: CmStats,
     /// MADs to send, each to its peer's QP1, in order.
     pub out: Vec<(Ipv4Addr, [u8; MAD_LEN])>,
+    /// The clock the timers run on (set by [`CmCore::timers`]).
+    now: Instant,
 }
 
 impl CmCore {
@@ -263,6 +271,7 @@ impl CmCore {
             tid_seq: 0,
             stats: CmStats::default(),
             out: Vec::new(),
+            now: Instant::now(),
         }
     }
 
@@ -304,7 +313,7 @@ impl CmCore {
         let c = self.conns.get_mut(&id).unwrap();
         c.state = ConnState::RepSent;
         c.rep = Some(rep);
-        c.resend_at = Instant::now() + c.wait;
+        c.resend_at = self.now + c.wait;
         Ok(())
     }
 
@@ -354,7 +363,7 @@ impl CmCore {
                 tid,
                 remote_qpn: 0,
                 rep: Some(mad),
-                resend_at: Instant::now() + REQ_WAIT,
+                resend_at: self.now + REQ_WAIT,
                 resends_left: 15,
                 wait: REQ_WAIT,
             },
@@ -389,7 +398,7 @@ impl CmCore {
         c.state = ConnState::DreqSent;
         c.tid = tid;
         c.rep = Some(mad);
-        c.resend_at = Instant::now() + REQ_WAIT;
+        c.resend_at = self.now + REQ_WAIT;
         c.resends_left = 15;
         let peer = c.peer;
         self.out.push((peer, mad));
@@ -422,6 +431,7 @@ impl CmCore {
     /// Resend what waits too long for its answer (REQ, REP, DREQ), and give up on what has had all its
     /// resends: Linux's REQ_ERROR / REP_ERROR / DREQ timeout.
     pub fn timers(&mut self, now: Instant, events: &mut Vec<CmEvent>) {
+        self.now = now;
         let late: Vec<u32> = self
             .conns
             .iter()
@@ -487,10 +497,17 @@ impl CmCore {
         }
         let answer = match mad.cm {
             Some(CmMsg::Req(req)) if self.listeners.contains(&req.service_id) => {
-                // a retransmitted REQ of a connection we have: dropped (Linux drops it in REQ_RCVD and
-                // REP_SENT; our REP goes again on its own timer)
-                if self.conns.values().any(|c| c.remote_id == req.local_comm_id && c.peer == src) {
-                    self.drop("duplicate REQ");
+                // a retransmitted REQ of a connection we have: while the application has not answered, an
+                // MRA asking for rdma_cm's 2^24 x 4.096 us (Linux's delayed MRA); once our REP is out, dropped
+                // (our REP goes again on its own timer)
+                if let Some((&id, c)) = self.conns.iter().find(|(_, c)| c.remote_id == req.local_comm_id && c.peer == src) {
+                    if c.state == ConnState::ReqRcvd {
+                        let mra = CmMra { local_comm_id: id, remote_comm_id: req.local_comm_id, message_mraed: 0, service_timeout: MRA_SERVICE_TIMEOUT, ..Default::default() };
+                        self.out.push((src, CmMsg::Mra(mra).mad(h.tid)));
+                        self.stats.mras_sent += 1;
+                    } else {
+                        self.drop("duplicate REQ");
+                    }
                     return;
                 }
                 let id = self.next_id;
@@ -506,7 +523,7 @@ impl CmCore {
                         tid: h.tid,
                         remote_qpn: req.local_qpn,
                         rep: None,
-                        resend_at: Instant::now(),
+                        resend_at: self.now,
                         resends_left: req.max_cm_retries,
                         wait,
                     },
@@ -551,6 +568,19 @@ impl CmCore {
                         self.out.push((peer, mad));
                     }
                     _ => self.drop("REP for nothing of ours"),
+                }
+                return;
+            }
+            Some(CmMsg::Mra(m)) => {
+                // the peer needs time to answer our REQ (MRA for a REQ) or REP (for a REP): wait its service
+                // timeout on top of our own before sending again (Linux's MRA_REQ_RCVD / MRA_REP_RCVD)
+                let want = if m.message_mraed == 0 { ConnState::ReqSent } else { ConnState::RepSent };
+                match self.conns.get_mut(&m.remote_comm_id) {
+                    Some(c) if c.state == want && m.message_mraed <= 1 && c.peer == src => {
+                        c.resend_at = self.now + c.wait + Duration::from_millis(1 << u32::from(m.service_timeout.max(8) - 8).min(20));
+                        self.stats.mras_received += 1;
+                    }
+                    _ => self.drop("MRA for nothing of ours"),
                 }
                 return;
             }
@@ -698,6 +728,7 @@ impl CmAgent {
     /// application must hear of.
     pub fn poll(&mut self) -> Result<Vec<CmEvent>> {
         let mut events = Vec::new();
+        self.core.now = Instant::now();
         for wc in self.dev.poll_cq(self.cq, 32)? {
             if wc.opcode != WcOpcode::Recv {
                 if wc.status != WcStatus::Success {
@@ -851,7 +882,12 @@ mod tests {
     /// its RTU, A disconnects. `lose(n, mad)` says whether the n-th MAD on the link is lost. Returns the events
     /// of each side and the MADs that crossed (lost ones included), once both sides are done or a simulated
     /// 10 minutes have passed.
-    fn handshake(mut lose: impl FnMut(usize, &Mad) -> bool) -> (Vec<CmEvent>, Vec<CmEvent>, Vec<(bool, Mad, bool)>) {
+    fn handshake(lose: impl FnMut(usize, &Mad) -> bool) -> (Vec<CmEvent>, Vec<CmEvent>, Vec<(bool, Mad, bool)>) {
+        handshake_slow(Duration::ZERO, lose)
+    }
+
+    /// [`handshake`] with B's application accepting `accept_after` after the start.
+    fn handshake_slow(accept_after: Duration, mut lose: impl FnMut(usize, &Mad) -> bool) -> (Vec<CmEvent>, Vec<CmEvent>, Vec<(bool, Mad, bool)>) {
         let (ipa, ipb) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
         let mut a = CmCore::new(0xA, ipa, 0x100);
         let mut b = CmCore::new(0xB, ipb, 0x900);
@@ -863,6 +899,7 @@ mod tests {
         let mut wire = Vec::new();
         let id = a.connect(ipb, sid, 0x11, 0x1000, 1024, 1, 0xC000);
         let mut disconnecting = false;
+        let mut pending: Option<(u32, CmReq)> = None;
         while now - t0 < Duration::from_secs(600) {
             // deliver everything queued, both ways, until quiet
             loop {
@@ -883,12 +920,18 @@ mod tests {
                     dst.take(&datagram(src, &mad), &mut evs);
                     for e in evs {
                         match &e {
-                            CmEvent::ConnectRequest { id, req, .. } => b.accept(*id, req, 0x22, 0x2000).unwrap(),
+                            CmEvent::ConnectRequest { id, req, .. } => pending = Some((*id, req.clone())),
                             CmEvent::ConnectReply { id, .. } => a.ready_to_use(*id).unwrap(),
                             _ => {}
                         }
                         ev.push(e);
                     }
+                }
+            }
+            if now - t0 >= accept_after {
+                if let Some((id, req)) = pending.take() {
+                    b.accept(id, &req, 0x22, 0x2000).unwrap();
+                    continue;
                 }
             }
             // A ends the connection once B has it established (as rping's client does after its pings)
@@ -945,6 +988,20 @@ mod tests {
             let again = wire[i + 1..].iter().find(|w| w.0 == wire[i].0 && w.1.cm.as_ref().unwrap().name() == wire[i].1.cm.as_ref().unwrap().name()).unwrap();
             assert_eq!(again.1, wire[i].1, "{lost}: resent as it was");
         }
+    }
+
+    /// B's application takes 20 s to accept: A's REQ goes again after 6,144 ms, B answers it with an MRA
+    /// (service timeout 24, rdma_cm's), A then waits its 2^16 ms more instead of sending the REQ again, and
+    /// the handshake completes once B accepts; B holds one connection throughout.
+    #[test]
+    fn a_slow_accept_is_covered_by_an_mra() {
+        let (ea, eb, wire) = handshake_slow(Duration::from_secs(20), |_, _| false);
+        assert_eq!(names(&wire), ["A:REQ", "A:REQ", "B:MRA", "B:REP", "A:RTU", "A:DREQ", "B:DREP"]);
+        let Some(CmMsg::Mra(mra)) = &wire[2].1.cm else { panic!() };
+        assert_eq!((mra.message_mraed, mra.service_timeout), (0, MRA_SERVICE_TIMEOUT));
+        assert_eq!(wire[2].1.hdr.tid, wire[0].1.hdr.tid, "the MRA takes the REQ's TID");
+        assert_eq!(eb.iter().filter(|e| matches!(e, CmEvent::ConnectRequest { .. })).count(), 1);
+        assert!(matches!(ea.last(), Some(CmEvent::Disconnected { .. })), "{ea:?}");
     }
 
     /// 1 % of the MADs lost each way over 200 connections (seeded): every one is set up and torn down.
