@@ -50,6 +50,13 @@ const SLOT: u64 = 512;
 
 /// REJ reason: invalid service ID (no listener).
 pub const REJ_INVALID_SERVICE_ID: u16 = 8;
+/// REJ reason: stale connection (a REQ reusing the IDs or QP of a connection in timewait).
+pub const REJ_STALE_CONNECTION: u16 = 10;
+
+/// IBA's 4.096 us x 2^t as Linux's ib_cm rounds it: 2^(t - 8) ms (at least 1 ms).
+fn ms_of(t: u8) -> Duration {
+    Duration::from_millis(1 << u32::from(t.max(8) - 8).min(20))
+}
 /// SIDR_REP status: service ID not supported.
 pub const SIDR_UNSUPPORTED: u8 = 1;
 /// How long our REQ (and DREQ) waits for its answer before it goes again: Linux's 2 * 2^(18 - 8) + 2^(20 - 8)
@@ -209,6 +216,8 @@ enum ConnState {
     Established,
     /// Our DREQ sent, waiting for the DREP.
     DreqSent,
+    /// Ended; its IDs and the peer's QPN are kept until `resend_at` so that a late REQ reusing them is stale.
+    TimeWait,
 }
 
 /// One passive connection.
@@ -227,6 +236,8 @@ struct Conn {
     resends_left: u8,
     /// How long a resend waits: 2^(REQ's remote CM response timeout - 8) ms, as Linux waits for a REP's answer.
     wait: Duration,
+    /// How long the connection stays in timewait once ended: 2^(the path's ACK timeout - 8) ms (Linux).
+    timewait: Duration,
 }
 
 /// The agent: QP1 on `dev`, its buffers, the peers' MACs, and the protocol ([`CmCore`]).
@@ -275,7 +286,7 @@ impl CmCore {
         }
     }
 
-    /// Connections held (in any state).
+    /// Connections held (in any state, timewait included).
     pub fn connections(&self) -> usize {
         self.conns.len()
     }
@@ -366,6 +377,7 @@ impl CmCore {
                 resend_at: self.now + REQ_WAIT,
                 resends_left: 15,
                 wait: REQ_WAIT,
+                timewait: ms_of(19),
             },
         );
         id
@@ -432,6 +444,7 @@ impl CmCore {
     /// resends: Linux's REQ_ERROR / REP_ERROR / DREQ timeout.
     pub fn timers(&mut self, now: Instant, events: &mut Vec<CmEvent>) {
         self.now = now;
+        self.conns.retain(|_, c| c.state != ConnState::TimeWait || now < c.resend_at);
         let late: Vec<u32> = self
             .conns
             .iter()
@@ -456,6 +469,15 @@ impl CmCore {
             let (peer, rep) = (c.peer, c.rep.unwrap());
             self.stats.rep_resends += 1;
             self.out.push((peer, rep));
+        }
+    }
+
+    /// Connection `id` has ended: into timewait.
+    fn enter_timewait(&mut self, id: u32) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.state = ConnState::TimeWait;
+            c.rep = None;
+            c.resend_at = self.now + c.timewait;
         }
     }
 
@@ -500,6 +522,13 @@ impl CmCore {
                 // a retransmitted REQ of a connection we have: while the application has not answered, an
                 // MRA asking for rdma_cm's 2^24 x 4.096 us (Linux's delayed MRA); once our REP is out, dropped
                 // (our REP goes again on its own timer)
+                // a REQ reusing the IDs or the QP of a connection in timewait: stale (Linux's REJ 10)
+                if self.conns.values().any(|c| c.state == ConnState::TimeWait && c.peer == src && (c.remote_id == req.local_comm_id || c.remote_qpn == req.local_qpn)) {
+                    self.stats.rejected += 1;
+                    let rej = CmRej { remote_comm_id: req.local_comm_id, message_rejected: 0, reason: REJ_STALE_CONNECTION, ..Default::default() };
+                    self.out.push((src, CmMsg::Rej(rej).mad(h.tid)));
+                    return;
+                }
                 if let Some((&id, c)) = self.conns.iter().find(|(_, c)| c.remote_id == req.local_comm_id && c.peer == src) {
                     if c.state == ConnState::ReqRcvd {
                         let mra = CmMra { local_comm_id: id, remote_comm_id: req.local_comm_id, message_mraed: 0, service_timeout: MRA_SERVICE_TIMEOUT, ..Default::default() };
@@ -513,7 +542,7 @@ impl CmCore {
                 let id = self.next_id;
                 self.next_id = self.next_id.wrapping_add(1).max(1);
                 // Linux waits 2^(REQ's remote CM response timeout - 8) ms for the answer to its REP
-                let wait = Duration::from_millis(1 << u32::from(req.remote_cm_response_timeout.max(8) - 8).min(16));
+                let wait = ms_of(req.remote_cm_response_timeout);
                 self.conns.insert(
                     id,
                     Conn {
@@ -526,6 +555,7 @@ impl CmCore {
                         resend_at: self.now,
                         resends_left: req.max_cm_retries,
                         wait,
+                        timewait: ms_of(req.primary_local_ack_timeout),
                     },
                 );
                 self.stats.connect_requests += 1;
@@ -577,7 +607,7 @@ impl CmCore {
                 let want = if m.message_mraed == 0 { ConnState::ReqSent } else { ConnState::RepSent };
                 match self.conns.get_mut(&m.remote_comm_id) {
                     Some(c) if c.state == want && m.message_mraed <= 1 && c.peer == src => {
-                        c.resend_at = self.now + c.wait + Duration::from_millis(1 << u32::from(m.service_timeout.max(8) - 8).min(20));
+                        c.resend_at = self.now + c.wait + ms_of(m.service_timeout);
                         self.stats.mras_received += 1;
                     }
                     _ => self.drop("MRA for nothing of ours"),
@@ -597,7 +627,7 @@ impl CmCore {
             Some(CmMsg::Drep(d)) => {
                 match self.conns.get(&d.remote_comm_id) {
                     Some(c) if c.state == ConnState::DreqSent && c.remote_id == d.local_comm_id => {
-                        self.conns.remove(&d.remote_comm_id);
+                        self.enter_timewait(d.remote_comm_id);
                         events.push(CmEvent::Disconnected { id: d.remote_comm_id });
                     }
                     _ => self.drop("DREP for nothing of ours"),
@@ -620,9 +650,10 @@ impl CmCore {
             }
             Some(CmMsg::Dreq(d)) => {
                 // ours if the IDs match and it names our QP; Linux ignores a DREQ naming another QP
-                let ours = self.conns.get(&d.remote_comm_id).is_some_and(|c| c.remote_id == d.local_comm_id && c.peer == src && c.state != ConnState::ReqSent);
-                if ours {
-                    self.conns.remove(&d.remote_comm_id);
+                // (in timewait: the DREP again, the connection already ended)
+                let state = self.conns.get(&d.remote_comm_id).filter(|c| c.remote_id == d.local_comm_id && c.peer == src).map(|c| c.state);
+                if matches!(state, Some(ConnState::Established | ConnState::RepSent | ConnState::RepRcvd | ConnState::DreqSent)) {
+                    self.enter_timewait(d.remote_comm_id);
                     events.push(CmEvent::Disconnected { id: d.remote_comm_id });
                 }
                 self.stats.dreps += 1;
@@ -940,7 +971,7 @@ mod tests {
                 disconnecting = true;
                 continue;
             }
-            if ea.iter().any(|e| matches!(e, CmEvent::Disconnected { .. } | CmEvent::Unreachable { .. })) {
+            if ea.iter().any(|e| matches!(e, CmEvent::Disconnected { .. } | CmEvent::Unreachable { .. })) && a.connections() + b.connections() == 0 {
                 break;
             }
             now += Duration::from_millis(100);
@@ -1002,6 +1033,80 @@ mod tests {
         assert_eq!(wire[2].1.hdr.tid, wire[0].1.hdr.tid, "the MRA takes the REQ's TID");
         assert_eq!(eb.iter().filter(|e| matches!(e, CmEvent::ConnectRequest { .. })).count(), 1);
         assert!(matches!(ea.last(), Some(CmEvent::Disconnected { .. })), "{ea:?}");
+    }
+
+    /// Timewait: after A's DREQ and B's DREP both keep the connection 2^(19 - 8) = 2,048 ms; within it a REQ
+    /// from A that reuses the old QPN gets REJ 10 (stale connection) from B and a DREQ again gets the DREP again;
+    /// after it the same REQ is a new connection request.
+    #[test]
+    fn timewait_makes_a_reused_qp_stale() {
+        let (ipa, ipb) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut a = CmCore::new(0xA, ipa, 0x100);
+        let mut b = CmCore::new(0xB, ipb, 0x900);
+        let sid = service_id(RDMA_PS_TCP, 7174);
+        b.listen(sid);
+        let t0 = Instant::now();
+        a.timers(t0, &mut Vec::new());
+        b.timers(t0, &mut Vec::new());
+        // deliver A's queue to B and B's to A until quiet; B accepts every request
+        let relay = |a: &mut CmCore, b: &mut CmCore| {
+            let mut seen = Vec::new();
+            loop {
+                let (oa, ob) = (std::mem::take(&mut a.out), std::mem::take(&mut b.out));
+                if oa.is_empty() && ob.is_empty() {
+                    return seen;
+                }
+                for (_, mad) in oa {
+                    let mut ev = Vec::new();
+                    b.take(&datagram(ipa, &mad), &mut ev);
+                    for e in ev {
+                        if let CmEvent::ConnectRequest { id, req, .. } = e {
+                            b.accept(id, &req, 0x22, 0x2000).unwrap();
+                        }
+                    }
+                    seen.push(Mad::parse(&mad).unwrap());
+                }
+                for (_, mad) in ob {
+                    let mut ev = Vec::new();
+                    a.take(&datagram(ipb, &mad), &mut ev);
+                    for e in ev {
+                        if let CmEvent::ConnectReply { id, .. } = e {
+                            a.ready_to_use(id).unwrap();
+                        }
+                    }
+                    seen.push(Mad::parse(&mad).unwrap());
+                }
+            }
+        };
+        let name = |m: &Mad| m.cm.as_ref().unwrap().name();
+        let id = a.connect(ipb, sid, 0x11, 0x1000, 1024, 1, 0xC000);
+        let seen = relay(&mut a, &mut b);
+        assert_eq!(seen.iter().map(name).collect::<Vec<_>>(), ["REQ", "REP", "RTU"]);
+        a.disconnect(id).unwrap();
+        let dreq = a.out[0].1;
+        let seen = relay(&mut a, &mut b);
+        assert_eq!(seen.iter().map(name).collect::<Vec<_>>(), ["DREQ", "DREP"]);
+        assert_eq!((a.connections(), b.connections()), (1, 1), "both in timewait");
+        // within timewait: the same QP again is stale; the DREQ again gets the DREP again
+        let t1 = t0 + Duration::from_millis(1000);
+        a.timers(t1, &mut Vec::new());
+        b.timers(t1, &mut Vec::new());
+        let mut ev = Vec::new();
+        b.take(&datagram(ipa, &dreq), &mut ev);
+        assert!(ev.is_empty() && matches!(Mad::parse(&b.out.pop().unwrap().1).unwrap().cm, Some(CmMsg::Drep(_))));
+        let again = a.connect(ipb, sid, 0x11, 0x1000, 1024, 1, 0xC000);
+        let seen = relay(&mut a, &mut b);
+        let Some(CmMsg::Rej(rej)) = &seen[1].cm else { panic!("{:?}", seen.iter().map(name).collect::<Vec<_>>()) };
+        assert_eq!(rej.reason, REJ_STALE_CONNECTION);
+        assert_eq!(rej.remote_comm_id, again);
+        // after timewait (2,048 ms): both forget it, and the QP may connect again
+        let t2 = t0 + Duration::from_millis(2100);
+        a.timers(t2, &mut Vec::new());
+        b.timers(t2, &mut Vec::new());
+        assert_eq!((a.connections(), b.connections()), (0, 0));
+        a.connect(ipb, sid, 0x11, 0x1000, 1024, 1, 0xC000);
+        let seen = relay(&mut a, &mut b);
+        assert_eq!(seen.iter().map(name).collect::<Vec<_>>(), ["REQ", "REP", "RTU"]);
     }
 
     /// 1 % of the MADs lost each way over 200 connections (seeded): every one is set up and torn down.
