@@ -37,7 +37,7 @@ use testbench::model::{
     WcStatus, WrOpcode,
 };
 use testbench::wire::mad::{
-    CmDrep, CmDreq, CmMra, CmMsg, CmRej, CmRep, CmReq, CmRtu, CmSidrRep, CmSidrReq, CmaHdr, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
+    CmApr, CmDrep, CmDreq, CmMra, CmMsg, CmRej, CmRep, CmReq, CmRtu, CmSidrRep, CmSidrReq, CmaHdr, Mad, GSI_QKEY, MAD_BASE_VERSION, MAD_LEN, MAD_METHOD_SEND, CM_CLASS_VERSION, MGMT_CLASS_CM,
 };
 use testbench::wire::MacAddr;
 
@@ -50,6 +50,8 @@ const SLOT: u64 = 512;
 
 /// REJ reason: invalid service ID (no listener).
 pub const REJ_INVALID_SERVICE_ID: u16 = 8;
+/// APR status: unsupported (we load no alternate path).
+pub const APR_UNSUPPORTED: u8 = 2;
 /// REJ reason: stale connection (a REQ reusing the IDs or QP of a connection in timewait).
 pub const REJ_STALE_CONNECTION: u16 = 10;
 
@@ -175,6 +177,7 @@ pub struct CmStats {
     pub sidr_requests: u64,
     pub mras_sent: u64,
     pub mras_received: u64,
+    pub aprs: u64,
     pub sidr_replies: u64,
     /// MADs dropped, by why.
     pub dropped: BTreeMap<&'static str, u64>,
@@ -600,6 +603,20 @@ impl CmCore {
                     _ => self.drop("REP for nothing of ours"),
                 }
                 return;
+            }
+            Some(CmMsg::Lap(l)) => {
+                // we do no path migration: a LAP for a connection of ours is answered with APR status 2
+                // (unsupported), as a CA without alternate paths answers (Linux drops LAPs on RoCE)
+                match self.conns.get(&l.remote_comm_id) {
+                    Some(c) if c.remote_id == l.local_comm_id && c.peer == src && c.state == ConnState::Established => {
+                        self.stats.aprs += 1;
+                        CmMsg::Apr(CmApr { local_comm_id: l.remote_comm_id, remote_comm_id: l.local_comm_id, ap_status: APR_UNSUPPORTED, ..Default::default() })
+                    }
+                    _ => {
+                        self.drop("LAP for nothing of ours");
+                        return;
+                    }
+                }
             }
             Some(CmMsg::Mra(m)) => {
                 // the peer needs time to answer our REQ (MRA for a REQ) or REP (for a REP): wait its service
@@ -1035,7 +1052,8 @@ mod tests {
         assert!(matches!(ea.last(), Some(CmEvent::Disconnected { .. })), "{ea:?}");
     }
 
-    /// Timewait: after A's DREQ and B's DREP both keep the connection 2^(19 - 8) = 2,048 ms; within it a REQ
+    /// A LAP for an established connection gets APR status 2 (unsupported), for another nothing. Timewait:
+    /// after A's DREQ and B's DREP both keep the connection 2^(19 - 8) = 2,048 ms; within it a REQ
     /// from A that reuses the old QPN gets REJ 10 (stale connection) from B and a DREQ again gets the DREP again;
     /// after it the same REQ is a new connection request.
     #[test]
@@ -1082,6 +1100,20 @@ mod tests {
         let id = a.connect(ipb, sid, 0x11, 0x1000, 1024, 1, 0xC000);
         let seen = relay(&mut a, &mut b);
         assert_eq!(seen.iter().map(name).collect::<Vec<_>>(), ["REQ", "REP", "RTU"]);
+        // a LAP for the connection: APR status 2 (we load no alternate path); for another, dropped
+        let Some(CmMsg::Rep(rep)) = &seen[1].cm else { panic!() };
+        for (remote, answered) in [(rep.local_comm_id, true), (rep.local_comm_id ^ 1, false)] {
+            let lap = CmMsg::Lap(testbench::wire::mad::CmLap { local_comm_id: id, remote_comm_id: remote, ..Default::default() }).mad(0x77);
+            b.take(&datagram(ipa, &lap), &mut Vec::new());
+            match b.out.pop() {
+                Some((_, m)) => {
+                    assert!(answered);
+                    let Ok(Mad { cm: Some(CmMsg::Apr(apr)), hdr }) = Mad::parse(&m) else { panic!() };
+                    assert_eq!((apr.ap_status, apr.local_comm_id, apr.remote_comm_id, hdr.tid), (APR_UNSUPPORTED, remote, id, 0x77));
+                }
+                None => assert!(!answered),
+            }
+        }
         a.disconnect(id).unwrap();
         let dreq = a.out[0].1;
         let seen = relay(&mut a, &mut b);
