@@ -638,9 +638,10 @@ fn campaign(role: &str, seed: u64, mtu: u32, messages: usize, rates: [f64; 4], l
 fn rxe_conn(tool: &str, conn: Option<&str>) -> Result<sim::rxe::verbs::Conn> {
     use sim::rxe::{perftest, pingpong};
     let asked = conn.map(|c| c.parse::<sim::rxe::verbs::Conn>().map_err(|e| anyhow::anyhow!("--conn: {e:#}"))).transpose()?;
-    if tool == "rping" {
-        anyhow::ensure!(asked.is_none_or(|c| c == sim::rxe::verbs::Conn::Rc), "rping is RC");
-        return Ok(sim::rxe::verbs::Conn::Rc);
+    if matches!(tool, "rping" | "ucmatose" | "udaddy") {
+        let own = if tool == "udaddy" { sim::rxe::verbs::Conn::Ud } else { sim::rxe::verbs::Conn::Rc };
+        anyhow::ensure!(asked.is_none_or(|c| c == own), "{tool} is {own}");
+        return Ok(own);
     }
     if let Some(own) = pingpong::tool_conn(tool) {
         if let Some(c) = asked {
@@ -653,12 +654,30 @@ fn rxe_conn(tool: &str, conn: Option<&str>) -> Result<sim::rxe::verbs::Conn> {
     Ok(c)
 }
 
-/// `rnic rxe --tool rping`: rping in the VM against our CM agent and rping peer (RTL endpoint), connected
-/// through the CM (no TCP exchange): `--role server` (our side listens, the VM's `rping -c` connects) or
-/// `client` (ours connects to the VM's `rping -s`); `--iters` pings (default 10) of `--size` bytes (default
-/// 64), each checked.
-fn rxe_rping(endpoint: sim::rxe::verbs::EndpointKind, role: &str, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
-    anyhow::ensure!(endpoint == sim::rxe::verbs::EndpointKind::Rtl, "--tool rping runs with --endpoint rtl (the CM agent on QP1 needs the driver's GSI QP)");
+/// `rnic rxe --tool rping|ucmatose|udaddy`: the librdmacm tool in the VM against our CM agent and our peer of
+/// the tool (RTL endpoint), connected through the CM (no TCP exchange). rping: `--role server` (our side
+/// listens, the VM's `rping -c` connects) or `client` (ours connects to the VM's `rping -s`); `--iters` pings
+/// (default 10) of `--size` bytes (default 64), each checked. ucmatose (two connections, ten messages each
+/// way) and udaddy (SIDR, ten datagrams each way): our side as the server.
+fn rxe_cm_tool(endpoint: sim::rxe::verbs::EndpointKind, tool: &str, role: &str, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
+    anyhow::ensure!(endpoint == sim::rxe::verbs::EndpointKind::Rtl, "--tool {tool} runs with --endpoint rtl (the CM agent on QP1 needs the driver's GSI QP)");
+    if tool != "rping" {
+        anyhow::ensure!(role == "server", "--tool {tool}: our side runs as the server (its client against the VM's server is not written yet)");
+        let image = sim::rxe::build_vm()?;
+        let cmd = if tool == "ucmatose" { "ucmatose -s 10.0.0.2 -c 2" } else { "udaddy -s 10.0.0.2" };
+        let p = sim::rxe::cm::probe(&image, &format!("{tool}_server"), &[(tool, cmd)])?;
+        for (name, rc, text) in &p.clients {
+            println!("--- VM: {name}, rc {rc:?}\n{text}");
+        }
+        for (from_vm, m) in &p.mads {
+            println!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
+        }
+        println!("our side: ucmatose {:?}, udaddy {:?}, {:?}", p.cmatose, p.udaddy, p.stats);
+        p.error.iter().for_each(|e| println!("error: {e}"));
+        let ok = p.error.is_none() && p.clients.iter().all(|c| c.1 == Some(0));
+        println!("result: {}", if ok { "PASS" } else { "FAIL" });
+        return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
     let (count, size) = (iters.unwrap_or(10) as u32, size.unwrap_or(64) as u32);
     anyhow::ensure!((16..=65536).contains(&size), "rping's size is 16..=65536 bytes");
     let image = sim::rxe::build_vm()?;
@@ -710,8 +729,8 @@ fn rxe(
     use sim::rxe::{perftest, pingpong};
     let endpoint: sim::rxe::verbs::EndpointKind = endpoint.parse()?;
     anyhow::ensure!((256..=4096).contains(&mtu) && mtu.is_power_of_two(), "--mtu must be 256, 512, 1024, 2048 or 4096");
-    if tool == "rping" {
-        return rxe_rping(endpoint, role, size, iters);
+    if matches!(tool, "rping" | "ucmatose" | "udaddy") {
+        return rxe_cm_tool(endpoint, tool, role, size, iters);
     }
     anyhow::ensure!((0.0..1.0).contains(&drop), "--drop is a fraction in [0, 1)");
     if pingpong::tool_conn(tool).is_some() {
