@@ -18,6 +18,9 @@
 //! * [`HostStack`] is the basic host on our side: ARP (golden wire model), ICMP echo, the management TCP stack
 //!   and an inner RoCE [`Endpoint`] for UDP port 4791.
 //! * [`Session`] ties them together: bridge thread + VM, then [`Session::finish`].
+//! * Connection management: [`cm`] (the CM agent on QP1 and its protocol, `CmCore`), the peers of the librdmacm
+//!   tools over any endpoint's verbs ([`rping`], [`cmatose`], [`udaddy`]), and [`capture`] (two VMs back to back,
+//!   real CM traffic to a pcap).
 //!
 //! # Management path: choice (b), a userspace TCP stack on the same link
 //!
