@@ -293,11 +293,24 @@ pub struct RefLockstep {
     /// The register read in flight is `CAPS`; the read data the slave holds is `CAPS`'s.
     caps_read: bool,
     caps_held: bool,
+    /// The MAC's RX stream reaches the reference two cycles late: today's top has VLAN Strip in front of its
+    /// frame readers, which passes an untagged frame (off a VLAN) in exactly two cycles.
+    rx_late: std::collections::VecDeque<(bool, [u32; 16], u64, bool, bool)>,
 }
+
+/// Cycles VLAN Strip adds in front of RX Parse and the responders (frames off a VLAN).
+pub const VLAN_STRIP_CYCLES: usize = 2;
 
 impl Default for RefLockstep {
     fn default() -> Self {
-        RefLockstep { now: Clocked::new(None), reference: Clocked::new(None), cycle: 0, caps_read: false, caps_held: false }
+        RefLockstep {
+            now: Clocked::new(None),
+            reference: Clocked::new(None),
+            cycle: 0,
+            caps_read: false,
+            caps_held: false,
+            rx_late: std::iter::repeat((false, [0; 16], 0, false, false)).take(VLAN_STRIP_CYCLES).collect(),
+        }
     }
 }
 
@@ -330,7 +343,10 @@ pub fn out_diff(a: &RnicOut, b: &RnicOut) -> Vec<String> {
 impl RnicDut for RefLockstep {
     fn drive(&mut self, i: &RnicIn) -> RnicOut {
         let a = self.now.drive(i);
-        let mut b = self.reference.drive(i);
+        self.rx_late.push_back((i.s_axis_tvalid, i.s_axis_tdata, i.s_axis_tkeep, i.s_axis_tlast, i.s_axis_tuser));
+        let (tvalid, tdata, tkeep, tlast, tuser) = self.rx_late.pop_front().unwrap();
+        let late = RnicIn { s_axis_tvalid: tvalid, s_axis_tdata: tdata, s_axis_tkeep: tkeep, s_axis_tlast: tlast, s_axis_tuser: tuser, ..*i };
+        let mut b = self.reference.drive(&late);
         if i.arvalid {
             self.caps_read = i.araddr == rnic_driver::host::REG_CAPS;
         }

@@ -275,7 +275,7 @@ fn board_commands_on_the_simulated_board() {
             Some((w.next()?, w.next()?.parse().ok()?))
         })
         .collect();
-    assert_eq!(named.len(), 42 + 13, "every RNIC counter and board register, one a line:\n{out}");
+    assert_eq!(named.len(), 43 + 13, "every RNIC counter and board register, one a line:\n{out}");
     let get = |n: &str| named.iter().find(|x| x.0 == n).map(|x| x.1);
     assert_eq!(get("board_id"), Some(0x524E_4942), "{out}");
     assert_eq!(get("link_ups"), Some(1), "{out}");

@@ -13,8 +13,9 @@
 //! four bytes of the next input beat: a beat is held (`r_*`) until its successor arrives or it is the frame's
 //! last. The output is registered. Two cycles of latency; the MAC is never back-pressured and the readers
 //! never back-pressure (`m_axis.tready` is not used): a stripped frame has at most as many beats as it came
-//! with, and a held beat always leaves in the cycle the next beat arrives. The MAC's error flag travels with
-//! the frame's last beat (`m_err`).
+//! with, and a held beat always leaves in the cycle the next beat arrives. A frame passed unchanged (untagged,
+//! off a VLAN) takes exactly two cycles, beat for beat. The MAC's error flag travels with the frame's last beat
+//! (`m_err`).
 
 use rust_hdl::prelude::*;
 
@@ -167,8 +168,9 @@ impl Logic for VlanStrip {
         }
 
         // ---- the held beat leaves when it is its frame's last or its successor is here (a beat that is not
-        // its frame's last is always followed by one of the same frame)
-        self.emit.next = self.r_v.q.val() & (self.r_l.q.val() | self.s_axis.tvalid.val());
+        // its frame's last is always followed by one of the same frame); a beat passed unchanged leaves at
+        // once, so that frames off a VLAN take exactly two cycles
+        self.emit.next = self.r_v.q.val() & (self.r_l.q.val() | self.s_axis.tvalid.val() | !self.r_strip.q.val());
         self.nb_d.next = self.s_axis.tdata.val();
         self.nb_k.next = self.s_axis.tkeep.val();
         if self.r_l.q.val() | !self.s_axis.tvalid.val() {
