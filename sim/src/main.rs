@@ -658,9 +658,21 @@ fn rxe_conn(tool: &str, conn: Option<&str>) -> Result<sim::rxe::verbs::Conn> {
 /// the tool (RTL endpoint), connected through the CM (no TCP exchange). rping: `--role server` (our side
 /// listens, the VM's `rping -c` connects) or `client` (ours connects to the VM's `rping -s`); `--iters` pings
 /// (default 10) of `--size` bytes (default 64), each checked. ucmatose (two connections, ten messages each
-/// way) and udaddy (SIDR, ten datagrams each way): our side as the server.
+/// way; both roles) and udaddy (SIDR, ten datagrams each way; our side the server).
 fn rxe_cm_tool(endpoint: sim::rxe::verbs::EndpointKind, tool: &str, role: &str, size: Option<usize>, iters: Option<usize>) -> Result<ExitCode> {
     anyhow::ensure!(endpoint == sim::rxe::verbs::EndpointKind::Rtl, "--tool {tool} runs with --endpoint rtl (the CM agent on QP1 needs the driver's GSI QP)");
+    if tool == "ucmatose" && role == "client" {
+        let p = sim::rxe::cm::probe_cmatose_client(&sim::rxe::build_vm()?, "ucmatose_client", 2)?;
+        println!("--- VM: ucmatose, rc {:?}\n{}", p.server_rc, p.server_out);
+        for (from_vm, m) in &p.mads {
+            println!("{} {}", if *from_vm { "vm ->" } else { "-> vm" }, m.summary());
+        }
+        println!("our side: connections (received, replies, ended) {:?}, {:?}", p.connections, p.stats);
+        p.error.iter().for_each(|e| println!("error: {e}"));
+        let ok = p.error.is_none() && p.server_rc == Some(0) && p.connections.iter().all(|c| *c == (10, 10, true));
+        println!("result: {}", if ok { "PASS" } else { "FAIL" });
+        return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
     if tool != "rping" {
         anyhow::ensure!(role == "server", "--tool {tool}: our side runs as the server (its client against the VM's server is not written yet)");
         let image = sim::rxe::build_vm()?;

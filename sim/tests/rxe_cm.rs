@@ -313,3 +313,23 @@ fn our_rping_client_against_rping_server() {
         assert!(p.stats.dropped.is_empty(), "{:?}", p.stats.dropped);
     }
 }
+
+/// Our side as ucmatose's client (`sim::rxe::cmatose::CmatoseClient`, two connections through the agent's
+/// active side) against the VM's `ucmatose -c 2`: each connection gets its ten messages and sends its ten
+/// replies, the server's DREQs end both (our DREPs), and ucmatose exits 0.
+#[test]
+fn our_ucmatose_client_against_ucmatose_server() {
+    let Some(img) = image_or_skip() else { return };
+    let p = sim::rxe::cm::probe_cmatose_client(&img, "cm_ucmatose_client", 2).unwrap();
+    eprintln!("--- ucmatose rc {:?}\n{}", p.server_rc, p.server_out);
+    print_mads(&p.mads);
+    assert_eq!(p.error, None, "{:?}", p.stats);
+    assert_eq!(p.server_rc, Some(0), "{}", p.server_out);
+    assert!(p.server_out.contains("data transfers complete"), "{}", p.server_out);
+    assert_eq!(p.connections, vec![(10, 10, true), (10, 10, true)]);
+    let (mads, _) = without_resends(&p.mads);
+    let mut seq: Vec<(bool, &str)> = mads.iter().map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name()))).collect();
+    seq.sort();
+    assert_eq!(seq, vec![(false, "DREP"), (false, "DREP"), (false, "REQ"), (false, "REQ"), (false, "RTU"), (false, "RTU"), (true, "DREQ"), (true, "DREQ"), (true, "REP"), (true, "REP")]);
+    assert_eq!(p.stats.dreps, 2);
+}

@@ -1457,3 +1457,77 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u3
     let mads = qp1_mads(&lab.pcap, lab.ip)?;
     Ok(CmClientProbe { server_rc, server_out, pings: pings.0, mismatches: pings.1, events, stats, mads, error })
 }
+
+/// What a run of our ucmatose client against the VM's `ucmatose` server shows.
+#[derive(Debug)]
+pub struct CmatoseClientProbe {
+    pub server_rc: Option<i32>,
+    pub server_out: String,
+    /// Per connection: messages received, replies sent, ended by the server's DREQ.
+    pub connections: Vec<(u32, u32, bool)>,
+    pub stats: CmStats,
+    pub mads: Vec<(bool, Mad)>,
+    pub error: Option<String>,
+}
+
+/// Boot the lab VM against the RTL endpoint, start `ucmatose -c N` there, and connect `n` times to it from
+/// our side ([`super::cmatose::CmatoseClient`]): the server sends ten messages on each, we reply with ten, its
+/// DREQs end them.
+pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> Result<CmatoseClientProbe> {
+    let script = format!(
+        "timeout 60 ucmatose -c {n} > /tmp/ucmatose.log 2>&1 &\n\
+         sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/ucmatose.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
+    );
+    let mut lab = CmLab::start(image, run_name, script)?;
+    let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
+    let mut stats = CmStats::default();
+    let mut clients: Vec<(super::cmatose::CmatoseClient, bool)> = Vec::new();
+    let error = (|| -> Result<()> {
+        let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
+        if !lab.session.vm.wait_for_log("=== CM_SERVER_UP ===", Duration::from_secs(60)) {
+            bail!("the VM's ucmatose server did not start");
+        }
+        let vm = Ipv4Addr::new(10, 0, 0, 1);
+        let pd = dev.alloc_pd()?;
+        for i in 0..n {
+            clients.push((super::cmatose::CmatoseClient::connect(dev.clone(), pd, &mut agent, vm, 0x6C_0000 + 0x1000 * i)?, false));
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // until every connection has ended and every reply's completion is in
+        while clients.iter().any(|c| !c.1 || c.0.replies < super::cmatose::MESSAGES) {
+            if Instant::now() > deadline {
+                bail!("no end within 60 s: {:?}", clients.iter().map(|c| (c.0.received, c.0.replies, c.1)).collect::<Vec<_>>());
+            }
+            for ev in agent.poll()? {
+                match &ev {
+                    CmEvent::ConnectReply { id, rep } => {
+                        let mac = agent.mac_of(vm)?;
+                        let c = clients.iter_mut().find(|c| c.0.id == *id).context("a REP for no client")?;
+                        c.0.connected(&mut agent, rep, vm, mac)?;
+                    }
+                    CmEvent::Disconnected { id } => {
+                        if let Some(c) = clients.iter_mut().find(|c| c.0.id == *id) {
+                            c.1 = true;
+                        }
+                    }
+                    CmEvent::Rejected { .. } | CmEvent::Unreachable { .. } => bail!("connecting: {ev:?}"),
+                    _ => {}
+                }
+            }
+            for c in clients.iter_mut() {
+                c.0.poll()?;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stats = agent.core.stats.clone();
+        Ok(())
+    })()
+    .err()
+    .map(|e| format!("{e:#}"));
+    let (out, _report) = lab.session.finish()?;
+    let server_rc = out.log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
+    let server_out = out.log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string();
+    let mads = qp1_mads(&lab.pcap, lab.ip)?;
+    let connections = clients.iter().map(|c| (c.0.received, c.0.replies, c.1)).collect();
+    Ok(CmatoseClientProbe { server_rc, server_out, connections, stats, mads, error })
+}

@@ -86,3 +86,71 @@ impl CmatoseServer {
         Ok(())
     }
 }
+
+/// ucmatose's client (`ucmatose -s ADDR`) over any endpoint's verbs, for the VM's `ucmatose` server: one
+/// connection (of several, each its own) through the CM agent's active side; its receives posted before the
+/// RTU; once `MESSAGES` came it SENDs as many replies; the server's DREQ ends it (the agent's DREP).
+pub struct CmatoseClient {
+    dev: Dev,
+    cq: Cq,
+    pub qpn: u32,
+    lkey: u32,
+    base: u64,
+    psn: u32,
+    pub id: u32,
+    pub received: u32,
+    pub replies: u32,
+}
+
+impl CmatoseClient {
+    /// Buffers and an RC QP; then [`CmAgent::connect`] to `peer`'s ucmatose port.
+    pub fn connect(dev: Dev, pd: Pd, agent: &mut CmAgent, peer: std::net::Ipv4Addr, psn: u32) -> Result<Self> {
+        let len = u64::from(2 * MESSAGES * SIZE);
+        let base = dev.alloc(len as usize)?;
+        let (lkey, _) = dev.reg_mr(pd, base, len, AccessFlags::LOCAL_WRITE)?;
+        let cq = dev.create_cq(4 * MESSAGES)?;
+        let cap = QpCap { max_send_wr: MESSAGES, max_recv_wr: MESSAGES, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+        let qpn = dev.create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })?;
+        let sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, PORT);
+        let id = agent.connect(peer, sid, qpn, psn, 1024, 1, 0xC000 | qpn as u16)?;
+        Ok(CmatoseClient { dev, cq, qpn, lkey, base, psn, id, received: 0, replies: 0 })
+    }
+
+    /// The REP came: the QP from it with the receives posted, then the RTU.
+    pub fn connected(&mut self, agent: &mut CmAgent, rep: &testbench::wire::mad::CmRep, peer: std::net::Ipv4Addr, mac: MacAddr) -> Result<()> {
+        let av = testbench::model::AddressVector::new(mac, std::net::IpAddr::V4(peer));
+        let [init, rtr, rts] = super::cm::qp_attrs_from_rep(rep, self.psn, 1024, 1, av);
+        self.dev.modify_qp(self.qpn, &init)?;
+        for i in 0..MESSAGES {
+            let addr = self.base + u64::from((MESSAGES + i) * SIZE);
+            self.dev.post_recv(self.qpn, RecvWr { wr_id: u64::from(i), sg_list: vec![Sge { addr, length: SIZE, lkey: self.lkey }] })?;
+        }
+        self.dev.modify_qp(self.qpn, &rtr)?;
+        self.dev.modify_qp(self.qpn, &rts)?;
+        agent.ready_to_use(self.id)
+    }
+
+    /// Work through the completions; once every message came, the replies go.
+    pub fn poll(&mut self) -> Result<()> {
+        for wc in self.dev.poll_cq(self.cq, 32)? {
+            if wc.status != WcStatus::Success {
+                bail!("ucmatose client: {:?} completed {:?}", wc.opcode, wc.status);
+            }
+            match wc.opcode {
+                WcOpcode::Send => self.replies += 1,
+                WcOpcode::Recv if wc.byte_len == SIZE => {
+                    self.received += 1;
+                    if self.received == MESSAGES {
+                        for i in 0..MESSAGES {
+                            let addr = self.base + u64::from(i * SIZE);
+                            self.dev.write_mem(addr, &vec![0x80 | i as u8; SIZE as usize])?;
+                            self.dev.post_send(self.qpn, SendWr::new(u64::from(i), WrOpcode::Send, vec![Sge { addr, length: SIZE, lkey: self.lkey }]))?;
+                        }
+                    }
+                }
+                o => bail!("ucmatose client: {o:?} of {} bytes", wc.byte_len),
+            }
+        }
+        Ok(())
+    }
+}
