@@ -333,3 +333,26 @@ fn our_ucmatose_client_against_ucmatose_server() {
     assert_eq!(seq, vec![(false, "DREP"), (false, "DREP"), (false, "REQ"), (false, "REQ"), (false, "RTU"), (false, "RTU"), (true, "DREQ"), (true, "DREQ"), (true, "REP"), (true, "REP")]);
     assert_eq!(p.stats.dreps, 2);
 }
+
+/// Our side as udaddy's client against the VM's `udaddy`: our SIDR_REQ (the rdma_cm header with our
+/// addresses) is answered with status 0, the server's UD QPN and rdma_cm's Q_Key; our ten datagrams reach it
+/// and its ten replies reach us (GRH area with its IPv4 header); udaddy exits 0.
+#[test]
+fn our_udaddy_client_against_udaddy_server() {
+    let Some(img) = image_or_skip() else { return };
+    let p = sim::rxe::cm::probe_udaddy_client(&img, "cm_udaddy_client").unwrap();
+    eprintln!("--- udaddy rc {:?}\n{}", p.server_rc, p.server_out);
+    print_mads(&p.mads);
+    assert_eq!(p.error, None, "{:?}", p.stats);
+    assert_eq!(p.server_rc, Some(0), "{}", p.server_out);
+    assert!(p.server_out.contains("data transfers complete"), "{}", p.server_out);
+    assert_eq!((p.sent, p.received, p.bad), (10, 10, 0));
+    let rep = p.sidr.expect("the SIDR_REP");
+    assert_eq!((rep.status, rep.qkey, rep.service_id), (0, testbench::wire::mad::RDMA_UDP_QKEY, service_id(RDMA_PS_UDP, 7174)));
+    let (mads, _) = without_resends(&p.mads);
+    let seq: Vec<(bool, &str)> = mads.iter().map(|(v, m)| (*v, m.cm.as_ref().map_or("?", |c| c.name()))).collect();
+    assert_eq!(seq, vec![(false, "SIDR_REQ"), (true, "SIDR_REP")]);
+    let Some(CmMsg::SidrReq(req)) = &mads[0].1.cm else { panic!() };
+    let hdr = testbench::wire::mad::CmaHdr::parse(&req.private_data).unwrap();
+    assert_eq!(hdr.v4_addrs(), Some((std::net::Ipv4Addr::new(10, 0, 0, 2), std::net::Ipv4Addr::new(10, 0, 0, 1))));
+}

@@ -133,6 +133,9 @@ pub fn qp_attrs_from_rep(rep: &CmRep, psn: u32, mtu: u32, depth: u8, av: Address
     .attrs()
 }
 
+/// How long our SIDR_REQ waits for its SIDR_REP before it goes again (Linux: 4,096 ms, 15 times).
+const SIDR_WAIT: Duration = Duration::from_millis(4096);
+
 /// The service timeout of the MRA we send for a REQ the application has not answered yet: rdma_cm's 24
 /// (4.096 us x 2^24, about 69 s).
 pub const MRA_SERVICE_TIMEOUT: u8 = 24;
@@ -200,6 +203,8 @@ pub enum CmEvent {
     Rejected { id: u32, reason: u16 },
     /// Our REQ or DREQ `id` went unanswered through all its retries.
     Unreachable { id: u32 },
+    /// The SIDR_REP for our SIDR request `request_id` (its status: 0 with the service's QPN and Q_Key).
+    SidrReply { request_id: u32, rep: CmSidrRep },
     /// A SIDR_REQ for a service ID we listen on, from `peer`: the application answers with
     /// [`CmAgent::sidr_reply`] (its UD QP and Q_Key).
     SidrRequest { tid: u64, req: CmSidrReq, peer: Ipv4Addr },
@@ -271,6 +276,8 @@ pub struct CmCore {
     pub out: Vec<(Ipv4Addr, [u8; MAD_LEN])>,
     /// The clock the timers run on (set by [`CmCore::timers`]).
     now: Instant,
+    /// Our SIDR requests waiting for their SIDR_REP: peer, the MAD, when it goes again, resends left.
+    sidr: BTreeMap<u32, (Ipv4Addr, [u8; MAD_LEN], Instant, u8)>,
 }
 
 impl CmCore {
@@ -286,6 +293,7 @@ impl CmCore {
             stats: CmStats::default(),
             out: Vec::new(),
             now: Instant::now(),
+            sidr: BTreeMap::new(),
         }
     }
 
@@ -420,6 +428,21 @@ impl CmCore {
         Ok(())
     }
 
+    /// Resolve UD service `sid` at `peer` (rdma_cm's `rdma_connect` on a UD id): SIDR_REQ with the rdma_cm header
+    /// (our address, `src_port`), P_Key 0xFFFF, resent every 4,096 ms up to 15 times (Linux); the answer comes as
+    /// [`CmEvent::SidrReply`]. Returns the request ID.
+    pub fn sidr_request(&mut self, peer: Ipv4Addr, sid: u64, src_port: u16) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        let mut pd = [0u8; 216];
+        CmaHdr::v4(self.ip, src_port, peer).build(&mut pd);
+        let tid = self.new_tid();
+        let mad = CmMsg::SidrReq(CmSidrReq { request_id: id, pkey: 0xFFFF, service_id: sid, private_data: pd }).mad(tid);
+        self.out.push((peer, mad));
+        self.sidr.insert(id, (peer, mad, self.now + SIDR_WAIT, 15));
+        id
+    }
+
     /// Answer SIDR request `req` (transaction `tid`, from `peer`) with our UD QP `qpn` and its Q_Key: SIDR_REP
     /// status 0, the request ID and service ID echoed (Linux sends it once; the requester asks again if it is
     /// lost).
@@ -447,6 +470,18 @@ impl CmCore {
     /// resends: Linux's REQ_ERROR / REP_ERROR / DREQ timeout.
     pub fn timers(&mut self, now: Instant, events: &mut Vec<CmEvent>) {
         self.now = now;
+        for (id, (peer, mad, at, left)) in self.sidr.iter_mut() {
+            if now >= *at {
+                if *left == 0 {
+                    events.push(CmEvent::Unreachable { id: *id });
+                    continue;
+                }
+                *left -= 1;
+                *at = now + SIDR_WAIT;
+                self.out.push((*peer, *mad));
+            }
+        }
+        self.sidr.retain(|_, s| s.3 > 0 || now < s.2);
         self.conns.retain(|_, c| c.state != ConnState::TimeWait || now < c.resend_at);
         let late: Vec<u32> = self
             .conns
@@ -651,6 +686,16 @@ impl CmCore {
                 }
                 return;
             }
+            Some(CmMsg::SidrRep(r)) => {
+                match self.sidr.get(&r.request_id) {
+                    Some((peer, ..)) if *peer == src => {
+                        self.sidr.remove(&r.request_id);
+                        events.push(CmEvent::SidrReply { request_id: r.request_id, rep: r });
+                    }
+                    _ => self.drop("SIDR_REP for nothing of ours"),
+                }
+                return;
+            }
             Some(CmMsg::SidrReq(r)) if self.listeners.contains(&r.service_id) => {
                 self.stats.sidr_requests += 1;
                 events.push(CmEvent::SidrRequest { tid: h.tid, req: r, peer: src });
@@ -725,6 +770,13 @@ impl CmAgent {
     pub fn accept(&mut self, id: u32, req: &CmReq, qpn: u32, psn: u32) -> Result<()> {
         self.core.accept(id, req, qpn, psn)?;
         self.flush()
+    }
+
+    /// [`CmCore::sidr_request`], its SIDR_REQ sent.
+    pub fn sidr_request(&mut self, peer: Ipv4Addr, sid: u64, src_port: u16) -> Result<u32> {
+        let id = self.core.sidr_request(peer, sid, src_port);
+        self.flush()?;
+        Ok(id)
     }
 
     /// [`CmCore::sidr_reply`], its SIDR_REP sent.
@@ -1530,4 +1582,72 @@ pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> R
     let mads = qp1_mads(&lab.pcap, lab.ip)?;
     let connections = clients.iter().map(|c| (c.0.received, c.0.replies, c.1)).collect();
     Ok(CmatoseClientProbe { server_rc, server_out, connections, stats, mads, error })
+}
+
+/// What a run of our udaddy client against the VM's `udaddy` server shows: the server's exit status and
+/// output, our messages sent, replies received and bad ones, the agent's counts and the CM MADs.
+#[derive(Debug)]
+pub struct UdaddyClientProbe {
+    pub server_rc: Option<i32>,
+    pub server_out: String,
+    pub sent: u32,
+    pub received: u32,
+    pub bad: u32,
+    pub sidr: Option<CmSidrRep>,
+    pub stats: CmStats,
+    pub mads: Vec<(bool, Mad)>,
+    pub error: Option<String>,
+}
+
+/// Boot the lab VM against the RTL endpoint, start `udaddy` (the server) there, resolve its service by SIDR
+/// from our side and exchange its ten messages ([`super::udaddy::UdaddyClient`]).
+pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<UdaddyClientProbe> {
+    let script = "timeout 60 udaddy > /tmp/udaddy.log 2>&1 &\n\
+                  sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/udaddy.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
+        .to_string();
+    let mut lab = CmLab::start(image, run_name, script)?;
+    let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
+    let mut stats = CmStats::default();
+    let mut client = None;
+    let mut sidr = None;
+    let error = (|| -> Result<()> {
+        let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
+        if !lab.session.vm.wait_for_log("=== CM_SERVER_UP ===", Duration::from_secs(60)) {
+            bail!("the VM's udaddy server did not start");
+        }
+        let vm = Ipv4Addr::new(10, 0, 0, 1);
+        let pd = dev.alloc_pd()?;
+        let c = client.insert(super::udaddy::UdaddyClient::new(dev.clone(), pd)?);
+        let sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_UDP, super::udaddy::PORT);
+        let id = agent.sidr_request(vm, sid, 0xC000 | c.qpn as u16)?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while c.received < super::udaddy::MESSAGES || c.sent < super::udaddy::MESSAGES {
+            if Instant::now() > deadline {
+                bail!("no end within 60 s: {} sent, {} received", c.sent, c.received);
+            }
+            for ev in agent.poll()? {
+                match ev {
+                    CmEvent::SidrReply { request_id, rep } if request_id == id => {
+                        let mac = agent.mac_of(vm)?;
+                        c.resolved(&rep, vm, mac)?;
+                        sidr = Some(rep);
+                    }
+                    CmEvent::Unreachable { .. } => bail!("the SIDR request went unanswered"),
+                    _ => {}
+                }
+            }
+            c.poll()?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stats = agent.core.stats.clone();
+        Ok(())
+    })()
+    .err()
+    .map(|e| format!("{e:#}"));
+    let (out, _report) = lab.session.finish()?;
+    let server_rc = out.log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
+    let server_out = out.log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string();
+    let mads = qp1_mads(&lab.pcap, lab.ip)?;
+    let (sent, received, bad) = client.as_ref().map_or((0, 0, 0), |c| (c.sent, c.received, c.bad));
+    Ok(UdaddyClientProbe { server_rc, server_out, sent, received, bad, sidr, stats, mads, error })
 }

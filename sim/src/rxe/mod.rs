@@ -19,7 +19,7 @@
 //!   and an inner RoCE [`Endpoint`] for UDP port 4791.
 //! * [`Session`] ties them together: bridge thread + VM, then [`Session::finish`].
 //! * Connection management: [`cm`] (the CM agent on QP1 and its protocol, `CmCore`), the peers of the librdmacm
-//!   tools over any endpoint's verbs ([`rping`] both roles, [`cmatose`] both roles, [`udaddy`] server), and [`capture`] (two VMs back to back,
+//!   tools over any endpoint's verbs ([`rping`] both roles, [`cmatose`] both roles, [`udaddy`] both roles), and [`capture`] (two VMs back to back,
 //!   real CM traffic to a pcap).
 //!
 //! # Management path: choice (b), a userspace TCP stack on the same link

@@ -95,3 +95,62 @@ impl UdaddyServer {
         self.received == MESSAGES && self.replies == MESSAGES
     }
 }
+
+/// udaddy's client (`udaddy -s ADDR`) over any endpoint's verbs, for the VM's `udaddy` server: the service
+/// resolved by the CM agent's SIDR request, then `MESSAGES` UD SEND_WITH_IMMs of `SIZE` bytes (the immediate:
+/// our QPN) to the QPN and Q_Key of the SIDR_REP; the server's as many replies come back.
+pub struct UdaddyClient {
+    dev: Dev,
+    cq: Cq,
+    pub qpn: u32,
+    lkey: u32,
+    base: u64,
+    pub sent: u32,
+    pub received: u32,
+    /// Replies not as udaddy sends them (length, GRH area).
+    pub bad: u32,
+}
+
+impl UdaddyClient {
+    /// A UD QP with rdma_cm's UD Q_Key (the one a SIDR_REP hands out), in RTS, its receives posted.
+    pub fn new(dev: Dev, pd: Pd) -> Result<Self> {
+        let s = UdaddyServer::new(dev, pd)?;
+        Ok(UdaddyClient { dev: s.dev, cq: s.cq, qpn: s.qpn, lkey: s.lkey, base: s.base, sent: 0, received: 0, bad: 0 })
+    }
+
+    /// The SIDR_REP came: send the messages to the service.
+    pub fn resolved(&mut self, rep: &testbench::wire::mad::CmSidrRep, peer: std::net::Ipv4Addr, mac: testbench::wire::MacAddr) -> Result<()> {
+        if rep.status != 0 {
+            bail!("udaddy client: SIDR_REP status {}", rep.status);
+        }
+        let av = AddressVector::new(mac, std::net::IpAddr::V4(peer));
+        for i in 0..MESSAGES {
+            let addr = self.base + u64::from(MESSAGES + i) * SLOT;
+            self.dev.write_mem(addr, &vec![0x40 | i as u8; SIZE as usize])?;
+            let mut wr = SendWr::new(u64::from(i), WrOpcode::SendWithImm, vec![Sge { addr, length: SIZE, lkey: self.lkey }]);
+            wr.imm_data = self.qpn;
+            wr.ud = Some(UdDest { av: av.clone(), remote_qpn: rep.qpn, remote_qkey: rep.qkey });
+            self.dev.post_send(self.qpn, wr)?;
+        }
+        Ok(())
+    }
+
+    /// Work through the completions.
+    pub fn poll(&mut self) -> Result<()> {
+        for wc in self.dev.poll_cq(self.cq, 32)? {
+            if wc.status != WcStatus::Success {
+                bail!("udaddy client: {:?} completed {:?}", wc.opcode, wc.status);
+            }
+            match wc.opcode {
+                WcOpcode::Send => self.sent += 1,
+                WcOpcode::Recv => {
+                    self.received += 1;
+                    let g = self.dev.read_mem(self.base + wc.wr_id * SLOT, UD_GRH_ROOM as usize)?;
+                    self.bad += u32::from(wc.byte_len != UD_GRH_ROOM + SIZE || g[20] != 0x45);
+                }
+                o => bail!("udaddy client: {o:?} completed"),
+            }
+        }
+        Ok(())
+    }
+}
