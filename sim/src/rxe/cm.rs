@@ -1271,6 +1271,21 @@ fn qp1_mads(pcap: &std::path::Path, ours: Ipv4Addr) -> Result<Vec<(bool, Mad)>> 
     Ok(mads)
 }
 
+/// The VM's script for a tool server `cmd` (started in the background with a 60 s timeout): it says
+/// `=== CM_SERVER_UP ===` a second after the start, then waits for the server and prints its output and exit
+/// status ([`vm_server_result`]).
+fn vm_server_script(cmd: &str) -> String {
+    format!(
+        "timeout 60 {cmd} > /tmp/server.log 2>&1 &\nsleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/server.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
+    )
+}
+
+/// The server's exit status and what the console shows after it came up ([`vm_server_script`]).
+fn vm_server_result(log: &str) -> (Option<i32>, String) {
+    let rc = log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
+    (rc, log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string())
+}
+
 /// rping's port (7174) in the TCP port space: the service ID our agent listens on in [`probe`].
 pub const RPING_PORT: u16 = 7174;
 
@@ -1438,10 +1453,7 @@ pub struct CmClientProbe {
 /// the CM agent's active side ([`CmAgent::connect`]) with our rping client ([`super::rping::RpingClient`]):
 /// `count` pings of `size` bytes, each checked, then our DREQ.
 pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u32) -> Result<CmClientProbe> {
-    let script = format!(
-        "timeout 60 rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S {size} -v > /tmp/rping.log 2>&1 &\n\
-         sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/rping.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
-    );
+    let script = vm_server_script(&format!("rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S {size} -v"));
     let mut lab = CmLab::start(image, run_name, script)?;
     let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut events = Vec::new();
@@ -1504,8 +1516,7 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u3
     .err()
     .map(|e| format!("{e:#}"));
     let (out, _report) = lab.session.finish()?;
-    let server_rc = out.log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
-    let server_out = out.log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string();
+    let (server_rc, server_out) = vm_server_result(&out.log);
     let mads = qp1_mads(&lab.pcap, lab.ip)?;
     Ok(CmClientProbe { server_rc, server_out, pings: pings.0, mismatches: pings.1, events, stats, mads, error })
 }
@@ -1526,10 +1537,7 @@ pub struct CmatoseClientProbe {
 /// our side ([`super::cmatose::CmatoseClient`]): the server sends ten messages on each, we reply with ten, its
 /// DREQs end them.
 pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> Result<CmatoseClientProbe> {
-    let script = format!(
-        "timeout 60 ucmatose -c {n} > /tmp/ucmatose.log 2>&1 &\n\
-         sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/ucmatose.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
-    );
+    let script = vm_server_script(&format!("ucmatose -c {n}"));
     let mut lab = CmLab::start(image, run_name, script)?;
     let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut stats = CmStats::default();
@@ -1577,8 +1585,7 @@ pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> R
     .err()
     .map(|e| format!("{e:#}"));
     let (out, _report) = lab.session.finish()?;
-    let server_rc = out.log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
-    let server_out = out.log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string();
+    let (server_rc, server_out) = vm_server_result(&out.log);
     let mads = qp1_mads(&lab.pcap, lab.ip)?;
     let connections = clients.iter().map(|c| (c.0.received, c.0.replies, c.1)).collect();
     Ok(CmatoseClientProbe { server_rc, server_out, connections, stats, mads, error })
@@ -1602,9 +1609,7 @@ pub struct UdaddyClientProbe {
 /// Boot the lab VM against the RTL endpoint, start `udaddy` (the server) there, resolve its service by SIDR
 /// from our side and exchange its ten messages ([`super::udaddy::UdaddyClient`]).
 pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<UdaddyClientProbe> {
-    let script = "timeout 60 udaddy > /tmp/udaddy.log 2>&1 &\n\
-                  sleep 1\necho '=== CM_SERVER_UP ==='\nwait $!\nrc=$?\ncat /tmp/udaddy.log\necho \"=== CM_SERVER rc=$rc ===\"\n"
-        .to_string();
+    let script = vm_server_script("udaddy");
     let mut lab = CmLab::start(image, run_name, script)?;
     let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut stats = CmStats::default();
@@ -1645,8 +1650,7 @@ pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<Uda
     .err()
     .map(|e| format!("{e:#}"));
     let (out, _report) = lab.session.finish()?;
-    let server_rc = out.log.lines().find_map(|l| l.split("=== CM_SERVER rc=").nth(1)?.split(' ').next()?.parse().ok());
-    let server_out = out.log.split("=== CM_SERVER_UP ===").nth(1).unwrap_or("").to_string();
+    let (server_rc, server_out) = vm_server_result(&out.log);
     let mads = qp1_mads(&lab.pcap, lab.ip)?;
     let (sent, received, bad) = client.as_ref().map_or((0, 0, 0), |c| (c.sent, c.received, c.bad));
     Ok(UdaddyClientProbe { server_rc, server_out, sent, received, bad, sidr, stats, mads, error })

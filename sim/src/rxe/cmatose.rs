@@ -17,6 +17,26 @@ pub const SIZE: u32 = 100;
 /// ucmatose's port (7471) in the TCP port space.
 pub const PORT: u16 = 7471;
 
+/// A connection's buffers (our messages, then the peer's) and RC QP: (buffer, lkey, CQ, QPN).
+fn rc_qp(dev: &Dev, pd: Pd) -> Result<(u64, u32, Cq, u32)> {
+    let len = u64::from(2 * MESSAGES * SIZE);
+    let base = dev.alloc(len as usize)?;
+    let (lkey, _) = dev.reg_mr(pd, base, len, AccessFlags::LOCAL_WRITE)?;
+    let cq = dev.create_cq(4 * MESSAGES)?;
+    let cap = QpCap { max_send_wr: MESSAGES, max_recv_wr: MESSAGES, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let qpn = dev.create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })?;
+    Ok((base, lkey, cq, qpn))
+}
+
+/// The receives for the peer's messages, in the second half of the buffer.
+fn post_recvs(dev: &Dev, qpn: u32, base: u64, lkey: u32) -> Result<()> {
+    for i in 0..MESSAGES {
+        let addr = base + u64::from((MESSAGES + i) * SIZE);
+        dev.post_recv(qpn, RecvWr { wr_id: u64::from(i), sg_list: vec![Sge { addr, length: SIZE, lkey }] })?;
+    }
+    Ok(())
+}
+
 /// One ucmatose connection, server side.
 pub struct CmatoseServer {
     dev: Dev,
@@ -36,18 +56,10 @@ impl CmatoseServer {
     /// the agent's REP.
     #[allow(clippy::too_many_arguments)]
     pub fn accept(dev: Dev, pd: Pd, agent: &mut CmAgent, id: u32, req: &CmReq, peer: std::net::Ipv4Addr, mac: MacAddr, psn: u32) -> Result<Self> {
-        let len = u64::from(2 * MESSAGES * SIZE);
-        let base = dev.alloc(len as usize)?;
-        let (lkey, _) = dev.reg_mr(pd, base, len, AccessFlags::LOCAL_WRITE)?;
-        let cq = dev.create_cq(4 * MESSAGES)?;
-        let cap = QpCap { max_send_wr: MESSAGES, max_recv_wr: MESSAGES, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-        let qpn = dev.create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })?;
+        let (base, lkey, cq, qpn) = rc_qp(&dev, pd)?;
         let [init, rtr, rts] = qp_attrs_from_req(req, psn, testbench::model::AddressVector::new(mac, std::net::IpAddr::V4(peer)));
         dev.modify_qp(qpn, &init)?;
-        for i in 0..MESSAGES {
-            let addr = base + u64::from((MESSAGES + i) * SIZE);
-            dev.post_recv(qpn, RecvWr { wr_id: u64::from(i), sg_list: vec![Sge { addr, length: SIZE, lkey }] })?;
-        }
+        post_recvs(&dev, qpn, base, lkey)?;
         dev.modify_qp(qpn, &rtr)?;
         dev.modify_qp(qpn, &rts)?;
         agent.accept(id, req, qpn, psn)?;
@@ -105,12 +117,7 @@ pub struct CmatoseClient {
 impl CmatoseClient {
     /// Buffers and an RC QP; then [`CmAgent::connect`] to `peer`'s ucmatose port.
     pub fn connect(dev: Dev, pd: Pd, agent: &mut CmAgent, peer: std::net::Ipv4Addr, psn: u32) -> Result<Self> {
-        let len = u64::from(2 * MESSAGES * SIZE);
-        let base = dev.alloc(len as usize)?;
-        let (lkey, _) = dev.reg_mr(pd, base, len, AccessFlags::LOCAL_WRITE)?;
-        let cq = dev.create_cq(4 * MESSAGES)?;
-        let cap = QpCap { max_send_wr: MESSAGES, max_recv_wr: MESSAGES, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
-        let qpn = dev.create_qp(pd, QpInitAttr { qp_type: QpType::Rc, send_cq: cq, recv_cq: cq, cap, sq_sig_all: true })?;
+        let (base, lkey, cq, qpn) = rc_qp(&dev, pd)?;
         let sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, PORT);
         let id = agent.connect(peer, sid, qpn, psn, 1024, 1, 0xC000 | qpn as u16)?;
         Ok(CmatoseClient { dev, cq, qpn, lkey, base, psn, id, received: 0, replies: 0 })
@@ -121,10 +128,7 @@ impl CmatoseClient {
         let av = testbench::model::AddressVector::new(mac, std::net::IpAddr::V4(peer));
         let [init, rtr, rts] = super::cm::qp_attrs_from_rep(rep, self.psn, 1024, 1, av);
         self.dev.modify_qp(self.qpn, &init)?;
-        for i in 0..MESSAGES {
-            let addr = self.base + u64::from((MESSAGES + i) * SIZE);
-            self.dev.post_recv(self.qpn, RecvWr { wr_id: u64::from(i), sg_list: vec![Sge { addr, length: SIZE, lkey: self.lkey }] })?;
-        }
+        post_recvs(&self.dev, self.qpn, self.base, self.lkey)?;
         self.dev.modify_qp(self.qpn, &rtr)?;
         self.dev.modify_qp(self.qpn, &rts)?;
         agent.ready_to_use(self.id)
