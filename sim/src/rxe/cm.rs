@@ -1255,6 +1255,14 @@ impl CmLab {
     }
 }
 
+impl CmLab {
+    /// Wait for the VM to end; its outcome and every MAD on QP1 of the run.
+    fn finish(self) -> Result<(super::VmOutcome, Vec<(bool, Mad)>)> {
+        let (out, _report) = self.session.finish()?;
+        Ok((out, qp1_mads(&self.pcap, self.ip)?))
+    }
+}
+
 /// Every MAD on QP1 in a capture: (from the VM, i.e. not from `ours`; the MAD).
 fn qp1_mads(pcap: &std::path::Path, ours: Ipv4Addr) -> Result<Vec<(bool, Mad)>> {
     let mut mads = Vec::new();
@@ -1418,7 +1426,7 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
     for (_, s) in servers {
         pings.extend(s.pings);
     }
-    let (out, _report) = lab.session.finish()?;
+    let (out, mads) = lab.finish()?;
     let clients = clients
         .iter()
         .map(|(name, _)| {
@@ -1429,7 +1437,6 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
             (name.to_string(), rc, text)
         })
         .collect();
-    let mads = qp1_mads(&lab.pcap, lab.ip)?;
     let cmatose = cmatose.iter().map(|s| (s.received, s.finished)).collect();
     let udaddy = udaddy.map(|u| (u.received, u.replies, u.bad));
     Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, udaddy, mads, vm_log: out.log, error })
@@ -1515,9 +1522,8 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u3
     })()
     .err()
     .map(|e| format!("{e:#}"));
-    let (out, _report) = lab.session.finish()?;
+    let (out, mads) = lab.finish()?;
     let (server_rc, server_out) = vm_server_result(&out.log);
-    let mads = qp1_mads(&lab.pcap, lab.ip)?;
     Ok(CmClientProbe { server_rc, server_out, pings: pings.0, mismatches: pings.1, events, stats, mads, error })
 }
 
@@ -1584,9 +1590,8 @@ pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> R
     })()
     .err()
     .map(|e| format!("{e:#}"));
-    let (out, _report) = lab.session.finish()?;
+    let (out, mads) = lab.finish()?;
     let (server_rc, server_out) = vm_server_result(&out.log);
-    let mads = qp1_mads(&lab.pcap, lab.ip)?;
     let connections = clients.iter().map(|c| (c.0.received, c.0.replies, c.1)).collect();
     Ok(CmatoseClientProbe { server_rc, server_out, connections, stats, mads, error })
 }
@@ -1649,9 +1654,8 @@ pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<Uda
     })()
     .err()
     .map(|e| format!("{e:#}"));
-    let (out, _report) = lab.session.finish()?;
+    let (out, mads) = lab.finish()?;
     let (server_rc, server_out) = vm_server_result(&out.log);
-    let mads = qp1_mads(&lab.pcap, lab.ip)?;
     let (sent, received, bad) = client.as_ref().map_or((0, 0, 0), |c| (c.sent, c.received, c.bad));
     Ok(UdaddyClientProbe { server_rc, server_out, sent, received, bad, sidr, stats, mads, error })
 }
