@@ -172,6 +172,10 @@ enum Cmd {
         /// (rxe on eth0 takes its GIDs from there), our port on the same VLAN; every RoCE, ARP and ND frame on the link is tagged.
         #[arg(long)]
         vlan: Option<u16>,
+        /// The perftest tools (RC, RTL endpoint) with perftest's -R: the exchange and the test QP connected
+        /// through rdma_cm and our CM agent on QP1, no TCP.
+        #[arg(long)]
+        rdma_cm: bool,
     },
     /// What the project can show today: the RTL ICRC engine (Verilator model of the emitted Verilog)
     /// checks a real rxe capture against the golden model, then runs random frames at full rate.
@@ -370,16 +374,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Campaign { role, seed, mtu, messages, drop, duplicate, reorder, corrupt, locks, masked, timeout, host_latency_ns, out, vcd } => {
             campaign(&role, seed, mtu, messages, [drop, duplicate, reorder, corrupt], locks, masked, timeout, host_latency_ns, out, vcd)
         }
-        Cmd::Rxe { endpoint, tool, conn, role, mtu, size, iters, drop, seed, pcap, pci, peer, port, ipv6, vlan } => {
+        Cmd::Rxe { endpoint, tool, conn, role, mtu, size, iters, drop, seed, pcap, pci, peer, port, ipv6, vlan, rdma_cm } => {
             let conn = rxe_conn(&tool, conn.as_deref())?;
             if pci.is_some() || peer.is_some() {
                 anyhow::ensure!(endpoint == "board", "--pci and --peer go with --endpoint board");
                 anyhow::ensure!(vlan.is_none(), "--vlan runs in the lab (the card's code path does not set a VLAN up yet)");
                 anyhow::ensure!(!ipv6, "--ipv6 runs in the lab: against a remote host our side needs the peer's MAC, and it does not solicit neighbours");
+                anyhow::ensure!(!rdma_cm, "--rdma-cm runs in the lab (RTL endpoint)");
                 let peer = peer.context("--endpoint board --pci needs --peer (the rxe host's address)")?;
                 return rxe_card(&DevArgs { pci, sim: false }, peer, port, &tool, conn, &role, mtu, size, iters);
             }
-            rxe(&endpoint, &tool, conn, &role, mtu, size, iters, drop, seed, pcap, ipv6, vlan)
+            rxe(&endpoint, &tool, conn, &role, mtu, size, iters, drop, seed, pcap, ipv6, vlan, rdma_cm)
         }
     }
 }
@@ -748,6 +753,7 @@ fn rxe(
     pcap: Option<PathBuf>,
     ipv6: bool,
     vlan: Option<u16>,
+    rdma_cm: bool,
 ) -> Result<ExitCode> {
     use sim::rxe::{perftest, pingpong};
     let endpoint: sim::rxe::verbs::EndpointKind = endpoint.parse()?;
@@ -757,6 +763,7 @@ fn rxe(
     }
     anyhow::ensure!((0.0..1.0).contains(&drop), "--drop is a fraction in [0, 1)");
     if pingpong::tool_conn(tool).is_some() {
+        anyhow::ensure!(!rdma_cm, "--rdma-cm goes with the perftest tools (the pingpong tools have no rdma_cm mode)");
         let mut o = pingpong::PingpongOpts {
             role: role.parse().map_err(|e| anyhow::anyhow!("--role: {e}"))?,
             mtu,
@@ -791,6 +798,7 @@ fn rxe(
     }
     anyhow::ensure!(vlan.is_none(), "--vlan runs the pingpong tools (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong), not perftest");
     anyhow::ensure!(!ipv6, "--ipv6 runs the pingpong tools (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong), not perftest");
+
     let t = perftest::Tool::parse(tool).with_context(|| format!("unknown tool `{tool}`"))?;
     let r = perftest::Role::parse(role).with_context(|| format!("--role must be server or client, not `{role}`"))?;
     let mut o = perftest::PerftestOpts::new(t, r);
@@ -801,6 +809,7 @@ fn rxe(
     o.iters = iters.unwrap_or(200);
     o.endpoint = endpoint;
     o.conn = conn;
+    o.rdma_cm = rdma_cm;
     match size {
         Some(s) => o.size = s,
         // perftest without -s on UD sends messages of the MTU ("Changing to this MTU")

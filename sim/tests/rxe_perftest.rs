@@ -140,20 +140,27 @@ fn run_conn(
     endpoint: EndpointKind,
     conn: Conn,
 ) -> Option<PerftestReport> {
-    let dir = rxe::run_dir(&format!("perftest-{test}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pcap = dir.join("link.pcap");
     let mut o = PerftestOpts::new(tool, role);
     o.size = size;
     o.iters = iters;
     o.drop = drop;
     o.mtu = mtu;
+    o.endpoint = endpoint;
+    o.conn = conn;
+    run_opts(test, o)
+}
+
+/// Run (or plan or replay, [`Mode`]) `o` as case `test` with its pcap, seed 7 and timeout, and make the
+/// checks every case makes.
+fn run_opts(test: &str, mut o: PerftestOpts) -> Option<PerftestReport> {
+    let (drop, mtu, conn) = (o.drop, o.mtu, o.conn);
+    let dir = rxe::run_dir(&format!("perftest-{test}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("link.pcap");
     o.seed = 7;
     o.pcap = Some(pcap.clone());
     o.timeout = Duration::from_secs(if drop > 0.0 { 90 } else { 60 });
     o.run_dir = Some(dir);
-    o.endpoint = endpoint;
-    o.conn = conn;
     let planned = MODE.with(|m| match &mut *m.borrow_mut() {
         Mode::Alone => None,
         Mode::Plan(v) => {
@@ -1150,6 +1157,79 @@ fn batch_rtl_rc() {
             ("rtl_atomic_faa_ours_client", rtl_atomic_faa_ours_client),
             ("rtl_atomic_cas_ours_server", rtl_atomic_cas_ours_server),
             ("rtl_atomic_cas_ours_client", rtl_atomic_cas_ours_client),
+        ],
+    );
+}
+
+// ---- perftest -R: the exchange and the test QP through rdma_cm and our CM agent (RTL) ----
+
+/// `tool -R` with us in `role`: 100 messages of 4 KiB (4 packets each at MTU 1024). Beyond the common checks:
+/// the VM's tool says it ran with rdma_cm QPs and the rdma_cm exchange; our agent saw two connections (the
+/// exchange and the test QP: two REQs as the server, two REPs as the client, REJ 8 only while the VM's
+/// server did not listen yet), and both ended with a DREQ answered.
+fn rtl_cm(test: &str, tool: Tool, role: Role) -> Option<PerftestReport> {
+    let mut o = PerftestOpts::new(tool, role);
+    (o.size, o.iters, o.endpoint, o.rdma_cm) = (4096, 100, EndpointKind::Rtl, true);
+    let r = run_opts(test, o)?;
+    assert!(r.vm_command.ends_with(" -R") || r.vm_command.contains(" -R "), "{r}");
+    assert!(r.vm_output.contains("rdma_cm QPs\t : ON"), "the VM's tool did not use rdma_cm QPs:\n{r}");
+    assert!(r.vm_output.contains("Data ex. method : rdma_cm"), "the VM's tool did not exchange over rdma_cm:\n{r}");
+    let ev = &r.ours.cm_events;
+    let count = |w: &str| ev.iter().filter(|e| e.split(' ').next() == Some(w)).count();
+    let (ours, theirs) = if role == Role::Server { ("REQ", "REP") } else { ("REP", "REQ") };
+    assert_eq!((count(ours), count(theirs)), (2, 0), "{ev:?}");
+    assert_eq!(count("DISCONNECTED"), 2, "{ev:?}");
+    assert_eq!(count("UNREACHABLE"), 0, "{ev:?}");
+    assert!(ev.iter().filter(|e| e.starts_with("REJ")).all(|e| e.ends_with("reason 8")), "{ev:?}");
+    assert!(r.ours.cm_disconnected, "{r}");
+    Some(r)
+}
+
+fn rtl_write_bw_cm_ours_server() {
+    let Some(r) = rtl_cm("rtl_write_bw_cm_server", Tool::WriteBw, Role::Server) else { return };
+    // the 400 WRITE packets, the VM's 16 SENDs on the exchange, its 6 MADs (2 REQ, 2 RTU, 2 DREQ; more if
+    // rxe sent one again)
+    assert!(rtl_counter(&r, "resp_requests") >= 400 + 16 + 6, "{r}");
+    assert_eq!(r.ours.remote_report.map(|b| (b.size, b.iters)), Some((4096, 100)), "{r}");
+}
+
+fn rtl_write_bw_cm_ours_client() {
+    let Some(r) = rtl_cm("rtl_write_bw_cm_client", Tool::WriteBw, Role::Client) else { return };
+    assert_eq!(r.ours.messages, 100, "{r}");
+}
+
+fn rtl_read_bw_cm_ours_server() {
+    let Some(r) = rtl_cm("rtl_read_bw_cm_server", Tool::ReadBw, Role::Server) else { return };
+    assert_eq!(rtl_counter(&r, "resp_read_responses"), 400, "{r}");
+}
+
+fn rtl_read_bw_cm_ours_client() {
+    let Some(r) = rtl_cm("rtl_read_bw_cm_client", Tool::ReadBw, Role::Client) else { return };
+    assert_eq!(r.ours.messages, 100, "{r}");
+}
+
+fn rtl_send_bw_cm_ours_server() {
+    let Some(r) = rtl_cm("rtl_send_bw_cm_server", Tool::SendBw, Role::Server) else { return };
+    assert_eq!(r.ours.messages, 100, "{r}");
+}
+
+fn rtl_send_bw_cm_ours_client() {
+    let Some(r) = rtl_cm("rtl_send_bw_cm_client", Tool::SendBw, Role::Client) else { return };
+    assert_eq!(r.ours.messages, 100, "{r}");
+}
+
+/// The RTL, RC, perftest's `-R`: every connection through rdma_cm and the CM agent.
+#[test]
+fn batch_rtl_rc_cm() {
+    batch(
+        "rtl_rc_cm",
+        &[
+            ("rtl_write_bw_cm_ours_server", rtl_write_bw_cm_ours_server),
+            ("rtl_write_bw_cm_ours_client", rtl_write_bw_cm_ours_client),
+            ("rtl_read_bw_cm_ours_server", rtl_read_bw_cm_ours_server),
+            ("rtl_read_bw_cm_ours_client", rtl_read_bw_cm_ours_client),
+            ("rtl_send_bw_cm_ours_server", rtl_send_bw_cm_ours_server),
+            ("rtl_send_bw_cm_ours_client", rtl_send_bw_cm_ours_client),
         ],
     );
 }

@@ -54,6 +54,7 @@ pub mod oob;
 pub mod rtl_ep;
 pub mod verbs;
 pub mod perftest;
+pub mod perftest_cm;
 pub mod pingpong;
 pub mod rping;
 pub mod ud;

@@ -76,7 +76,10 @@ use testbench::model::{
 };
 use testbench::wire::frame::MacAddr;
 
+use super::cm::{qp_attrs_from_rep, CmEvent};
 use super::oob::{Listening, Oob, OobConn};
+use super::perftest_cm::{self, CmComm, SharedHub};
+use testbench::wire::mad::{service_id, RDMA_PS_TCP};
 use super::ud::{UdRecvCheck, UdWire};
 use super::verbs::{open_endpoint_with, Conn, Dev, EndpointKind, UD_GRH_ROOM, UD_QKEY};
 use super::{
@@ -324,6 +327,9 @@ pub struct PerftestOpts {
     pub vm_qp_timeout: Option<u8>,
     /// The transport (`-c`): RC, or UC / UD for the tools that run on them ([`Tool::runs_on`]).
     pub conn: Conn,
+    /// perftest's `-R`: the exchange and the test QP connected through the CM agent, no TCP
+    /// ([`super::perftest_cm`]).
+    pub rdma_cm: bool,
 }
 
 impl PerftestOpts {
@@ -345,6 +351,7 @@ impl PerftestOpts {
             endpoint: EndpointKind::Model,
             vm_qp_timeout: None,
             conn: Conn::Rc,
+            rdma_cm: false,
         }
     }
 
@@ -369,6 +376,17 @@ impl PerftestOpts {
                     self.conn,
                     self.iters
                 );
+            }
+        }
+        if self.rdma_cm {
+            if self.conn != Conn::Rc {
+                bail!("--rdma-cm runs RC: perftest refuses UC with rdma_cm (\"UC is not supported in librdmacm\"), and our peer does not do perftest's UD over rdma_cm");
+            }
+            if self.drop > 0.0 {
+                bail!("--rdma-cm runs without --drop: with -R the VM's QP takes rdma_cm's ACK timeout (perftest's -u is not applied), which is not sized for the simulated RNIC's retransmissions");
+            }
+            if !self.endpoint.is_rtl() || self.endpoint.oob_over_net() {
+                bail!("--rdma-cm needs the CM agent on QP1: the RTL endpoint in the lab (--endpoint rtl)");
             }
         }
         if self.conn == Conn::Ud && self.size > self.mtu as usize {
@@ -454,13 +472,17 @@ impl PerftestOpts {
         if self.conn != Conn::Rc {
             c.push_str(&format!(" -c {}", self.conn));
         }
-        // perftest sets the QP timeout on RC only (`ctx_modify_qp_to_rts`); UC has no retransmit timer
+        // perftest sets the QP timeout on RC only (`ctx_modify_qp_to_rts`); UC has no retransmit timer; with
+        // -R, rdma_cm sets the QP up and -u would not apply
         let qp_timeout = self
             .vm_qp_timeout
             .or(self.endpoint.is_rtl().then(|| super::rtl_ep::vm_qp_timeout(self.mtu)))
-            .filter(|_| self.conn == Conn::Rc);
+            .filter(|_| self.conn == Conn::Rc && !self.rdma_cm);
         if let Some(t) = qp_timeout {
             c.push_str(&format!(" -u {t}"));
+        }
+        if self.rdma_cm {
+            c.push_str(" -R");
         }
         if self.role == Role::Server {
             // the VM tool is the client
@@ -538,6 +560,10 @@ pub struct OurResult {
     /// their GRH areas can be compared with the capture one for one).
     pub ud: Option<UdRecvCheck>,
     pub ud_own_slots: bool,
+    /// `--rdma-cm`: what the CM agent raised over the run, and whether both connections (the exchange and
+    /// the test QP) ended with a DREQ and its DREP.
+    pub cm_events: Vec<String>,
+    pub cm_disconnected: bool,
 }
 
 /// Everything one run produced.
@@ -695,6 +721,9 @@ impl fmt::Display for PerftestReport {
         if let Some(r) = o.remote_report {
             writeln!(f, "ours: the client's report {r:?}")?;
         }
+        if !o.cm_events.is_empty() {
+            writeln!(f, "ours: CM events {}; both connections disconnected: {}", o.cm_events.join(", "), o.cm_disconnected)?;
+        }
         let ctr: Vec<String> = o
             .endpoint_counters
             .iter()
@@ -796,6 +825,37 @@ impl Dest {
         v
     }
 
+    /// `struct pingpong_dest` as `rdma_write_keys` sends it over rdma_cm (`HAVE_ENDIAN`): lid, out_reads, qpn,
+    /// psn, rkey as big-endian 32-bit words, 4 bytes of padding, vaddr big-endian, the GID, srqn and
+    /// gid_index big-endian: 56 bytes.
+    pub fn encode_bin(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(56);
+        for w in [u32::from(self.lid), self.out_reads, self.qpn, self.psn, self.rkey, 0] {
+            v.extend_from_slice(&w.to_be_bytes());
+        }
+        v.extend_from_slice(&self.vaddr.to_be_bytes());
+        v.extend_from_slice(&self.gid);
+        v.extend_from_slice(&self.srqn.to_be_bytes());
+        v.extend_from_slice(&0u32.to_be_bytes());
+        v
+    }
+
+    /// Parse a record of [`Dest::encode_bin`]'s layout (`rdma_read_keys`; the padding is the sender's stack).
+    pub fn decode_bin(msg: &[u8]) -> Result<Dest> {
+        anyhow::ensure!(msg.len() == 56, "a binary key record is 56 bytes, not {}", msg.len());
+        let w = |i: usize| u32::from_be_bytes(msg[4 * i..4 * i + 4].try_into().unwrap());
+        Ok(Dest {
+            lid: w(0) as u16,
+            out_reads: w(1),
+            qpn: w(2),
+            psn: w(3),
+            rkey: w(4),
+            vaddr: u64::from_be_bytes(msg[24..32].try_into().unwrap()),
+            gid: msg[32..48].try_into().unwrap(),
+            srqn: w(12),
+        })
+    }
+
     /// Parse a `KEY_PRINT_FMT_GID` record.
     pub fn decode(msg: &[u8]) -> Result<Dest> {
         let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
@@ -837,6 +897,8 @@ struct Exch {
     conn: Box<dyn OobConn>,
     role: Role,
     deadline: Instant,
+    /// Over rdma_cm: the key records are binary ([`Dest::encode_bin`]).
+    binary_keys: bool,
 }
 
 impl Exch {
@@ -862,6 +924,15 @@ impl Exch {
             }
         })();
         r.with_context(|| format!("OOB exchange of {what} ({n} bytes)"))
+    }
+
+    /// `ctx_hand_shake`: our key record for the peer's.
+    fn keys(&self, mine: &Dest, what: &str) -> Result<Dest> {
+        if self.binary_keys {
+            Dest::decode_bin(&self.xchg(&mine.encode_bin(), what)?).with_context(|| what.to_string())
+        } else {
+            Dest::decode(&self.xchg(&mine.encode(), what)?).with_context(|| what.to_string())
+        }
     }
 }
 
@@ -898,6 +969,17 @@ struct Peer<'a> {
     /// When the run last printed its progress (every [`PROGRESS_EVERY`] on stderr).
     shown: Instant,
     started: Instant,
+    /// `--rdma-cm`: the agent, and the connections of the exchange and of the test QP.
+    cm: Option<CmRun>,
+}
+
+/// A run's connections through the CM agent.
+struct CmRun {
+    hub: SharedHub,
+    /// The exchange's connection ID and QPN.
+    comm: (u32, u32),
+    /// The test QP's connection ID and the peer's QPN, once connected.
+    test: Option<(u32, u32)>,
 }
 
 /// How often a run prints its progress.
@@ -1003,7 +1085,24 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
     } else {
         (Oob::Lab { mgmt: host.mgmt(), peer: VM_IP }, Some(batch[0].vm_command()))
     };
-    let first_side = OurSide::prepare(&batch[0], &dev, &oob)?;
+    // --rdma-cm: the CM agent on QP1, listening on the ports of the runs where the VM's tool is the client
+    let hub = if batch.iter().any(|o| o.rdma_cm) {
+        let mut agent = super::cm::CmAgent::open(dev.clone(), host_cfg.mac, host_cfg.ip)?;
+        for o in batch.iter().filter(|o| o.rdma_cm && o.role == Role::Server) {
+            agent.listen(service_id(RDMA_PS_TCP, o.port));
+        }
+        Some(perftest_cm::CmHub::new(agent))
+    } else {
+        None
+    };
+    let prepare = |o: &PerftestOpts| -> Result<OurSide> {
+        let side = OurSide::prepare(o, &dev, &oob)?;
+        Ok(match (&hub, o.rdma_cm) {
+            (Some(h), true) => side.with_cm(h.clone()),
+            _ => side,
+        })
+    };
+    let first_side = prepare(&batch[0])?;
     let first_cmd = first_cmd.unwrap_or_else(|| {
         opts.vm_command_to(&super::vm::MGMT_HOST_IP.to_string(), first_side.listen_port().unwrap_or(opts.port))
     });
@@ -1036,7 +1135,7 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
         let t_run = Instant::now();
         // The VM boots in about 4 s (TCG); the tool's own timeout starts after that.
         let deadline = Instant::now() + budgets[i] + Duration::from_secs(20);
-        let mut res = match side.take().map_or_else(|| OurSide::prepare(o, &dev, &oob), Ok) {
+        let mut res = match side.take().map_or_else(|| prepare(o), Ok) {
             Ok(s) => s.run(o, &oob, host_cfg.ip, Some(VM_IP), deadline),
             Err(e) => OurResult { error: Some(format!("{e:#}")), ..Default::default() },
         };
@@ -1053,6 +1152,7 @@ pub fn run_perftests(batch: &[PerftestOpts], dir: Option<&std::path::Path>) -> R
         }
         results.push((res, t_run.elapsed()));
     }
+    drop(hub);
     drop(dev);
 
     let (out, br) = session.finish()?;
@@ -1188,21 +1288,29 @@ fn between(log: &str, a: &str, b: &str) -> Option<String> {
 pub struct OurSide {
     local: Local,
     listening: Option<Listening>,
+    cm: Option<SharedHub>,
 }
 
 impl OurSide {
     pub fn prepare(opts: &PerftestOpts, dev: &Dev, oob: &Oob) -> Result<Self> {
         opts.check()?;
-        let local = setup_local(dev, opts.eff_size(), opts.iters, opts.conn)?;
+        // with rdma_cm the test QP stays in RESET until the CM sets it up
+        let local = setup_local(dev, opts.eff_size(), opts.iters, opts.conn, !opts.rdma_cm)?;
         if opts.conn == Conn::Ud {
             // refused by `check`, which a caller may not have run: the model would not send it either
             anyhow::ensure!(opts.eff_size() <= opts.mtu as usize, "a UD message must fit the path MTU");
         }
         let listening = match opts.role {
-            Role::Server => Some(oob.listen(opts.port)?),
-            Role::Client => None,
+            Role::Server if !opts.rdma_cm => Some(oob.listen(opts.port)?),
+            _ => None,
         };
-        Ok(OurSide { local, listening })
+        Ok(OurSide { local, listening, cm: None })
+    }
+
+    /// The CM agent `--rdma-cm` connects through (listening on the run's port already when we are the server).
+    pub fn with_cm(mut self, hub: SharedHub) -> Self {
+        self.cm = Some(hub);
+        self
     }
 
     /// The port our exchange listens on, when we are the server over the host's network.
@@ -1213,7 +1321,7 @@ impl OurSide {
     /// Exchange with the peer's tool, connect the QP and run the tool's protocol until `deadline`. Our
     /// address `our_ip` goes in our GID; `peer_ip`, when known, must be the peer's GID.
     pub fn run(self, opts: &PerftestOpts, oob: &Oob, our_ip: Ipv4Addr, peer_ip: Option<Ipv4Addr>, deadline: Instant) -> OurResult {
-        let OurSide { local, listening } = self;
+        let OurSide { local, listening, cm } = self;
         let mut res = OurResult { our_qpn: local.qpn, ..Default::default() };
         let mtu_e = match mtu_enum(opts.mtu) {
             Ok(m) => m,
@@ -1223,18 +1331,36 @@ impl OurSide {
             }
         };
         let left = deadline.saturating_duration_since(Instant::now());
-        let conn = match listening {
-            Some(l) => l.accept(left),
-            None => oob.connect(opts.port, left),
+        let my_psn = (opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 & 0xFF_FFFF;
+        let mut cm_run = None;
+        let conn: Result<Box<dyn OobConn>> = match (&cm, listening) {
+            (Some(hub), _) if opts.rdma_cm => {
+                // the exchange: an RC QP of its own through the CM, its PSN apart from the test QP's
+                let sid = service_id(RDMA_PS_TCP, opts.port);
+                let psn = my_psn ^ 0x80_0000;
+                let c = match opts.role {
+                    Role::Server => CmComm::accept(hub, &local.dev, sid, psn, deadline),
+                    Role::Client => CmComm::connect(hub, &local.dev, peer_ip.unwrap_or(VM_IP), sid, psn, opts.mtu, deadline),
+                };
+                c.map(|c| {
+                    cm_run = Some(CmRun { hub: hub.clone(), comm: (c.id, c.qpn), test: None });
+                    Box::new(c) as Box<dyn OobConn>
+                })
+            }
+            _ if opts.rdma_cm => Err(anyhow::anyhow!("--rdma-cm without the CM agent")),
+            (_, Some(l)) => l.accept(left),
+            (_, None) => oob.connect(opts.port, left),
         };
         let conn = match conn {
             Ok(c) => c,
             Err(e) => {
                 res.error = Some(format!("{e:#}"));
+                if let Some(h) = &cm {
+                    res.cm_events = h.lock().unwrap().log.drain(..).map(|e| perftest_cm::brief(&e)).collect();
+                }
                 return res;
             }
         };
-        let my_psn = (opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 & 0xFF_FFFF;
         let my = Dest {
             lid: 0,
             out_reads: if opts.tool.uses_rd_atomic() { u32::from(OUR_OUT_READS) } else { 1 },
@@ -1249,7 +1375,7 @@ impl OurSide {
             opts,
             size: opts.eff_size(),
             local,
-            oob: Exch { conn, role: opts.role, deadline },
+            oob: Exch { conn, role: opts.role, deadline, binary_keys: opts.rdma_cm },
             my,
             peer_ip,
             rem: my,
@@ -1258,6 +1384,7 @@ impl OurSide {
             ud_peer_ip: None,
             shown: Instant::now(),
             started: Instant::now(),
+            cm: cm_run,
         };
         match peer.run(mtu_e) {
             Ok(()) => peer.res.completed = true,
@@ -1266,11 +1393,14 @@ impl OurSide {
                 peer.oob.conn.abort();
             }
         }
+        if let Some(c) = &peer.cm {
+            peer.res.cm_events = c.hub.lock().unwrap().log.drain(..).map(|e| perftest_cm::brief(&e)).collect();
+        }
         peer.res
     }
 }
 
-fn setup_local(dev: &Dev, size: usize, iters: usize, conn: Conn) -> Result<Local> {
+fn setup_local(dev: &Dev, size: usize, iters: usize, conn: Conn, to_init: bool) -> Result<Local> {
     let d = dev;
     // perftest's BUFF_SIZE: max(size, cycle buffer); the peer uses [vaddr, vaddr + BUFF).
     let buff = (size as u64)
@@ -1315,7 +1445,9 @@ fn setup_local(dev: &Dev, size: usize, iters: usize, conn: Conn) -> Result<Local
         Conn::Uc => QpAttr { qp_access_flags: Some(AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE), ..Default::default() },
         Conn::Ud => QpAttr { qkey: Some(UD_QKEY), ..Default::default() },
     };
-    d.modify_qp(qpn, &QpAttr { qp_state: Some(QpState::Init), ..init }).context("modify_qp INIT")?;
+    if to_init {
+        d.modify_qp(qpn, &QpAttr { qp_state: Some(QpState::Init), ..init }).context("modify_qp INIT")?;
+    }
     Ok(Local {
         dev: dev.clone(),
         qpn,
@@ -1364,13 +1496,22 @@ impl Peer<'_> {
             _ => mtu_e,
         };
         self.res.path_mtu = mtu_from_enum(eff_e).unwrap();
+        // rdma_cm: the test QP connected between two barriers (`create_rdma_cm_connection`)
+        if self.cm.is_some() {
+            self.barrier("barrier before the rdma_cm connection")?;
+            self.cm_connect_test()?;
+            self.barrier("barrier after the rdma_cm connection")?;
+        }
         // 4. keys
-        let r = self.oob.xchg(&self.my.encode(), "keys")?;
-        self.rem = Dest::decode(&r)?;
+        self.rem = self.oob.keys(&self.my, "keys")?;
         self.res.remote_qpn = self.rem.qpn;
         self.res.our_psn = self.my.psn;
-        self.res.remote_psn = self.rem.psn;
-        self.connect_qp()?;
+        if self.cm.is_none() {
+            self.res.remote_psn = self.rem.psn;
+            self.connect_qp()?;
+        } else if let Some((_, cm_qpn)) = self.cm.as_ref().and_then(|c| c.test).filter(|t| t.1 != self.rem.qpn) {
+            bail!("the key record names QP 0x{:x}, the CM connected us to 0x{cm_qpn:x}", self.rem.qpn);
+        }
         // receives first, so that the peer's first SEND finds one
         if tool.is_send() {
             self.post_recvs(self.opts.iters)?;
@@ -1388,6 +1529,13 @@ impl Peer<'_> {
         if tool.exchanges_reports() {
             self.barrier("post-run barrier")?;
             self.xchg_reports()?;
+        }
+        if self.cm.is_some() {
+            // `ctx_close_connection` over rdma_cm: the barrier alone; then the disconnects
+            if tool.closes_with_handshake() {
+                self.barrier("close barrier")?;
+            }
+            return self.cm_disconnect();
         }
         if !tool.closes_with_handshake() {
             // ib_write_lat (this build) just exits after the run.
@@ -1413,8 +1561,62 @@ impl Peer<'_> {
     }
 
     fn barrier(&mut self, what: &str) -> Result<()> {
-        let r = self.oob.xchg(&self.my.encode(), what)?;
-        Dest::decode(&r).with_context(|| what.to_string())?;
+        self.oob.keys(&self.my, what).map(|_| ())
+    }
+
+    /// `--rdma-cm`: connect the test QP through the CM (`create_rdma_cm_connection`): as the server, the
+    /// next REQ on the run's service ID, accepted with the test QP set up from it; as the client, our REQ
+    /// (responder resources for READ and atomics), asked again while the peer does not listen yet.
+    fn cm_connect_test(&mut self) -> Result<()> {
+        let hub = self.cm.as_ref().expect("rdma_cm run").hub.clone();
+        let sid = service_id(RDMA_PS_TCP, self.opts.port);
+        let (dev, qpn, psn, deadline) = (self.local.dev.clone(), self.local.qpn, self.my.psn, self.oob.deadline);
+        let (id, remote_qpn, remote_psn, mtu, peer) = match self.opts.role {
+            Role::Server => {
+                let (id, req, peer) = perftest_cm::next_request(&hub, sid, deadline, "REQ of the test QP")?;
+                perftest_cm::accept(&hub, &dev, id, &req, peer, qpn, psn, &mut || Ok(()))?;
+                (id, req.local_qpn, req.starting_psn, 128u32 << req.path_mtu.clamp(1, 5), peer)
+            }
+            Role::Client => {
+                let peer = self.peer_ip.unwrap_or(VM_IP);
+                let mtu = self.res.path_mtu;
+                let depth = if self.opts.tool.uses_rd_atomic() { OUR_OUT_READS } else { 0 };
+                let (id, rep) = perftest_cm::connect(&hub, peer, sid, qpn, psn, mtu, depth, deadline, &mut |rep, av| {
+                    for a in qp_attrs_from_rep(rep, psn, mtu, depth, av) {
+                        dev.modify_qp(qpn, &a)?;
+                    }
+                    Ok(())
+                })?;
+                (id, rep.local_qpn, rep.starting_psn, mtu, peer)
+            }
+        };
+        self.res.path_mtu = mtu;
+        self.res.remote_psn = remote_psn;
+        self.res.peer_mac = hub.lock().unwrap().agent.mac_of(peer).ok();
+        self.cm.as_mut().unwrap().test = Some((id, remote_qpn));
+        Ok(())
+    }
+
+    /// `--rdma-cm`, the end: as perftest's client, our DREQs for the test QP (`rdma_cm_disconnect_nodes`)
+    /// and the exchange (what the tool's exit does), each answered; as its server, the peer's two DREQs
+    /// (its disconnect, then its exit), which the agent answers.
+    fn cm_disconnect(&mut self) -> Result<()> {
+        let c = self.cm.as_ref().expect("rdma_cm run");
+        let (hub, (comm_id, comm_qpn), (test, _)) = (c.hub.clone(), c.comm, c.test.context("no test connection")?);
+        let end = Instant::now() + Duration::from_secs(15);
+        let dev = self.local.dev.clone();
+        match self.opts.role {
+            Role::Client => {
+                perftest_cm::disconnect(&hub, &dev, test, self.local.qpn, end).context("disconnecting the test QP")?;
+                perftest_cm::disconnect(&hub, &dev, comm_id, comm_qpn, end).context("disconnecting the exchange")?;
+            }
+            Role::Server => {
+                for (id, what) in [(test, "the test QP's DREQ"), (comm_id, "the exchange's DREQ")] {
+                    perftest_cm::wait_event(&hub, &|e| matches!(e, CmEvent::Disconnected { id: i } if *i == id), end, what)?;
+                }
+            }
+        }
+        self.res.cm_disconnected = true;
         Ok(())
     }
 
@@ -1994,6 +2196,20 @@ mod tests {
         assert_eq!(d.encode(), m);
     }
 
+    /// A binary key record rxe's `ib_write_bw -R` sent over the rdma_cm exchange (from a lab capture).
+    #[test]
+    fn binary_key_record_round_trip() {
+        let hex = "000000000000000100000012009fb0600000036800000000000056249207e00000000000000000000000ffff0a0000010000000000000001";
+        let m: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+        let d = Dest::decode_bin(&m).unwrap();
+        assert_eq!((d.lid, d.out_reads, d.qpn, d.psn, d.rkey, d.vaddr, d.srqn), (0, 1, 0x12, 0x9f_b060, 0x368, 0x5624_9207_e000, 0));
+        assert_eq!(d.gid, v4_gid(Ipv4Addr::new(10, 0, 0, 1)));
+        // ours carries gid_index 0 (the last word); the rest is the same
+        let e = d.encode_bin();
+        assert_eq!((e.len(), &e[..52]), (56, &m[..52]));
+        assert!(Dest::decode_bin(&m[..55]).is_err());
+    }
+
     #[test]
     fn vm_commands() {
         let mut o = PerftestOpts::new(Tool::WriteBw, Role::Server);
@@ -2010,6 +2226,25 @@ mod tests {
         );
         assert_eq!(Tool::parse("ib_send_lat"), Some(Tool::SendLat));
         assert_eq!(mtu_from_enum(3), Some(1024));
+    }
+
+    /// `-R` on the VM's command line and no `-u` (rdma_cm sets the QP up); refused on UC and UD, with drops,
+    /// and without the RTL endpoint in the lab.
+    #[test]
+    fn rdma_cm_commands_and_refusals() {
+        let mut o = PerftestOpts::new(Tool::ReadBw, Role::Server);
+        (o.iters, o.size, o.endpoint, o.rdma_cm) = (100, 4096, EndpointKind::Rtl, true);
+        o.check().unwrap();
+        assert_eq!(o.vm_command(), "ib_read_bw -d rxe0 -x $RNIC_GID -F -n 100 -m 1024 -p 18515 -s 4096 -R 10.0.0.2");
+        for bad in [
+            PerftestOpts { conn: Conn::Uc, tool: Tool::WriteBw, ..o.clone() },
+            PerftestOpts { conn: Conn::Ud, tool: Tool::SendBw, size: 1024, ..o.clone() },
+            PerftestOpts { drop: 0.01, ..o.clone() },
+            PerftestOpts { endpoint: EndpointKind::Model, ..o.clone() },
+            PerftestOpts { endpoint: EndpointKind::Card, ..o.clone() },
+        ] {
+            assert!(bad.check().is_err(), "{bad:?}");
+        }
     }
 
     /// `-c UC` on the VM's command line, no `-u` (perftest sets no QP timeout on UC), and the combinations
