@@ -356,3 +356,32 @@ fn our_udaddy_client_against_udaddy_server() {
     let hdr = testbench::wire::mad::CmaHdr::parse(&req.private_data).unwrap();
     assert_eq!(hdr.v4_addrs(), Some((std::net::Ipv4Addr::new(10, 0, 0, 2), std::net::Ipv4Addr::new(10, 0, 0, 1))));
 }
+
+/// 1 % of the MADs dropped each way on the link (frames to QP1 only; seed 56, which drops the 14th MAD from the VM and the 22nd to it in
+/// this run's sequence of MADs): `ucmatose -c 20` and an rping to our listener still set up, use and tear
+/// down every connection through the resends of both CMs (rxe's REQ, DREQ, DREP answers; our REP until the
+/// RTU, our DREQ until the DREP). Every resent REQ finds its connection: our agent raises exactly one
+/// connection request per connection, and ends holding none that is not in timewait.
+#[test]
+fn connections_complete_with_one_percent_of_the_mads_lost() {
+    let Some(img) = image_or_skip() else { return };
+    let clients = [("ucmatose", "ucmatose -s 10.0.0.2 -c 20"), ("rping", "rping -c -a 10.0.0.2 -p 7174 -C 2 -S 64 -V -v")];
+    let p = sim::rxe::cm::probe_lossy(&img, "cm_lossy", &clients, 0.01, 56).unwrap();
+    for (name, rc, text) in &p.clients {
+        eprintln!("--- {name} rc {rc:?}\n{text}");
+    }
+    print_mads(&p.mads);
+    eprintln!("dropped (from the VM, to it): {:?}\n{:?}", p.dropped, p.stats);
+    assert_eq!(p.error, None, "{:?}", p.stats);
+    for (name, rc, text) in &p.clients {
+        assert_eq!(*rc, Some(0), "{name}:\n{text}");
+    }
+    assert!(p.dropped.0 > 0 && p.dropped.1 > 0, "the seed drops MADs both ways: {:?}", p.dropped);
+    assert_eq!(p.cmatose.len(), 20, "{:?}", p.cmatose);
+    assert!(p.cmatose.iter().all(|c| *c == (10, true)), "{:?}", p.cmatose);
+    assert_eq!(p.pings.len(), 2);
+    let requests = p.events.iter().filter(|e| matches!(e, CmEvent::ConnectRequest { .. })).count();
+    assert_eq!(requests, 21, "one connection request per connection, whatever was resent");
+    let (_, resent) = without_resends(&p.mads);
+    assert!(resent > 0, "nothing was resent");
+}

@@ -16,7 +16,7 @@ use pcap_file::DataLink;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::host::is_roce_v2;
+use super::host::{is_roce_v2, roce_v2_dest_qpn};
 
 /// Largest frame accepted from qemu (jumbo MTU 9000 plus headers, with margin).
 pub const MAX_FRAME_LEN: usize = 65536;
@@ -102,6 +102,9 @@ pub struct BridgeConfig {
     /// could then only be retransmitted into a QP that no longer exists, which no RC implementation can
     /// recover (rxe's neither), so the last exchange runs loss-free and every earlier one is lossy.
     pub drops_end: Option<Arc<AtomicBool>>,
+    /// When set, only the RoCEv2 frames to this destination QP are dropped (QP1: the CM's MADs), and only
+    /// they draw from the drop generators.
+    pub drop_only_qp: Option<u32>,
     /// Longest time between two [`Endpoint::poll`] calls.
     pub poll_interval: Duration,
     /// How long to wait for qemu to connect.
@@ -116,6 +119,7 @@ impl Default for BridgeConfig {
             drop_to_vm: 0.0,
             seed: 1,
             drops_end: None,
+            drop_only_qp: None,
             poll_interval: Duration::from_millis(1),
             accept_timeout: Duration::from_secs(30),
         }
@@ -346,6 +350,11 @@ impl Bridge {
         let (p_in, p_out) = (self.cfg.drop_from_vm, self.cfg.drop_to_vm);
         let drops_end = self.cfg.drops_end.clone();
         let dropping = move || !drops_end.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
+        let only_qp = self.cfg.drop_only_qp;
+        let droppable = move |f: &[u8]| match only_qp {
+            None => is_roce_v2(f),
+            Some(q) => roce_v2_dest_qpn(f) == Some(q),
+        };
 
         // The reader thread blocks on the socket; the loop below never blocks on it, so a slow qemu can't
         // deadlock us (qemu reads and writes the socket independently).
@@ -371,7 +380,7 @@ impl Bridge {
         // Ok(false): qemu closed the link.
         let mut send = |frames: Vec<Vec<u8>>, pcap: &mut Option<Pcap>| -> Result<bool> {
             for f in frames {
-                if p_out > 0.0 && is_roce_v2(&f) && dropping() && rng_out.gen_bool(p_out.min(1.0)) {
+                if p_out > 0.0 && droppable(&f) && dropping() && rng_out.gen_bool(p_out.min(1.0)) {
                     stats.lock().unwrap().dropped_to_vm += 1;
                     continue;
                 }
@@ -415,7 +424,7 @@ impl Bridge {
                 };
                 while let Some(r) = got.take() {
                     let frame = r.context("reading a frame from qemu")?;
-                    if p_in > 0.0 && is_roce_v2(&frame) && dropping() && rng_in.gen_bool(p_in.min(1.0)) {
+                    if p_in > 0.0 && droppable(&frame) && dropping() && rng_in.gen_bool(p_in.min(1.0)) {
                         stats.lock().unwrap().dropped_from_vm += 1;
                     } else {
                         if let Some(p) = pcap.as_mut() {

@@ -1193,6 +1193,33 @@ mod tests {
         assert_eq!(seen.iter().map(name).collect::<Vec<_>>(), ["REQ", "REP", "RTU"]);
     }
 
+    /// A REQ that comes again (its sender's resend) never makes a second connection: while the application
+    /// has not answered, it gets rdma_cm's MRA; once our REP is out, it is dropped and counted, as Linux drops
+    /// a duplicate REQ in REP_SENT, and the REP goes again on its own timer, byte for byte.
+    #[test]
+    fn a_duplicate_req_makes_no_second_connection() {
+        let (ipa, ipb) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut a = CmCore::new(0xA, ipa, 0x100);
+        let mut b = CmCore::new(0xB, ipb, 0x900);
+        let sid = service_id(RDMA_PS_TCP, 7174);
+        b.listen(sid);
+        a.connect(ipb, sid, 0x11, 0x1000, 1024, 1, 0xC000);
+        let (_, req) = a.out.pop().unwrap();
+        let mut ev = Vec::new();
+        b.take(&datagram(ipa, &req), &mut ev);
+        let Some(CmEvent::ConnectRequest { id, req: r, .. }) = ev.pop() else { panic!("{ev:?}") };
+        b.take(&datagram(ipa, &req), &mut ev);
+        assert!(ev.is_empty(), "{ev:?}");
+        assert!(matches!(Mad::parse(&b.out.pop().unwrap().1).unwrap().cm, Some(CmMsg::Mra(_))));
+        b.accept(id, &r, 0x22, 0x2000).unwrap();
+        let (_, rep) = b.out.pop().unwrap();
+        b.take(&datagram(ipa, &req), &mut ev);
+        assert!(ev.is_empty() && b.out.is_empty(), "{ev:?}");
+        assert_eq!((b.stats.dropped.get("duplicate REQ"), b.connections(), b.stats.connect_requests), (Some(&1), 1, 1));
+        b.timers(Instant::now() + Duration::from_millis(4200), &mut ev);
+        assert_eq!(b.out.pop().map(|m| m.1), Some(rep), "the REP again, as it was");
+    }
+
     /// 1 % of the MADs lost each way over 200 connections (seeded): every one is set up and torn down.
     #[test]
     fn handshakes_complete_with_one_percent_loss() {
@@ -1221,7 +1248,8 @@ pub struct CmProbe {
     /// The udaddy service: messages received, replies sent, receives not as udaddy sends them.
     pub udaddy: Option<(u32, u32, u32)>,
     pub mads: Vec<(bool, Mad)>,
-    pub vm_log: String,
+    /// MADs the link dropped: from the VM, to it.
+    pub dropped: (u64, u64),
     pub error: Option<String>,
 }
 
@@ -1235,7 +1263,8 @@ struct CmLab {
 }
 
 impl CmLab {
-    fn start(image: &super::VmImage, run_name: &str, script: String) -> Result<Self> {
+    /// `loss`: the fraction of the MADs (frames to QP1) the link drops each way, seeded by `seed`.
+    fn start(image: &super::VmImage, run_name: &str, script: String, loss: f64, seed: u64) -> Result<Self> {
         use super::verbs::{open_endpoint_with, EndpointKind};
         use super::{BridgeConfig, HostConfig, HostStack, Session, VmConfig};
         let dir = super::run_dir(run_name);
@@ -1249,17 +1278,18 @@ impl CmLab {
         let model = testbench::model::DeviceConfig { mac, ip: IpAddr::V4(ip), seed: 1, first_qpn: 0x11, active_mtu: 1024, vlan: None };
         let (dev, ep) = open_endpoint_with(EndpointKind::Rtl, model, None, super::rtl_ep::INBOUND_GBPS, Some(dir.clone()))?;
         let host = HostStack::new(host_cfg).with_roce(ep);
-        let bcfg = BridgeConfig { pcap: Some(pcap.clone()), ..Default::default() };
+        let bcfg = BridgeConfig { pcap: Some(pcap.clone()), drop_from_vm: loss, drop_to_vm: loss, drop_only_qp: Some(1), seed, ..Default::default() };
         let session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
         Ok(CmLab { dev, session, pcap, ip, mac })
     }
 }
 
 impl CmLab {
-    /// Wait for the VM to end; its outcome and every MAD on QP1 of the run.
-    fn finish(self) -> Result<(super::VmOutcome, Vec<(bool, Mad)>)> {
-        let (out, _report) = self.session.finish()?;
-        Ok((out, qp1_mads(&self.pcap, self.ip)?))
+    /// Wait for the VM to end; its outcome and every MAD on QP1 of the run that crossed the link, and the MADs
+    /// the link dropped (from the VM, to it).
+    fn finish(self) -> Result<(super::VmOutcome, Vec<(bool, Mad)>, (u64, u64))> {
+        let (out, report) = self.session.finish()?;
+        Ok((out, qp1_mads(&self.pcap, self.ip)?, (report.stats.dropped_from_vm, report.stats.dropped_to_vm)))
     }
 }
 
@@ -1311,13 +1341,18 @@ pub const LAB_CLIENTS: &[(&str, &str)] = &[
 /// Boot the lab VM against the RTL endpoint with the CM agent on QP1, listening on rping's service ID with
 /// an rping server ([`super::rping`]) behind it, and run `clients` in the VM: (name, command) each.
 pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -> Result<CmProbe> {
+    probe_lossy(image, run_name, clients, 0.0, 1)
+}
+
+/// [`probe`] with `loss` of the MADs dropped each way on the link (seeded by `seed`; nothing else dropped).
+pub fn probe_lossy(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)], loss: f64, seed: u64) -> Result<CmProbe> {
     let mut script = String::new();
     for (name, cmd) in clients {
         script.push_str(&format!(
             "echo '=== CM_CLIENT_BEGIN {name} ==='\ntimeout 30 {cmd}; echo \"=== CM_CLIENT {name} rc=$? ===\"\n"
         ));
     }
-    let mut lab = CmLab::start(image, run_name, script)?;
+    let mut lab = CmLab::start(image, run_name, script, loss, seed)?;
     let (dev, our_ip, host_cfg_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut agent = None;
     let mut error = None;
@@ -1426,7 +1461,7 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
     for (_, s) in servers {
         pings.extend(s.pings);
     }
-    let (out, mads) = lab.finish()?;
+    let (out, mads, dropped) = lab.finish()?;
     let clients = clients
         .iter()
         .map(|(name, _)| {
@@ -1439,7 +1474,7 @@ pub fn probe(image: &super::VmImage, run_name: &str, clients: &[(&str, &str)]) -
         .collect();
     let cmatose = cmatose.iter().map(|s| (s.received, s.finished)).collect();
     let udaddy = udaddy.map(|u| (u.received, u.replies, u.bad));
-    Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, udaddy, mads, vm_log: out.log, error })
+    Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, udaddy, mads, dropped, error })
 }
 
 /// What a run of our rping client against the VM's `rping -s` shows.
@@ -1461,7 +1496,7 @@ pub struct CmClientProbe {
 /// `count` pings of `size` bytes, each checked, then our DREQ.
 pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u32) -> Result<CmClientProbe> {
     let script = vm_server_script(&format!("rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S {size} -v"));
-    let mut lab = CmLab::start(image, run_name, script)?;
+    let mut lab = CmLab::start(image, run_name, script, 0.0, 1)?;
     let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut events = Vec::new();
     let mut stats = CmStats::default();
@@ -1522,7 +1557,7 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u3
     })()
     .err()
     .map(|e| format!("{e:#}"));
-    let (out, mads) = lab.finish()?;
+    let (out, mads, _) = lab.finish()?;
     let (server_rc, server_out) = vm_server_result(&out.log);
     Ok(CmClientProbe { server_rc, server_out, pings: pings.0, mismatches: pings.1, events, stats, mads, error })
 }
@@ -1544,7 +1579,7 @@ pub struct CmatoseClientProbe {
 /// DREQs end them.
 pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> Result<CmatoseClientProbe> {
     let script = vm_server_script(&format!("ucmatose -c {n}"));
-    let mut lab = CmLab::start(image, run_name, script)?;
+    let mut lab = CmLab::start(image, run_name, script, 0.0, 1)?;
     let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut stats = CmStats::default();
     let mut clients: Vec<(super::cmatose::CmatoseClient, bool)> = Vec::new();
@@ -1590,7 +1625,7 @@ pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> R
     })()
     .err()
     .map(|e| format!("{e:#}"));
-    let (out, mads) = lab.finish()?;
+    let (out, mads, _) = lab.finish()?;
     let (server_rc, server_out) = vm_server_result(&out.log);
     let connections = clients.iter().map(|c| (c.0.received, c.0.replies, c.1)).collect();
     Ok(CmatoseClientProbe { server_rc, server_out, connections, stats, mads, error })
@@ -1615,7 +1650,7 @@ pub struct UdaddyClientProbe {
 /// from our side and exchange its ten messages ([`super::udaddy::UdaddyClient`]).
 pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<UdaddyClientProbe> {
     let script = vm_server_script("udaddy");
-    let mut lab = CmLab::start(image, run_name, script)?;
+    let mut lab = CmLab::start(image, run_name, script, 0.0, 1)?;
     let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut stats = CmStats::default();
     let mut client = None;
@@ -1654,7 +1689,7 @@ pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<Uda
     })()
     .err()
     .map(|e| format!("{e:#}"));
-    let (out, mads) = lab.finish()?;
+    let (out, mads, _) = lab.finish()?;
     let (server_rc, server_out) = vm_server_result(&out.log);
     let (sent, received, bad) = client.as_ref().map_or((0, 0, 0), |c| (c.sent, c.received, c.bad));
     Ok(UdaddyClientProbe { server_rc, server_out, sent, received, bad, sidr, stats, mads, error })
