@@ -9,12 +9,17 @@
 //!     register BAR mapped through VFIO ([`vfio::VfioBar`]);
 //!   - the DMA memory, [`memory::DmaMemory`]: the simulator's host memory ([`memory::HostMemory`], shared with
 //!     its DMA model), or memory pinned and mapped through the IOMMU ([`vfio::VfioDma`]).
+//! * [`cm`]: the CM agent on QP1 (REQ/REP/RTU, REJ, MRA, DREQ/DREP and timewait, LAP, SIDR), over any device's
+//!   verbs ([`cm::CmVerbs`]).
+//! * [`mad`]: the management datagrams on QP1 and the eleven CM messages, built and parsed field for field.
 //! * [`pci`]: finding the card in sysfs and checking what VFIO needs, each failure with its fix.
 //! * [`vfio`]: the only code that runs on the card alone; its system calls go through a trait and are
 //!   tested against a fake kernel.
 
+pub mod cm;
 pub mod driver;
 pub mod host;
+pub mod mad;
 pub mod memory;
 pub mod pci;
 pub mod verbs;

@@ -463,3 +463,48 @@ fn a_ud_wqe_carries_its_address_handle() {
     drv.set_vlan(None).unwrap();
     assert_eq!(dev.lock().unwrap().vlan, 0, "off");
 }
+
+/// The CM agent (`rnic_driver::cm`) over the driver itself, no simulator: QP1 is created and brought to RTS
+/// (a UD QP whose Q_Key the device takes as the GSI's), its receives posted; a connect resolves the peer by
+/// the RNIC's ARP and rings QP1's send doorbell once, for a REQ in host memory that parses as rdma_cm's (the
+/// service ID, our QPN and PSN, the rdma_cm header with both addresses).
+#[test]
+fn the_cm_agent_runs_over_the_driver() {
+    use rnic_driver::cm::CmAgent;
+    use rnic_driver::mad::{service_id, CmMsg, CmaHdr, Mad, RDMA_PS_TCP};
+    let (mut drv, dev, mem) = setup(CAP_RC | CAP_UD);
+    drv.set_address([2, 0, 0, 0, 0, 0x22], 0x0A00_0002).unwrap();
+    {
+        let mut d = dev.lock().unwrap();
+        d.arp_answers_after = Some(0);
+        d.arp_mac = [0x52, 0x54, 0, 0, 0, 1];
+    }
+    let ours: std::net::Ipv4Addr = "10.0.0.2".parse().unwrap();
+    let peer: std::net::Ipv4Addr = "10.0.0.1".parse().unwrap();
+    let mut agent = CmAgent::open(Mutex::new(drv), MacAddr([2, 0, 0, 0, 0, 0x22]), ours).unwrap();
+    {
+        let d = dev.lock().unwrap();
+        assert_eq!(d.qps[&1].state, QpState::Rts as u8);
+        assert_eq!(d.rq_db.iter().filter(|(q, _)| *q == 1).last().map(|x| x.1), Some(16), "16 receives posted on QP1");
+        assert!(d.sq_db.is_empty());
+    }
+    let sid = service_id(RDMA_PS_TCP, 7174);
+    agent.connect(peer, sid, 0x12, 0x5A_5000, 1024, 0, 0xC012).unwrap();
+    let d = dev.lock().unwrap();
+    assert_eq!(d.arp_queries, vec![0x0A00_0001]);
+    assert_eq!(d.sq_db, vec![(1, 1)], "one WQE on QP1");
+    let m = mem.lock().unwrap();
+    let reqs: Vec<_> = m
+        .regions()
+        .iter()
+        .flat_map(|(base, b)| (0..b.len().saturating_sub(255)).step_by(512).map(move |o| (base + o as u64, &b[o..o + 256])))
+        .filter_map(|(_, b)| match Mad::parse(b).ok()?.cm? {
+            CmMsg::Req(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reqs.len(), 1, "one REQ in host memory");
+    let r = &reqs[0];
+    assert_eq!((r.service_id, r.local_qpn, r.starting_psn), (sid, 0x12, 0x5A_5000));
+    assert_eq!(CmaHdr::parse(&r.private_data).unwrap().v4_addrs(), Some((ours, peer)));
+}

@@ -16,7 +16,8 @@
 pub mod error;
 pub mod frame;
 pub mod headers;
-pub mod mad;
+/// The MAD and CM message codec is the host software's (the CM agent speaks it); the golden decoder reads it.
+pub use rnic_driver::mad;
 pub mod ndp;
 pub mod opcode;
 pub mod packet;

@@ -11,7 +11,22 @@
 
 use std::net::Ipv4Addr;
 
-use super::error::{need, WireError};
+use thiserror::Error;
+
+/// Why a MAD (or its rdma_cm header) could not be read: it ends before a header or message is complete.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum MadError {
+    #[error("truncated {what}: need {need} bytes, have {have}")]
+    Truncated { what: &'static str, need: usize, have: usize },
+}
+
+fn need(buf: &[u8], need: usize, what: &'static str) -> Result<(), MadError> {
+    if buf.len() < need {
+        Err(MadError::Truncated { what, need, have: buf.len() })
+    } else {
+        Ok(())
+    }
+}
 
 /// A MAD is 256 bytes on QP1 (no RMPP for CM): a 24-byte common header and 232 bytes of message.
 pub const MAD_LEN: usize = 256;
@@ -24,7 +39,7 @@ pub const CM_CLASS_VERSION: u8 = 2;
 /// Every CM message is sent with method Send.
 pub const MAD_METHOD_SEND: u8 = 0x03;
 /// The GSI's Q_Key: every datagram to or from QP1 carries it.
-pub use super::headers::GSI_QKEY;
+pub use crate::host::GSI_QKEY;
 /// rdma_cm's Q_Key for UD QPs (the Q_Key a SIDR_REP hands out).
 pub const RDMA_UDP_QKEY: u32 = 0x0123_4567;
 /// rdma_cm port spaces: a service ID is `ps << 16 | port`.
@@ -83,7 +98,7 @@ impl MadHeader {
         }
     }
 
-    pub fn parse(b: &[u8]) -> Result<Self, WireError> {
+    pub fn parse(b: &[u8]) -> Result<Self, MadError> {
         need(b, MAD_HDR_LEN, "MAD header")?;
         let be16 = |o: usize| u16::from_be_bytes([b[o], b[o + 1]]);
         Ok(MadHeader {
@@ -150,7 +165,7 @@ macro_rules! cm_message {
             pub const FIELDS: &'static [(&'static str, usize, u32, u32)] =
                 &[ $( (stringify!($f), $off, $bit, $w), )* $( (stringify!($bf), $boff, 0, 8 * $n), )* ];
 
-            pub fn parse(b: &[u8]) -> Result<Self, WireError> {
+            pub fn parse(b: &[u8]) -> Result<Self, MadError> {
                 need(b, CM_MSG_LEN, stringify!($name))?;
                 Ok($name {
                     $( $f: get(b, $off, $bit, $w) as $t, )*
@@ -406,7 +421,7 @@ pub enum CmMsg {
 impl CmMsg {
     /// The message for attribute `attr_id` from the 232 bytes after the MAD header; `None` for an attribute
     /// that is no CM message.
-    pub fn parse(attr_id: u16, b: &[u8]) -> Result<Option<Self>, WireError> {
+    pub fn parse(attr_id: u16, b: &[u8]) -> Result<Option<Self>, MadError> {
         Ok(Some(match attr_id {
             CmReq::ATTR_ID => CmMsg::Req(CmReq::parse(b)?),
             CmMra::ATTR_ID => CmMsg::Mra(CmMra::parse(b)?),
@@ -495,7 +510,7 @@ pub struct Mad {
 
 impl Mad {
     /// Parse the 256 bytes of a MAD (the UD payload on QP1).
-    pub fn parse(b: &[u8]) -> Result<Self, WireError> {
+    pub fn parse(b: &[u8]) -> Result<Self, MadError> {
         need(b, MAD_LEN, "MAD")?;
         let hdr = MadHeader::parse(b)?;
         let cm = if hdr.mgmt_class == MGMT_CLASS_CM { CmMsg::parse(hdr.attr_id, &b[MAD_HDR_LEN..])? } else { None };
@@ -591,7 +606,7 @@ impl CmaHdr {
         CmaHdr { cma_version: 0, ip_version: 4, src_port, src: pad(src), dst: pad(dst) }
     }
 
-    pub fn parse(b: &[u8]) -> Result<Self, WireError> {
+    pub fn parse(b: &[u8]) -> Result<Self, MadError> {
         need(b, CMA_HDR_LEN, "rdma_cm header")?;
         Ok(CmaHdr {
             cma_version: b[0],
@@ -719,6 +734,6 @@ mod tests {
         assert_eq!(b[1], 0x40);
         assert_eq!(CmaHdr::parse(&b).unwrap(), c);
         assert_eq!(c.v4_addrs(), Some((Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(10, 0, 0, 1))));
-        assert_eq!(Mad::parse(&[0u8; 255]).map(|_| ()), Err(WireError::Truncated { what: "MAD", need: 256, have: 255 }));
+        assert_eq!(Mad::parse(&[0u8; 255]).map(|_| ()), Err(MadError::Truncated { what: "MAD", need: 256, have: 255 }));
     }
 }
