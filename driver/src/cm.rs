@@ -49,22 +49,27 @@ pub const UD_GRH_ROOM: u32 = 40;
 /// The verbs the agent runs on, each call through `&self` (a device behind a lock or a thread): the driver
 /// itself ([`Driver`] in a [`Mutex`](std::sync::Mutex)), or the simulator's endpoints.
 pub trait CmVerbs {
-    /// Host memory for buffers.
+    /// Host memory for buffers (page aligned).
     fn alloc(&self, len: usize) -> Result<u64>;
     fn write_mem(&self, addr: u64, data: &[u8]) -> Result<()>;
     fn read_mem(&self, addr: u64, len: usize) -> Result<Vec<u8>>;
     fn alloc_pd(&self) -> Result<Pd>;
-    /// (lkey, rkey).
+    /// `ibv_reg_mr`: (lkey, rkey).
     fn reg_mr(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)>;
     fn create_cq(&self, cqe: u32) -> Result<Cq>;
-    /// QP1, the GSI QP.
-    fn create_gsi_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32>;
+    /// QP1, the GSI QP (a UD QP with the GSI Q_Key), for the CM agent.
+    fn create_gsi_qp(&self, _pd: Pd, _init: QpInitAttr) -> Result<u32> {
+        bail!("this device has no QP1")
+    }
     fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()>;
     fn post_send(&self, qpn: u32, wr: SendWr) -> Result<()>;
     fn post_recv(&self, qpn: u32, wr: RecvWr) -> Result<()>;
     fn poll_cq(&self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>>;
-    /// The MAC of neighbour `ip` (the RNIC's ARP); `None` when the device does not resolve.
-    fn resolve(&self, ip: Ipv4Addr) -> Result<Option<MacAddr>>;
+    /// The MAC of the neighbour `ip`, asked on the wire by the device itself (the RNIC's ARP); `None` when the
+    /// device does not resolve (the golden model: the lab's host stack knows the VM).
+    fn resolve(&self, _ip: Ipv4Addr) -> Result<Option<MacAddr>> {
+        Ok(None)
+    }
 }
 
 impl<T: CmVerbs + ?Sized> CmVerbs for std::sync::Arc<T> {
@@ -992,6 +997,14 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use crate::mad::{service_id, RDMA_PS_TCP};
 
+    /// CM A at 10.0.0.1 and CM B at 10.0.0.2, B listening on rping's service ID (returned).
+    fn pair() -> (CmCore, CmCore, u64) {
+        let mut b = CmCore::new(0xB, Ipv4Addr::new(10, 0, 0, 2), 0x900);
+        let sid = service_id(RDMA_PS_TCP, 7174);
+        b.listen(sid);
+        (CmCore::new(0xA, Ipv4Addr::new(10, 0, 0, 1), 0x100), b, sid)
+    }
+
     /// The datagram QP1 receives for `mad` from `src`: the GRH area (20 zero bytes, an IPv4 header) and the MAD.
     fn datagram(src: Ipv4Addr, mad: &[u8]) -> Vec<u8> {
         let mut b = vec![0u8; UD_GRH_ROOM as usize];
@@ -1102,11 +1115,8 @@ mod tests {
 
     /// [`handshake`] with B's application accepting `accept_after` after the start.
     fn handshake_slow(accept_after: Duration, mut lose: impl FnMut(usize, &Mad) -> bool) -> (Vec<CmEvent>, Vec<CmEvent>, Vec<(bool, Mad, bool)>) {
-        let (ipa, ipb) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-        let mut a = CmCore::new(0xA, ipa, 0x100);
-        let mut b = CmCore::new(0xB, ipb, 0x900);
-        let sid = service_id(RDMA_PS_TCP, 7174);
-        b.listen(sid);
+        let (mut a, mut b, sid) = pair();
+        let (ipa, ipb) = (a.ip, b.ip);
         let t0 = Instant::now();
         let mut now = t0;
         let (mut ea, mut eb) = (Vec::new(), Vec::new());
@@ -1224,11 +1234,8 @@ mod tests {
     /// after it the same REQ is a new connection request.
     #[test]
     fn timewait_makes_a_reused_qp_stale() {
-        let (ipa, ipb) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-        let mut a = CmCore::new(0xA, ipa, 0x100);
-        let mut b = CmCore::new(0xB, ipb, 0x900);
-        let sid = service_id(RDMA_PS_TCP, 7174);
-        b.listen(sid);
+        let (mut a, mut b, sid) = pair();
+        let (ipa, ipb) = (a.ip, b.ip);
         let t0 = Instant::now();
         a.timers(t0, &mut Vec::new());
         b.timers(t0, &mut Vec::new());
@@ -1312,11 +1319,8 @@ mod tests {
     /// a duplicate REQ in REP_SENT, and the REP goes again on its own timer, byte for byte.
     #[test]
     fn a_duplicate_req_makes_no_second_connection() {
-        let (ipa, ipb) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-        let mut a = CmCore::new(0xA, ipa, 0x100);
-        let mut b = CmCore::new(0xB, ipb, 0x900);
-        let sid = service_id(RDMA_PS_TCP, 7174);
-        b.listen(sid);
+        let (mut a, mut b, sid) = pair();
+        let (ipa, ipb) = (a.ip, b.ip);
         a.connect(ipb, sid, 0x11, 0x1000, 1024, 1, 0xC000);
         let (_, req) = a.out.pop().unwrap();
         let mut ev = Vec::new();

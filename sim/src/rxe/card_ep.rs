@@ -14,7 +14,7 @@ use anyhow::{anyhow, Result};
 use rnic_driver::{CsrBus, DmaMemory, Driver};
 use testbench::model::{AccessFlags, Cq, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
 
-use super::verbs::Verbs;
+use super::verbs::{CmVerbs, Verbs};
 
 /// How the driver waits between polls on this backend (the card: a millisecond).
 pub const POLL_PAUSE: Duration = Duration::from_millis(1);
@@ -61,7 +61,7 @@ impl<B: CsrBus + Send, M: DmaMemory> CardDevice<B, M> {
     }
 }
 
-impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
+impl<B: CsrBus + Send, M: DmaMemory> CmVerbs for CardDevice<B, M> {
     fn alloc(&self, len: usize) -> Result<u64> {
         self.mem.lock().unwrap_or_else(|x| x.into_inner()).alloc(len).map_err(e("DMA memory"))
     }
@@ -80,9 +80,6 @@ impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
     }
     fn create_cq(&self, cqe: u32) -> Result<Cq> {
         self.drv().create_cq(cqe).map_err(e("create_cq"))
-    }
-    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
-        self.drv().create_qp(pd, init).map_err(e("create_qp"))
     }
     fn create_gsi_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
         self.drv().create_gsi_qp(pd, init).map_err(e("create_gsi_qp"))
@@ -105,6 +102,16 @@ impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
         self.tell(&mut d);
         r
     }
+    fn resolve(&self, ip: std::net::Ipv4Addr) -> Result<Option<testbench::wire::MacAddr>> {
+        let m = self.drv().resolve(ip, &mut || std::thread::sleep(POLL_PAUSE)).map_err(e("ARP"))?;
+        Ok(Some(m))
+    }
+}
+
+impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
+    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
+        self.drv().create_qp(pd, init).map_err(e("create_qp"))
+    }
     fn describe(&self) -> String {
         self.what.clone()
     }
@@ -119,10 +126,6 @@ impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
     }
     fn inbound_backlog(&self) -> Option<super::Backlog> {
         self.backlog.clone()
-    }
-    fn resolve(&self, ip: std::net::Ipv4Addr) -> Result<Option<testbench::wire::MacAddr>> {
-        let m = self.drv().resolve(ip, &mut || std::thread::sleep(POLL_PAUSE)).map_err(e("ARP"))?;
-        Ok(Some(m))
     }
 }
 

@@ -11,50 +11,11 @@ use testbench::wire::MacAddr;
 
 pub use rnic_driver::cm::*;
 
-use super::verbs::{Dev, Verbs};
+use super::verbs::Dev;
 
 /// The agent on one of the lab's endpoints.
 pub type CmAgent = rnic_driver::cm::CmAgent<Dev>;
 
-/// The lab's endpoints as the agent's verbs.
-impl CmVerbs for dyn Verbs {
-    fn alloc(&self, len: usize) -> Result<u64> {
-        Verbs::alloc(self, len)
-    }
-    fn write_mem(&self, addr: u64, data: &[u8]) -> Result<()> {
-        Verbs::write_mem(self, addr, data)
-    }
-    fn read_mem(&self, addr: u64, len: usize) -> Result<Vec<u8>> {
-        Verbs::read_mem(self, addr, len)
-    }
-    fn alloc_pd(&self) -> Result<testbench::model::Pd> {
-        Verbs::alloc_pd(self)
-    }
-    fn reg_mr(&self, pd: testbench::model::Pd, addr: u64, len: u64, access: testbench::model::AccessFlags) -> Result<(u32, u32)> {
-        Verbs::reg_mr(self, pd, addr, len, access)
-    }
-    fn create_cq(&self, cqe: u32) -> Result<testbench::model::Cq> {
-        Verbs::create_cq(self, cqe)
-    }
-    fn create_gsi_qp(&self, pd: testbench::model::Pd, init: testbench::model::QpInitAttr) -> Result<u32> {
-        Verbs::create_gsi_qp(self, pd, init)
-    }
-    fn modify_qp(&self, qpn: u32, attr: &testbench::model::QpAttr) -> Result<()> {
-        Verbs::modify_qp(self, qpn, attr)
-    }
-    fn post_send(&self, qpn: u32, wr: testbench::model::SendWr) -> Result<()> {
-        Verbs::post_send(self, qpn, wr)
-    }
-    fn post_recv(&self, qpn: u32, wr: testbench::model::RecvWr) -> Result<()> {
-        Verbs::post_recv(self, qpn, wr)
-    }
-    fn poll_cq(&self, cq: testbench::model::Cq, max: usize) -> Result<Vec<testbench::model::WorkCompletion>> {
-        Verbs::poll_cq(self, cq, max)
-    }
-    fn resolve(&self, ip: Ipv4Addr) -> Result<Option<MacAddr>> {
-        Verbs::resolve(self, ip)
-    }
-}
 
 /// What a lab run of the librdmacm clients against the agent shows: each client's exit status and output,
 /// the agent's counts, the events it raised, what our rping server read in each ping, and every CM MAD on the

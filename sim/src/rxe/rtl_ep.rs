@@ -44,7 +44,7 @@ use rnic_driver::host::{CAP_RC, REG_COUNTERS};
 use testbench::mac::CORE_HZ;
 use testbench::model::{AccessFlags, Cq, HostMemory, Pd, QpAttr, QpInitAttr, RecvWr, SendWr, WorkCompletion};
 
-use super::verbs::Verbs;
+use super::verbs::{CmVerbs, Verbs};
 use super::Endpoint;
 use crate::system::{SimBus, System};
 
@@ -506,7 +506,7 @@ fn err<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> anyhow::Er
     move |e| anyhow!("{what}: {e}")
 }
 
-impl Verbs for RtlDevice {
+impl CmVerbs for RtlDevice {
     fn alloc(&self, len: usize) -> Result<u64> {
         Ok(self.mem.lock().unwrap_or_else(|e| e.into_inner()).alloc(len))
     }
@@ -526,9 +526,6 @@ impl Verbs for RtlDevice {
     fn create_cq(&self, cqe: u32) -> Result<Cq> {
         self.call(move |c| c.drv.create_cq(cqe))?.map_err(err("create_cq"))
     }
-    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
-        self.call(move |c| c.drv.create_qp(pd, init))?.map_err(err("create_qp"))
-    }
     fn create_gsi_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
         self.call(move |c| c.drv.create_gsi_qp(pd, init))?.map_err(err("create_gsi_qp"))
     }
@@ -544,6 +541,23 @@ impl Verbs for RtlDevice {
     }
     fn poll_cq(&self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>> {
         self.call(move |c| c.drv.poll_cq(cq, max))?.map_err(err("poll_cq"))
+    }
+    fn resolve(&self, ip: std::net::Ipv4Addr) -> Result<Option<testbench::wire::MacAddr>> {
+        // polled from this (the application's) thread, so the RTL thread runs on between the polls
+        let bus = |e: anyhow::Error| DriverError::Bus(format!("{e:#}"));
+        let m = rnic_driver::driver::resolve_by(
+            ip,
+            &mut |ip| self.call(move |c| c.drv.arp_query(ip)).map_err(bus)?,
+            &mut || self.call(|c| c.drv.arp_answer()).map_err(bus)?,
+            &mut || std::thread::sleep(Duration::from_millis(1)),
+        )?;
+        Ok(Some(m))
+    }
+}
+
+impl Verbs for RtlDevice {
+    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
+        self.call(move |c| c.drv.create_qp(pd, init))?.map_err(err("create_qp"))
     }
     fn describe(&self) -> String {
         if self.board {
@@ -568,17 +582,6 @@ impl Verbs for RtlDevice {
     }
     fn inbound_backlog(&self) -> Option<super::Backlog> {
         Some(self.inner.backlog.clone())
-    }
-    fn resolve(&self, ip: std::net::Ipv4Addr) -> Result<Option<testbench::wire::MacAddr>> {
-        // polled from this (the application's) thread, so the RTL thread runs on between the polls
-        let bus = |e: anyhow::Error| DriverError::Bus(format!("{e:#}"));
-        let m = rnic_driver::driver::resolve_by(
-            ip,
-            &mut |ip| self.call(move |c| c.drv.arp_query(ip)).map_err(bus)?,
-            &mut || self.call(|c| c.drv.arp_answer()).map_err(bus)?,
-            &mut || std::thread::sleep(Duration::from_millis(1)),
-        )?;
-        Ok(Some(m))
     }
     fn unexpected_drops(&self) -> Vec<(String, u64)> {
         self.counters()

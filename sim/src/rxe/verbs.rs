@@ -12,27 +12,14 @@ use testbench::model::{
     AccessFlags, Counters, Cq, Pd, QpAttr, QpInitAttr, QpType, RecvWr, SendWr, WorkCompletion,
 };
 
+pub use rnic_driver::cm::CmVerbs;
+
 use super::model_ep::SharedDevice;
 
-/// A device our peers can drive.
-pub trait Verbs: Send + Sync {
-    /// Host memory for buffers (page aligned).
-    fn alloc(&self, len: usize) -> Result<u64>;
-    fn write_mem(&self, addr: u64, data: &[u8]) -> Result<()>;
-    fn read_mem(&self, addr: u64, len: usize) -> Result<Vec<u8>>;
-    fn alloc_pd(&self) -> Result<Pd>;
-    /// `ibv_reg_mr`: (lkey, rkey).
-    fn reg_mr(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)>;
-    fn create_cq(&self, cqe: u32) -> Result<Cq>;
+/// A device our peers can drive: the verbs the CM agent needs ([`CmVerbs`], the driver crate's), QP creation,
+/// and what the lab reports.
+pub trait Verbs: CmVerbs + Send + Sync {
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32>;
-    /// QP1, the GSI QP (a UD QP with the GSI Q_Key), for the CM agent.
-    fn create_gsi_qp(&self, _pd: Pd, _init: QpInitAttr) -> Result<u32> {
-        anyhow::bail!("{} has no QP1", self.describe())
-    }
-    fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()>;
-    fn post_send(&self, qpn: u32, wr: SendWr) -> Result<()>;
-    fn post_recv(&self, qpn: u32, wr: RecvWr) -> Result<()>;
-    fn poll_cq(&self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>>;
     /// What the endpoint is, for reports ("golden model", "RTL (Verilator)").
     fn describe(&self) -> String;
     /// The endpoint's own event counters, named (the model's counters; the RTL's counter window).
@@ -51,17 +38,12 @@ pub trait Verbs: Send + Sync {
     fn inbound_backlog(&self) -> Option<super::Backlog> {
         None
     }
-    /// The MAC of the neighbour `ip`, asked on the wire by the endpoint itself (the RNIC's ARP); `None` when
-    /// the endpoint does not resolve (the golden model: the lab's host stack knows the VM).
-    fn resolve(&self, _ip: std::net::Ipv4Addr) -> Result<Option<testbench::wire::MacAddr>> {
-        Ok(None)
-    }
 }
 
 /// The device handle the peers hold.
 pub type Dev = Arc<dyn Verbs>;
 
-impl Verbs for SharedDevice {
+impl CmVerbs for SharedDevice {
     fn alloc(&self, len: usize) -> Result<u64> {
         Ok(self.lock().alloc(len))
     }
@@ -81,9 +63,6 @@ impl Verbs for SharedDevice {
     fn create_cq(&self, cqe: u32) -> Result<Cq> {
         Ok(self.lock().create_cq(cqe))
     }
-    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
-        self.lock().create_qp(pd, init).map_err(|e| anyhow!("create_qp: {e}"))
-    }
     fn modify_qp(&self, qpn: u32, attr: &QpAttr) -> Result<()> {
         self.lock().modify_qp(qpn, attr).map_err(|e| anyhow!("modify_qp: {e}"))
     }
@@ -95,6 +74,12 @@ impl Verbs for SharedDevice {
     }
     fn poll_cq(&self, cq: Cq, max: usize) -> Result<Vec<WorkCompletion>> {
         Ok(self.lock().poll_cq(cq, max))
+    }
+}
+
+impl Verbs for SharedDevice {
+    fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
+        self.lock().create_qp(pd, init).map_err(|e| anyhow!("create_qp: {e}"))
     }
     fn describe(&self) -> String {
         "golden model".into()
