@@ -380,8 +380,8 @@ fn connections_complete_with_one_percent_of_the_mads_lost() {
     assert_eq!(p.cmatose.len(), 20, "{:?}", p.cmatose);
     assert!(p.cmatose.iter().all(|c| *c == (10, true)), "{:?}", p.cmatose);
     assert_eq!(p.pings.len(), 2);
+    // every connection completed although MADs were lost both ways: the lost ones went again (a resend is on
+    // the link only as the one copy that arrived, so the capture alone cannot count them)
     let requests = p.events.iter().filter(|e| matches!(e, CmEvent::ConnectRequest { .. })).count();
     assert_eq!(requests, 21, "one connection request per connection, whatever was resent");
-    let (_, resent) = without_resends(&p.mads);
-    assert!(resent > 0, "nothing was resent");
 }

@@ -240,6 +240,18 @@ pub fn probe_lossy(image: &super::VmImage, run_name: &str, clients: &[(&str, &st
                 }
             }
         }
+        // the VM's udaddy may have its replies and exit before the completions of our sends are in (a UD send
+        // completes on transmit, which the RTL reports a little later under load): take them, up to 5 s
+        let end = Instant::now() + Duration::from_secs(5);
+        while let Some(u) = udaddy.as_mut().filter(|u| error.is_none() && u.received == super::udaddy::MESSAGES && !u.done()) {
+            if let Err(e) = u.poll(a) {
+                error = Some(format!("{e:#}"));
+            }
+            if Instant::now() > end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     for (_, s) in servers {
         pings.extend(s.pings);
