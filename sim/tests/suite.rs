@@ -25,6 +25,7 @@ mod rnic_system;
 mod rx_equivalence;
 mod rxe_bridge;
 mod rxe_cm;
+mod rxe_mw;
 mod rxe_perftest;
 mod rxe_vm;
 mod stage_equivalence;

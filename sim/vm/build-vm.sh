@@ -1,6 +1,7 @@
 #!/bin/bash
 # Build the soft-RoCE (rdma_rxe) peer VM used by sim::rxe: a stock Debian 12 kernel plus a busybox +
-# rdma-core + perftest initramfs. Everything comes from Debian packages; nothing else is downloaded.
+# rdma-core + perftest initramfs. Everything comes from Debian packages (the lab's verbs agent, agent/rxe-verbs.c, is
+# compiled here against libibverbs-dev); nothing else is downloaded.
 #
 # Outputs (git-ignored):  $OUT/vmlinux (uncompressed ELF, booted by qemu through the PVH entry),
 #                         $OUT/vmlinuz, $OUT/initramfs.cpio.gz, $OUT/stamp, $OUT/kernel-version
@@ -30,7 +31,7 @@ exec 9>"$WORK/.build.lock"
 flock 9
 
 # ---- 0. host packages ---------------------------------------------------------------------------------------
-HOST_PKGS="qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils iproute2 kmod cpio xz-utils"
+HOST_PKGS="qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils iproute2 kmod cpio xz-utils libibverbs-dev gcc libc6-dev"
 missing=""
 for p in $HOST_PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -62,7 +63,8 @@ deb=$(ls ${KPKG}_*.deb 2>/dev/null | head -1 || true)
 
 # ---- cache check --------------------------------------------------------------------------------------------
 versions=$(dpkg-query -W -f='${Package}=${Version}\n' $HOST_PKGS 2>/dev/null | sort)
-key=$( { cat "$SELF"; echo "$KPKG"; echo "$versions"; } | sha256sum | cut -d' ' -f1)
+AGENT=$HERE/agent/rxe-verbs.c
+key=$( { cat "$SELF" "$AGENT"; echo "$KPKG"; echo "$versions"; } | sha256sum | cut -d' ' -f1)
 if [ -z "${FORCE:-}" ] && [ -n "$deb" ] && [ -f "$OUT/stamp" ] && [ "$(cat "$OUT/stamp")" = "$key" ] &&
    [ -f "$OUT/vmlinux" ] && [ -f "$OUT/initramfs.cpio.gz" ]; then
     echo "build-vm.sh: $OUT up to date ($KPKG)"
@@ -122,6 +124,9 @@ for b in $BINS; do
     cp -L "$p" "$R/usr/bin/"
     libs="$libs $p"
 done
+# the lab's verbs agent (sim::rxe::verbs_agent), built here against libibverbs
+gcc -O2 -Wall -Werror -o "$R/usr/bin/rxe-verbs" "$AGENT" -libverbs
+libs="$libs $R/usr/bin/rxe-verbs"
 # the rxe provider is dlopen()ed by libibverbs: copy it and its driver file explicitly
 PROV=$(dpkg -L ibverbs-providers | grep 'librxe-rdmav.*\.so$' | head -1)
 mkdir -p "$R$(dirname "$PROV")"

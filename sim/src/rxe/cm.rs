@@ -36,18 +36,20 @@ pub struct CmProbe {
     pub error: Option<String>,
 }
 
-/// A lab run against the RTL endpoint: the VM booted with `script`, every frame of the link in `pcap`.
-struct CmLab {
-    dev: Dev,
-    session: super::Session<super::HostStack<super::verbs::BoxedEndpoint>>,
-    pcap: std::path::PathBuf,
-    ip: Ipv4Addr,
-    mac: MacAddr,
+/// A lab run against the RTL endpoint: the VM booted with `script`, every frame of the link in `pcap`, the
+/// lab's TCP on the link (`mgmt`) for an exchange with the VM.
+pub(super) struct CmLab {
+    pub(super) dev: Dev,
+    pub(super) session: super::Session<super::HostStack<super::verbs::BoxedEndpoint>>,
+    pub(super) pcap: std::path::PathBuf,
+    pub(super) ip: Ipv4Addr,
+    pub(super) mac: MacAddr,
+    pub(super) mgmt: super::Mgmt,
 }
 
 impl CmLab {
     /// `loss`: the fraction of the MADs (frames to QP1) the link drops each way, seeded by `seed`.
-    fn start(image: &super::VmImage, run_name: &str, script: String, loss: f64, seed: u64) -> Result<Self> {
+    pub(super) fn start(image: &super::VmImage, run_name: &str, script: String, loss: f64, seed: u64) -> Result<Self> {
         use super::verbs::{open_endpoint_with, EndpointKind};
         use super::{BridgeConfig, HostConfig, HostStack, Session, VmConfig};
         let dir = super::run_dir(run_name);
@@ -61,16 +63,17 @@ impl CmLab {
         let model = testbench::model::DeviceConfig { mac, ip: IpAddr::V4(ip), seed: 1, first_qpn: 0x11, active_mtu: 1024, vlan: None };
         let (dev, ep) = open_endpoint_with(EndpointKind::Rtl, model, None, super::rtl_ep::INBOUND_GBPS, Some(dir.clone()))?;
         let host = HostStack::new(host_cfg).with_roce(ep);
+        let mgmt = host.mgmt();
         let bcfg = BridgeConfig { pcap: Some(pcap.clone()), drop_from_vm: loss, drop_to_vm: loss, drop_only_qp: Some(1), seed, ..Default::default() };
         let session = Session::start_paced(&cfg, bcfg, host, dev.inbound_backlog())?;
-        Ok(CmLab { dev, session, pcap, ip, mac })
+        Ok(CmLab { dev, session, pcap, ip, mac, mgmt })
     }
 }
 
 impl CmLab {
     /// Wait for the VM to end; its outcome and every MAD on QP1 of the run that crossed the link, and the MADs
     /// the link dropped (from the VM, to it).
-    fn finish(self) -> Result<(super::VmOutcome, Vec<(bool, Mad)>, (u64, u64))> {
+    pub(super) fn finish(self) -> Result<(super::VmOutcome, Vec<(bool, Mad)>, (u64, u64))> {
         let (out, report) = self.session.finish()?;
         Ok((out, qp1_mads(&self.pcap, self.ip)?, (report.stats.dropped_from_vm, report.stats.dropped_to_vm)))
     }

@@ -53,6 +53,7 @@ pub mod model_ep;
 pub mod oob;
 pub mod rtl_ep;
 pub mod verbs;
+pub mod verbs_agent;
 pub mod perftest;
 pub mod perftest_cm;
 pub mod pingpong;
