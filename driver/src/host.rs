@@ -381,7 +381,7 @@ pub const SQ_GROUP_SLOTS: usize = 8;
 /// | 8 | opcode (`WR_*`) |
 /// | 9 | flags (`WQE_*`) |
 /// | 10..12 | reserved, 0 |
-/// | 12..16 | imm_data in wire byte order, or invalidate_rkey (little-endian) for SEND_WITH_INV |
+/// | 12..16 | imm_data, or invalidate_rkey for SEND_WITH_INV, in wire byte order (the ImmDt or IETH as sent) |
 /// | 16..24 | local address (the one SGE: a VA inside the lkey's MR) |
 /// | 24..28 | length |
 /// | 28..32 | lkey |
@@ -395,7 +395,7 @@ pub struct SendWqe {
     pub wr_id: u64,
     pub opcode: u8,
     pub flags: u8,
-    /// imm_data as a big-endian value (the 4 wire bytes), or invalidate_rkey.
+    /// imm_data as a big-endian value (the 4 wire bytes), or invalidate_rkey (also in wire order).
     pub imm_or_inv: u32,
     pub local_addr: u64,
     pub length: u32,
@@ -412,11 +412,7 @@ impl SendWqe {
         b[0..8].copy_from_slice(&self.wr_id.to_le_bytes());
         b[8] = self.opcode;
         b[9] = self.flags;
-        if self.opcode == WR_SEND_WITH_INV {
-            b[12..16].copy_from_slice(&self.imm_or_inv.to_le_bytes());
-        } else {
-            b[12..16].copy_from_slice(&self.imm_or_inv.to_be_bytes());
-        }
+        b[12..16].copy_from_slice(&self.imm_or_inv.to_be_bytes());
         b[16..24].copy_from_slice(&self.local_addr.to_le_bytes());
         b[24..28].copy_from_slice(&self.length.to_le_bytes());
         b[28..32].copy_from_slice(&self.lkey.to_le_bytes());
@@ -429,11 +425,7 @@ impl SendWqe {
     pub fn decode(b: &[u8; WQE_BYTES]) -> Self {
         let u32le = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
         let u64le = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        let imm = if b[8] == WR_SEND_WITH_INV {
-            u32le(12)
-        } else {
-            u32::from_be_bytes(b[12..16].try_into().unwrap())
-        };
+        let imm = u32::from_be_bytes(b[12..16].try_into().unwrap());
         SendWqe {
             wr_id: u64le(0),
             opcode: b[8],

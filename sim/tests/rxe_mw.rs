@@ -18,7 +18,10 @@ fn pat(seed: u8) -> String {
 ///   written; from the pair whose QP bound it: written;
 /// * a WRITE through the type 1 window that runs 32 bytes past its end (inside the MR): rxe 6.1 takes it (it
 ///   checks the range against the window's MR, not the window: `docs/rxe-rules.md`).
-/// rxe's three NAKs on the link are remote access errors (syndrome 0x62).
+/// * our SEND_WITH_INV naming a type 2 window rxe bound: rxe's receive completes with that rkey (flagged with
+///   the kernel's bit for it, not libibverbs': `docs/rxe-rules.md` 5b), and our next WRITE through the window
+///   completes with a remote access error.
+/// rxe's four NAKs on the link are remote access errors (syndrome 0x62).
 #[test]
 fn rxe_windows_bound_used_and_invalidated() {
     let img = match sim::rxe::vm_available() {
@@ -48,8 +51,14 @@ fn rxe_windows_bound_used_and_invalidated() {
             ("write-only type 1 window READ", WcStatus::RemAccessErr),
             ("type 2 window bound on another QP WRITE", WcStatus::RemAccessErr),
             ("type 2 window bound on this QP WRITE", WcStatus::Success),
+            ("SEND_WITH_INV", WcStatus::Success),
+            ("type 2 window invalidated by our SEND_WITH_INV WRITE", WcStatus::RemAccessErr),
         ]
     );
+    // rxe's receive: success, the rkey we named, 64 bytes; its flags are GRH and bit 2, the kernel's
+    // IB_WC_WITH_INVALIDATE, which libibverbs reads as IBV_WC_IP_CSUM_OK: rxe 6.1 never sets IBV_WC_WITH_INV (8)
+    let (status, flags, inv, len, named) = p.send_inv.unwrap();
+    assert_eq!((status, flags, inv, len), (0, 1 | 4, named, 64), "{:?}", p.send_inv);
     let bytes: Vec<(&str, String)> = p.rxe_bytes.iter().map(|(w, h)| (w.as_str(), h.clone())).collect();
     assert_eq!(
         bytes,
@@ -62,8 +71,10 @@ fn rxe_windows_bound_used_and_invalidated() {
             // never written
             ("type 2 window bound on another QP WRITE", "00".repeat(64)),
             ("type 2 window bound on this QP WRITE", pat(0x70)),
+            ("SEND_WITH_INV", pat(0x80)),
+            ("type 2 window invalidated by our SEND_WITH_INV WRITE", "00".repeat(64)),
         ]
     );
     assert_eq!(p.read_back, [("type 1 window".to_string(), true), ("type 2 window".to_string(), true), ("write-only type 1 window".to_string(), false)]);
-    assert_eq!(p.naks, [0x62, 0x62, 0x62], "rxe's NAKs: remote access error each");
+    assert_eq!(p.naks, [0x62, 0x62, 0x62, 0x62], "rxe's NAKs: remote access error each");
 }

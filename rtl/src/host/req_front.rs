@@ -6,8 +6,9 @@
 //!
 //! Errors complete the WQE without sending anything (status in the record, `ibv_wc_status` codes): QP not in
 //! RTS/SQD (ERROR: WR_FLUSH_ERR, else LOC_QP_OP_ERR), lkey/PD/access/bounds failure (LOC_PROT_ERR, as rxe's
-//! `copy_data` failing in `rxe_req.c`), an opcode this build does not implement (SEND_WITH_INV: LOC_QP_OP_ERR;
-//! the driver does not post it), a malformed inline WQE (below: LOC_QP_OP_ERR). Such a local error puts the QP in
+//! `copy_data` failing in `rxe_req.c`), an opcode the QP's transport has no packets for (UC: READ, atomics,
+//! SEND_WITH_INV; UD: anything but SEND and SEND_WITH_IMM) or this build does not send (an inline
+//! SEND_WITH_INV): LOC_QP_OP_ERR, a malformed inline WQE (below: LOC_QP_OP_ERR). Such a local error puts the QP in
 //! error here, as rxe's requester does: the WQEs behind it complete with WR_FLUSH_ERR without being sent,
 //! until the next CMD_WRITE_QP_REQ (modify_qp to RTS); the WQEs before it complete as their responses say.
 //!
@@ -69,7 +70,7 @@ use crate::transport::requester::{ReqDesc, ReqDone};
 use rnic_driver::host::{
     MAX_INLINE, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD,
     WR_MASK_SLOT, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_NOP_SLOT, WR_RDMA_READ,
-    WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM,
+    WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
 };
 use testbench::model::{QpState, WcStatus};
 
@@ -399,6 +400,7 @@ pub struct ReqFront {
     op_nop: Constant<Bits<8>>,
     op_send: Constant<Bits<8>>,
     op_send_imm: Constant<Bits<8>>,
+    op_send_inv: Constant<Bits<8>>,
     op_write: Constant<Bits<8>>,
     op_write_imm: Constant<Bits<8>>,
     zero8: Constant<Bits<8>>,
@@ -583,6 +585,7 @@ impl Default for ReqFront {
             op_nop: k(u64::from(WR_NOP_SLOT)),
             op_send: k(u64::from(WR_SEND)),
             op_send_imm: k(u64::from(WR_SEND_WITH_IMM)),
+            op_send_inv: k(u64::from(WR_SEND_WITH_INV)),
             op_write: k(u64::from(WR_RDMA_WRITE)),
             op_write_imm: k(u64::from(WR_RDMA_WRITE_WITH_IMM)),
             zero8: k(0),
@@ -760,7 +763,7 @@ impl Logic for ReqFront {
         }
         self.l_unsup.next = (self.l_inl.val() & !self.l_inl_ok.val())
             | self.l_bad_ext.val()
-            | (self.ctx.q.val().uc & (!self.l_send.val() | self.l_masked.val()))
+            | (self.ctx.q.val().uc & (!self.l_send.val() | self.l_masked.val() | (self.l_op.val() == self.op_send_inv.val())))
             | (self.ctx.q.val().ud & (self.l_op.val() != self.op_send.val()) & (self.l_op.val() != self.op_send_imm.val()));
         // the inline buffer: 8 slots; the reader sees the committed ones
         self.l_ib_full.next = (self.ib_w.q.val().get_bits::<3>(0) == self.ib_r.q.val().get_bits::<3>(0))
@@ -1895,6 +1898,17 @@ mod tests {
         r.psn(1, 60);
         let (d, i) = r.wqe(1, 11, &w, |d| (d.psn.to_u64() + 1, 0, false));
         assert_eq!((d.map(|d| d.psn.to_u64()), i.status.to_u64()), (Some(60), 0));
+        // SEND_WITH_INV: an RC QP sends it, the rkey to invalidate (wire order in the slot) in the descriptor's
+        // imm; a UC QP has no such packets (LOC_QP_OP_ERR, nothing sent)
+        let inv = SendWqe { opcode: WR_SEND_WITH_INV, imm_or_inv: 0x1234_5678, ..w };
+        let (d, i) = r.wqe(1, 12, &inv, |d| (d.psn.to_u64() + 1, 0, false));
+        assert_eq!((d.map(|d| d.imm.to_u64()), i.status.to_u64()), (Some(0x1234_5678), 0));
+        r.ctx(4, SqCtx { uc: true, ..ctx(QpState::Rts) });
+        r.psn(4, 5);
+        let (d, i) = r.wqe(4, 13, &inv, never);
+        assert_eq!((d.is_none(), i.status.to_u64()), (true, WcStatus::LocQpOpErr as u64));
+        let (d, i) = r.wqe(4, 14, &SendWqe { opcode: WR_SEND, ..inv }, |d| (d.psn.to_u64() + 1, 0, false));
+        assert_eq!((d.map(|d| d.uc), i.status.to_u64()), (None, WcStatus::WrFlushErr as u64), "the local error put the UC QP in error");
     }
 
     /// The Completer put a QP in error (retry exhausted, a NAK): its WQEs are flushed without being sent, the

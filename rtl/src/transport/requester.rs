@@ -11,8 +11,9 @@
 //!
 //! Rules, as the golden model (`testbench::model::requester`) and rxe:
 //! * SEND and RDMA WRITE are cut into path-MTU packets; WRITE carries the RETH (remote VA, rkey, total length)
-//!   in its first packet, the `_WITH_IMMEDIATE` forms carry ImmDt in the last; SE on the last packet of a
-//!   solicited SEND / SEND_WITH_IMM / WRITE_WITH_IMM.
+//!   in its first packet, the `_WITH_IMMEDIATE` forms carry ImmDt in the last, SEND_WITH_INV its IETH (the rkey
+//!   to invalidate, from the descriptor's `imm`) in the last (SEND_LAST/ONLY_WITH_INVALIDATE); SE on the last
+//!   packet of a solicited SEND / SEND_WITH_IMM / SEND_WITH_INV / WRITE_WITH_IMM.
 //! * RDMA READ is one request packet with the RETH; it consumes one PSN per response packet
 //!   (max(1, ceil(len / MTU))). CAS and FAA are one packet with the AtomicETH (CAS: swap, compare; FAA: add, 0);
 //!   their masked forms one packet with MaskedCmpSwapETH (swap, compare, swap mask, compare mask: 44 bytes) or
@@ -23,7 +24,7 @@
 //! * UD (`ud`): SEND and SEND_WITH_IMM only, one packet (UD_SEND_ONLY, RC + 0x60) with the DETH (Q_Key, source
 //!   QPN) before the ImmDt; a message longer than the path MTU sends nothing and completes without error,
 //!   its PSN unused (rxe `rxe_requester`'s `qp_type == IB_QPT_UD && length > mtu` test).
-//! * An opcode this requester does not implement (SEND_WITH_INV, unknown codes) sends nothing and
+//! * An opcode this requester does not implement (unknown codes) sends nothing and
 //!   completes with `err` set (the completer reports it as a local QP operation error).
 //!
 //! Timing (<= 6 LUT6 levels): every wide sum (packet DMA address + MTU, PSN + 1 or + packets, packets left - 1)
@@ -41,7 +42,7 @@ use crate::common::ports::TxPacket;
 use crate::wire::tx_build::{TxHeader, EXT_BITS, MAX_EXT};
 use rnic_driver::host::{
     WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD,
-    WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM,
+    WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
 };
 use testbench::model::requester::RXE_MAX_PKT_PER_ACK;
 use testbench::wire::opcode::*;
@@ -119,9 +120,10 @@ pub const CLASS_CAS: u64 = 5;
 pub const CLASS_FAA: u64 = 6;
 pub const CLASS_MCAS: u64 = 7;
 pub const CLASS_MFAA: u64 = 8;
+pub const CLASS_SEND_INV: u64 = 9;
 pub const CLASS_INVALID: u64 = 15;
 /// Classes with a request (0 .. CLASSES).
-const CLASSES: u64 = 9;
+const CLASSES: u64 = 10;
 
 /// Extension-header kinds (the ext table's bits 2:0).
 const EXT_NONE: u64 = 0;
@@ -138,6 +140,7 @@ pub fn class_table() -> Vec<u64> {
     let mut t = vec![CLASS_INVALID; 256];
     t[WR_SEND as usize] = CLASS_SEND;
     t[WR_SEND_WITH_IMM as usize] = CLASS_SEND_IMM;
+    t[WR_SEND_WITH_INV as usize] = CLASS_SEND_INV;
     t[WR_RDMA_WRITE as usize] = CLASS_WRITE;
     t[WR_RDMA_WRITE_WITH_IMM as usize] = CLASS_WRITE_IMM;
     t[WR_RDMA_READ as usize] = CLASS_READ;
@@ -159,12 +162,14 @@ pub fn opcode_table() -> Vec<u64> {
     for class in 0..CLASSES {
         for (first, last) in [(true, true), (true, false), (false, false), (false, true)] {
             let op = match (class, first, last) {
-                (CLASS_SEND | CLASS_SEND_IMM, true, false) => RC_SEND_FIRST,
-                (CLASS_SEND | CLASS_SEND_IMM, false, false) => RC_SEND_MIDDLE,
+                (CLASS_SEND | CLASS_SEND_IMM | CLASS_SEND_INV, true, false) => RC_SEND_FIRST,
+                (CLASS_SEND | CLASS_SEND_IMM | CLASS_SEND_INV, false, false) => RC_SEND_MIDDLE,
                 (CLASS_SEND, false, true) => RC_SEND_LAST,
                 (CLASS_SEND_IMM, false, true) => RC_SEND_LAST_WITH_IMMEDIATE,
+                (CLASS_SEND_INV, false, true) => RC_SEND_LAST_WITH_INVALIDATE,
                 (CLASS_SEND, true, true) => RC_SEND_ONLY,
                 (CLASS_SEND_IMM, true, true) => RC_SEND_ONLY_WITH_IMMEDIATE,
+                (CLASS_SEND_INV, true, true) => RC_SEND_ONLY_WITH_INVALIDATE,
                 (CLASS_WRITE | CLASS_WRITE_IMM, true, false) => RC_RDMA_WRITE_FIRST,
                 (CLASS_WRITE | CLASS_WRITE_IMM, false, false) => RC_RDMA_WRITE_MIDDLE,
                 (CLASS_WRITE, false, true) => RC_RDMA_WRITE_LAST,
@@ -189,7 +194,8 @@ pub fn ext_table() -> Vec<u64> {
     for class in 0..CLASSES {
         for (first, last) in [(true, true), (true, false), (false, false), (false, true)] {
             let (kind, words) = match class {
-                CLASS_SEND_IMM if last => (EXT_IMM, 1),
+                // the IETH is, like the ImmDt, one 32-bit word after the BTH
+                CLASS_SEND_IMM | CLASS_SEND_INV if last => (EXT_IMM, 1),
                 CLASS_WRITE | CLASS_WRITE_IMM if first && last && class == CLASS_WRITE_IMM => (EXT_RETH_IMM, 5),
                 CLASS_WRITE | CLASS_WRITE_IMM if first => (EXT_RETH, 4),
                 CLASS_WRITE_IMM if last => (EXT_IMM, 1),
@@ -200,7 +206,7 @@ pub fn ext_table() -> Vec<u64> {
                 CLASS_MFAA => (EXT_MFAA, 7),
                 _ => (EXT_NONE, 0),
             };
-            let se = matches!(class, CLASS_SEND | CLASS_SEND_IMM | CLASS_WRITE_IMM) && last;
+            let se = matches!(class, CLASS_SEND | CLASS_SEND_IMM | CLASS_SEND_INV | CLASS_WRITE_IMM) && last;
             let one = matches!(class, CLASS_READ | CLASS_CAS | CLASS_FAA | CLASS_MCAS | CLASS_MFAA);
             t[pkt_index(class, first, last)] = kind | words << 3 | u64::from(se) << 7 | u64::from(one) << 8;
         }
@@ -894,7 +900,8 @@ mod tests {
                     WrOpcode::AtomicFetchAndAdd,
                     WrOpcode::MaskedAtomicCmpAndSwp,
                     WrOpcode::MaskedAtomicFetchAndAdd,
-                ][rng.gen_range(0..if ud { 2 } else if uc { 4 } else { 9 })];
+                    WrOpcode::SendWithInv,
+                ][rng.gen_range(0..if ud { 2 } else if uc { 4 } else { 10 })];
                 let m = mtu as u64;
                 let len = if ud {
                     // one packet, or longer than the MTU (nothing sent)
@@ -916,6 +923,7 @@ mod tests {
                 wr.remote_addr = rng.gen::<u64>() & !7;
                 wr.rkey = rng.gen();
                 wr.imm_data = rng.gen();
+                wr.invalidate_rkey = rng.gen();
                 wr.compare_add = rng.gen();
                 wr.swap = rng.gen();
                 wr.compare_add_mask = rng.gen();
@@ -937,7 +945,7 @@ mod tests {
                     slot: bits(w as u64 & 0xFFFF),
                     wr_op: bits(wr_opcode_code(op) as u64),
                     solicited: wr.flags.solicited,
-                    imm: bits(wr.imm_data as u64),
+                    imm: bits(if op == WrOpcode::SendWithInv { wr.invalidate_rkey } else { wr.imm_data } as u64),
                     laddr: bits(buf + off),
                     len: bits(len),
                     raddr: bits(wr.remote_addr),
@@ -1055,7 +1063,7 @@ mod tests {
     fn an_unimplemented_opcode_sends_nothing_and_completes_with_an_error() {
         let mut rng = SmallRng::seed_from_u64(2);
         let mut rig = Rig::new();
-        for op in [rnic_driver::host::WR_SEND_WITH_INV, 77, 0xFF] {
+        for op in [7, 77, 0xFF] {
             let d = ReqDesc { wr_op: bits(op as u64), len: bits(100), psn: bits(5), mtu_log2: bits(10), ..Default::default() };
             let (pkts, done) = rig.run(d, &mut rng);
             assert!(pkts.is_empty());

@@ -74,6 +74,9 @@ pub struct WindowsProbe {
     pub rxe_bytes: Vec<(String, String)>,
     /// Whether each of our READs brought rxe's bytes: (what, equal).
     pub read_back: Vec<(String, bool)>,
+    /// rxe's receive completion of our SEND_WITH_INV: status, flags, the imm/invalidated-rkey field, byte_len;
+    /// and the rkey we named.
+    pub send_inv: Option<(u32, u32, u32, u32, u32)>,
     /// NAKs rxe sent, by AETH syndrome.
     pub naks: Vec<u8>,
     pub vm_rc: Option<i32>,
@@ -91,10 +94,15 @@ struct Ours {
 }
 
 impl Ours {
+    /// Post one WR (`rkey` is the remote key, or for SEND_WITH_INV the key to invalidate) and wait for its
+    /// completion.
     fn post(&mut self, op: WrOpcode, local: u64, len: u32, remote: u64, rkey: u32) -> Result<WcStatus> {
         self.next += 1;
         let mut wr = SendWr::new(self.next, op, vec![Sge { addr: local, length: len, lkey: self.lkey }]);
         (wr.remote_addr, wr.rkey) = (remote, rkey);
+        if op == WrOpcode::SendWithInv {
+            (wr.rkey, wr.invalidate_rkey) = (0, rkey);
+        }
         self.dev.post_send(self.qpn, wr)?;
         let end = Instant::now() + Duration::from_secs(30);
         loop {
@@ -179,7 +187,9 @@ impl Ours {
 /// 3. invalidate the type 2 window (an `IBV_WR_LOCAL_INV`); our next WRITE through it (its QP then in error);
 /// 4. on a new QP pair, a WRITE through the type 1 window that runs 32 bytes past its end;
 /// 5. on a new QP pair, a READ through a third window (type 1) bound for remote write only;
-/// 6. a type 2 window bound on one QP pair's QP, our WRITE through it from another pair.
+/// 6. a type 2 window bound on one QP pair's QP, our WRITE through it from another pair;
+/// 7. on a new pair, a type 2 window bound and a receive posted by rxe, our SEND_WITH_INV naming the window:
+///    rxe's receive completion (flags, invalidated rkey, length), then our WRITE through the window.
 /// Each pair's QPs go to error after the first failed access, so each failure has its own pair.
 pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsProbe> {
     let script = format!("{}\nrxe-verbs 10.0.0.2 {PORT} $RNIC_GID\n", super::GID_SCRIPT);
@@ -222,6 +232,18 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         let mut other = pair(a, &dev, lab.ip, 4)?;
         other.write(&mut p, a, "type 2 window bound on another QP", rkey4, addr, 640, 0x60)?;
         ours.write(&mut p, a, "type 2 window bound on this QP", rkey4, addr, 768, 0x70)?;
+        // 7. invalidated by our SEND_WITH_INV
+        let mut ours = pair(a, &dev, lab.ip, 5)?;
+        a.call("mw 2")?;
+        let rkey5 = num(&a.call("bind 4 0 0 4096 wr")?, "rkey")? as u32;
+        a.call("recv 0 6144 64")?;
+        dev.write_mem(ours.buf, &pat(0x80))?;
+        let st = ours.post(WrOpcode::SendWithInv, ours.buf, 64, 0, rkey5)?;
+        p.ours.push(("SEND_WITH_INV".into(), st));
+        let wc = a.call("poll")?;
+        p.send_inv = Some((num(&wc, "status")? as u32, num(&wc, "flags")? as u32, num(&wc, "ex")? as u32, num(&wc, "byte_len")? as u32, rkey5));
+        p.rxe_bytes.push(("SEND_WITH_INV".into(), a.call("peek 0 6144 64")?.get("hex").cloned().unwrap_or_default()));
+        ours.write(&mut p, a, "type 2 window invalidated by our SEND_WITH_INV", rkey5, addr, 896, 0x90)?;
         a.call("quit")?;
         Ok(())
     })();

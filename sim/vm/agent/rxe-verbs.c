@@ -17,7 +17,8 @@
  *   inv RKEY                          an IBV_WR_LOCAL_INV                               -> status
  *   send_inv MR OFF LEN RKEY          an IBV_WR_SEND_WITH_INV                           -> status
  *   recv MR OFF LEN                   a receive posted                                  -> ok
- *   poll                              the next completion                               -> status opcode flags byte_len inv_rkey
+ *   poll                              the next completion                               -> status opcode flags byte_len ex
+ *                                     (ex: the WC's imm_data / invalidated_rkey union, as delivered)
  *   peek MR OFF LEN                   the buffer's bytes                                -> hex
  *   poke MR OFF HEX                   write the buffer                                  -> ok
  *   quit                              -> ok, then exit 0
@@ -283,8 +284,8 @@ static void run(char *line)
 		if (wait_wc(&wc))
 			fprintf(out, "err no completion\n");
 		else
-			fprintf(out, "ok status=%d opcode=%d flags=%u byte_len=%u inv_rkey=%u\n", wc.status, wc.opcode,
-				wc.wc_flags, wc.byte_len, (wc.wc_flags & IBV_WC_WITH_INV) ? wc.invalidated_rkey : 0);
+			fprintf(out, "ok status=%d opcode=%d flags=%u byte_len=%u ex=%u\n", wc.status, wc.opcode,
+				wc.wc_flags, wc.byte_len, wc.invalidated_rkey);
 	} else if (!strcmp(cmd, "peek") || !strcmp(cmd, "poke")) {
 		char *s[3];
 		for (int i = 0; i < 3; i++)
