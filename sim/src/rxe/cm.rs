@@ -275,6 +275,42 @@ pub fn probe_lossy(image: &super::VmImage, run_name: &str, clients: &[(&str, &st
     Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, udaddy, mads, dropped, error })
 }
 
+/// The VM's address in the CM lab runs.
+const VM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+/// One run of a client of ours against a server the VM starts: the server's exit status and output, every MAD
+/// of the run, the agent's counts (when our side completed) and our side's error.
+struct ClientRun {
+    server_rc: Option<i32>,
+    server_out: String,
+    mads: Vec<(bool, Mad)>,
+    stats: CmStats,
+    error: Option<String>,
+}
+
+/// Boot the lab VM against the RTL endpoint with the tool server `cmd` ([`vm_server_script`]), open our agent,
+/// wait for the server (`what` names it), then run our side: `body` with the endpoint, the agent and a PD.
+fn client_run(image: &super::VmImage, run_name: &str, cmd: &str, what: &str, body: impl FnOnce(&Dev, &mut CmAgent, testbench::model::Pd) -> Result<()>) -> Result<ClientRun> {
+    let mut lab = CmLab::start(image, run_name, vm_server_script(cmd), 0.0, 1)?;
+    let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
+    let mut stats = CmStats::default();
+    let error = (|| -> Result<()> {
+        let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
+        if !lab.session.vm.wait_for_log("=== CM_SERVER_UP ===", Duration::from_secs(60)) {
+            bail!("the VM's {what} server did not start");
+        }
+        let pd = dev.alloc_pd()?;
+        body(&dev, &mut agent, pd)?;
+        stats = agent.core.stats.clone();
+        Ok(())
+    })()
+    .err()
+    .map(|e| format!("{e:#}"));
+    let (out, mads, _) = lab.finish()?;
+    let (server_rc, server_out) = vm_server_result(&out.log);
+    Ok(ClientRun { server_rc, server_out, mads, stats, error })
+}
+
 /// What a run of our rping client against the VM's `rping -s` shows.
 #[derive(Debug)]
 pub struct CmClientProbe {
@@ -293,19 +329,11 @@ pub struct CmClientProbe {
 /// the CM agent's active side ([`CmAgent::connect`]) with our rping client ([`super::rping::RpingClient`]):
 /// `count` pings of `size` bytes, each checked, then our DREQ.
 pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u32) -> Result<CmClientProbe> {
-    let script = vm_server_script(&format!("rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S {size} -v"));
-    let mut lab = CmLab::start(image, run_name, script, 0.0, 1)?;
-    let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
     let mut events = Vec::new();
-    let mut stats = CmStats::default();
     let mut pings = (0, 0);
-    let error = (|| -> Result<()> {
-        let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
-        if !lab.session.vm.wait_for_log("=== CM_SERVER_UP ===", std::time::Duration::from_secs(60)) {
-            bail!("the VM's rping server did not start");
-        }
-        let vm = Ipv4Addr::new(10, 0, 0, 1);
-        let pd = dev.alloc_pd()?;
+    let cmd = format!("rping -s -a 10.0.0.1 -p {RPING_PORT} -C {count} -S {size} -v");
+    let run = client_run(image, run_name, &cmd, "rping", |dev, agent, pd| {
+        let vm = VM;
         let psn = 0x5A_5000;
         let mut client = super::rping::RpingClient::new(dev.clone(), pd, size, count, psn)?;
         let sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_TCP, RPING_PORT);
@@ -322,7 +350,7 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u3
                 match &ev {
                     CmEvent::ConnectReply { id: i, rep } if *i == id => {
                         let mac = agent.mac_of(vm)?;
-                        client.connected(&mut agent, id, rep, vm, mac, 1024)?;
+                        client.connected(agent, id, rep, vm, mac, 1024)?;
                         connected = true;
                     }
                     // the server may not listen yet: ask again, as often as rping's own retries would
@@ -333,7 +361,6 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u3
                     }
                     CmEvent::Disconnected { id: i } if *i == id => {
                         events.push(ev);
-                        stats = agent.core.stats.clone();
                         return Ok(());
                     }
                     CmEvent::Rejected { .. } | CmEvent::Unreachable { .. } => {
@@ -352,11 +379,8 @@ pub fn probe_client(image: &super::VmImage, run_name: &str, count: u32, size: u3
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-    })()
-    .err()
-    .map(|e| format!("{e:#}"));
-    let (out, mads, _) = lab.finish()?;
-    let (server_rc, server_out) = vm_server_result(&out.log);
+    })?;
+    let ClientRun { server_rc, server_out, mads, stats, error } = run;
     Ok(CmClientProbe { server_rc, server_out, pings: pings.0, mismatches: pings.1, events, stats, mads, error })
 }
 
@@ -376,20 +400,11 @@ pub struct CmatoseClientProbe {
 /// our side ([`super::cmatose::CmatoseClient`]): the server sends ten messages on each, we reply with ten, its
 /// DREQs end them.
 pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> Result<CmatoseClientProbe> {
-    let script = vm_server_script(&format!("ucmatose -c {n}"));
-    let mut lab = CmLab::start(image, run_name, script, 0.0, 1)?;
-    let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
-    let mut stats = CmStats::default();
     let mut clients: Vec<(super::cmatose::CmatoseClient, bool)> = Vec::new();
-    let error = (|| -> Result<()> {
-        let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
-        if !lab.session.vm.wait_for_log("=== CM_SERVER_UP ===", Duration::from_secs(60)) {
-            bail!("the VM's ucmatose server did not start");
-        }
-        let vm = Ipv4Addr::new(10, 0, 0, 1);
-        let pd = dev.alloc_pd()?;
+    let run = client_run(image, run_name, &format!("ucmatose -c {n}"), "ucmatose", |dev, agent, pd| {
+        let vm = VM;
         for i in 0..n {
-            clients.push((super::cmatose::CmatoseClient::connect(dev.clone(), pd, &mut agent, vm, 0x6C_0000 + 0x1000 * i)?, false));
+            clients.push((super::cmatose::CmatoseClient::connect(dev.clone(), pd, agent, vm, 0x6C_0000 + 0x1000 * i)?, false));
         }
         let deadline = Instant::now() + Duration::from_secs(60);
         // until every connection has ended and every reply's completion is in
@@ -402,7 +417,7 @@ pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> R
                     CmEvent::ConnectReply { id, rep } => {
                         let mac = agent.mac_of(vm)?;
                         let c = clients.iter_mut().find(|c| c.0.id == *id).context("a REP for no client")?;
-                        c.0.connected(&mut agent, rep, vm, mac)?;
+                        c.0.connected(agent, rep, vm, mac)?;
                     }
                     CmEvent::Disconnected { id } => {
                         if let Some(c) = clients.iter_mut().find(|c| c.0.id == *id) {
@@ -418,13 +433,9 @@ pub fn probe_cmatose_client(image: &super::VmImage, run_name: &str, n: u32) -> R
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        stats = agent.core.stats.clone();
         Ok(())
-    })()
-    .err()
-    .map(|e| format!("{e:#}"));
-    let (out, mads, _) = lab.finish()?;
-    let (server_rc, server_out) = vm_server_result(&out.log);
+    })?;
+    let ClientRun { server_rc, server_out, mads, stats, error } = run;
     let connections = clients.iter().map(|c| (c.0.received, c.0.replies, c.1)).collect();
     Ok(CmatoseClientProbe { server_rc, server_out, connections, stats, mads, error })
 }
@@ -447,19 +458,10 @@ pub struct UdaddyClientProbe {
 /// Boot the lab VM against the RTL endpoint, start `udaddy` (the server) there, resolve its service by SIDR
 /// from our side and exchange its ten messages ([`super::udaddy::UdaddyClient`]).
 pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<UdaddyClientProbe> {
-    let script = vm_server_script("udaddy");
-    let mut lab = CmLab::start(image, run_name, script, 0.0, 1)?;
-    let (dev, our_ip, our_mac) = (lab.dev.clone(), lab.ip, lab.mac);
-    let mut stats = CmStats::default();
     let mut client = None;
     let mut sidr = None;
-    let error = (|| -> Result<()> {
-        let mut agent = CmAgent::open(dev.clone(), our_mac, our_ip)?;
-        if !lab.session.vm.wait_for_log("=== CM_SERVER_UP ===", Duration::from_secs(60)) {
-            bail!("the VM's udaddy server did not start");
-        }
-        let vm = Ipv4Addr::new(10, 0, 0, 1);
-        let pd = dev.alloc_pd()?;
+    let run = client_run(image, run_name, "udaddy", "udaddy", |dev, agent, pd| {
+        let vm = VM;
         let c = client.insert(super::udaddy::UdaddyClient::new(dev.clone(), pd)?);
         let sid = testbench::wire::mad::service_id(testbench::wire::mad::RDMA_PS_UDP, super::udaddy::PORT);
         let id = agent.sidr_request(vm, sid, 0xC000 | c.qpn as u16)?;
@@ -482,13 +484,9 @@ pub fn probe_udaddy_client(image: &super::VmImage, run_name: &str) -> Result<Uda
             c.poll()?;
             std::thread::sleep(Duration::from_millis(1));
         }
-        stats = agent.core.stats.clone();
         Ok(())
-    })()
-    .err()
-    .map(|e| format!("{e:#}"));
-    let (out, mads, _) = lab.finish()?;
-    let (server_rc, server_out) = vm_server_result(&out.log);
+    })?;
+    let ClientRun { server_rc, server_out, mads, stats, error } = run;
     let (sent, received, bad) = client.as_ref().map_or((0, 0, 0), |c| (c.sent, c.received, c.bad));
     Ok(UdaddyClientProbe { server_rc, server_out, sent, received, bad, sidr, stats, mads, error })
 }
