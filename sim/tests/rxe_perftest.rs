@@ -239,7 +239,7 @@ fn batch(name: &str, cases: &[crate::cases::Case]) {
     MODE.with(|m| *m.borrow_mut() = Mode::Replay(tests.into_iter().zip(reports).collect()));
     let failed = crate::cases::run_each(&cases);
     MODE.with(|m| *m.borrow_mut() = Mode::Alone);
-    assert!(failed.is_empty(), "{name}: cases failed (their messages above): {failed:?}");
+    assert!(failed.is_empty(), "{name}: cases failed (their whole messages above): {failed:#?}");
 }
 
 // ---- bandwidth, our side server (the VM tool is the client) ----
@@ -941,6 +941,13 @@ fn atomic_chain_checks(pcap: &std::path::Path) -> usize {
             acks.insert(fr.packet.bth.psn, fr.packet.atomic_ack_eth().unwrap().orig);
         }
     }
+    // A run whose PSNs wrap past 0xffffff is ordered as issued: every PSN as its distance from the run's
+    // first (the lowest one at or above 0x800000 when the PSNs straddle the wrap).
+    let (lo, hi) = (reqs.keys().next().copied().unwrap_or(0), reqs.keys().last().copied().unwrap_or(0));
+    let base = if hi - lo > 0x80_0000 { reqs.keys().copied().find(|&p| p >= 0x80_0000).unwrap() } else { lo };
+    let rel = |p: u32| p.wrapping_sub(base) & 0xff_ffff;
+    let reqs: BTreeMap<u32, (u8, u64, u64, u64)> = reqs.into_iter().map(|(p, r)| (rel(p), r)).collect();
+    let acks: BTreeMap<u32, u64> = acks.into_iter().map(|(p, o)| (rel(p), o)).collect();
     assert!(!acks.is_empty(), "no ATOMIC_ACKNOWLEDGE in the pcap");
     let mut by_va: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
     for (psn, r) in &reqs {
@@ -952,7 +959,12 @@ fn atomic_chain_checks(pcap: &std::path::Path) -> usize {
             let (Some(&o0), Some(&o1)) = (acks.get(&w[0]), acks.get(&w[1])) else { continue };
             let (op, _, sa, cmp) = reqs[&w[0]];
             let want = if op == RC_FETCH_ADD { o0.wrapping_add(sa) } else if o0 == cmp { sa } else { o0 };
-            assert_eq!(o1, want, "ATOMIC_ACKNOWLEDGE at PSN {:#x}: original {o1:#x}, the previous operation left {want:#x}", w[1]);
+            assert_eq!(
+                o1,
+                want,
+                "ATOMIC_ACKNOWLEDGE at PSN {:#x}: original {o1:#x}, the previous operation left {want:#x}",
+                (w[1] + base) & 0xff_ffff
+            );
             checked += 1;
         }
     }

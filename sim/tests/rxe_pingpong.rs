@@ -508,5 +508,5 @@ const CASES: &[crate::cases::Case] = &[
 #[test]
 fn every_case_one_vm_at_a_time() {
     let failed = crate::cases::run_each(&crate::cases::selected("RNIC_PINGPONG_CASES", CASES));
-    assert!(failed.is_empty(), "pingpong cases failed (their messages above): {failed:?}");
+    assert!(failed.is_empty(), "pingpong cases failed (their whole messages above): {failed:#?}");
 }
