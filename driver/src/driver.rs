@@ -316,6 +316,16 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
 
     /// `ibv_reg_mr` over host memory the caller allocated; returns the key (lkey = rkey).
     pub fn reg_mr(&mut self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<u32, DriverError> {
+        self.reg_mr_kind(pd, addr, len, access, false)
+    }
+
+    /// A fast-registration MR (the kernel's `ib_alloc_mr` + `IB_WR_REG_MR` in one step, rxe's
+    /// `IB_MR_TYPE_MEM_REG`): the only kind a received SEND_WITH_INV may invalidate.
+    pub fn reg_mr_fast(&mut self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<u32, DriverError> {
+        self.reg_mr_kind(pd, addr, len, access, true)
+    }
+
+    fn reg_mr_kind(&mut self, pd: Pd, addr: u64, len: u64, access: AccessFlags, fast: bool) -> Result<u32, DriverError> {
         if pd.0 == 0 || pd.0 > self.pds {
             return Err(VerbsError::NoSuchPd.into());
         }
@@ -334,7 +344,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             .ok_or(VerbsError::QueueFull)?;
         self.next_mr_index = index + 1;
         self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
-        let m = MrCmd { va: addr, len, dma_base: addr, key: index << 8 | u32::from(self.mr_tag), pd: pd.0, access: access.0 as u8 };
+        let m = MrCmd { va: addr, len, dma_base: addr, key: index << 8 | u32::from(self.mr_tag), pd: pd.0, access: access.0 as u8, fast };
         self.command(&m.command())?;
         self.mrs.insert(m.key, m);
         Ok(m.key)

@@ -138,7 +138,8 @@ fn join(l: u32, h: u32) -> u64 {
 }
 
 /// `CMD_WRITE_MR` data: w0-1 va, w2-3 length, w4-5 host address of byte `va` (the DMA address the MR maps
-/// to), w6 key (lkey = rkey), w7 pd, w8 access (`ibv_access_flags` bits 3:0).
+/// to), w6 key (lkey = rkey), w7 pd, w8 access (`ibv_access_flags` bits 3:0) and, in bit 8, a
+/// fast-registration MR (the only kind a received SEND_WITH_INV may invalidate).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MrCmd {
     pub va: u64,
@@ -147,6 +148,7 @@ pub struct MrCmd {
     pub key: u32,
     pub pd: u32,
     pub access: u8,
+    pub fast: bool,
 }
 
 impl MrCmd {
@@ -160,7 +162,7 @@ impl MrCmd {
         d[5] = hi(self.dma_base);
         d[6] = self.key;
         d[7] = self.pd;
-        d[8] = u32::from(self.access & 0xF);
+        d[8] = u32::from(self.access & 0xF) | u32::from(self.fast) << 8;
         Command { op: CMD_WRITE_MR, index: self.key >> 8, data: d }
     }
     pub fn decode(d: &[u32; CMD_DATA_WORDS]) -> Self {
@@ -171,6 +173,7 @@ impl MrCmd {
             key: d[6],
             pd: d[7],
             access: (d[8] & 0xF) as u8,
+            fast: d[8] & 0x100 != 0,
         }
     }
 }
@@ -789,11 +792,14 @@ mod tests {
 
     #[test]
     fn table_commands_round_trip() {
-        let m = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF };
+        let m = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF, fast: false };
         let c = m.command();
         assert_eq!(c.index, 2);
         assert_eq!(c.cmd_word(), 0x201);
         assert_eq!(MrCmd::decode(&c.data), m);
+        let f = MrCmd { fast: true, ..m };
+        assert_eq!(f.command().data[8], 0x10F, "the fast-registration flag in w8 bit 8");
+        assert_eq!(MrCmd::decode(&f.command().data), f);
         let q = QpCmd {
             state: 3,
             qp_type: 0,

@@ -223,6 +223,8 @@ pub struct Rnic {
     two3: Constant<Bits<3>>,
     /// CMD_WRITE_QP's remote address: w12-15 for an IPv6 path (w0 bit 6), else w6 IPv4-mapped
     l_rip: Signal<Local, Bits<128>>,
+    /// the command in execution writes the Key Cache copies this cycle (a Responder invalidate waits)
+    l_kcw: Signal<Local, Bit>,
     l_v6: Signal<Local, Bit>,
     k_mapped: Constant<Bits<128>>,
     zero24: Constant<Bits<24>>,
@@ -367,6 +369,7 @@ impl Default for Rnic {
             vlan_tci: Default::default(),
             two3: k(2),
             l_rip: Default::default(),
+            l_kcw: Default::default(),
             l_v6: Default::default(),
             k_mapped: Constant::new(crate::wire::tx_build::v4_bits(0)),
             zero24: k(0),
@@ -549,6 +552,7 @@ impl Logic for Rnic {
         self.front.kc_wr.tag.next = self.l_data.val().get_bits::<8>(192);
         self.front.kc_wr.pd.next = self.l_data.val().get_bits::<24>(224);
         self.front.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
+        self.front.kc_wr.fast.next = self.l_data.val().get_bit(264);
         // send context
         self.front.ctx_we.next = false;
         self.front.ctx_qpn.next = self.c_index.q.val();
@@ -619,6 +623,7 @@ impl Logic for Rnic {
         self.resp.kc_wr.tag.next = self.l_data.val().get_bits::<8>(192);
         self.resp.kc_wr.pd.next = self.l_data.val().get_bits::<24>(224);
         self.resp.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
+        self.resp.kc_wr.fast.next = self.l_data.val().get_bit(264);
         self.resp.attr_we.next = false;
         self.resp.attr_qpn.next = self.c_index.q.val();
         self.resp.attr_data.next.state = self.l_data.val().get_bits::<3>(0);
@@ -652,6 +657,18 @@ impl Logic for Rnic {
         self.sq.setup_base.next = self.l_data.val().get_bits::<64>(0);
         self.sq.setup_log2.next = self.l_data.val().get_bits::<4>(64);
 
+        // A SEND_WITH_INV's invalidate from the Responder: both Key Cache copies (WQE Check's, the
+        // Responder's) in one cycle in which no command writes them
+        self.l_kcw.next = (self.cst.q.val() == CmdState::Exec)
+            & ((self.c_op.q.val() == self.op_mr.val()) | (self.c_op.q.val() == self.op_inv.val()));
+        self.resp.inv_ready.next = false;
+        if self.resp.inv_valid.val() & !self.l_kcw.val() {
+            self.resp.inv_ready.next = true;
+            self.front.kc_wr.inv_en.next = true;
+            self.front.kc_wr.index.next = self.resp.inv_index.val();
+            self.resp.kc_wr.inv_en.next = true;
+            self.resp.kc_wr.index.next = self.resp.inv_index.val();
+        }
         match self.cst.q.val() {
             CmdState::Idle => {
                 self.csr.cmd_ready.next = true;

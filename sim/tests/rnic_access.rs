@@ -135,3 +135,75 @@ fn atomic_past_the_end_of_the_mr_is_naked_and_writes_nothing() {
 fn atomic_with_a_wrong_rkey_is_naked_and_writes_nothing() {
     one(Bad::AtomicWrongRkey);
 }
+
+/// SEND_WITH_INV from the peer naming our fast-registration MR (`Driver::reg_mr_fast`): our receive completes
+/// with WITH_INV and the R_Key, and the MR is invalid in both Key Cache copies: our own SEND from it (another QP)
+/// completes LOC_PROT_ERR in WQE Check, and the peer's WRITE through it is NAKed remote access error with not
+/// one byte of our host memory changed. A SEND_WITH_INV naming our ordinary MR (`reg_mr`) invalidates nothing
+/// (rxe `rxe_invalidate_mr` takes only `IB_MR_TYPE_MEM_REG`): class J, no ACK, the receive completes
+/// REM_INV_REQ_ERR, and the MR still serves.
+#[test]
+fn send_with_invalidate_invalidates_our_fast_mr_in_both_key_cache_copies() {
+    let dir = std::env::temp_dir().join(format!("rnic-access-send-inv-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let f = r.drv.reg_mr_fast(Pd(1), r.src + (1 << 20), 1 << 16, AccessFlags::ALL).unwrap();
+    let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (q2, _) = r.add_qp_pair_with(1024, 0x100, 0x200, cap, Cq(0));
+    let (q3, p3) = r.add_qp_pair_with(1024, 0x300, 0x400, cap, Cq(0));
+    let (_, p4) = r.add_qp_pair_with(1024, 0x500, 0x600, cap, Cq(0));
+    let peer_send_inv = |r: &mut sim::system::Rig, qpn: u32, id: u64, key: u32| {
+        let mut w = SendWr::new(id, WrOpcode::SendWithInv, vec![Sge { addr: r.peer_buf, length: 300, lkey: r.peer_rkey }]);
+        w.invalidate_rkey = key;
+        w.flags.signaled = true;
+        r.sys.borrow_mut().peer.post_send(qpn, w).unwrap();
+    };
+    r.drv.post_recv(r.qpn, &RecvWr { wr_id: 7, sg_list: vec![Sge { addr: r.src + 0x8000, length: 1000, lkey: r.lkey }] }).unwrap();
+    let pq = r.peer_qpn;
+    peer_send_inv(&mut r, pq, 1, f);
+    let pw = r.wait_peer_completions(1, 200_000);
+    assert_eq!((pw.len(), pw[0].status), (1, WcStatus::Success), "{pw:?}");
+    let ours = r.our_completions(1, 100_000);
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let w = &ours[0];
+    assert_eq!((w.wr_id, w.status, w.opcode, w.byte_len), (7, WcStatus::Success, WcOpcode::Recv, 300), "{w:?}");
+    assert!(w.wc_flags.has(WcFlags::WITH_INV) && !w.wc_flags.has(WcFlags::WITH_IMM), "{w:?}");
+    assert_eq!(w.invalidated_rkey, f, "{w:?}");
+
+    // WQE Check's copy: our SEND gathering from the invalidated MR
+    let s = SendWr::new(8, WrOpcode::Send, vec![Sge { addr: r.src + (1 << 20), length: 64, lkey: f }]);
+    r.drv.post_send(q2, &s).unwrap();
+    let ours = r.our_completions(1, 100_000);
+    assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(8, WcStatus::LocProtErr)]);
+
+    // the Responder's copy: the peer's WRITE through the invalidated key, nothing written
+    let shadow = r.mem.lock().unwrap().clone();
+    {
+        let mut w = SendWr::new(2, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf, length: 512, lkey: r.peer_rkey }]);
+        w.remote_addr = r.src + (1 << 20) + 4096;
+        w.rkey = f;
+        r.sys.borrow_mut().peer.post_send(pq, w).unwrap();
+    }
+    let pw = r.wait_peer_completions(1, 200_000);
+    assert_eq!(pw.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(2, WcStatus::RemAccessErr)]);
+    assert!(r.mem.lock().unwrap().read(r.src, 1 << 21).unwrap() == shadow.read(r.src, 1 << 21).unwrap(), "nothing written");
+
+    // our ordinary MR cannot be invalidated: class J on q3, no ACK, REM_INV_REQ_ERR; the MR still serves
+    let acks = r.counter("resp_acks");
+    r.drv.post_recv(q3, &RecvWr { wr_id: 9, sg_list: vec![Sge { addr: r.src + 0x9000, length: 1000, lkey: r.lkey }] }).unwrap();
+    let lkey = r.lkey;
+    peer_send_inv(&mut r, p3, 3, lkey);
+    let ours = r.our_completions(1, 200_000);
+    assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(9, WcStatus::RemInvReqErr)]);
+    assert_eq!(r.counter("resp_acks"), acks, "class J: no ACK");
+    {
+        let mut w = SendWr::new(4, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf, length: 512, lkey: r.peer_rkey }]);
+        w.remote_addr = r.src + 0x10_0000 - 512;
+        w.rkey = r.lkey;
+        w.flags.signaled = true;
+        r.sys.borrow_mut().peer.post_send(p4, w).unwrap();
+    }
+    let pw = r.wait_peer_completions(1, 200_000);
+    assert_eq!(pw.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(4, WcStatus::Success)], "the MR still serves");
+    let theirs = r.sys.borrow().peer.mem().read(r.peer_buf, 512).unwrap();
+    assert_eq!(r.mem.lock().unwrap().read(r.src + 0x10_0000 - 512, 512).unwrap(), theirs);
+}

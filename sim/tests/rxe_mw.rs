@@ -2,7 +2,7 @@
 //! (`sim::rxe::verbs_agent`): rxe allocates, binds and invalidates windows on its buffer; the RTL WRITEs and
 //! READs through them.
 
-use testbench::model::WcStatus;
+use testbench::model::{WcFlags, WcOpcode, WcStatus};
 
 fn pat(seed: u8) -> String {
     (0..64u8).map(|i| format!("{:02x}", i.wrapping_mul(7).wrapping_add(seed))).collect()
@@ -21,7 +21,10 @@ fn pat(seed: u8) -> String {
 /// * our SEND_WITH_INV naming a type 2 window rxe bound: rxe's receive completes with that rkey (flagged with
 ///   the kernel's bit for it, not libibverbs': `docs/rxe-rules.md` 5b), and our next WRITE through the window
 ///   completes with a remote access error.
-/// rxe's four NAKs on the link are remote access errors (syndrome 0x62).
+/// * rxe's SEND_WITH_INV naming a fast-registration MR of ours: our receive completes with IBV_WC_WITH_INV and
+///   that rkey, and rxe's WRITE through the key then completes with a remote access error (our NAK 0x62),
+///   our bytes under it unchanged.
+/// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so is ours.
 #[test]
 fn rxe_windows_bound_used_and_invalidated() {
     let img = match sim::rxe::vm_available() {
@@ -77,4 +80,12 @@ fn rxe_windows_bound_used_and_invalidated() {
     );
     assert_eq!(p.read_back, [("type 1 window".to_string(), true), ("type 2 window".to_string(), true), ("write-only type 1 window".to_string(), false)]);
     assert_eq!(p.naks, [0x62, 0x62, 0x62, 0x62], "rxe's NAKs: remote access error each");
+    // rxe invalidates our key: our receive says so (libibverbs' flag, and the key), rxe's next WRITE fails
+    let (st, wc, named) = p.rxe_send_inv.clone().unwrap();
+    assert_eq!(st, 0, "rxe's SEND_WITH_INV completed");
+    assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.byte_len, wc.invalidated_rkey), (88, WcStatus::Success, WcOpcode::Recv, 64, named), "{wc:?}");
+    assert!(wc.wc_flags.has(WcFlags::WITH_INV) && wc.wc_flags.has(WcFlags::GRH), "{wc:?}");
+    // IBV_WC_REM_ACCESS_ERR is 10 in libibverbs' enum ibv_wc_status
+    assert_eq!(p.rxe_write_after_inv, Some((10, true)), "rxe's WRITE through our invalidated key: remote access error, our bytes unchanged");
+    assert_eq!(p.our_naks, [0x62], "our one NAK: remote access error");
 }

@@ -56,7 +56,12 @@ impl WcSeen {
             cqn,
             wr_id: wc.wr_id,
             byte_len: wc.byte_len as u64,
-            imm: wc.imm_data.swap_bytes() as u64,
+            // CQE bytes 12..15: the immediate in wire order, or the invalidated R_Key little-endian
+            imm: if wc.wc_flags.has(rnic_driver::verbs::WcFlags::WITH_INV) {
+                wc.invalidated_rkey as u64
+            } else {
+                wc.imm_data.swap_bytes() as u64
+            },
             qp_num: wc.qp_num as u64,
             src_qp: wc.src_qp as u64,
             status: wc_status_code(wc.status) as u64,

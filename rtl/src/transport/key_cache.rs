@@ -4,8 +4,9 @@
 //! Yosys/Vivado infer BRAM). An entry ([`MrEntry`]) holds the 8-bit key tag, the PD number, the access flags
 //! (bit meanings of `testbench::model::mr::AccessFlags`: LOCAL_WRITE 1, REMOTE_WRITE 2, REMOTE_READ 4,
 //! REMOTE_ATOMIC 8), the MR virtual address, its length and the host (DMA) base address; the translation is
-//! contiguous: `dma = base + (va - mr.va)`. The valid bit lives in a 1-bit RAM of its own so that an invalidate
-//! touches nothing else. Keys are `index << 8 | tag` (rxe `rxe_mr_init`; lkey = rkey).
+//! contiguous: `dma = base + (va - mr.va)`, and whether it is a fast-registration MR (`fast`, the golden
+//! model's `MrKind::FastReg`). The valid bit lives in a 1-bit RAM of its own so that an invalidate touches
+//! nothing else. Keys are `index << 8 | tag` (rxe `rxe_mr_init`; lkey = rkey).
 //!
 //! **Write port** (driver): `wr_en` writes the entry at `wr_index` (valid, tag, PD, access, va, len, base);
 //! `inv_en` clears the valid bit of `wr_index` (rxe `rxe_invalidate_mr` sets `RXE_MR_STATE_FREE`; checking the
@@ -17,7 +18,10 @@
 //! result of a lookup presented with `lk_valid` in cycle t is on `res_*` (with `res_valid`) after the 8th rising
 //! edge. Inputs: `lk_key`, `lk_pd`, `lk_va`, `lk_len` (32 bits: the RETH DMA length and an SGE length are 32-bit),
 //! `lk_access` (required flags, a mask) and `lk_remote` (rkey vs lkey check). Outputs: `res_ok`, `res_err`
-//! ([`KcErr`]), `res_dma` (meaningful when `res_ok` and `lk_len != 0`).
+//! ([`KcErr`]), `res_dma` (meaningful when `res_ok` and `lk_len != 0`), and `res_inv`: may the key be
+//! invalidated by a SEND_WITH_INV of PD `lk_pd` (rxe `rxe_invalidate_mr`: the index exists, the tag matches,
+//! the entry is a fast-registration MR; the golden model adds the PD; the valid bit, access and range play no
+//! part, so an invalid entry may be invalidated again as rxe allows).
 //!
 //! **Rules** (rxe, drivers/infiniband/sw/rxe):
 //! - `rxe_mr.c lookup_mr`: the MR at `key >> 8` must exist (`rxe_pool_get_index`), its key must equal the key
@@ -87,6 +91,9 @@ pub struct MrEntry {
     pub va: Bits<64>,
     pub len: Bits<64>,
     pub base: Bits<64>,
+    /// A fast-registration MR (the golden model's `MrKind::FastReg`): the only kind a SEND_WITH_INV may
+    /// invalidate (rxe `rxe_invalidate_mr`).
+    pub fast: Bit,
 }
 
 crate::logic_block! {
@@ -190,6 +197,7 @@ pub struct KcWrite {
     pub va: Signal<In, Bits<64>>,
     pub len: Signal<In, Bits<64>>,
     pub base: Signal<In, Bits<64>>,
+    pub fast: Signal<In, Bit>,
 }
 
 /// The driving side of [`KcWrite`].
@@ -206,6 +214,7 @@ pub struct KcWriteSrc {
     pub va: Signal<Out, Bits<64>>,
     pub len: Signal<Out, Bits<64>>,
     pub base: Signal<Out, Bits<64>>,
+    pub fast: Signal<Out, Bit>,
 }
 
 /// The Key Cache (see the module documentation). `N` entries, `N <= 2^AW`.
@@ -223,6 +232,7 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     pub wr_va: Signal<In, Bits<64>>,
     pub wr_len: Signal<In, Bits<64>>,
     pub wr_base: Signal<In, Bits<64>>,
+    pub wr_fast: Signal<In, Bit>,
     // lookup port
     pub lk_valid: Signal<In, Bit>,
     pub lk_key: Signal<In, Bits<32>>,
@@ -237,6 +247,10 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     pub res_ok: Signal<Out, Bit>,
     pub res_err: Signal<Out, Bits<3>>,
     pub res_dma: Signal<Out, Bits<64>>,
+    /// The key may be invalidated by this PD (SEND_WITH_INV, rxe `rxe_invalidate_mr`): the index is in the
+    /// table, the tag matches, the PD is the entry's and the entry is a fast-registration MR; the valid bit,
+    /// the access flags and the range play no part.
+    pub res_inv: Signal<Out, Bit>,
 
     mrtab: SdpRam<MrEntry, AW>,
     valid_ram: SdpRam<Bit, AW>,
@@ -263,6 +277,8 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     p_v: [DFF<Bit>; 6],
     p_err: [DFF<Bits<3>>; 6],
     p_zero: [DFF<Bit>; 6],
+    p_inv: [DFF<Bit>; 6],
+    inv1: Signal<Local, Bit>,
     // S5..S7: overflow of va + len, bit 64 of mr.va + mr.len, va >= mr.va
     q_ovf: [DFF<Bit>; 3],
     q_bhi: [DFF<Bit>; 3],
@@ -276,6 +292,7 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     r_ok: DFF<Bit>,
     r_err: DFF<Bits<3>>,
     r_dma: DFF<Bits<64>>,
+    r_inv: DFF<Bit>,
 
     n_entries: Constant<Bits<24>>,
     zero32: Constant<Bits<32>>,
@@ -304,6 +321,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
             wr_va: Default::default(),
             wr_len: Default::default(),
             wr_base: Default::default(),
+            wr_fast: Default::default(),
             lk_valid: Default::default(),
             lk_key: Default::default(),
             lk_pd: Default::default(),
@@ -315,6 +333,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
             res_ok: Default::default(),
             res_err: Default::default(),
             res_dma: Default::default(),
+            res_inv: Default::default(),
             mrtab: Default::default(),
             valid_ram: Default::default(),
             s1_v: Default::default(),
@@ -337,6 +356,8 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
             p_v: Default::default(),
             p_err: Default::default(),
             p_zero: Default::default(),
+            p_inv: Default::default(),
+            inv1: Default::default(),
             q_ovf: Default::default(),
             q_bhi: Default::default(),
             q_ge: Default::default(),
@@ -347,6 +368,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
             r_ok: Default::default(),
             r_err: Default::default(),
             r_dma: Default::default(),
+            r_inv: Default::default(),
             n_entries: Constant::new(bits::<24>(N as u64)),
             zero32: Constant::new(bits::<32>(0)),
             zero4: Constant::new(bits::<4>(0)),
@@ -363,7 +385,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
 impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, s1_v, s1_key, s1_pd, s1_va, s1_len, s1_need, cs_sum, cs_carry, r_v, r_ok, r_err, r_dma);
+        dff_setup!(self, clock, s1_v, s1_key, s1_pd, s1_va, s1_len, s1_need, cs_sum, cs_carry, r_v, r_ok, r_err, r_dma, r_inv);
         clock!(self, clock, mrtab, valid_ram, add_end, add_mrend, add_ge, add_le, add_dma);
         for i in 0..6 {
             self.p_v[i].clock.next = self.clock.val();
@@ -372,6 +394,8 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
             self.p_err[i].d.next = self.p_err[i].q.val();
             self.p_zero[i].clock.next = self.clock.val();
             self.p_zero[i].d.next = self.p_zero[i].q.val();
+            self.p_inv[i].clock.next = self.clock.val();
+            self.p_inv[i].d.next = self.p_inv[i].q.val();
         }
         for i in 0..3 {
             self.q_ovf[i].clock.next = self.clock.val();
@@ -395,6 +419,7 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         self.mrtab.wdata.next.va = self.wr_va.val();
         self.mrtab.wdata.next.len = self.wr_len.val();
         self.mrtab.wdata.next.base = self.wr_base.val();
+        self.mrtab.wdata.next.fast = self.wr_fast.val();
         self.valid_ram.waddr.next = self.wr_index.val();
         self.valid_ram.we.next = self.wr_en.val() | self.inv_en.val();
         self.valid_ram.wdata.next = self.wr_valid.val() & !self.inv_en.val();
@@ -422,6 +447,12 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         } else if (self.s1_need.q.val() & !self.mrtab.rdata.val().access) != self.zero4.val() {
             self.e1.next = self.err_access.val();
         }
+        // rxe_invalidate_mr's checks (with the PD the golden model adds): key, PD, fast-registration kind
+        self.inv1.next = (self.s1_key.q.val().get_bits::<24>(8) < self.n_entries.val())
+            & (self.s1_key.q.val().get_bits::<8>(0) == self.mrtab.rdata.val().tag)
+            & (self.s1_pd.q.val() == self.mrtab.rdata.val().pd)
+            & self.mrtab.rdata.val().fast;
+        self.p_inv[0].d.next = self.inv1.val();
         self.p_v[0].d.next = self.s1_v.q.val();
         self.p_err[0].d.next = self.e1.val();
         self.p_zero[0].d.next = self.s1_len.q.val() == self.zero32.val();
@@ -429,6 +460,7 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
             self.p_v[i + 1].d.next = self.p_v[i].q.val();
             self.p_err[i + 1].d.next = self.p_err[i].q.val();
             self.p_zero[i + 1].d.next = self.p_zero[i].q.val();
+            self.p_inv[i + 1].d.next = self.p_inv[i].q.val();
         }
 
         // S1..S4: end = va + len, mr_end = mr.va + mr.len, va - mr.va (carry = no borrow = va >= mr.va).
@@ -481,11 +513,13 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         self.r_err.d.next = self.e7.val();
         self.r_ok.d.next = self.e7.val() == self.err_ok.val();
         self.r_dma.d.next = self.q_dma[1].q.val();
+        self.r_inv.d.next = self.p_inv[5].q.val();
 
         self.res_valid.next = self.r_v.q.val();
         self.res_ok.next = self.r_ok.q.val();
         self.res_err.next = self.r_err.q.val();
         self.res_dma.next = self.r_dma.q.val();
+        self.res_inv.next = self.r_inv.q.val();
     }
 }
 
@@ -504,6 +538,13 @@ mod tests {
         va: u64,
         len: u64,
         base: u64,
+        fast: bool,
+    }
+
+    /// rxe `rxe_invalidate_mr` with the golden model's PD check: the key names a fast-registration MR of `pd`.
+    fn may_invalidate(t: &[E], n: usize, key: u32, pd: u32) -> bool {
+        let i = (key >> 8) as usize;
+        i < n && t[i].tag == key as u8 && t[i].pd == pd && t[i].fast
     }
 
     /// rxe lookup_mr + mr_check_range, zero length passes (see the module docs).
@@ -539,7 +580,7 @@ mod tests {
         kc.connect_all();
         let mut t = [E::default(); 16];
         let mut rng = SmallRng::seed_from_u64(7);
-        let mut pending: std::collections::VecDeque<Option<(KcErr, u64, u32)>> = Default::default();
+        let mut pending: std::collections::VecDeque<Option<(KcErr, u64, u32, bool)>> = Default::default();
         let mut checked = 0;
         for cycle in 0..3000 {
             // driver
@@ -554,6 +595,7 @@ mod tests {
                 va: if rng.gen() { rng.gen() } else { rng.gen_range(0..1 << 20) },
                 len: rng.gen_range(0..1 << 16),
                 base: rng.gen(),
+                fast: rng.gen(),
             };
             if rng.gen_ratio(1, 10) {
                 ne.va = 0u64.wrapping_sub(ne.len); // region ending at 2^64
@@ -571,6 +613,7 @@ mod tests {
             kc.wr_va.next = bits::<64>(ne.va);
             kc.wr_len.next = bits::<64>(ne.len);
             kc.wr_base.next = bits::<64>(ne.base);
+            kc.wr_fast.next = ne.fast;
             // lookup
             let lv = rng.gen_ratio(3, 4);
             let idx = rng.gen_range(0..18u32);
@@ -602,7 +645,8 @@ mod tests {
             // results
             let want = if pending.len() == LATENCY { pending.pop_front().unwrap() } else { None };
             assert_eq!(kc.res_valid.val(), want.is_some(), "cycle {cycle}");
-            if let Some((err, dma, len)) = want {
+            if let Some((err, dma, len, inv)) = want {
+                assert_eq!(kc.res_inv.val(), inv, "cycle {cycle}: may it be invalidated");
                 assert_eq!(KcErr::from_code(kc.res_err.val().to_u64()), Some(err), "cycle {cycle}");
                 assert_eq!(kc.res_ok.val(), err == KcErr::Ok, "cycle {cycle}");
                 if err == KcErr::Ok && len != 0 {
@@ -613,7 +657,7 @@ mod tests {
             // the lookup sees the table before this cycle's write
             pending.push_back(lv.then(|| {
                 let (e, d) = check(&t, N, key, pd, va, len, need);
-                (e, d, len)
+                (e, d, len, may_invalidate(&t, N, key, pd))
             }));
             if wr {
                 t[wi] = ne;

@@ -109,6 +109,10 @@ impl<B: CsrBus + Send, M: DmaMemory> CmVerbs for CardDevice<B, M> {
 }
 
 impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
+    fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)> {
+        let k = self.drv().reg_mr_fast(pd, addr, len, access).map_err(e("reg_mr_fast"))?;
+        Ok((k, k))
+    }
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
         self.drv().create_qp(pd, init).map_err(e("create_qp"))
     }

@@ -556,6 +556,10 @@ impl CmVerbs for RtlDevice {
 }
 
 impl Verbs for RtlDevice {
+    fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)> {
+        let key = self.call(move |c| c.drv.reg_mr_fast(pd, addr, len, access))?.map_err(err("reg_mr_fast"))?;
+        Ok((key, key))
+    }
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
         self.call(move |c| c.drv.create_qp(pd, init))?.map_err(err("create_qp"))
     }

@@ -20,6 +20,8 @@ use super::model_ep::SharedDevice;
 /// and what the lab reports.
 pub trait Verbs: CmVerbs + Send + Sync {
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32>;
+    /// A fast-registration MR (the only kind a received SEND_WITH_INV may invalidate): (lkey, rkey).
+    fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)>;
     /// What the endpoint is, for reports ("golden model", "RTL (Verilator)").
     fn describe(&self) -> String;
     /// The endpoint's own event counters, named (the model's counters; the RTL's counter window).
@@ -78,6 +80,10 @@ impl CmVerbs for SharedDevice {
 }
 
 impl Verbs for SharedDevice {
+    fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)> {
+        let mr = self.lock().reg_mr_fast(pd, addr, len, access).map_err(|e| anyhow!("reg_mr_fast: {e}"))?;
+        Ok((mr.lkey, mr.rkey))
+    }
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32> {
         self.lock().create_qp(pd, init).map_err(|e| anyhow!("create_qp: {e}"))
     }

@@ -8,7 +8,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use testbench::model::{AccessFlags, AddressVector, Cq, QpAttr, QpCap, QpInitAttr, QpState, QpType, SendWr, Sge, WcStatus, WrOpcode};
+use testbench::model::{
+    AccessFlags, AddressVector, Cq, Pd, QpAttr, QpCap, QpInitAttr, QpState, QpType, RecvWr, SendWr, Sge, WcStatus,
+    WorkCompletion, WrOpcode,
+};
 
 use super::cm::CmLab;
 use super::oob::OobConn;
@@ -77,8 +80,13 @@ pub struct WindowsProbe {
     /// rxe's receive completion of our SEND_WITH_INV: status, flags, the imm/invalidated-rkey field, byte_len;
     /// and the rkey we named.
     pub send_inv: Option<(u32, u32, u32, u32, u32)>,
-    /// NAKs rxe sent, by AETH syndrome.
+    /// rxe's SEND_WITH_INV naming our fast-registration MR: rxe's send status, our receive completion, the
+    /// key rxe named; then rxe's WRITE through that key: its status, and whether our bytes stayed as they were.
+    pub rxe_send_inv: Option<(u32, WorkCompletion, u32)>,
+    pub rxe_write_after_inv: Option<(u32, bool)>,
+    /// NAKs rxe sent, by AETH syndrome; NAKs we sent.
     pub naks: Vec<u8>,
+    pub our_naks: Vec<u8>,
     pub vm_rc: Option<i32>,
     pub error: Option<String>,
 }
@@ -86,6 +94,7 @@ pub struct WindowsProbe {
 /// Our RC QP on the RTL, connected to the agent's, with a 64 KiB buffer.
 struct Ours {
     dev: Dev,
+    pd: Pd,
     qpn: u32,
     cq: Cq,
     lkey: u32,
@@ -150,7 +159,7 @@ fn pair(a: &mut VerbsAgent, dev: &Dev, our_ip: Ipv4Addr, n: u32) -> Result<Ours>
     ] {
         dev.modify_qp(qpn, &attr)?;
     }
-    Ok(Ours { dev: dev.clone(), qpn, cq, lkey, buf, next: 0 })
+    Ok(Ours { dev: dev.clone(), pd, qpn, cq, lkey, buf, next: 0 })
 }
 
 fn pat(seed: u8) -> Vec<u8> {
@@ -189,7 +198,9 @@ impl Ours {
 /// 5. on a new QP pair, a READ through a third window (type 1) bound for remote write only;
 /// 6. a type 2 window bound on one QP pair's QP, our WRITE through it from another pair;
 /// 7. on a new pair, a type 2 window bound and a receive posted by rxe, our SEND_WITH_INV naming the window:
-///    rxe's receive completion (flags, invalidated rkey, length), then our WRITE through the window.
+///    rxe's receive completion (flags, invalidated rkey, length), then our WRITE through the window;
+/// 8. on a new pair, rxe's SEND_WITH_INV naming a fast-registration MR of ours: our receive completion, then
+///    rxe's WRITE through that key and our bytes under it.
 /// Each pair's QPs go to error after the first failed access, so each failure has its own pair.
 pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsProbe> {
     let script = format!("{}\nrxe-verbs 10.0.0.2 {PORT} $RNIC_GID\n", super::GID_SCRIPT);
@@ -244,6 +255,26 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         p.send_inv = Some((num(&wc, "status")? as u32, num(&wc, "flags")? as u32, num(&wc, "ex")? as u32, num(&wc, "byte_len")? as u32, rkey5));
         p.rxe_bytes.push(("SEND_WITH_INV".into(), a.call("peek 0 6144 64")?.get("hex").cloned().unwrap_or_default()));
         ours.write(&mut p, a, "type 2 window invalidated by our SEND_WITH_INV", rkey5, addr, 896, 0x90)?;
+        // 8. rxe's SEND_WITH_INV naming our fast-registration MR, then rxe's WRITE through it
+        let ours = pair(a, &dev, lab.ip, 6)?;
+        let fbuf = dev.alloc(4096)?;
+        dev.write_mem(fbuf, &[0xEE; 4096])?;
+        let (fkey, _) = dev.reg_mr_fast(ours.pd, fbuf, 4096, AccessFlags::ALL)?;
+        let sge = Sge { addr: ours.buf + 8192, length: 256, lkey: ours.lkey };
+        dev.post_recv(ours.qpn, RecvWr { wr_id: 88, sg_list: vec![sge] })?;
+        a.call(&format!("poke 0 7168 {}", hex(&pat(0xA0))))?;
+        let st = num(&a.call(&format!("send_inv 0 7168 64 {fkey}"))?, "status")? as u32;
+        let end = Instant::now() + Duration::from_secs(30);
+        let wc = loop {
+            if let Some(wc) = dev.poll_cq(ours.cq, 1)?.pop() {
+                break wc;
+            }
+            anyhow::ensure!(Instant::now() < end, "no receive completion for rxe's SEND_WITH_INV");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        p.rxe_send_inv = Some((st, wc, fkey));
+        let st = num(&a.call(&format!("write 0 7168 64 {fbuf} {fkey}"))?, "status")? as u32;
+        p.rxe_write_after_inv = Some((st, dev.read_mem(fbuf, 4096)? == vec![0xEE; 4096]));
         a.call("quit")?;
         Ok(())
     })();
@@ -263,6 +294,8 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
                 if let Some(a) = f.packet.aeth().filter(|a| a.syndrome & 0x60 == 0x60) {
                     p.naks.push(a.syndrome);
                 }
+            } else if let Some(a) = f.packet.aeth().filter(|a| a.syndrome & 0x60 == 0x60) {
+                p.our_naks.push(a.syndrome);
             }
         }
     }

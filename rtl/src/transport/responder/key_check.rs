@@ -32,6 +32,8 @@ crate::logic_block! {
         /// (else a WRITE), its payload length; `rkey_load` loads the R_Key check.
         pub req: Signal<In, ReqRec>,
         pub rkey_load: Signal<In, Bit>,
+        /// A SEND_WITH_INV's IETH R_Key (in the record's `rkey`): may this QP's PD invalidate it (`inv_ok`)?
+        pub inv_load: Signal<In, Bit>,
         /// A SEND's receive buffer: the WQE's address, length and lkey, the offset reached, the payload length.
         pub buf_first: Signal<In, Bit>,
         pub buf_next: Signal<In, Bit>,
@@ -48,6 +50,7 @@ crate::logic_block! {
         pub dma: Signal<Out, Bits<64>>,
         pub room_ok: Signal<Out, Bit>,
         pub end_off: Signal<Out, Bits<32>>,
+        pub inv_ok: Signal<Out, Bit>,
 
         kc: KeyCache<1024, 10>,
         kl_key: DFF<Bits<32>>,
@@ -56,6 +59,7 @@ crate::logic_block! {
         kl_acc: DFF<Bits<4>>,
         kc_ok: DFF<Bit>,
         kc_dma: DFF<Bits<64>>,
+        kc_inv: DFF<Bit>,
         end_s: DFF<Bits<32>>,
         /// the receive buffer's sums: address (addr + offset), end (offset + payload), room (len - end)
         add_va: PipeAdd64,
@@ -72,6 +76,9 @@ crate::logic_block! {
         kacc_rw: Constant<Bits<4>> = k(ACC_REMOTE_WRITE),
         kacc_ra: Constant<Bits<4>> = k(ACC_REMOTE_ATOMIC),
         eight32: Constant<Bits<32>> = k(8),
+        zero4: Constant<Bits<4>> = k(0),
+        zero32: Constant<Bits<32>> = k(0),
+        zero64: Constant<Bits<64>> = k(0),
         l_rkey: Signal<Local, Bits<32>>,
         l_va: Signal<Local, Bits<64>>,
         l_dlen: Signal<Local, Bits<32>>,
@@ -85,7 +92,7 @@ crate::logic_block! {
 impl Logic for KeyCheck {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, kl_key, kl_va, kl_len, kl_acc, kc_ok, kc_dma, end_s, va_a, va_b, end_a, end_b, room_a, room_b);
+        dff_setup!(self, clock, kl_key, kl_va, kl_len, kl_acc, kc_ok, kc_dma, kc_inv, end_s, va_a, va_b, end_a, end_b, room_a, room_b);
         clock!(self, clock, kc, add_va, add_end, add_room);
         self.l_rkey.next = self.req.val().rkey;
         self.l_va.next = self.req.val().va;
@@ -105,6 +112,7 @@ impl Logic for KeyCheck {
         self.kc.wr_va.next = self.kc_wr.va.val();
         self.kc.wr_len.next = self.kc_wr.len.val();
         self.kc.wr_base.next = self.kc_wr.base.val();
+        self.kc.wr_fast.next = self.kc_wr.fast.val();
         self.kc.lk_valid.next = self.issue.val();
         self.kc.lk_key.next = self.kl_key.q.val();
         self.kc.lk_pd.next = self.pd.val();
@@ -116,6 +124,7 @@ impl Logic for KeyCheck {
         self.ok.next = self.kc_ok.q.val();
         self.dma.next = self.kc_dma.q.val();
         self.end_off.next = self.end_s.q.val();
+        self.inv_ok.next = self.kc_inv.q.val();
         self.add_va.a.next = self.va_a.q.val();
         self.add_va.b.next = self.va_b.q.val();
         self.add_va.cin.next = false;
@@ -139,6 +148,13 @@ impl Logic for KeyCheck {
                 self.kl_len.d.next = self.eight32.val();
                 self.kl_acc.d.next = self.kacc_ra.val();
             }
+        }
+        if self.inv_load.val() {
+            // rxe `rxe_invalidate_mr`: only the key, its PD and its kind decide (`res_inv`)
+            self.kl_key.d.next = self.l_rkey.val();
+            self.kl_va.d.next = self.zero64.val();
+            self.kl_len.d.next = self.zero32.val();
+            self.kl_acc.d.next = self.zero4.val();
         }
         if self.buf_first.val() {
             // a SEND FIRST/ONLY starts at offset 0 of the WQE just fetched: the lkey check for [addr, addr +
@@ -171,6 +187,7 @@ impl Logic for KeyCheck {
         if self.take.val() {
             self.kc_ok.d.next = self.kc.res_ok.val();
             self.kc_dma.d.next = self.kc.res_dma.val();
+            self.kc_inv.d.next = self.kc.res_inv.val();
         }
     }
 }
@@ -244,6 +261,39 @@ mod tests {
         assert!(!rkey(&mut u, 0x0455, 0x1FF8, 8, false, true).0, "an atomic without REMOTE_ATOMIC");
         u.pd.next = bits(8);
         assert!(!rkey(&mut u, 0x0342, 0x1100, 0x100, false, false).0, "another PD");
+    }
+
+    /// A SEND_WITH_INV's R_Key may be invalidated only when it names a fast-registration MR of the QP's PD
+    /// (rxe `rxe_invalidate_mr`, the golden model's `MrKind::FastReg` rule); an entry already invalid still
+    /// may (rxe sets the state FREE again), its access and range do not matter.
+    #[test]
+    fn an_invalidate_needs_a_fast_registration_mr_of_the_pd() {
+        let mut u = KeyCheck::default();
+        u.connect_all();
+        u.pd.next = bits(7);
+        mr(&mut u, 0x0342, ACC_REMOTE_WRITE | ACC_LOCAL_WRITE, 0x1000, 0x1000, 0x8000_0000);
+        u.kc_wr.fast.next = true;
+        mr(&mut u, 0x0455, 0, 0x1000, 0x10, 0x9000_0000);
+        u.kc_wr.fast.next = false;
+        let inv = |u: &mut KeyCheck, key: u64| {
+            u.inv_load.next = true;
+            u.req.next.rkey = bits(key);
+            crate::tick!(u);
+            u.inv_load.next = false;
+            answer(u);
+            u.inv_ok.val()
+        };
+        assert!(inv(&mut u, 0x0455), "a fast-registration MR of the PD");
+        assert!(!inv(&mut u, 0x0342), "a user MR (ibv_reg_mr)");
+        assert!(!inv(&mut u, 0x0456), "another tag");
+        assert!(!inv(&mut u, 0x40_0055), "an index past the table");
+        u.kc_wr.inv_en.next = true;
+        u.kc_wr.index.next = bits(4);
+        crate::tick!(&mut u);
+        u.kc_wr.inv_en.next = false;
+        assert!(inv(&mut u, 0x0455), "already invalid: invalidated again");
+        u.pd.next = bits(8);
+        assert!(!inv(&mut u, 0x0455), "another PD");
     }
 
     /// The receive buffer of a SEND: FIRST at offset 0, MIDDLE/LAST at the offset reached; the lkey with

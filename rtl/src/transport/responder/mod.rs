@@ -43,6 +43,13 @@
 //! Class-C errors NAK with the packet's PSN and the current MSN, complete the receive in progress (if the rule
 //! says so), flush every posted receive WQE with WR_FLUSH_ERR (rxe `qp_error`) and put the QP in error.
 //! ATOMIC_WRITE and FLUSH: NAK invalid request, QP to error. An atomic's target must be 8-byte aligned.
+//! **SEND_WITH_INV** (SEND_LAST/ONLY_WITH_INVALIDATE; rxe `invalidate_rkey`, the golden model's rule): once its
+//! receive buffer passes, the IETH's R_Key is checked through the Key Cache (`res_inv`: a fast-registration
+//! MR of the QP's PD); if it may be invalidated, the Responder asks the top's command dispatcher, the one
+//! writer of both Key Cache copies (WQE Check's and its own), to invalidate it (`inv_valid` until
+//! `inv_ready`) and waits, so that no later packet finds the key valid; the receive completes with WITH_INV
+//! and the key. Otherwise class J (rxe `RESPST_ERR_INVALIDATE_RKEY`): the payload is placed, no ACK, the
+//! receive completes REM_INV_REQ_ERR, the other receives are flushed and the QP goes to error.
 //! **UC** (the QP's type; rxe `check_psn`'s UC branch and `drop_msg`): a request must carry exactly the expected
 //! PSN outside a message being dropped; otherwise a FIRST/ONLY resynchronises (the message in progress
 //! abandoned, its receive WQE kept and filled again from offset 0) and anything else is dropped. Every check
@@ -155,6 +162,11 @@ crate::logic_block! {
         pub rqdb_pi: Signal<In, Bits<16>>,
         /// Key Cache write port (RX copy).
         pub kc_wr: KcWrite,
+        /// A SEND_WITH_INV invalidates the MR at `inv_index`: held until the command dispatcher, the one writer
+        /// of both Key Cache copies, takes it (`inv_ready`, the cycle it invalidates both).
+        pub inv_valid: Signal<Out, Bit>,
+        pub inv_index: Signal<Out, Bits<10>>,
+        pub inv_ready: Signal<In, Bit>,
         /// Receive WQE fetch (one 64-byte beat per request).
         pub dma: DmaRead,
         /// Scatter commands (SEND / WRITE payload placement) and the payload.
@@ -271,6 +283,11 @@ crate::logic_block! {
         amsn: DFF<Bits<24>>,
         cc_cq: DFF<Bit>,
         cc_status: DFF<Bits<8>>,
+        /// this SEND_WITH_INV invalidated its R_Key (`iv_ok`: the completion says so) or may not (`iv_bad`:
+        /// class J, REM_INV_REQ_ERR); the invalidate request held for the dispatcher (`iv_v`)
+        iv_ok: DFF<Bit>,
+        iv_bad: DFF<Bit>,
+        iv_v: DFF<Bit>,
         /// UC: this packet (a FIRST/ONLY) resynchronised the QP (out of sequence or after a drop): the message in
         /// progress is abandoned, so check_op_seq's verdict (taken with it in progress) does not apply
         ucr: DFF<Bit>,
@@ -318,6 +335,8 @@ crate::logic_block! {
         wc_recv_imm: Constant<Bits<8>> = k(wc_opcode_code(WcOpcode::RecvRdmaWithImm) as u64),
         wcf_grh: Constant<Bits<8>> = k(WcFlags::GRH as u64),
         wcf_grh_imm: Constant<Bits<8>> = k((WcFlags::GRH | WcFlags::WITH_IMM) as u64),
+        wcf_grh_inv: Constant<Bits<8>> = k((WcFlags::GRH | WcFlags::WITH_INV) as u64),
+        st_rem_inv: Constant<Bits<8>> = k(wc_status_code(WcStatus::RemInvReqErr) as u64),
         st_ok: Constant<Bits<8>> = k(wc_status_code(WcStatus::Success) as u64),
         st_qp_op: Constant<Bits<8>> = k(wc_status_code(WcStatus::LocQpOpErr) as u64),
         st_flush: Constant<Bits<8>> = k(wc_status_code(WcStatus::WrFlushErr) as u64),
@@ -342,7 +361,7 @@ impl Logic for Responder {
         dff_setup!(
             self, clock, state, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, wait_n, aa_a, aa_b, aa_c, ab_a,
             ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, msn1, psn1,
-            wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, o_sv, o_saddr, o_reason,
+            wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, iv_ok, iv_bad, iv_v, o_sv, o_saddr, o_reason,
             hq_diff, ucr
         );
         clock!(self, clock, tk, fp, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
@@ -509,6 +528,9 @@ impl Logic for Responder {
         // ---- sub-blocks
         // the key checks (key_check.rs): the R_Key of the request, a SEND's receive buffer
         KcWrite::link(&mut self.kc_wr, &mut self.kck.kc_wr);
+        self.kck.inv_load.next = false;
+        self.inv_valid.next = self.iv_v.q.val();
+        self.inv_index.next = self.tk.rkey.val().get_bits::<10>(8);
         self.kck.pd.next = self.l_pd.val().get_bits::<PD_BITS>(0);
         self.kck.rkey_load.next = false;
         self.kck.req.next = self.tk.req.val();
@@ -723,6 +745,8 @@ impl Logic for Responder {
                 self.n_sent.d.next = false;
                 self.amsn.d.next = self.tk.msn.val();
                 self.cc_cq.d.next = false;
+                self.iv_ok.d.next = false;
+                self.iv_bad.d.next = false;
                 if self.l_uc.val() {
                     // UC check_psn (rxe): the expected PSN, outside a message being dropped, goes on; otherwise
                     // a FIRST/ONLY resynchronises (the message in progress abandoned, its receive WQE kept from
@@ -924,6 +948,34 @@ impl Logic for Responder {
                     self.o_saddr.d.next = self.kck.dma.val();
                     self.x.d.next.r_off = self.kck.end_off.val();
                     self.state.d.next = RespState::SCmd;
+                    if self.tk.req.val().inv {
+                        self.state.d.next = RespState::InvChk;
+                    }
+                }
+            }
+            RespState::InvChk => {
+                // a SEND_WITH_INV (its receive buffer checked): may the QP's PD invalidate the IETH's R_Key?
+                self.kck.inv_load.next = true;
+                self.kret.d.next = RespState::InvRes;
+                self.state.d.next = RespState::Kc;
+            }
+            RespState::InvRes => {
+                // rxe `invalidate_rkey`: a fast-registration MR of the PD is invalidated in both Key Cache
+                // copies before the packet goes on (a later request with the key finds it invalid); any other
+                // key is class J, found at the completion (the payload is placed first, as rxe places it)
+                self.state.d.next = RespState::SCmd;
+                if self.kck.inv_ok.val() {
+                    self.iv_ok.d.next = true;
+                    self.iv_v.d.next = true;
+                    self.state.d.next = RespState::InvWait;
+                } else {
+                    self.iv_bad.d.next = true;
+                }
+            }
+            RespState::InvWait => {
+                if self.inv_ready.val() {
+                    self.iv_v.d.next = false;
+                    self.state.d.next = RespState::SCmd;
                 }
             }
             RespState::WExec => {
@@ -1015,6 +1067,11 @@ impl Logic for Responder {
                             self.cqe.wc.next.imm = self.tk.imm.val();
                             self.cqe.wc.next.wc_flags = self.wcf_grh_imm.val();
                         }
+                        // SEND_WITH_INV: the invalidated R_Key as a number (CQE bytes 12..15 little-endian)
+                        if self.iv_ok.q.val() {
+                            self.cqe.wc.next.imm = self.tk.rkey.val();
+                            self.cqe.wc.next.wc_flags = self.wcf_grh_inv.val();
+                        }
                     }
                     if self.tk.is_end.val() {
                         self.n_msn.d.next = self.msn1.q.val();
@@ -1032,6 +1089,12 @@ impl Logic for Responder {
                                 self.x.d.next.have_wqe = false;
                             }
                         }
+                    }
+                    if self.iv_bad.q.val() {
+                        // class J (rxe RESPST_ERR_INVALIDATE_RKEY): no ACK; the receive completes
+                        // REM_INV_REQ_ERR with the bytes placed, the other receives are flushed, the QP errs
+                        self.cqe.wc.next.status = self.st_rem_inv.val();
+                        self.state.d.next = RespState::CqOut;
                     }
                 }
             }

@@ -90,6 +90,8 @@ pub struct ReqRec {
     pub rkey: Bits<32>,
     pub dlen: Bits<32>,
     pub imm: Bits<32>,
+    /// SEND_LAST/ONLY_WITH_INVALIDATE: the IETH's R_Key is in `rkey` (a SEND has no RETH).
+    pub inv: Bit,
     /// UD: the DETH's source QPN.
     pub sqpn: Bits<24>,
     pub epsn: Bits<24>,
@@ -193,6 +195,8 @@ crate::logic_block! {
         ty_ud: Constant<Bits<2>> = k(testbench::model::QpType::Ud as u64),
         tr_ud: Constant<Bits<3>> = k(u64::from(UD_SEND_ONLY >> 5)),
         k_send_write: Constant<Bits<2>> = k(KIND_SEND_WRITE),
+        op_sli: Constant<Bits<8>> = k(u64::from(RC_SEND_LAST_WITH_INVALIDATE)),
+        op_soi: Constant<Bits<8>> = k(u64::from(RC_SEND_ONLY_WITH_INVALIDATE)),
         k_read: Constant<Bits<2>> = k(KIND_READ),
         k_atomic: Constant<Bits<2>> = k(KIND_ATOMIC),
     }
@@ -311,6 +315,11 @@ impl Logic for ReqTake {
             self.r.d.next.rkey = self.l_reth.val().get_bits::<32>(64);
             self.r.d.next.dlen = self.l_reth.val().get_bits::<32>(96);
             self.r.d.next.imm = self.l_ext.val().get_bits::<32>(0);
+            // the IETH, like a DETH's first word, is the first extension word (big-endian)
+            self.r.d.next.inv = (self.l_opc.val() == self.op_sli.val()) | (self.l_opc.val() == self.op_soi.val());
+            if (self.l_opc.val() == self.op_sli.val()) | (self.l_opc.val() == self.op_soi.val()) {
+                self.r.d.next.rkey = self.l_deth.val().get_bits::<32>(0);
+            }
             if self.info_lut.y.val().get_bit(7) {
                 self.r.d.next.imm = self.l_ext.val().get_bits::<32>(128);
             }

@@ -60,6 +60,8 @@ struct Rig {
     /// DMA reads taken and not answered yet (ready cycle, address): taken in `run` and in `cmd` (a
     /// doorbell's prefetch is issued while the doorbell is being taken), answered in `run`
     dma: VecDeque<(u64, u64)>,
+    /// The Key Cache indices the Responder had invalidated (SEND_WITH_INV), as the top's dispatcher does it.
+    invalidated: Vec<u64>,
 }
 
 impl Rig {
@@ -78,6 +80,7 @@ impl Rig {
         u.rqdb_valid.next = false;
         u.kc_wr.en.next = false;
         u.kc_wr.inv_en.next = false;
+        u.inv_ready.next = false;
         u.hdr_valid.next = false;
         u.pay.tvalid.next = false;
         u.dma.req_ready.next = false;
@@ -141,6 +144,15 @@ impl Rig {
         while quiet < 60 || !hq.is_empty() || !beats.is_empty() || !dma.is_empty() {
             assert!(self.cycles - start < 400_000, "responder hung");
             self.idle_inputs();
+            // the top's command dispatcher: a SEND_WITH_INV's invalidate, when no command writes the Key Cache
+            if self.u.inv_valid.val() && (self.free || self.rng.gen_ratio(1, 2)) {
+                let idx = self.u.inv_index.val();
+                self.u.inv_ready.next = true;
+                self.u.kc_wr.inv_en.next = true;
+                self.u.kc_wr.index.next = idx;
+                self.invalidated.push(idx.to_u64());
+                quiet = 0;
+            }
             let hv = !hq.is_empty() && (self.free || self.rng.gen_ratio(3, 4));
             if hv {
                 let r = hq.front().unwrap();
@@ -345,7 +357,7 @@ impl World {
         u.my_mac.next = mac_bits(b.config().mac.0);
         u.my_ip.next = bits(ip_u32(b.config().ip));
         let mem = b.mem().read(buf_b, BUF_LEN).unwrap();
-        let mut rig = Rig { u, rng: SmallRng::seed_from_u64(seed ^ 0x5A5A), buf: buf_b, mem, ring: HashMap::new(), pi: 0, qpn: qb, cycles: 0, free: false, taken: Vec::new(), fast: 0, lat: 0, reads: Vec::new(), dma: VecDeque::new() };
+        let mut rig = Rig { u, rng: SmallRng::seed_from_u64(seed ^ 0x5A5A), buf: buf_b, mem, ring: HashMap::new(), pi: 0, qpn: qb, cycles: 0, free: false, taken: Vec::new(), fast: 0, lat: 0, reads: Vec::new(), dma: VecDeque::new(), invalidated: Vec::new() };
         rig.idle_inputs();
         for _ in 0..4 {
             rig.tick();
@@ -413,6 +425,37 @@ impl World {
         rig.idle_inputs();
         rig.tick();
         World { a, b, qa, qb, cq_b, mr_a, mr_b, buf_a, rig, now: 0, rng, wr: 0, checked: 0 }
+    }
+
+    /// A fast-registration MR on B (the only kind a SEND_WITH_INV may invalidate) over the first `len` bytes
+    /// of its buffer, in B's PD, with every access; written into the RTL's Key Cache copy too.
+    fn fast_mr(&mut self, len: u64) -> testbench::model::mr::Mr {
+        let m = self.b.reg_mr_fast(self.mr_b.pd, self.mr_b.addr, len, AccessFlags::ALL).unwrap();
+        let u = &mut self.rig.u;
+        u.kc_wr.en.next = true;
+        u.kc_wr.index.next = bits((m.rkey >> 8) as u64);
+        u.kc_wr.valid.next = true;
+        u.kc_wr.tag.next = bits((m.rkey & 0xFF) as u64);
+        u.kc_wr.pd.next = bits(m.pd.0 as u64 & 0xFF_FFFF);
+        u.kc_wr.access.next = bits(AccessFlags::ALL.0 as u64);
+        u.kc_wr.va.next = bits(m.addr);
+        u.kc_wr.len.next = bits(len);
+        u.kc_wr.base.next = bits(m.addr);
+        u.kc_wr.fast.next = true;
+        self.rig.tick();
+        self.rig.idle_inputs();
+        self.rig.u.kc_wr.fast.next = false;
+        self.rig.tick();
+        m
+    }
+
+    /// A SEND_WITH_INV of `len` bytes from A naming `rkey`.
+    fn post_send_inv(&mut self, len: u64, rkey: u32) {
+        self.wr += 1;
+        let loff = self.rng.gen_range(0..(BUF_LEN as u64 - len));
+        let mut wr = SendWr::new(self.wr, WrOpcode::SendWithInv, vec![Sge { addr: self.buf_a + loff, length: len as u32, lkey: self.mr_a.lkey }]);
+        wr.invalidate_rkey = rkey;
+        self.a.post_send(self.qa, wr).unwrap();
     }
 
     /// Post a receive of `len` bytes at a random place of B's buffer, on the model and on the RTL ring.
@@ -1160,6 +1203,40 @@ fn bad_rkey_naks_remote_access_and_flushes() {
     assert_eq!(w.rig.u.counters[CNT_CLASS_C].val().to_u64(), 1);
     w.post_send(WrOpcode::RdmaRead, 10, Some(bad));
     w.pump(|_, f| vec![f]);
+}
+
+/// SEND_WITH_INV (rxe `invalidate_rkey`): naming a fast-registration MR of the QP's PD, the MR is invalidated
+/// in the Key Cache through the dispatcher's port, the receive completes with WITH_INV and the R_Key, and a
+/// later WRITE with that R_Key is NAKed remote access error with nothing written; naming a user MR (or a key
+/// that does not exist) is class J: no ACK, the receive completes REM_INV_REQ_ERR with its bytes placed, the
+/// next receive is flushed. Every frame, completion and byte as the golden responder's.
+#[test]
+fn send_with_invalidate_takes_a_fast_mr_and_not_a_user_mr() {
+    for (seed, len) in [(61u64, 0u64), (62, 200), (63, 1000)] {
+        let mut w = World::new(seed, 256, AccessFlags::ALL);
+        let f = w.fast_mr(4096);
+        w.post_recv(2000);
+        w.post_send_inv(len, f.rkey);
+        w.pump(|_, f| vec![f]);
+        assert_eq!(w.rig.invalidated, vec![(f.rkey >> 8) as u64], "the fast MR's entry invalidated once");
+        w.post_send_at(WrOpcode::RdmaWrite, 64, Some(f.rkey), Some(128));
+        w.pump(|_, f| vec![f]);
+        let naks: Vec<(u8, u64)> = w.b.counters().naks_sent.clone().into_iter().collect();
+        assert_eq!(naks, vec![(0x62, 1)], "the WRITE through the invalidated key: NAK remote access error");
+        assert_eq!(w.rig.u.counters[CNT_CLASS_C].val().to_u64(), 1);
+    }
+    for (seed, bad) in [(64u64, 0u32), (65, 0x300)] {
+        let mut w = World::new(seed, 256, AccessFlags::ALL);
+        w.post_recv(2000);
+        w.post_recv(100);
+        let key = w.mr_b.rkey ^ bad;
+        w.post_send_inv(300, key);
+        w.pump(|_, f| vec![f]);
+        assert!(w.rig.invalidated.is_empty(), "nothing invalidated");
+        assert_eq!(w.checked, 0, "no ACK");
+        let st: Vec<u64> = w.b.qp(w.qb).map(|q| q.state as u64).into_iter().collect();
+        assert_eq!(st, vec![QpState::Error as u64], "the golden QP errs");
+    }
 }
 
 /// Access flags: a WRITE to a QP without REMOTE_WRITE is a NAK invalid request.
