@@ -9,7 +9,8 @@
 //!
 //! What must hold: every message completes with success at the requester, every byte lands where it should
 //! (WRITE targets, SEND receive buffers, READ results), receive completions come exactly once per
-//! SEND / WRITE_WITH_IMMEDIATE, in order per QP, with the right length and immediate, nothing hangs, and no
+//! SEND / SEND_WITH_INV / WRITE_WITH_IMMEDIATE, in order per QP, with the right length and immediate (a
+//! SEND_WITH_INV's with WITH_INV and the fast-registration MR it named), nothing hangs, and no
 //! DMA write of ours goes outside what the messages address (the rest of host memory is compared with a
 //! shadow).
 
@@ -124,23 +125,29 @@ pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
     let mut shadow = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
     let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
     let mut total = 0;
+    let is_send = |op: WrOpcode| matches!(op, WrOpcode::Send | WrOpcode::SendWithInv);
     for round in 0..rounds {
         let mut msgs = Vec::new();
         for i in 0..PER_ROUND {
-            let op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead][rng.gen_range(0..4)];
+            let op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead, WrOpcode::SendWithInv][rng.gen_range(0..5)];
             let len = sizes[rng.gen_range(0..sizes.len())];
             let slot = i as u64 * STRIDE;
             let m = match op {
                 WrOpcode::RdmaRead => Msg { op, len, qp: i % QPS, peer_off: PEER_READ_DEST + slot + rng.gen_range(0..8), our_off: READ_AREA + rng.gen_range(0..(2 << 20) - READ_AREA - SLOT), imm: 0 },
-                WrOpcode::Send => Msg { op, len, qp: i % QPS, peer_off: rng.gen_range(0..(1 << 20) - SLOT), our_off: RECV_AREA + slot, imm: 0 },
+                // a SEND_WITH_INV names a fast-registration MR of ours (in `imm`), registered for it below
+                WrOpcode::Send | WrOpcode::SendWithInv => Msg { op, len, qp: i % QPS, peer_off: rng.gen_range(0..(1 << 20) - SLOT), our_off: RECV_AREA + slot, imm: 0 },
                 _ => Msg { op, len, qp: i % QPS, peer_off: rng.gen_range(0..(1 << 20) - SLOT), our_off: WRITE_AREA + slot + rng.gen_range(0..8), imm: rng.gen() },
             };
             msgs.push(m);
         }
+        // each SEND_WITH_INV's key: a fast-registration MR over a page of the READ area (never written)
+        for m in msgs.iter_mut().filter(|m| m.op == WrOpcode::SendWithInv) {
+            m.imm = r.drv.reg_mr_fast(Pd(1), r.src + READ_AREA, 4096, AccessFlags::ALL).unwrap();
+        }
         // our receives first (a missing one would cost an RNR wait): one per SEND / WRITE_WITH_IMM
         for (i, m) in msgs.iter().enumerate() {
-            if matches!(m.op, WrOpcode::Send | WrOpcode::RdmaWriteWithImm) {
-                let (addr, length) = if m.op == WrOpcode::Send { (r.src + m.our_off, SLOT as u32) } else { (r.src + RECV_AREA + i as u64 * STRIDE, 0) };
+            if is_send(m.op) || m.op == WrOpcode::RdmaWriteWithImm {
+                let (addr, length) = if is_send(m.op) { (r.src + m.our_off, SLOT as u32) } else { (r.src + RECV_AREA + i as u64 * STRIDE, 0) };
                 r.drv.post_recv(qps[m.qp].0, &RecvWr { wr_id: (round * PER_ROUND + i) as u64, sg_list: vec![Sge { addr, length, lkey: r.lkey }] }).unwrap();
             }
         }
@@ -154,13 +161,16 @@ pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
                 w.remote_addr = raddr;
                 w.rkey = r.lkey;
                 w.imm_data = m.imm;
+                if m.op == WrOpcode::SendWithInv {
+                    (w.imm_data, w.invalidate_rkey) = (0, m.imm);
+                }
                 s.peer.post_send(qps[m.qp].1, w).unwrap();
             }
         }
         // run until the peer has every completion (and poll ours as they come)
         let mut peer_wcs = Vec::new();
         let mut ours = Vec::new();
-        let want_ours = msgs.iter().filter(|m| matches!(m.op, WrOpcode::Send | WrOpcode::RdmaWriteWithImm)).count();
+        let want_ours = msgs.iter().filter(|m| is_send(m.op) || m.op == WrOpcode::RdmaWriteWithImm).count();
         let mut steps = 0u64;
         while peer_wcs.len() < PER_ROUND || ours.len() < want_ours {
             assert!(steps < 30_000_000, "round {round}: hung with {} of {PER_ROUND} peer completions, {} of {want_ours} ours", peer_wcs.len(), ours.len());
@@ -181,7 +191,7 @@ pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
         // our receive completions: exactly one per SEND / WRITE_WITH_IMM, in posting order per QP
         assert_eq!(ours.len(), want_ours, "round {round}: {ours:?}");
         for q in 0..QPS {
-            let want: Vec<usize> = (0..PER_ROUND).filter(|&i| msgs[i].qp == q && matches!(msgs[i].op, WrOpcode::Send | WrOpcode::RdmaWriteWithImm)).collect();
+            let want: Vec<usize> = (0..PER_ROUND).filter(|&i| msgs[i].qp == q && (is_send(msgs[i].op) || msgs[i].op == WrOpcode::RdmaWriteWithImm)).collect();
             let got: Vec<&WorkCompletion> = ours.iter().filter(|w| w.qp_num == qps[q].0).collect();
             assert_eq!(got.len(), want.len(), "round {round} QP {q}");
             for (w, &i) in got.iter().zip(&want) {
@@ -193,8 +203,16 @@ pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
                     assert_eq!((w.opcode, w.imm_data), (WcOpcode::RecvRdmaWithImm, m.imm));
                 } else {
                     assert_eq!(w.opcode, WcOpcode::Recv);
+                    // a SEND_WITH_INV invalidated its key once (a duplicate is re-ACKed, not executed)
+                    let inv = m.op == WrOpcode::SendWithInv;
+                    assert_eq!(w.wc_flags.has(WcFlags::WITH_INV), inv, "round {round} QP {q}: {w:?}");
+                    assert_eq!(w.invalidated_rkey, if inv { m.imm } else { 0 }, "round {round} QP {q}: {w:?}");
                 }
             }
+        }
+        // the round's fast-registration MRs are freed for the next round's
+        for m in msgs.iter().filter(|m| m.op == WrOpcode::SendWithInv) {
+            r.drv.dereg_mr(m.imm).unwrap();
         }
         // every byte
         let s = r.sys.borrow();
