@@ -275,8 +275,7 @@ pub fn probe_lossy(image: &super::VmImage, run_name: &str, clients: &[(&str, &st
     Ok(CmProbe { clients, stats: agent.map(|a| a.core.stats).unwrap_or_default(), events, pings, cmatose, udaddy, mads, dropped, error })
 }
 
-/// The VM's address in the CM lab runs.
-const VM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+use super::LAB_VM_IP as VM;
 
 /// One run of a client of ours against a server the VM starts: the server's exit status and output, every MAD
 /// of the run, the agent's counts (when our side completed) and our side's error.

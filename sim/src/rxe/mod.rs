@@ -75,7 +75,7 @@ pub use bridge::{
 pub use host::{is_roce_v2, HostConfig, HostStack, HostStats, IP_PROTO_ICMP};
 pub use mgmt::{Mgmt, TcpConn, TcpListener};
 pub use smoltcp::socket::tcp::State as TcpState;
-pub use vm::{ipv6_prelude, parse_script_rc, Accel, Qmp, Vm, VmConfig, VmOutcome, GID_SCRIPT, LAB_OUR_IP6, LAB_VM_IP6};
+pub use vm::{ipv6_prelude, parse_script_rc, Accel, Qmp, Vm, VmConfig, VmOutcome, GID_SCRIPT, LAB_OUR_IP6, LAB_VM_IP, LAB_VM_IP6};
 
 /// Env var: when set, tests that need the VM fail instead of skipping when qemu cannot run.
 pub const REQUIRE_VM_ENV: &str = "RNIC_REQUIRE_VM";

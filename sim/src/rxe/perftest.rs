@@ -111,7 +111,7 @@ pub const UC_MAX_RX: usize = 16000;
 /// capture).
 pub const UD_SLOT_BYTES: u64 = 8 << 20;
 
-const VM_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+use super::LAB_VM_IP as VM_IP;
 const VM_MAC: MacAddr = MacAddr([0x52, 0x54, 0, 0, 0, 0x01]);
 
 /// Which atomic `ib_atomic_bw` runs (`-A`).
@@ -1356,7 +1356,7 @@ impl OurSide {
             Err(e) => {
                 res.error = Some(format!("{e:#}"));
                 if let Some(h) = &cm {
-                    res.cm_events = h.lock().unwrap().log.drain(..).map(|e| perftest_cm::brief(&e)).collect();
+                    res.cm_events = h.lock().unwrap().take_log();
                 }
                 return res;
             }
@@ -1394,7 +1394,7 @@ impl OurSide {
             }
         }
         if let Some(c) = &peer.cm {
-            peer.res.cm_events = c.hub.lock().unwrap().log.drain(..).map(|e| perftest_cm::brief(&e)).collect();
+            peer.res.cm_events = c.hub.lock().unwrap().take_log();
         }
         peer.res
     }

@@ -58,6 +58,11 @@ impl CmHub {
         Arc::new(Mutex::new(CmHub { agent, queue: VecDeque::new(), log: Vec::new() }))
     }
 
+    /// The events logged so far, each in brief ([`brief`]), taken out of the log.
+    pub fn take_log(&mut self) -> Vec<String> {
+        self.log.drain(..).map(|e| brief(&e)).collect()
+    }
+
     /// Answer what came on QP1; queue its events.
     fn pump(&mut self) -> Result<()> {
         for ev in self.agent.poll()? {

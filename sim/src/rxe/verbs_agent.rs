@@ -19,7 +19,7 @@ use super::verbs::Dev;
 
 /// The port our side listens on for the agent.
 pub const PORT: u16 = 18700;
-const VM_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+use super::LAB_VM_IP as VM_IP;
 
 /// Our end of the agent's connection.
 pub struct VerbsAgent {

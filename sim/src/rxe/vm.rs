@@ -69,6 +69,9 @@ pub struct VmConfig {
 /// This host as the VM sees it on the management NIC (qemu user networking maps it to our loopback).
 pub const MGMT_HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 
+/// The VM's eth0 IPv4 address in the lab (every [`VmConfig`] starts with it; our side is 10.0.0.2).
+pub const LAB_VM_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
 /// The VM's eth0 IPv6 address in the lab's RoCEv2-over-IPv6 runs (prefix /64; the VM's IPv4 one stays for the
 /// tools' exchange).
 pub const LAB_VM_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
@@ -95,7 +98,7 @@ impl VmConfig {
             image,
             socket: socket.into(),
             run_dir: run_dir.into(),
-            ip: Ipv4Addr::new(10, 0, 0, 1),
+            ip: LAB_VM_IP,
             prefix_len: 24,
             mac: MacAddr([0x52, 0x54, 0, 0, 0, 0x01]),
             mtu: 1500,
