@@ -98,17 +98,26 @@ fn fill_peer_and_arm_faults(r: &crate::system::Rig<AnyDut>, rng: &mut SmallRng, 
 }
 
 pub fn responder(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
-    responder_on(rtl_dut(), seed, mtu, rounds, faults, dir, vcd, progress)
+    responder_on(rtl_dut(), &RESPONDER_OPS, seed, mtu, rounds, faults, dir, vcd, progress)
 }
+
+/// The verbs of the responder campaign: WRITE, WRITE_WITH_IMM, SEND, READ and SEND_WITH_INV.
+pub const RESPONDER_OPS: [WrOpcode; 5] =
+    [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead, WrOpcode::SendWithInv];
+
+/// What the reference top (`sim/ref/`, emitted before SEND_WITH_INV was received) executes: the campaign
+/// without SEND_WITH_INV.
+pub const REFERENCE_RESPONDER_OPS: [WrOpcode; 4] =
+    [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead];
 
 /// The RTL as today's Verilator model of the top.
 pub fn rtl_dut() -> AnyDut {
     Box::new(crate::Clocked::<crate::vmodels::rnic::Rnic>::new(None))
 }
 
-/// [`responder`] on any implementation of the top (e.g. `sim::system::RefLockstep`).
+/// [`responder`] on any implementation of the top (e.g. `sim::system::RefLockstep`), with the verbs `ops`.
 #[allow(clippy::too_many_arguments)]
-pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+pub fn responder_on(dut: AnyDut, ops: &[WrOpcode], seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let dir = dir.to_path_buf();
     let mut summary = String::new();
     let (mut r, qps) = golden_rig(dut, mtu, &dir, vcd);
@@ -129,7 +138,7 @@ pub fn responder_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
     for round in 0..rounds {
         let mut msgs = Vec::new();
         for i in 0..PER_ROUND {
-            let op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead, WrOpcode::SendWithInv][rng.gen_range(0..5)];
+            let op = ops[rng.gen_range(0..ops.len())];
             let len = sizes[rng.gen_range(0..sizes.len())];
             let slot = i as u64 * STRIDE;
             let m = match op {
