@@ -140,8 +140,8 @@ fn atomic_with_a_wrong_rkey_is_naked_and_writes_nothing() {
 /// with WITH_INV and the R_Key, and the MR is invalid in both Key Cache copies: our own SEND from it (another QP)
 /// completes LOC_PROT_ERR in WQE Check, and the peer's WRITE through it is NAKed remote access error with not
 /// one byte of our host memory changed. A SEND_WITH_INV naming our ordinary MR (`reg_mr`) invalidates nothing
-/// (rxe `rxe_invalidate_mr` takes only `IB_MR_TYPE_MEM_REG`): class J, no ACK, the receive completes
-/// REM_INV_REQ_ERR, and the MR still serves.
+/// (rxe `rxe_invalidate_mr` takes only `IB_MR_TYPE_MEM_REG`): class J as rxe 6.1 does it, the SEND ACKed
+/// (the peer completes it with success), our receive completes REM_INV_REQ_ERR, and the MR still serves.
 #[test]
 fn send_with_invalidate_invalidates_our_fast_mr_in_both_key_cache_copies() {
     let dir = std::env::temp_dir().join(format!("rnic-access-send-inv-{}", std::process::id()));
@@ -187,14 +187,16 @@ fn send_with_invalidate_invalidates_our_fast_mr_in_both_key_cache_copies() {
     assert_eq!(pw.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(2, WcStatus::RemAccessErr)]);
     assert!(r.mem.lock().unwrap().read(r.src, 1 << 21).unwrap() == shadow.read(r.src, 1 << 21).unwrap(), "nothing written");
 
-    // our ordinary MR cannot be invalidated: class J on q3, no ACK, REM_INV_REQ_ERR; the MR still serves
+    // our ordinary MR cannot be invalidated: class J on q3, the SEND ACKed, REM_INV_REQ_ERR; the MR still serves
     let acks = r.counter("resp_acks");
     r.drv.post_recv(q3, &RecvWr { wr_id: 9, sg_list: vec![Sge { addr: r.src + 0x9000, length: 1000, lkey: r.lkey }] }).unwrap();
     let lkey = r.lkey;
     peer_send_inv(&mut r, p3, 3, lkey);
     let ours = r.our_completions(1, 200_000);
-    assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(9, WcStatus::RemInvReqErr)]);
-    assert_eq!(r.counter("resp_acks"), acks, "class J: no ACK");
+    assert_eq!(ours.iter().map(|w| (w.wr_id, w.status, w.byte_len, w.wc_flags.0)).collect::<Vec<_>>(), vec![(9, WcStatus::RemInvReqErr, 0, 0)]);
+    assert_eq!(r.counter("resp_acks"), acks + 1, "class J: the SEND is ACKed");
+    let pw = r.wait_peer_completions(1, 200_000);
+    assert_eq!(pw.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(3, WcStatus::Success)], "the peer's SEND_WITH_INV");
     {
         let mut w = SendWr::new(4, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf, length: 512, lkey: r.peer_rkey }]);
         w.remote_addr = r.src + 0x10_0000 - 512;

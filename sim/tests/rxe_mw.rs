@@ -23,7 +23,9 @@ fn pat(seed: u8) -> String {
 ///   completes with a remote access error.
 /// * rxe's SEND_WITH_INV naming a fast-registration MR of ours: our receive completes with IBV_WC_WITH_INV and
 ///   that rkey, and rxe's WRITE through the key then completes with a remote access error (our NAK 0x62),
-///   our bytes under it unchanged.
+///   our bytes under it unchanged;
+/// * our SEND_WITH_INV naming rxe's type 1 window, or its ibv_reg_mr MR (keys rxe may not invalidate): rxe
+///   ACKs it and completes its receive with a remote invalid request error (class J as rxe 6.1 does it).
 /// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so is ours.
 #[test]
 fn rxe_windows_bound_used_and_invalidated() {
@@ -88,4 +90,9 @@ fn rxe_windows_bound_used_and_invalidated() {
     // IBV_WC_REM_ACCESS_ERR is 10 in libibverbs' enum ibv_wc_status
     assert_eq!(p.rxe_write_after_inv, Some((10, true)), "rxe's WRITE through our invalidated key: remote access error, our bytes unchanged");
     assert_eq!(p.our_naks, [0x62], "our one NAK: remote access error");
+    // our SEND_WITH_INV naming a key rxe may not invalidate (its type 1 window, its ibv_reg_mr MR): class J as
+    // rxe 6.1 does it: the SEND is ACKed (ours completes with success), rxe's receive completes
+    // IBV_WC_REM_INV_REQ_ERR (9) with no flags and no key
+    let bad: Vec<(&str, WcStatus, Option<(u32, u32, u32)>)> = p.bad_inv.iter().map(|(w, s, t)| (w.as_str(), *s, *t)).collect();
+    assert_eq!(bad, [("type 1 window", WcStatus::Success, Some((9, 0, 0))), ("ibv_reg_mr MR", WcStatus::Success, Some((9, 0, 0)))]);
 }

@@ -84,6 +84,9 @@ pub struct WindowsProbe {
     /// key rxe named; then rxe's WRITE through that key: its status, and whether our bytes stayed as they were.
     pub rxe_send_inv: Option<(u32, WorkCompletion, u32)>,
     pub rxe_write_after_inv: Option<(u32, bool)>,
+    /// Our SEND_WITH_INV naming a key rxe may not invalidate (what, our completion, rxe's receive completion:
+    /// status, flags, the imm/invalidated-rkey field), then the agent's view of it.
+    pub bad_inv: Vec<(String, WcStatus, Option<(u32, u32, u32)>)>,
     /// NAKs rxe sent, by AETH syndrome; NAKs we sent.
     pub naks: Vec<u8>,
     pub our_naks: Vec<u8>,
@@ -129,6 +132,11 @@ impl Ours {
 
 /// A new QP pair: the agent's next RC QP (`open`) and one of ours on the RTL (a 64 KiB buffer), connected.
 fn pair(a: &mut VerbsAgent, dev: &Dev, our_ip: Ipv4Addr, n: u32) -> Result<Ours> {
+    pair_timed(a, dev, our_ip, n, 14, 7)
+}
+
+/// [`pair`] with our QP's retransmit timeout (4.096 us x 2^`timeout`) and retry count.
+fn pair_timed(a: &mut VerbsAgent, dev: &Dev, our_ip: Ipv4Addr, n: u32, timeout: u8, retry: u8) -> Result<Ours> {
     let opened = a.call("open")?;
     let their_qpn = num(&opened, "qpn")? as u32;
     let their_gid = opened.get("gid").context("no gid")?.clone();
@@ -155,7 +163,7 @@ fn pair(a: &mut VerbsAgent, dev: &Dev, our_ip: Ipv4Addr, n: u32) -> Result<Ours>
             av: Some(av),
             ..Default::default()
         },
-        QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(our_psn), timeout: Some(14), retry_cnt: Some(7), rnr_retry: Some(7), max_rd_atomic: Some(16), ..Default::default() },
+        QpAttr { qp_state: Some(QpState::Rts), sq_psn: Some(our_psn), timeout: Some(timeout), retry_cnt: Some(retry), rnr_retry: Some(7), max_rd_atomic: Some(16), ..Default::default() },
     ] {
         dev.modify_qp(qpn, &attr)?;
     }
@@ -200,7 +208,8 @@ impl Ours {
 /// 7. on a new pair, a type 2 window bound and a receive posted by rxe, our SEND_WITH_INV naming the window:
 ///    rxe's receive completion (flags, invalidated rkey, length), then our WRITE through the window;
 /// 8. on a new pair, rxe's SEND_WITH_INV naming a fast-registration MR of ours: our receive completion, then
-///    rxe's WRITE through that key and our bytes under it.
+///    rxe's WRITE through that key and our bytes under it;
+/// 9. on new pairs, our SEND_WITH_INV naming the type 1 window, then rxe's MR: what each side reports.
 /// Each pair's QPs go to error after the first failed access, so each failure has its own pair.
 pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsProbe> {
     let script = format!("{}\nrxe-verbs 10.0.0.2 {PORT} $RNIC_GID\n", super::GID_SCRIPT);
@@ -213,7 +222,8 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         let a = agent.insert(VerbsAgent::new(conn));
         let dev = lab.dev.clone();
         let mut ours = pair(a, &dev, lab.ip, 0)?;
-        let addr = num(&a.call("mr 8192 wrb")?, "addr")?;
+        let mr0 = a.call("mr 8192 wrb")?;
+        let (addr, mr0_rkey) = (num(&mr0, "addr")?, num(&mr0, "rkey")? as u32);
         // 1. type 1 window over the first 4 KiB
         a.call("mw 1")?;
         let rkey1 = num(&a.call("bind 0 0 0 4096 wr")?, "rkey")? as u32;
@@ -275,6 +285,17 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         p.rxe_send_inv = Some((st, wc, fkey));
         let st = num(&a.call(&format!("write 0 7168 64 {fbuf} {fkey}"))?, "status")? as u32;
         p.rxe_write_after_inv = Some((st, dev.read_mem(fbuf, 4096)? == vec![0xEE; 4096]));
+        // 9. our SEND_WITH_INV naming keys rxe may not invalidate: its type 1 window, its ibv_reg_mr MR (our QP
+        //    with a 1 ms timeout and no retry: rxe answers such a SEND with nothing)
+        for (i, (what, key)) in [("type 1 window", rkey1), ("ibv_reg_mr MR", mr0_rkey)].into_iter().enumerate() {
+            let mut ours = pair_timed(a, &dev, lab.ip, 7 + i as u32, 8, 0)?;
+            a.call("recv 0 6400 64")?;
+            let st = ours.post(WrOpcode::SendWithInv, ours.buf, 64, 0, key)?;
+            let theirs = a.call("poll").ok().and_then(|wc| {
+                Some((num(&wc, "status").ok()? as u32, num(&wc, "flags").ok()? as u32, num(&wc, "ex").ok()? as u32))
+            });
+            p.bad_inv.push((what.to_string(), st, theirs));
+        }
         a.call("quit")?;
         Ok(())
     })();

@@ -419,7 +419,9 @@ fn execute(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
             let inv = pkt.ieth().map(|i| i.rkey);
             if let Some(rkey) = inv {
                 // rxe `invalidate_rkey`: only a fast-registration MR of this PD can be invalidated; failure is
-                // class J: the receive completes with REM_INV_REQ_ERR and the QP goes to ERROR without a NAK.
+                // class J, as rxe 6.1 does it (seen against it, docs/rxe-rules.md 5c): the SEND is ACKed as any
+                // other, the receive completes REM_INV_REQ_ERR with byte_len 0 and no flags (rxe fills neither
+                // in an error completion), and the QP goes to ERROR.
                 let ok = match ctx.mrs.get_mut(rkey) {
                     Some(e) if e.kind == MrKind::FastReg && e.mr.pd == qp.pd => {
                         e.valid = false;
@@ -428,8 +430,24 @@ fn execute(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
                     _ => false,
                 };
                 if !ok {
-                    let len = qp.resp.recv_offset;
-                    complete_recv(ctx, qp, WcStatus::RemInvReqErr, WcOpcode::Recv, len, imm, None, 0);
+                    if let Some(rw) = qp.rq.pop_front() {
+                        let wc = WorkCompletion {
+                            wr_id: rw.wr.wr_id,
+                            status: WcStatus::RemInvReqErr,
+                            opcode: WcOpcode::Recv,
+                            byte_len: 0,
+                            imm_data: 0,
+                            invalidated_rkey: 0,
+                            qp_num: qp.qpn,
+                            src_qp: 0,
+                            wc_flags: WcFlags(0),
+                        };
+                        ctx.push_cqe(qp.recv_cq, wc);
+                    }
+                    qp.resp.recv_offset = 0;
+                    if rc && pkt.bth.ack_req {
+                        send_ack(ctx, qp, AETH_ACK_UNLIMITED, r.psn);
+                    }
                     qp_error(ctx, qp);
                     return RxOutcome::Accepted;
                 }

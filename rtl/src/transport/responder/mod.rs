@@ -48,8 +48,9 @@
 //! MR of the QP's PD); if it may be invalidated, the Responder asks the top's command dispatcher, the one
 //! writer of both Key Cache copies (WQE Check's and its own), to invalidate it (`inv_valid` until
 //! `inv_ready`) and waits, so that no later packet finds the key valid; the receive completes with WITH_INV
-//! and the key. Otherwise class J (rxe `RESPST_ERR_INVALIDATE_RKEY`): the payload is placed, no ACK, the
-//! receive completes REM_INV_REQ_ERR, the other receives are flushed and the QP goes to error.
+//! and the key. Otherwise class J as rxe 6.1 does it (`RESPST_ERR_INVALIDATE_RKEY`, seen in the lab): the
+//! payload is placed and ACKed as for any SEND, the receive completes REM_INV_REQ_ERR with byte_len 0 and no
+//! flags, the other receives are flushed and the QP goes to error.
 //! **UC** (the QP's type; rxe `check_psn`'s UC branch and `drop_msg`): a request must carry exactly the expected
 //! PSN outside a message being dropped; otherwise a FIRST/ONLY resynchronises (the message in progress
 //! abandoned, its receive WQE kept and filled again from offset 0) and anything else is dropped. Every check
@@ -1091,10 +1092,17 @@ impl Logic for Responder {
                         }
                     }
                     if self.iv_bad.q.val() {
-                        // class J (rxe RESPST_ERR_INVALIDATE_RKEY): no ACK; the receive completes
-                        // REM_INV_REQ_ERR with the bytes placed, the other receives are flushed, the QP errs
+                        // class J as rxe 6.1 does it (RESPST_ERR_INVALIDATE_RKEY): the ACK as for any SEND; the
+                        // receive completes REM_INV_REQ_ERR, byte_len 0, no flags; then the other receives
+                        // are flushed and the QP errs
                         self.cqe.wc.next.status = self.st_rem_inv.val();
+                        self.cqe.wc.next.byte_len = self.zero32.val();
+                        self.cqe.wc.next.wc_flags = self.zero8.val();
+                        self.ack_nxt.d.next = RespState::CqOut;
                         self.state.d.next = RespState::CqOut;
+                        if self.tk.ack_req.val() {
+                            self.state.d.next = RespState::TxAck;
+                        }
                     }
                 }
             }
