@@ -395,7 +395,8 @@ pub(crate) fn qp_error(ctx: &mut Ctx, qp: &mut Qp) {
     }
 }
 
-fn flush_recv_cqe(qp: &Qp, r: &RecvWqe) -> WorkCompletion {
+/// A receive's completion in error as rxe gives one: WR_FLUSH_ERR, byte_len 0, no flags.
+pub(crate) fn flush_recv_cqe(qp: &Qp, r: &RecvWqe) -> WorkCompletion {
     WorkCompletion {
         wr_id: r.wr.wr_id,
         status: WcStatus::WrFlushErr,

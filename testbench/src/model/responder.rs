@@ -431,17 +431,7 @@ fn execute(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
                 };
                 if !ok {
                     if let Some(rw) = qp.rq.pop_front() {
-                        let wc = WorkCompletion {
-                            wr_id: rw.wr.wr_id,
-                            status: WcStatus::RemInvReqErr,
-                            opcode: WcOpcode::Recv,
-                            byte_len: 0,
-                            imm_data: 0,
-                            invalidated_rkey: 0,
-                            qp_num: qp.qpn,
-                            src_qp: 0,
-                            wc_flags: WcFlags(0),
-                        };
+                        let wc = WorkCompletion { status: WcStatus::RemInvReqErr, ..super::device::flush_recv_cqe(qp, &rw) };
                         ctx.push_cqe(qp.recv_cq, wc);
                     }
                     qp.resp.recv_offset = 0;
