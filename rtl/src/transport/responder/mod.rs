@@ -285,10 +285,9 @@ crate::logic_block! {
         cc_cq: DFF<Bit>,
         cc_status: DFF<Bits<8>>,
         /// this SEND_WITH_INV invalidated its R_Key (`iv_ok`: the completion says so) or may not (`iv_bad`:
-        /// class J, REM_INV_REQ_ERR); the invalidate request held for the dispatcher (`iv_v`)
+        /// class J, REM_INV_REQ_ERR); the invalidate request is held for the dispatcher in `InvWait`
         iv_ok: DFF<Bit>,
         iv_bad: DFF<Bit>,
-        iv_v: DFF<Bit>,
         /// UC: this packet (a FIRST/ONLY) resynchronised the QP (out of sequence or after a drop): the message in
         /// progress is abandoned, so check_op_seq's verdict (taken with it in progress) does not apply
         ucr: DFF<Bit>,
@@ -362,7 +361,7 @@ impl Logic for Responder {
         dff_setup!(
             self, clock, state, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, wait_n, aa_a, aa_b, aa_c, ab_a,
             ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, msn1, psn1,
-            wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, iv_ok, iv_bad, iv_v, o_sv, o_saddr, o_reason,
+            wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, iv_ok, iv_bad, o_sv, o_saddr, o_reason,
             hq_diff, ucr
         );
         clock!(self, clock, tk, fp, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
@@ -530,7 +529,7 @@ impl Logic for Responder {
         // the key checks (key_check.rs): the R_Key of the request, a SEND's receive buffer
         KcWrite::link(&mut self.kc_wr, &mut self.kck.kc_wr);
         self.kck.inv_load.next = false;
-        self.inv_valid.next = self.iv_v.q.val();
+        self.inv_valid.next = self.state.q.val() == RespState::InvWait;
         self.inv_index.next = self.tk.rkey.val().get_bits::<10>(8);
         self.kck.pd.next = self.l_pd.val().get_bits::<PD_BITS>(0);
         self.kck.rkey_load.next = false;
@@ -967,7 +966,6 @@ impl Logic for Responder {
                 self.state.d.next = RespState::SCmd;
                 if self.kck.inv_ok.val() {
                     self.iv_ok.d.next = true;
-                    self.iv_v.d.next = true;
                     self.state.d.next = RespState::InvWait;
                 } else {
                     self.iv_bad.d.next = true;
@@ -975,7 +973,6 @@ impl Logic for Responder {
             }
             RespState::InvWait => {
                 if self.inv_ready.val() {
-                    self.iv_v.d.next = false;
                     self.state.d.next = RespState::SCmd;
                 }
             }

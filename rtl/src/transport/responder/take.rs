@@ -166,6 +166,8 @@ crate::logic_block! {
         deth: ByteMap<352, 56> = deth_map(),
         l_deth: Signal<Local, Bits<56>>,
         l_ud: Signal<Local, Bit>,
+        /// the header is a SEND_LAST/ONLY_WITH_INVALIDATE (its IETH is the first extension word)
+        l_inv: Signal<Local, Bit>,
         l_opc: Signal<Local, Bits<8>>,
         /// The request and the QP's responder state (the `req` output).
         r: DFF<ReqRec>,
@@ -217,6 +219,7 @@ impl Logic for ReqTake {
         // (through a local: Verilog has no slice of a field's slice)
         self.l_opc.next = self.hdr.val().opcode;
         self.l_ud.next = self.l_opc.val().get_bits::<3>(5) == self.tr_ud.val();
+        self.l_inv.next = (self.l_opc.val() == self.op_sli.val()) | (self.l_opc.val() == self.op_soi.val());
         self.info_lut.x.next = self.hdr.val().opcode;
         self.l_info.next = self.r.q.val().info;
         self.qpn.next = self.r.q.val().qpn;
@@ -316,8 +319,8 @@ impl Logic for ReqTake {
             self.r.d.next.dlen = self.l_reth.val().get_bits::<32>(96);
             self.r.d.next.imm = self.l_ext.val().get_bits::<32>(0);
             // the IETH, like a DETH's first word, is the first extension word (big-endian)
-            self.r.d.next.inv = (self.l_opc.val() == self.op_sli.val()) | (self.l_opc.val() == self.op_soi.val());
-            if (self.l_opc.val() == self.op_sli.val()) | (self.l_opc.val() == self.op_soi.val()) {
+            self.r.d.next.inv = self.l_inv.val();
+            if self.l_inv.val() {
                 self.r.d.next.rkey = self.l_deth.val().get_bits::<32>(0);
             }
             if self.info_lut.y.val().get_bit(7) {
