@@ -135,6 +135,8 @@ pub fn responder_on(dut: AnyDut, ops: &[WrOpcode], seed: u64, mtu: u32, rounds: 
     let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
     let mut total = 0;
     let is_send = |op: WrOpcode| matches!(op, WrOpcode::Send | WrOpcode::SendWithInv);
+    // the verbs that take one of our receives
+    let takes_recv = |op: WrOpcode| is_send(op) || op == WrOpcode::RdmaWriteWithImm;
     for round in 0..rounds {
         let mut msgs = Vec::new();
         for i in 0..PER_ROUND {
@@ -155,7 +157,7 @@ pub fn responder_on(dut: AnyDut, ops: &[WrOpcode], seed: u64, mtu: u32, rounds: 
         }
         // our receives first (a missing one would cost an RNR wait): one per SEND / WRITE_WITH_IMM
         for (i, m) in msgs.iter().enumerate() {
-            if is_send(m.op) || m.op == WrOpcode::RdmaWriteWithImm {
+            if takes_recv(m.op) {
                 let (addr, length) = if is_send(m.op) { (r.src + m.our_off, SLOT as u32) } else { (r.src + RECV_AREA + i as u64 * STRIDE, 0) };
                 r.drv.post_recv(qps[m.qp].0, &RecvWr { wr_id: (round * PER_ROUND + i) as u64, sg_list: vec![Sge { addr, length, lkey: r.lkey }] }).unwrap();
             }
@@ -179,7 +181,7 @@ pub fn responder_on(dut: AnyDut, ops: &[WrOpcode], seed: u64, mtu: u32, rounds: 
         // run until the peer has every completion (and poll ours as they come)
         let mut peer_wcs = Vec::new();
         let mut ours = Vec::new();
-        let want_ours = msgs.iter().filter(|m| is_send(m.op) || m.op == WrOpcode::RdmaWriteWithImm).count();
+        let want_ours = msgs.iter().filter(|m| takes_recv(m.op)).count();
         let mut steps = 0u64;
         while peer_wcs.len() < PER_ROUND || ours.len() < want_ours {
             assert!(steps < 30_000_000, "round {round}: hung with {} of {PER_ROUND} peer completions, {} of {want_ours} ours", peer_wcs.len(), ours.len());
@@ -200,7 +202,7 @@ pub fn responder_on(dut: AnyDut, ops: &[WrOpcode], seed: u64, mtu: u32, rounds: 
         // our receive completions: exactly one per SEND / WRITE_WITH_IMM, in posting order per QP
         assert_eq!(ours.len(), want_ours, "round {round}: {ours:?}");
         for q in 0..QPS {
-            let want: Vec<usize> = (0..PER_ROUND).filter(|&i| msgs[i].qp == q && (is_send(msgs[i].op) || msgs[i].op == WrOpcode::RdmaWriteWithImm)).collect();
+            let want: Vec<usize> = (0..PER_ROUND).filter(|&i| msgs[i].qp == q && takes_recv(msgs[i].op)).collect();
             let got: Vec<&WorkCompletion> = ours.iter().filter(|w| w.qp_num == qps[q].0).collect();
             assert_eq!(got.len(), want.len(), "round {round} QP {q}");
             for (w, &i) in got.iter().zip(&want) {

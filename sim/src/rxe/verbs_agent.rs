@@ -116,14 +116,20 @@ impl Ours {
             (wr.rkey, wr.invalidate_rkey) = (0, rkey);
         }
         self.dev.post_send(self.qpn, wr)?;
+        let wc = self.next_wc(&format!("our {op:?}"))?;
+        anyhow::ensure!(wc.wr_id == self.next, "completion {} for WR {}", wc.wr_id, self.next);
+        Ok(wc.status)
+    }
+
+    /// The next completion on our CQ, waiting up to 30 s (`what` names it in the error).
+    fn next_wc(&self, what: &str) -> Result<WorkCompletion> {
         let end = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(wc) = self.dev.poll_cq(self.cq, 1)?.pop() {
-                anyhow::ensure!(wc.wr_id == self.next, "completion {} for WR {}", wc.wr_id, self.next);
-                return Ok(wc.status);
+                return Ok(wc);
             }
             if Instant::now() > end {
-                bail!("no completion for our {op:?}");
+                bail!("no completion for {what}");
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -274,19 +280,12 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         dev.post_recv(ours.qpn, RecvWr { wr_id: 88, sg_list: vec![sge] })?;
         a.call(&format!("poke 0 7168 {}", hex(&pat(0xA0))))?;
         let st = num(&a.call(&format!("send_inv 0 7168 64 {fkey}"))?, "status")? as u32;
-        let end = Instant::now() + Duration::from_secs(30);
-        let wc = loop {
-            if let Some(wc) = dev.poll_cq(ours.cq, 1)?.pop() {
-                break wc;
-            }
-            anyhow::ensure!(Instant::now() < end, "no receive completion for rxe's SEND_WITH_INV");
-            std::thread::sleep(Duration::from_millis(1));
-        };
+        let wc = ours.next_wc("rxe's SEND_WITH_INV (our receive)")?;
         p.rxe_send_inv = Some((st, wc, fkey));
         let st = num(&a.call(&format!("write 0 7168 64 {fbuf} {fkey}"))?, "status")? as u32;
         p.rxe_write_after_inv = Some((st, dev.read_mem(fbuf, 4096)? == vec![0xEE; 4096]));
         // 9. our SEND_WITH_INV naming keys rxe may not invalidate: its type 1 window, its ibv_reg_mr MR (our QP
-        //    with a 1 ms timeout and no retry: rxe answers such a SEND with nothing)
+        //    with a 1 ms timeout and no retry, so that a SEND rxe left unanswered would fail within seconds)
         for (i, (what, key)) in [("type 1 window", rkey1), ("ibv_reg_mr MR", mr0_rkey)].into_iter().enumerate() {
             let mut ours = pair_timed(a, &dev, lab.ip, 7 + i as u32, 8, 0)?;
             a.call("recv 0 6400 64")?;
