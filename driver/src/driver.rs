@@ -569,7 +569,11 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             wr_id: wr.wr_id,
             opcode: wr_opcode_code(wr.opcode),
             flags,
-            imm_or_inv: if wr.opcode == WrOpcode::SendWithInv { wr.invalidate_rkey } else { wr.imm_data },
+            imm_or_inv: if matches!(wr.opcode, WrOpcode::SendWithInv | WrOpcode::LocalInv) {
+                wr.invalidate_rkey
+            } else {
+                wr.imm_data
+            },
             local_addr: sge.addr,
             length: if inline { wr.inline_data.len() as u32 } else { sge.length },
             lkey: sge.lkey,

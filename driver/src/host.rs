@@ -322,6 +322,7 @@ pub const WR_SEND_WITH_IMM: u8 = 3;
 pub const WR_RDMA_READ: u8 = 4;
 pub const WR_ATOMIC_CMP_AND_SWP: u8 = 5;
 pub const WR_ATOMIC_FETCH_AND_ADD: u8 = 6;
+pub const WR_LOCAL_INV: u8 = 7;
 pub const WR_SEND_WITH_INV: u8 = 9;
 pub const WR_MASKED_ATOMIC_CMP_AND_SWP: u8 = 12;
 pub const WR_MASKED_ATOMIC_FETCH_AND_ADD: u8 = 13;
@@ -338,6 +339,7 @@ pub fn wr_opcode_code(op: WrOpcode) -> u8 {
         WrOpcode::SendWithInv => WR_SEND_WITH_INV,
         WrOpcode::MaskedAtomicCmpAndSwp => WR_MASKED_ATOMIC_CMP_AND_SWP,
         WrOpcode::MaskedAtomicFetchAndAdd => WR_MASKED_ATOMIC_FETCH_AND_ADD,
+        WrOpcode::LocalInv => WR_LOCAL_INV,
     }
 }
 
@@ -353,6 +355,7 @@ pub fn wr_opcode_of(code: u8) -> Option<WrOpcode> {
         WrOpcode::SendWithInv,
         WrOpcode::MaskedAtomicCmpAndSwp,
         WrOpcode::MaskedAtomicFetchAndAdd,
+        WrOpcode::LocalInv,
     ]
     .into_iter()
     .find(|&o| wr_opcode_code(o) == code)
@@ -384,7 +387,7 @@ pub const SQ_GROUP_SLOTS: usize = 8;
 /// | 8 | opcode (`WR_*`) |
 /// | 9 | flags (`WQE_*`) |
 /// | 10..12 | reserved, 0 |
-/// | 12..16 | imm_data, or invalidate_rkey for SEND_WITH_INV, in wire byte order (the ImmDt or IETH as sent) |
+/// | 12..16 | imm_data, or invalidate_rkey for SEND_WITH_INV and LOCAL_INV, in wire byte order (the ImmDt or IETH as sent) |
 /// | 16..24 | local address (the one SGE: a VA inside the lkey's MR) |
 /// | 24..28 | length |
 /// | 28..32 | lkey |
@@ -593,6 +596,7 @@ pub const WC_RDMA_WRITE: u8 = 1;
 pub const WC_RDMA_READ: u8 = 2;
 pub const WC_COMP_SWAP: u8 = 3;
 pub const WC_FETCH_ADD: u8 = 4;
+pub const WC_LOCAL_INV: u8 = 6;
 pub const WC_MASKED_COMP_SWAP: u8 = 9;
 pub const WC_MASKED_FETCH_ADD: u8 = 10;
 pub const WC_RECV: u8 = 128;
@@ -607,6 +611,7 @@ pub fn wc_opcode_code(op: WcOpcode) -> u8 {
         WcOpcode::FetchAdd => WC_FETCH_ADD,
         WcOpcode::MaskedCompSwap => WC_MASKED_COMP_SWAP,
         WcOpcode::MaskedFetchAdd => WC_MASKED_FETCH_ADD,
+        WcOpcode::LocalInv => WC_LOCAL_INV,
         WcOpcode::Recv => WC_RECV,
         WcOpcode::RecvRdmaWithImm => WC_RECV_RDMA_WITH_IMM,
     }
@@ -614,7 +619,7 @@ pub fn wc_opcode_code(op: WcOpcode) -> u8 {
 
 pub fn wc_opcode_of(code: u8) -> Option<WcOpcode> {
     use WcOpcode::*;
-    [Send, RdmaWrite, RdmaRead, CompSwap, FetchAdd, MaskedCompSwap, MaskedFetchAdd, Recv, RecvRdmaWithImm]
+    [Send, RdmaWrite, RdmaRead, CompSwap, FetchAdd, MaskedCompSwap, MaskedFetchAdd, LocalInv, Recv, RecvRdmaWithImm]
         .into_iter()
         .find(|&o| wc_opcode_code(o) == code)
 }

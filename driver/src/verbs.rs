@@ -98,9 +98,16 @@ pub enum WrOpcode {
     MaskedAtomicCmpAndSwp,
     /// `IB_WR_MASKED_ATOMIC_FETCH_AND_ADD` (project opcode 0xD4 on the wire, never sent to rxe).
     MaskedAtomicFetchAndAdd,
+    /// `IBV_WR_LOCAL_INV`: invalidate `invalidate_rkey` (a fast-registration MR of the QP's PD) locally, in
+    /// order with the QP's other WQEs; nothing goes on the wire.
+    LocalInv,
 }
 
 impl WrOpcode {
+    /// rxe `WR_LOCAL_OP_MASK`: done by the requester without packets, completed in order without a response.
+    pub fn is_local(self) -> bool {
+        self == WrOpcode::LocalInv
+    }
     pub fn is_send(self) -> bool {
         matches!(self, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv)
     }
@@ -201,7 +208,7 @@ pub struct SendWr {
     pub flags: SendFlags,
     /// Immediate data as it goes on the wire (network order value).
     pub imm_data: u32,
-    /// SEND_WITH_INV: the rkey to invalidate at the responder.
+    /// SEND_WITH_INV: the rkey to invalidate at the responder; LOCAL_INV: the key to invalidate here.
     pub invalidate_rkey: u32,
     /// RDMA and atomic: remote address and rkey.
     pub remote_addr: u64,
@@ -298,6 +305,8 @@ pub enum WcOpcode {
     FetchAdd,
     MaskedCompSwap,
     MaskedFetchAdd,
+    /// `IBV_WC_LOCAL_INV`.
+    LocalInv,
     Recv,
     RecvRdmaWithImm,
 }
@@ -313,6 +322,7 @@ impl WcOpcode {
             WrOpcode::AtomicFetchAndAdd => WcOpcode::FetchAdd,
             WrOpcode::MaskedAtomicCmpAndSwp => WcOpcode::MaskedCompSwap,
             WrOpcode::MaskedAtomicFetchAndAdd => WcOpcode::MaskedFetchAdd,
+            WrOpcode::LocalInv => WcOpcode::LocalInv,
         }
     }
 }

@@ -657,17 +657,25 @@ impl Logic for Rnic {
         self.sq.setup_base.next = self.l_data.val().get_bits::<64>(0);
         self.sq.setup_log2.next = self.l_data.val().get_bits::<4>(64);
 
-        // A SEND_WITH_INV's invalidate from the Responder: both Key Cache copies (WQE Check's, the
-        // Responder's) in one cycle in which no command writes them
+        // An invalidate from the Responder (a SEND_WITH_INV) or from WQE Check (a LOCAL_INV): both Key Cache
+        // copies (WQE Check's, the Responder's) in one cycle in which no command writes them; the Responder's
+        // first when both ask (each waits in its own state until taken)
         self.l_kcw.next = (self.cst.q.val() == CmdState::Exec)
             & ((self.c_op.q.val() == self.op_mr.val()) | (self.c_op.q.val() == self.op_inv.val()));
         self.resp.inv_ready.next = false;
+        self.front.inv_ready.next = false;
         if self.resp.inv_valid.val() & !self.l_kcw.val() {
             self.resp.inv_ready.next = true;
             self.front.kc_wr.inv_en.next = true;
             self.front.kc_wr.index.next = self.resp.inv_index.val();
             self.resp.kc_wr.inv_en.next = true;
             self.resp.kc_wr.index.next = self.resp.inv_index.val();
+        } else if self.front.inv_valid.val() & !self.l_kcw.val() {
+            self.front.inv_ready.next = true;
+            self.front.kc_wr.inv_en.next = true;
+            self.front.kc_wr.index.next = self.front.inv_index.val();
+            self.resp.kc_wr.inv_en.next = true;
+            self.resp.kc_wr.index.next = self.front.inv_index.val();
         }
         match self.cst.q.val() {
             CmdState::Idle => {

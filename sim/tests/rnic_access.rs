@@ -209,3 +209,72 @@ fn send_with_invalidate_invalidates_our_fast_mr_in_both_key_cache_copies() {
     let theirs = r.sys.borrow().peer.mem().read(r.peer_buf, 512).unwrap();
     assert_eq!(r.mem.lock().unwrap().read(r.src + 0x10_0000 - 512, 512).unwrap(), theirs);
 }
+
+/// LOCAL_INV of our fast-registration MR: nothing goes on the wire, it completes in order after the WRITE
+/// before it with WC opcode LOCAL_INV, and the MR is then invalid in both Key Cache copies: the peer's WRITE
+/// through it is NAKed remote access error with not one byte of our host memory changed, and our own SEND
+/// gathering from it completes LOC_PROT_ERR. LOCAL_INV of our ordinary MR completes LOC_QP_OP_ERR (rxe
+/// `rxe_invalidate_mr` takes only `IB_MR_TYPE_MEM_REG`), the WQE behind it is flushed, and the MR still serves.
+#[test]
+fn local_invalidate_of_our_fast_mr_completes_in_order_and_the_key_is_refused_after() {
+    let dir = std::env::temp_dir().join(format!("rnic-access-local-inv-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let f = r.drv.reg_mr_fast(Pd(1), r.src + (1 << 20), 1 << 16, AccessFlags::ALL).unwrap();
+    let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (q2, _) = r.add_qp_pair_with(1024, 0x100, 0x200, cap, Cq(0));
+    let (q3, _) = r.add_qp_pair_with(1024, 0x300, 0x400, cap, Cq(0));
+    let (q4, _) = r.add_qp_pair_with(1024, 0x500, 0x600, cap, Cq(0));
+    let rx_before = r.sys.borrow().peer.counters().rx_frames;
+    let mut w = SendWr::new(1, WrOpcode::RdmaWrite, vec![Sge { addr: r.src + 0x4000, length: 3000, lkey: r.lkey }]);
+    w.remote_addr = r.peer_buf;
+    w.rkey = r.peer_rkey;
+    w.flags.signaled = true;
+    r.drv.post_send(q2, &w).unwrap();
+    let linv = |id: u64, key: u32| {
+        let mut i = SendWr::new(id, WrOpcode::LocalInv, vec![]);
+        i.invalidate_rkey = key;
+        i.flags.signaled = true;
+        i
+    };
+    r.drv.post_send(q2, &linv(2, f)).unwrap();
+    let ours = r.our_completions(2, 200_000);
+    assert_eq!(
+        ours.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect::<Vec<_>>(),
+        vec![(1, WcStatus::Success, WcOpcode::RdmaWrite), (2, WcStatus::Success, WcOpcode::LocalInv)],
+        "in order, LOCAL_INV after the WRITE's ACK"
+    );
+    assert_eq!(r.sys.borrow().peer.counters().rx_frames - rx_before, 3, "the WRITE's three packets, nothing for LOCAL_INV");
+
+    // the Responder's copy: the peer's WRITE through the invalidated key, nothing written
+    let shadow = r.mem.lock().unwrap().clone();
+    {
+        let mut w = SendWr::new(3, WrOpcode::RdmaWrite, vec![Sge { addr: r.peer_buf, length: 512, lkey: r.peer_rkey }]);
+        w.remote_addr = r.src + (1 << 20) + 4096;
+        w.rkey = f;
+        let pq = r.peer_qpn;
+        r.sys.borrow_mut().peer.post_send(pq, w).unwrap();
+    }
+    let pw = r.wait_peer_completions(1, 200_000);
+    assert_eq!(pw.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(3, WcStatus::RemAccessErr)]);
+    assert!(r.mem.lock().unwrap().read(r.src, 1 << 21).unwrap() == shadow.read(r.src, 1 << 21).unwrap(), "nothing written");
+
+    // WQE Check's copy: our SEND gathering from it
+    let s = SendWr::new(4, WrOpcode::Send, vec![Sge { addr: r.src + (1 << 20), length: 64, lkey: f }]);
+    r.drv.post_send(q3, &s).unwrap();
+    let ours = r.our_completions(1, 100_000);
+    assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(4, WcStatus::LocProtErr)]);
+
+    // our ordinary MR: LOC_QP_OP_ERR, the WQE behind flushed, the MR untouched
+    let lkey = r.lkey;
+    r.drv.post_send(q4, &linv(5, lkey)).unwrap();
+    r.drv.post_send(q4, &w).unwrap();
+    let ours = r.our_completions(2, 100_000);
+    assert_eq!(
+        ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![(5, WcStatus::LocQpOpErr), (1, WcStatus::WrFlushErr)]
+    );
+    let (q6, _) = r.add_qp_pair_with(1024, 0x700, 0x800, cap, Cq(0));
+    r.drv.post_send(q6, &w).unwrap();
+    let ours = r.our_completions(1, 200_000);
+    assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success)], "the MR still serves");
+}

@@ -26,7 +26,10 @@ fn pat(seed: u8) -> String {
 ///   our bytes under it unchanged;
 /// * our SEND_WITH_INV naming rxe's type 1 window, or its ibv_reg_mr MR (keys rxe may not invalidate): rxe
 ///   ACKs it and completes its receive with a remote invalid request error (class J as rxe 6.1 does it).
-/// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so is ours.
+/// * our LOCAL_INV of a fast-registration MR of ours between two WRITEs rxe makes through it: the first lands,
+///   the LOCAL_INV completes with success and WC opcode LOCAL_INV, the second completes with a remote access
+///   error (our NAK 0x62) and leaves our bytes as the first left them.
+/// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so are our two.
 #[test]
 fn rxe_windows_bound_used_and_invalidated() {
     let img = match sim::rxe::vm_available() {
@@ -89,7 +92,10 @@ fn rxe_windows_bound_used_and_invalidated() {
     assert!(wc.wc_flags.has(WcFlags::WITH_INV) && wc.wc_flags.has(WcFlags::GRH), "{wc:?}");
     // IBV_WC_REM_ACCESS_ERR is 10 in libibverbs' enum ibv_wc_status
     assert_eq!(p.rxe_write_after_inv, Some((10, true)), "rxe's WRITE through our invalidated key: remote access error, our bytes unchanged");
-    assert_eq!(p.our_naks, [0x62], "our one NAK: remote access error");
+    assert_eq!(p.our_naks, [0x62, 0x62], "our NAKs: remote access error each");
+    let (before, wc, after, kept) = p.local_inv.clone().unwrap();
+    assert_eq!((wc.status, wc.opcode, wc.byte_len), (WcStatus::Success, WcOpcode::LocalInv, 0), "our LOCAL_INV: {wc:?}");
+    assert_eq!((before, after, kept), (0, 10, true), "rxe's WRITE through our key lands before our LOCAL_INV, is refused after it");
     // our SEND_WITH_INV naming a key rxe may not invalidate (its type 1 window, its ibv_reg_mr MR): class J as
     // rxe 6.1 does it: the SEND is ACKed (ours completes with success), rxe's receive completes
     // IBV_WC_REM_INV_REQ_ERR (9) with no flags and no key

@@ -403,3 +403,84 @@ fn coalesced_ack_completes_all_earlier_wqes() {
     deliver_a(&mut p, &acks[..2]);
     assert!(p.a.poll_cq(p.cq_a, 8).is_empty(), "old ACKs ignored");
 }
+
+/// LOCAL_INV (rxe `rxe_do_local_ops`): nothing goes on the wire; the WQE is done at once but completes in order,
+/// after the WRITE before it is acknowledged, with WC opcode LOCAL_INV; the key is then invalid for the peer (NAK
+/// remote access error, nothing written) and for our own WQEs (LOC_PROT_ERR). A key that may not be invalidated
+/// (a user MR, a fast-registration MR of another PD, a key whose tag does not match) completes LOC_QP_OP_ERR and
+/// puts the QP in error, the WQEs behind it flushed, the MR untouched.
+#[test]
+fn local_invalidate_completes_in_order_and_the_key_is_refused_after() {
+    let (mut p, qa, qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let src = buf(&mut p.a, pd_a, &[0x5Au8; 256], AccessFlags::ALL);
+    let dst = buf(&mut p.b, pd_b, &[0u8; 256], AccessFlags::ALL);
+    let fva = p.a.alloc(4096);
+    let fast = p.a.reg_mr_fast(pd_a, fva, 4096, AccessFlags::ALL).unwrap();
+    let mut w = SendWr::new(1, WrOpcode::RdmaWrite, sg(&src, 256));
+    w.remote_addr = dst.addr;
+    w.rkey = dst.rkey;
+    w.flags.signaled = true;
+    p.a.post_send(qa, w).unwrap();
+    let mut inv = SendWr::new(2, WrOpcode::LocalInv, vec![]);
+    inv.invalidate_rkey = fast.rkey;
+    inv.flags.signaled = true;
+    p.a.post_send(qa, inv).unwrap();
+    let out = p.a.poll(0);
+    assert_eq!(ops(&out), vec![(RC_RDMA_WRITE_ONLY, 1000)], "LOCAL_INV sends nothing");
+    assert!(p.a.poll_cq(p.cq_a, 4).is_empty(), "LOCAL_INV completes after the WRITE before it");
+    let ack = deliver_b(&mut p, &out);
+    deliver_a(&mut p, &ack);
+    let wcs = p.a.poll_cq(p.cq_a, 4);
+    assert_eq!(
+        wcs.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect::<Vec<_>>(),
+        vec![(1, WcStatus::Success, WcOpcode::RdmaWrite), (2, WcStatus::Success, WcOpcode::LocalInv)]
+    );
+    // the peer's WRITE through the invalidated key: NAK remote access error, nothing written
+    let before = p.a.mem().read(fva, 4096).unwrap();
+    let peer_src = buf(&mut p.b, pd_b, &[0xC3u8; 64], AccessFlags::ALL);
+    let mut w = SendWr::new(3, WrOpcode::RdmaWrite, sg(&peer_src, 64));
+    w.remote_addr = fva;
+    w.rkey = fast.rkey;
+    p.b.post_send(qb, w).unwrap();
+    let out = p.b.poll(p.now);
+    let nak = deliver_a(&mut p, &out);
+    assert_eq!(aeth_kind(&nak[0]), AethKind::Nak(NakCode::RemoteAccessError));
+    assert_eq!(p.a.mem().read(fva, 4096).unwrap(), before, "nothing written through the invalidated key");
+
+    // our own SEND gathering from it (a fresh QP pair): LOC_PROT_ERR
+    let (q2, _) = p.connect(&ConnOpts::default(), 2000, 6000);
+    let s = SendWr::new(4, WrOpcode::Send, vec![Sge { addr: fva, length: 64, lkey: fast.lkey }]);
+    p.a.post_send(q2, s).unwrap();
+    assert!(p.a.poll(p.now).is_empty());
+    assert_eq!(p.a.poll_cq(p.cq_a, 4).iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(4, WcStatus::LocProtErr)]);
+
+    // keys that may not be invalidated: LOC_QP_OP_ERR, the QP in error, the WQE behind flushed, the MR untouched
+    let other_pd = p.a.alloc_pd();
+    let fva2 = p.a.alloc(4096);
+    let foreign = p.a.reg_mr_fast(other_pd, fva2, 4096, AccessFlags::ALL).unwrap();
+    let fva3 = p.a.alloc(4096);
+    let fast3 = p.a.reg_mr_fast(pd_a, fva3, 4096, AccessFlags::ALL).unwrap();
+    for (i, key) in [src.rkey, foreign.rkey, fast3.rkey ^ 1].into_iter().enumerate() {
+        let (q, _) = p.connect(&ConnOpts::default(), 3000 + i as u32, 7000);
+        let mut inv = SendWr::new(10, WrOpcode::LocalInv, vec![]);
+        inv.invalidate_rkey = key;
+        p.a.post_send(q, inv).unwrap();
+        let mut w = SendWr::new(11, WrOpcode::RdmaWrite, sg(&src, 16));
+        w.remote_addr = dst.addr;
+        w.rkey = dst.rkey;
+        p.a.post_send(q, w).unwrap();
+        assert!(p.a.poll(p.now).is_empty(), "key {key:#x}: nothing sent");
+        let wcs = p.a.poll_cq(p.cq_a, 4);
+        assert_eq!(
+            wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            vec![(10, WcStatus::LocQpOpErr), (11, WcStatus::WrFlushErr)],
+            "key {key:#x}"
+        );
+        assert_eq!(p.a.qp_state(q), Some(QpState::Error));
+    }
+    let s = SendWr::new(12, WrOpcode::Send, vec![Sge { addr: fva3, length: 64, lkey: fast3.lkey }]);
+    let (q5, _) = p.connect(&ConnOpts::default(), 4000, 8000);
+    p.a.post_send(q5, s).unwrap();
+    assert_eq!(ops(&p.a.poll(p.now)), vec![(RC_SEND_ONLY, 4000)], "a key whose tag did not match invalidated nothing");
+}

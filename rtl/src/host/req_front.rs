@@ -19,6 +19,16 @@
 //! with `ext` and no mask slot, or `ext` on another opcode). Its record carries the mask slot's index, so a
 //! go-back-N rewind to it reads the mask slot again before the WQE.
 //!
+//! **LOCAL_INV** (rxe `rxe_do_local_ops`): its key (bytes 12..16, where SEND_WITH_INV carries its IETH key) is
+//! looked up in place of the lkey, for the Key Cache's `res_inv` (a fast-registration MR of the QP's PD, index
+//! and tag matching). If it may be invalidated the invalidate goes to the command dispatcher (`inv_*`, `LInv`),
+//! which clears the valid bit in both Key Cache copies, then the record goes to the Completer with no PSNs
+//! (first = next PSN) and completes there in order with WC opcode LOCAL_INV; nothing goes to the Requester, and
+//! the QP's window does not hold it back (rxe does local operations before `wait_psn`). Otherwise it completes
+//! with LOC_QP_OP_ERR and the QP goes to error (rxe's requester `goto err`). On UD it is LOC_QP_OP_ERR, as every
+//! opcode but SEND. A go-back-N to a WQE before it reads it again and invalidates again, which changes
+//! nothing.
+//!
 //! Inline WQEs (flag `inline`, SEND/WRITE with or without immediate, up to `MAX_INLINE` = 256 bytes): the
 //! payload is in the ceil(length / 64) slots after the WQE (`docs/host-interface.md`). The SQ Ring never splits
 //! a read group and the driver keeps an inline WQE inside one, so its data slots come right behind it. After the
@@ -70,7 +80,7 @@ use crate::transport::requester::{ReqDesc, ReqDone};
 use rnic_driver::host::{
     MAX_INLINE, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD,
     WR_MASK_SLOT, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_NOP_SLOT, WR_RDMA_READ,
-    WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
+    WR_LOCAL_INV, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
 };
 use testbench::model::{QpState, WcStatus};
 
@@ -192,6 +202,7 @@ enum FrontState {
     RwSq,
     RwMark,
     Inl,
+    LInv,
 }
 
 #[derive(LogicBlock)]
@@ -262,6 +273,11 @@ pub struct ReqFront {
     pub inl_ready: Signal<In, Bit>,
     pub inl_data: Signal<Out, Bits<512>>,
     pub inl_last: Signal<Out, Bit>,
+    /// A LOCAL_INV invalidates the MR at `inv_index`: held until the command dispatcher (the one writer of both
+    /// Key Cache copies) takes it (`inv_ready`), before the WQE's record goes and the next WQE is read.
+    pub inv_valid: Signal<Out, Bit>,
+    pub inv_index: Signal<Out, Bits<10>>,
+    pub inv_ready: Signal<In, Bit>,
 
     kc: KeyCache<1024, 10>,
     /// Per QP: the window (read with the slot, like the PSN) and the compare of the slot's PSN with its end,
@@ -383,6 +399,10 @@ pub struct ReqFront {
     l_ib_full: Signal<Local, Bit>,
     /// The WQE failed a local check (its status is set and is not WR_FLUSH_ERR).
     l_lerr: Signal<Local, Bit>,
+    /// The slot is a LOCAL_INV: its key (bytes 12..16, as SEND_WITH_INV's) is looked up for `res_inv` instead of
+    /// the lkey, and it is done here (`LInv`), never handed to the Requester.
+    l_linv: Signal<Local, Bit>,
+    op_linv: Constant<Bits<8>>,
 
     zero7: Constant<Bits<7>>,
     zero24: Constant<Bits<24>>,
@@ -475,6 +495,11 @@ impl Default for ReqFront {
             inl_ready: Default::default(),
             inl_data: Default::default(),
             inl_last: Default::default(),
+            inv_valid: Default::default(),
+            inv_index: Default::default(),
+            inv_ready: Default::default(),
+            l_linv: Default::default(),
+            op_linv: k(u64::from(WR_LOCAL_INV)),
             win_we: Default::default(),
             win_qpn: Default::default(),
             win_busy: Default::default(),
@@ -744,6 +769,9 @@ impl Logic for ReqFront {
             & (self.l_op.val() != self.op_cas.val())
             & (self.l_op.val() != self.op_faa.val());
         self.l_masked.next = (self.l_op.val() == self.op_mcas.val()) | (self.l_op.val() == self.op_mfaa.val());
+        self.l_linv.next = self.l_op.val() == self.op_linv.val();
+        self.inv_valid.next = self.state.q.val() == FrontState::LInv;
+        self.inv_index.next = self.imm_map.y.val().get_bits::<10>(8);
         self.l_mok.next = self.l_masked.val() & self.mok.q.val();
         self.qe_v.d.next = self.qerr_valid.val();
         self.qe_q.d.next = self.qerr_qpn.val();
@@ -782,7 +810,8 @@ impl Logic for ReqFront {
         }
         self.l_lerr.next = (self.status.q.val() != self.zero8.val()) & (self.status.q.val() != self.s_flush.val());
         self.l_live.next = !self.q_err.q.val() & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()));
-        self.l_win.next = self.wb2.q.val() & self.wcmp.gt.val() & self.l_live.val();
+        // (rxe does a local operation before its `wait_psn` check: a LOCAL_INV never waits for the window)
+        self.l_win.next = self.wb2.q.val() & self.wcmp.gt.val() & self.l_live.val() & !self.l_linv.val();
         self.l_ra.next = !self.l_send.val() | self.l_masked.val();
         self.l_cnt.next = self.l_ra.val() & !self.ncmp.neg.val();
         self.l_rdw.next = self.l_cnt.val() & self.r_blk.q.val() & self.l_live.val();
@@ -791,6 +820,9 @@ impl Logic for ReqFront {
         // Key Cache lookup: held while in Key (only the first cycle's result is used)
         self.kc.lk_valid.next = false;
         self.kc.lk_key.next = self.l_slot.val().get_bits::<32>(224);
+        if self.l_linv.val() {
+            self.kc.lk_key.next = self.imm_map.y.val();
+        }
         self.kc.lk_pd.next = self.ctx.q.val().pd;
         self.kc.lk_va.next = self.l_slot.val().get_bits::<64>(128);
         self.kc.lk_len.next = self.l_len.val();
@@ -930,9 +962,13 @@ impl Logic for ReqFront {
                     self.r_sent.d.next = self.rd_ram.rdata.val().sent;
                     self.dma.d.next = self.kc.res_dma.val();
                     self.status.d.next = self.zero8.val();
-                    // an inline WQE has no local buffer (its lkey is not looked at)
-                    if !self.kc.res_ok.val() & !self.l_inl.val() {
+                    // an inline WQE has no local buffer (its lkey is not looked at); a LOCAL_INV's key must be one
+                    // it may invalidate (rxe `rxe_invalidate_mr` failing: LOC_QP_OP_ERR)
+                    if !self.kc.res_ok.val() & !self.l_inl.val() & !self.l_linv.val() {
                         self.status.d.next = self.s_prot.val();
+                    }
+                    if self.l_linv.val() & !self.kc.res_inv.val() {
+                        self.status.d.next = self.s_qp_op.val();
                     }
                     if self.l_unsup.val() {
                         self.status.d.next = self.s_qp_op.val();
@@ -961,6 +997,7 @@ impl Logic for ReqFront {
                     }
                     // hand the WQE to the Requester unless it failed its checks
                     if (self.kc.res_ok.val() | self.l_inl.val())
+                        & !self.l_linv.val()
                         & !self.q_err.q.val()
                         & !self.l_unsup.val()
                         & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()))
@@ -1022,6 +1059,9 @@ impl Logic for ReqFront {
                     } else if self.l_inl.val() {
                         // not sent: its data slots are taken and dropped
                         self.state.d.next = FrontState::Inl;
+                    } else if self.l_linv.val() & self.kc.res_inv.val() & self.l_live.val() & !self.l_unsup.val() {
+                        // LOCAL_INV (rxe `rxe_do_local_ops`): the invalidate first, then its record
+                        self.state.d.next = FrontState::LInv;
                     } else {
                         self.state.d.next = FrontState::Emit;
                     }
@@ -1132,6 +1172,13 @@ impl Logic for ReqFront {
                     }
                 }
             }
+            FrontState::LInv => {
+                // the dispatcher invalidates the MR in both Key Cache copies in the cycle it takes this; the
+                // record goes after, so the WQEs behind it (read from Idle) see the key invalid
+                if self.inv_ready.val() {
+                    self.state.d.next = FrontState::Emit;
+                }
+            }
             _ => {
                 self.state.d.next = FrontState::Idle;
             }
@@ -1142,11 +1189,13 @@ impl Logic for ReqFront {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rnic_driver::host::{SendWqe, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM};
+    use rnic_driver::host::{SendWqe, WR_LOCAL_INV, WR_RDMA_WRITE, WR_SEND, WR_SEND_WITH_IMM};
     use rnic_driver::host::{WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD};
 
     struct Rig {
         u: ReqFront,
+        /// The MR indexes the dispatcher invalidated for a LOCAL_INV (`inv_*`), in order.
+        invs: Vec<u64>,
     }
 
     fn b512(bytes: &[u8; 64]) -> Bits<512> {
@@ -1161,7 +1210,7 @@ mod tests {
         fn new() -> Self {
             let mut u = ReqFront::default();
             u.connect_all();
-            Rig { u }
+            Rig { u, invs: vec![] }
         }
         fn clock(&mut self) {
             self.u.clock.next = false.into();
@@ -1171,7 +1220,20 @@ mod tests {
             self.u.ctx_we.next = false;
             self.u.psn_we.next = false;
             self.u.kc_wr.en.next = false;
+            self.u.kc_wr.inv_en.next = false;
             self.u.win_we.next = false;
+        }
+        /// The dispatcher's side of `inv_*` (always ready): the invalidate reaches the Key Cache copy in the
+        /// cycle it is taken, as the top wires it.
+        fn dispatch_inv(&mut self) {
+            self.u.inv_ready.next = true;
+            simulate(&mut self.u, 200);
+            if self.u.inv_valid.val() {
+                self.u.kc_wr.inv_en.next = true;
+                self.u.kc_wr.index.next = self.u.inv_index.val();
+                self.invs.push(self.u.inv_index.val().to_u64());
+                simulate(&mut self.u, 200);
+            }
         }
         /// The Completer's window write for a QP.
         fn win(&mut self, qpn: u64, busy: bool, lim: u64) {
@@ -1276,7 +1338,7 @@ mod tests {
                 if let Some((p, n, e)) = pend {
                     self.u.done.next = ReqDone { next_psn: bits(p), noack: bits(n), err: e, ..Default::default() };
                 }
-                simulate(&mut self.u, 200);
+                self.dispatch_inv();
                 if self.u.desc_valid.val() {
                     assert!(desc.is_none(), "one descriptor per WQE");
                     let d = self.u.desc.val();
@@ -1910,6 +1972,57 @@ mod tests {
         assert_eq!((d.is_none(), i.status.to_u64()), (true, WcStatus::LocQpOpErr as u64));
         let (d, i) = r.wqe(4, 14, &SendWqe { opcode: WR_SEND, ..inv }, |d| (d.psn.to_u64() + 1, 0, false));
         assert_eq!((d.map(|d| d.uc), i.status.to_u64()), (None, WcStatus::WrFlushErr as u64), "the local error put the UC QP in error");
+    }
+
+    /// LOCAL_INV: the key in bytes 12..16 is looked up for `res_inv`; a fast-registration MR of the QP's PD is
+    /// invalidated through the dispatcher before the record goes (success, no PSN, nothing to the Requester),
+    /// and the next WQE using it fails LOC_PROT_ERR; a user MR, another PD's MR or a wrong tag completes
+    /// LOC_QP_OP_ERR with nothing invalidated and the QP in error; the unacked-PSN window does not hold it.
+    #[test]
+    fn a_local_invalidate_invalidates_a_fast_mr_of_its_pd_and_nothing_else() {
+        let mut r = Rig::new();
+        let fast = |r: &mut Rig, key: u32, pd: u64| {
+            r.u.kc_wr.fast.next = true;
+            r.mr(key, pd, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0xF);
+            r.u.kc_wr.fast.next = false;
+        };
+        fast(&mut r, 0x0301, 7);
+        r.mr(0x0402, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0xF); // a user MR
+        fast(&mut r, 0x0503, 8); // another PD's
+        fast(&mut r, 0x0604, 7);
+        for q in 1..=5 {
+            r.ctx(q, ctx(QpState::Rts));
+            r.psn(q, 100 * q);
+        }
+        let sent = |d: &ReqDesc| (d.psn.to_u64() + 1, 0, false);
+        let never = |_: &ReqDesc| -> (u64, u64, bool) { panic!("nothing may be sent") };
+        let send = |key: u32| SendWqe { wr_id: 1, opcode: WR_SEND, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0000, length: 64, lkey: key, ..Default::default() };
+        let linv = |key: u32| SendWqe { wr_id: 2, opcode: WR_LOCAL_INV, flags: WQE_SIGNALED, imm_or_inv: key, ..Default::default() };
+        let (d, i) = r.wqe(1, 0, &send(0x0301), sent);
+        assert!(d.is_some() && i.status.to_u64() == 0);
+        let (d, i) = r.wqe(1, 1, &linv(0x0301), never);
+        assert!(d.is_none());
+        assert_eq!((i.status.to_u64(), i.wr_op.to_u64(), i.wr_id.to_u64()), (0, u64::from(WR_LOCAL_INV), 2));
+        assert_eq!((i.first_psn.to_u64(), i.next_psn.to_u64()), (101, 101), "no PSN");
+        assert_eq!(r.invs, vec![3], "MR 3 invalidated once");
+        let (d, i) = r.wqe(1, 2, &send(0x0301), never);
+        assert_eq!((d.is_none(), i.status.to_u64()), (true, WcStatus::LocProtErr as u64), "the key is invalid now");
+        // keys it may not invalidate: LOC_QP_OP_ERR, nothing invalidated, the QP in error
+        for (q, key) in [(2, 0x0402), (3, 0x0503), (4, 0x0605)] {
+            let (d, i) = r.wqe(q, 0, &linv(key), never);
+            assert_eq!((d.is_none(), i.status.to_u64()), (true, WcStatus::LocQpOpErr as u64), "key {key:#x}");
+            let (_, i) = r.wqe(q, 1, &send(0x0604), never);
+            assert_eq!(i.status.to_u64(), WcStatus::WrFlushErr as u64, "key {key:#x}: the QP is in error");
+        }
+        assert_eq!(r.invs, vec![3]);
+        let (d, i) = r.wqe(5, 0, &send(0x0402), sent);
+        assert!(d.is_some() && i.status.to_u64() == 0, "the user MR still serves");
+        // QP 5's window is closed (128 PSNs unacknowledged): a SEND waits, a LOCAL_INV does not
+        r.win(5, true, 400);
+        r.held(5, 1, &send(0x0604).encode(), 20, false);
+        let (d, i) = r.wqe(5, 1, &linv(0x0604), never);
+        assert_eq!((d.is_none(), i.status.to_u64()), (true, 0));
+        assert_eq!(r.invs, vec![3, 6]);
     }
 
     /// The Completer put a QP in error (retry exhausted, a NAK): its WQEs are flushed without being sent, the

@@ -87,6 +87,10 @@ pub struct WindowsProbe {
     /// Our SEND_WITH_INV naming a key rxe may not invalidate (what, our completion, rxe's receive completion:
     /// status, flags, the imm/invalidated-rkey field), then the agent's view of it.
     pub bad_inv: Vec<(String, WcStatus, Option<(u32, u32, u32)>)>,
+    /// Our LOCAL_INV of our fast-registration MR: rxe's WRITE through the key before it (status), our
+    /// completion of it, rxe's WRITE through the key after it (status), and whether our bytes stayed as the
+    /// first WRITE left them.
+    pub local_inv: Option<(u32, WorkCompletion, u32, bool)>,
     /// NAKs rxe sent, by AETH syndrome; NAKs we sent.
     pub naks: Vec<u8>,
     pub our_naks: Vec<u8>,
@@ -215,7 +219,9 @@ impl Ours {
 ///    rxe's receive completion (flags, invalidated rkey, length), then our WRITE through the window;
 /// 8. on a new pair, rxe's SEND_WITH_INV naming a fast-registration MR of ours: our receive completion, then
 ///    rxe's WRITE through that key and our bytes under it;
-/// 9. on new pairs, our SEND_WITH_INV naming the type 1 window, then rxe's MR: what each side reports.
+/// 9. on new pairs, our SEND_WITH_INV naming the type 1 window, then rxe's MR: what each side reports;
+/// 10. on a new pair, rxe's WRITE through a fast-registration MR of ours, our LOCAL_INV of it, rxe's WRITE
+///     again, and our bytes.
 /// Each pair's QPs go to error after the first failed access, so each failure has its own pair.
 pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsProbe> {
     let script = format!("{}\nrxe-verbs 10.0.0.2 {PORT} $RNIC_GID\n", super::GID_SCRIPT);
@@ -295,6 +301,23 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
             });
             p.bad_inv.push((what.to_string(), st, theirs));
         }
+        // 10. our LOCAL_INV between two of rxe's WRITEs through our fast-registration MR
+        let mut ours = pair(a, &dev, lab.ip, 9)?;
+        let fbuf = dev.alloc(4096)?;
+        dev.write_mem(fbuf, &[0xEE; 4096])?;
+        let (fkey, _) = dev.reg_mr_fast(ours.pd, fbuf, 4096, AccessFlags::ALL)?;
+        a.call(&format!("poke 0 7168 {}", hex(&pat(0xB0))))?;
+        let before = num(&a.call(&format!("write 0 7168 64 {} {fkey}", fbuf + 64))?, "status")? as u32;
+        ours.next += 1;
+        let mut wr = SendWr::new(ours.next, WrOpcode::LocalInv, vec![]);
+        wr.invalidate_rkey = fkey;
+        ours.dev.post_send(ours.qpn, wr)?;
+        let wc = ours.next_wc("our LOCAL_INV")?;
+        a.call(&format!("poke 0 7168 {}", hex(&pat(0xC0))))?;
+        let after = num(&a.call(&format!("write 0 7168 64 {} {fkey}", fbuf + 64))?, "status")? as u32;
+        let mut want = vec![0xEE; 4096];
+        want[64..128].copy_from_slice(&pat(0xB0));
+        p.local_inv = Some((before, wc, after, dev.read_mem(fbuf, 4096)? == want));
         a.call("quit")?;
         Ok(())
     })();

@@ -51,6 +51,19 @@ fn do_complete(ctx: &mut Ctx, qp: &mut Qp, status: WcStatus) {
     }
 }
 
+/// rxe `get_wqe` finding a WQE in `wqe_state_done` at the head (a local operation, LOCAL_INV): it completes
+/// without a response, and so does each such WQE behind it.
+pub(crate) fn complete_local(ctx: &mut Ctx, qp: &mut Qp) {
+    let mut any = false;
+    while qp.sq.front().map_or(false, |w| w.state == WqeState::Done) {
+        do_complete(ctx, qp, WcStatus::Success);
+        any = true;
+    }
+    if any {
+        rearm(ctx, qp);
+    }
+}
+
 /// `COMPST_ERROR`: complete the oldest WQE with `status`, move the QP to ERROR, flush the rest.
 fn comp_error(ctx: &mut Ctx, qp: &mut Qp, status: WcStatus) {
     do_complete(ctx, qp, status);
@@ -110,6 +123,9 @@ fn aeth_is_ack(f: &RoceFrame) -> bool {
 /// kind, and a requester busy taking (even stale) responses does not time out.
 pub fn rxe_completer(ctx: &mut Ctx, qp: &mut Qp, f: &RoceFrame) -> RxOutcome {
     let out = completer_packet(ctx, qp, f);
+    if qp.state == super::qp::QpState::Rts {
+        complete_local(ctx, qp);
+    }
     if qp.state == super::qp::QpState::Rts && qp.req.rnr_until.is_none() && qp.comp.retrans_deadline.is_some() {
         rearm(ctx, qp);
     }

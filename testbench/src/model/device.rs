@@ -383,11 +383,10 @@ pub(crate) fn qp_error(ctx: &mut Ctx, qp: &mut Qp) {
     qp.state = QpState::Error;
     qp.comp.retrans_deadline = None;
     qp.req.rnr_until = None;
+    // (a LOCAL_INV done behind a WQE still pending is flushed too: rxe `flush_send_queue` takes every WQE)
     while let Some(wqe) = qp.sq.pop_front() {
-        if wqe.state != WqeState::Done {
-            let wc = send_cqe(qp, &wqe, WcStatus::WrFlushErr);
-            ctx.push_cqe(qp.send_cq, wc);
-        }
+        let wc = send_cqe(qp, &wqe, WcStatus::WrFlushErr);
+        ctx.push_cqe(qp.send_cq, wc);
     }
     qp.req.idx = 0;
     while let Some(r) = qp.rq.pop_front() {

@@ -81,6 +81,20 @@ impl MrTable {
         self.entries.get_mut(&(key >> 8)).filter(|e| e.mr.lkey == key)
     }
 
+    /// Invalidate `key` for a QP of `pd` (a received SEND_WITH_INV, a LOCAL_INV WQE): rxe `rxe_invalidate_mr`
+    /// takes only a fast-registration MR whose key matches (index and tag); the PD must also be the QP's (a
+    /// check this model and the RTL add, rxe 6.1 does not make it). An MR already invalid may be invalidated
+    /// again. False: nothing changed.
+    pub(crate) fn invalidate(&mut self, key: u32, pd: Pd) -> bool {
+        match self.get_mut(key) {
+            Some(e) if e.kind == MrKind::FastReg && e.mr.pd == pd => {
+                e.valid = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Check a key for an access of `len` bytes at `addr` (rxe `lookup_mr` + `mr_check_range`).
     pub fn check(&self, key: u32, pd: Pd, addr: u64, len: u64, need: AccessFlags) -> Result<Mr, KeyError> {
         let e = self.get(key).ok_or(KeyError::NoSuchKey)?;

@@ -180,6 +180,19 @@ pub fn rxe_requester(ctx: &mut Ctx, qp: &mut Qp) {
             continue;
         }
         let op = wqe.wr.opcode;
+        if op.is_local() {
+            // rxe `rxe_do_local_ops`, before the window and depth checks: done now, completed in order (it is
+            // at the head once every WQE before it has completed); a key it may not invalidate is a local
+            // error, LOC_QP_OP_ERR
+            if qp.qp_type == QpType::Ud || !ctx.mrs.invalidate(wqe.wr.invalidate_rkey, qp.pd) {
+                local_error(ctx, qp, WcStatus::LocQpOpErr);
+                return;
+            }
+            qp.sq[qp.req.idx].state = WqeState::Done;
+            qp.req.idx += 1;
+            super::completer::complete_local(ctx, qp);
+            continue;
+        }
         if qp.qp_type == QpType::Rc {
             // wait_psn: at most RXE_MAX_UNACKED_PSNS outstanding.
             if psn_compare(qp.req.psn, psn_add(qp.comp.psn, RXE_MAX_UNACKED_PSNS)) > 0 {

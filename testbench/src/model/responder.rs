@@ -9,7 +9,7 @@ use crate::wire::opcode::*;
 use crate::wire::{Bth, ExtHeader, IpHeader, RoceFrame, RocePacket};
 
 use super::device::{qp_error, Ctx, DropReason, RxOutcome};
-use super::mr::{AccessFlags, MrKind};
+use super::mr::AccessFlags;
 use super::qp::{psn_add, psn_compare, Qp, QpType, Resource, WriteCtx};
 use super::requester::{num_packets, scatter, ScatterError};
 use super::verbs::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
@@ -422,14 +422,7 @@ fn execute(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> RxOutcome {
                 // class J, as rxe 6.1 does it (seen against it, docs/rxe-rules.md 5c): the SEND is ACKed as any
                 // other, the receive completes REM_INV_REQ_ERR with byte_len 0 and no flags (rxe fills neither
                 // in an error completion), and the QP goes to ERROR.
-                let ok = match ctx.mrs.get_mut(rkey) {
-                    Some(e) if e.kind == MrKind::FastReg && e.mr.pd == qp.pd => {
-                        e.valid = false;
-                        true
-                    }
-                    _ => false,
-                };
-                if !ok {
+                if !ctx.mrs.invalidate(rkey, qp.pd) {
                     if let Some(rw) = qp.rq.pop_front() {
                         let wc = WorkCompletion { status: WcStatus::RemInvReqErr, ..super::device::flush_recv_cqe(qp, &rw) };
                         ctx.push_cqe(qp.recv_cq, wc);

@@ -21,7 +21,7 @@ crate::logic_block! {
         pub clear: Signal<In, Bit>,
         pub rec: Signal<In, Pend>,
         pub status: Signal<In, Bits<8>>,
-        pub cls: Signal<In, Bits<12>>,
+        pub cls: Signal<In, Bits<13>>,
         pub cqn: Signal<In, Bits<24>>,
         pub qpn: Signal<In, Bits<24>>,
         pub valid: Signal<Out, Bit>,

@@ -39,7 +39,9 @@
 //! pending WQE, and every later record, completes with WR_FLUSH_ERR (or its own error status), responses are
 //! dropped, until the next `cqw_we` (CMD_WRITE_QP) of the QP clears the flag.
 //! A record with `status != 0` (failed its local checks, never sent) completes with that status when it
-//! reaches the head of its list, in order. The head WQE's own record after a go-back-N rewind is dropped (its
+//! reaches the head of its list, in order; so does a LOCAL_INV's record (WQE Check did the invalidate, no
+//! packet was sent), with success and WC opcode LOCAL_INV (rxe `get_wqe` on a `wqe_state_done` WQE), and a
+//! response being processed then goes on to the WQE behind it. The head WQE's own record after a go-back-N rewind is dropped (its
 //! record is already at the head), unless WQE Check failed it this time (its MR deregistered since it was
 //! first sent): then it completes with that status and the QP goes to error, as rxe. Only signaled WQEs and
 //! errors produce a completion.
@@ -203,7 +205,7 @@ crate::logic_block! {
         k200_34: Constant<Bits<34>> = k(0x200),
         /// QP-table writes in order: {sq_psn 33:10, CMD_WRITE_QP_REQ 9, to RESET 8, QPN 7:0}
         cqwq: Fifo<Bits<34>, 4, 5>,
-        cls_lut: Lut8<12> = Lut8::new(wr_class_table()),
+        cls_lut: Lut8<13> = Lut8::new(wr_class_table()),
         /// The QP's `comp_psn` against the first record's first PSN and its next PSN, as the record is read in
         /// (`IRd`; results in `IHint`): an ACK that came before the record may already cover part of the WQE.
         hint_lo: PsnCmp,
@@ -231,7 +233,7 @@ crate::logic_block! {
         i_hint: DFF<Bits<24>>,
         /// An ACK found the QP's list empty: Done writes its PSN + 1 as `comp_psn`.
         a_hint: DFF<Bit>,
-        cls: DFF<Bits<12>>,
+        cls: DFF<Bits<13>>,
         resp: DFF<Bit>,
         paypend: DFF<Bit>,
         cstat: DFF<Bits<8>>,
@@ -246,7 +248,7 @@ crate::logic_block! {
         /// the record on offer (`iss`) as a ring entry
         l_irec: Signal<Local, Pend>,
         l_hqpn: Signal<Local, Bits<24>>,
-        l_cls: Signal<Local, Bits<12>>,
+        l_cls: Signal<Local, Bits<13>>,
         l_full: Signal<Local, Bit>,
         l_rresp: Signal<Local, Bit>,
         l_badseq: Signal<Local, Bit>,
@@ -904,6 +906,12 @@ impl Logic for Completer {
                     if self.rec.q.val().status == self.k0_8.val() {
                         self.cstat.d.next = self.st_flush.val();
                     }
+                    self.state.d.next = CompState::CqLoad;
+                } else if self.l_cls.val().get_bit(12) {
+                    // a local operation (LOCAL_INV): done by WQE Check, nothing was sent, nothing answers; it
+                    // completes at the head, in order (rxe `get_wqe`: `wqe_state_done`); a response being
+                    // processed goes on to the next WQE
+                    self.cstat.d.next = self.k0_8.val();
                     self.state.d.next = CompState::CqLoad;
                 } else if self.qc.q.val().uc {
                     // UC: nothing answers; the WQE was sent whole, so it completes now (rxe: on transmit)

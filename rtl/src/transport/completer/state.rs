@@ -35,7 +35,7 @@ pub struct CompCfg {
 pub const COMP_RING: usize = 16;
 
 /// The WR opcode table: bits 7:0 the WC opcode (`WcOpcode::from_wr`), bit 8 WITH_IMM, bit 9 READ, bit 10
-/// atomic, bit 11 READ or atomic.
+/// atomic, bit 11 READ or atomic, bit 12 a local operation (LOCAL_INV: no packets, completed at the head).
 pub fn wr_class_table() -> Vec<u64> {
     (0..256u32)
         .map(|c| match wr_opcode_of(c as u8) {
@@ -45,6 +45,7 @@ pub fn wr_class_table() -> Vec<u64> {
                     | (op.is_read() as u64) << 9
                     | (op.is_atomic() as u64) << 10
                     | (op.is_read_or_atomic() as u64) << 11
+                    | (op.is_local() as u64) << 12
             }
             None => 0,
         })

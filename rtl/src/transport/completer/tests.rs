@@ -1006,3 +1006,35 @@ fn uc_wqes_complete_as_their_records_come() {
     assert!(rig.rewinds.is_empty(), "no go-back-N on UC: {:?}", rig.rewinds);
     assert_eq!((rig.counter(CNT_RETRIES), rig.counter(CNT_TIMEOUTS)), (0, 0));
 }
+
+/// A LOCAL_INV's record (no PSNs: WQE Check did the invalidate) completes at the head of its QP's list, in
+/// order, with success and WC opcode LOCAL_INV, without a response: on an empty list at once (and it starts no
+/// retransmit timer that could rewind), behind a WRITE when that WRITE's ACK retires it; the same ACK goes on
+/// to retire the WRITE behind it (rxe `get_wqe`: a `wqe_state_done` WQE, then the next with the packet).
+#[test]
+fn a_local_invalidate_completes_in_order_without_a_response() {
+    use rnic_driver::host::{WC_LOCAL_INV, WC_RDMA_WRITE, WR_LOCAL_INV, WR_RDMA_WRITE};
+    let mut rig = Rig::new(31);
+    let q = 0x21u32;
+    rig.set_qp(q, 0x40, 1, 7, 7);
+    let p = 0xFF_FFFEu32;
+    rig.run(&[rec(q, 1, WR_LOCAL_INV, p, 0, 0, true, WcStatus::Success)], &[]);
+    assert_eq!(rig.cqs.iter().map(|c| (c.wr_id, c.status, c.opcode)).collect::<Vec<_>>(), vec![(1, 0, WC_LOCAL_INV as u64)]);
+    rig.run(
+        &[
+            rec(q, 2, WR_RDMA_WRITE, p, 1, 256, true, WcStatus::Success),
+            rec(q, 3, WR_LOCAL_INV, psn_add(p, 1), 0, 0, true, WcStatus::Success),
+            rec(q, 4, WR_LOCAL_INV, psn_add(p, 1), 0, 0, false, WcStatus::Success),
+            rec(q, 5, WR_RDMA_WRITE, psn_add(p, 1), 2, 512, true, WcStatus::Success),
+        ],
+        &[],
+    );
+    assert_eq!(rig.cqs.len(), 1, "the LOCAL_INVs wait behind the WRITE: {:?}", rig.cqs);
+    rig.run(&[], &[ack(q, psn_add(p, 2), 0x1F)]);
+    assert_eq!(
+        rig.cqs.iter().map(|c| (c.wr_id, c.status, c.opcode)).collect::<Vec<_>>(),
+        vec![(1, 0, WC_LOCAL_INV as u64), (2, 0, WC_RDMA_WRITE as u64), (3, 0, WC_LOCAL_INV as u64), (5, 0, WC_RDMA_WRITE as u64)],
+        "one coalescing ACK retires the WRITE, the LOCAL_INVs (the unsignaled one silently) and the WRITE behind"
+    );
+    assert!(rig.rewinds.is_empty() && rig.counter(CNT_TIMEOUTS) == 0, "no retransmission for a local operation");
+}
