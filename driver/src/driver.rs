@@ -138,6 +138,8 @@ pub struct Driver<B: CsrBus, M: DmaMemory = HostMemory> {
     next_mr_index: u32,
     mr_tag: u8,
     mrs: HashMap<u32, MrCmd>,
+    /// Memory windows (type 1) by Key Cache index: PD, current rkey, and the MR key it is bound to.
+    mws: HashMap<u32, (Pd, u32, Option<u32>)>,
     /// Our IPv6 address (`set_ipv6`): an IPv6 path or address handle needs one.
     ipv6: Option<std::net::Ipv6Addr>,
     cqs: Vec<(Ring, bool)>,
@@ -192,6 +194,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             next_mr_index: 1,
             mr_tag: 0x5A,
             mrs: HashMap::new(),
+            mws: HashMap::new(),
             ipv6: None,
             cqs: Vec::new(),
             qps: HashMap::new(),
@@ -337,24 +340,99 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         {
             return Err(VerbsError::InvalidArgument("REMOTE_WRITE/ATOMIC need LOCAL_WRITE").into());
         }
-        let slots = 1u32 << self.info.log2_mrs;
-        let index = (0..slots)
-            .map(|k| (self.next_mr_index + k) % slots)
-            .find(|&i| i != 0 && !self.mrs.values().any(|m| m.key >> 8 == i))
-            .ok_or(VerbsError::QueueFull)?;
-        self.next_mr_index = index + 1;
+        let index = self.free_key_index()?;
         self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
-        let m = MrCmd { va: addr, len, dma_base: addr, key: index << 8 | u32::from(self.mr_tag), pd: pd.0, access: access.0 as u8, fast };
+        let m = MrCmd { va: addr, len, dma_base: addr, key: index << 8 | u32::from(self.mr_tag), pd: pd.0, access: access.0 as u8, fast, mw: false };
         self.command(&m.command())?;
         self.mrs.insert(m.key, m);
         Ok(m.key)
     }
 
-    /// `ibv_dereg_mr`.
+    /// A Key Cache index no MR or window holds (MRs and windows share the table and its key space).
+    fn free_key_index(&mut self) -> Result<u32, DriverError> {
+        let slots = 1u32 << self.info.log2_mrs;
+        let index = (0..slots)
+            .map(|k| (self.next_mr_index + k) % slots)
+            .find(|&i| i != 0 && !self.mrs.values().any(|m| m.key >> 8 == i) && !self.mws.contains_key(&i))
+            .ok_or(VerbsError::QueueFull)?;
+        self.next_mr_index = index + 1;
+        Ok(index)
+    }
+
+    /// `ibv_dereg_mr`. An MR with windows bound to it is refused (rxe `rxe_dereg_mr`: `num_mw`).
     pub fn dereg_mr(&mut self, key: u32) -> Result<(), DriverError> {
-        self.mrs.remove(&key).ok_or(VerbsError::NoSuchMr(key))?;
+        if !self.mrs.contains_key(&key) {
+            return Err(VerbsError::NoSuchMr(key).into());
+        }
+        if self.mws.values().any(|w| w.2 == Some(key)) {
+            return Err(VerbsError::InvalidArgument("the MR has memory windows bound to it").into());
+        }
+        self.mrs.remove(&key);
         let c = Command { op: CMD_INVALIDATE_MR, index: key >> 8, data: [0; CMD_DATA_WORDS] };
         self.command(&c)
+    }
+
+    /// `ibv_alloc_mw` of type 1: a Key Cache entry of PD `pd`, unbound (no access through its rkey); returns
+    /// that rkey. Type 2 windows (bound by a send WQE) are not implemented.
+    pub fn alloc_mw(&mut self, pd: Pd) -> Result<u32, DriverError> {
+        if pd.0 == 0 || pd.0 > self.pds {
+            return Err(VerbsError::NoSuchPd.into());
+        }
+        let index = self.free_key_index()?;
+        self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
+        let key = index << 8 | u32::from(self.mr_tag);
+        self.mws.insert(index, (pd, key, None));
+        self.command(&Command { op: CMD_INVALIDATE_MR, index, data: [0; CMD_DATA_WORDS] })?;
+        Ok(key)
+    }
+
+    /// `ibv_bind_mw` of the type 1 window `mw` (its current rkey) on QP `qpn`: `len` bytes at `addr` of the MR
+    /// `mr` with the remote rights `access` (its local bits are ignored); `len` 0 unbinds it. Done at once by a
+    /// Key Cache write (both copies), not as a send WQE, and no completion is made. Returns the window's new
+    /// rkey (the key's low byte + 1, `ibv_inc_rkey`); the old one no longer works. The rules, as rxe
+    /// `rxe_check_bind_mw` and the IBA (C10-72..75): the QP, the window and the MR in one PD; the MR has
+    /// `MW_BIND`; REMOTE_WRITE or REMOTE_ATOMIC need the MR's LOCAL_WRITE; the window lies inside the MR.
+    pub fn bind_mw(&mut self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32, DriverError> {
+        let index = mw >> 8;
+        let (pd, key, _) = *self.mws.get(&index).filter(|w| w.1 == mw).ok_or(VerbsError::NoSuchMr(mw))?;
+        let qp_pd = self.qps.get(&qpn).ok_or(VerbsError::NoSuchQp(qpn))?.cmd.pd;
+        if qp_pd != pd.0 {
+            return Err(VerbsError::InvalidArgument("the QP and the window are in different PDs").into());
+        }
+        let new_key = key & !0xFF | (key.wrapping_add(1) & 0xFF);
+        if len == 0 {
+            self.command(&Command { op: CMD_INVALIDATE_MR, index, data: [0; CMD_DATA_WORDS] })?;
+            self.mws.insert(index, (pd, new_key, None));
+            return Ok(new_key);
+        }
+        let m = *self.mrs.get(&mr).ok_or(VerbsError::NoSuchMr(mr))?;
+        let macc = AccessFlags(u32::from(m.access));
+        if m.pd != pd.0 {
+            return Err(VerbsError::InvalidArgument("the MR and the window are in different PDs").into());
+        }
+        if !macc.contains(AccessFlags::MW_BIND) {
+            return Err(VerbsError::InvalidArgument("the MR was registered without MW_BIND").into());
+        }
+        if (access.contains(AccessFlags::REMOTE_WRITE) || access.contains(AccessFlags::REMOTE_ATOMIC)) && !macc.contains(AccessFlags::LOCAL_WRITE) {
+            return Err(VerbsError::InvalidArgument("REMOTE_WRITE/ATOMIC through a window need the MR's LOCAL_WRITE").into());
+        }
+        if addr < m.va || addr.checked_add(len).map_or(true, |e| e > m.va + m.len) {
+            return Err(VerbsError::InvalidArgument("the window does not lie inside the MR").into());
+        }
+        let remote = access.0 & (AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0);
+        let w = MrCmd { va: addr, len, dma_base: m.dma_base + (addr - m.va), key: new_key, pd: pd.0, access: remote as u8, fast: false, mw: true };
+        self.command(&w.command())?;
+        self.mws.insert(index, (pd, new_key, Some(mr)));
+        Ok(new_key)
+    }
+
+    /// `ibv_dealloc_mw`: the window's entry invalidated and freed.
+    pub fn dealloc_mw(&mut self, mw: u32) -> Result<(), DriverError> {
+        let index = mw >> 8;
+        self.mws.get(&index).filter(|w| w.1 == mw).ok_or(VerbsError::NoSuchMr(mw))?;
+        self.command(&Command { op: CMD_INVALIDATE_MR, index, data: [0; CMD_DATA_WORDS] })?;
+        self.mws.remove(&index);
+        Ok(())
     }
 
     fn alloc_ring(&mut self, log2: u8, entry: usize) -> Result<u64, DriverError> {

@@ -149,6 +149,8 @@ pub struct MrCmd {
     pub pd: u32,
     pub access: u8,
     pub fast: bool,
+    /// A memory window (type 1) bound over part of an MR: an rkey only.
+    pub mw: bool,
 }
 
 impl MrCmd {
@@ -162,7 +164,7 @@ impl MrCmd {
         d[5] = hi(self.dma_base);
         d[6] = self.key;
         d[7] = self.pd;
-        d[8] = u32::from(self.access & 0xF) | u32::from(self.fast) << 8;
+        d[8] = u32::from(self.access & 0xF) | u32::from(self.fast) << 8 | u32::from(self.mw) << 9;
         Command { op: CMD_WRITE_MR, index: self.key >> 8, data: d }
     }
     pub fn decode(d: &[u32; CMD_DATA_WORDS]) -> Self {
@@ -174,6 +176,7 @@ impl MrCmd {
             pd: d[7],
             access: (d[8] & 0xF) as u8,
             fast: d[8] & 0x100 != 0,
+            mw: d[8] & 0x200 != 0,
         }
     }
 }
@@ -797,7 +800,7 @@ mod tests {
 
     #[test]
     fn table_commands_round_trip() {
-        let m = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF, fast: false };
+        let m = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF, fast: false, mw: false };
         let c = m.command();
         assert_eq!(c.index, 2);
         assert_eq!(c.cmd_word(), 0x201);

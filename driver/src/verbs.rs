@@ -36,6 +36,9 @@ impl AccessFlags {
     pub const REMOTE_WRITE: AccessFlags = AccessFlags(1 << 1);
     pub const REMOTE_READ: AccessFlags = AccessFlags(1 << 2);
     pub const REMOTE_ATOMIC: AccessFlags = AccessFlags(1 << 3);
+    /// `IBV_ACCESS_MW_BIND`: memory windows may be bound to the MR (kept by the driver; the Key Cache has no
+    /// bit for it).
+    pub const MW_BIND: AccessFlags = AccessFlags(1 << 4);
     pub const NONE: AccessFlags = AccessFlags(0);
     /// Every flag above.
     pub const ALL: AccessFlags = AccessFlags(0xF);

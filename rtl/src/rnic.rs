@@ -553,6 +553,7 @@ impl Logic for Rnic {
         self.front.kc_wr.pd.next = self.l_data.val().get_bits::<24>(224);
         self.front.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
         self.front.kc_wr.fast.next = self.l_data.val().get_bit(264);
+        self.front.kc_wr.mw.next = self.l_data.val().get_bit(265);
         // send context
         self.front.ctx_we.next = false;
         self.front.ctx_qpn.next = self.c_index.q.val();
@@ -624,6 +625,7 @@ impl Logic for Rnic {
         self.resp.kc_wr.pd.next = self.l_data.val().get_bits::<24>(224);
         self.resp.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
         self.resp.kc_wr.fast.next = self.l_data.val().get_bit(264);
+        self.resp.kc_wr.mw.next = self.l_data.val().get_bit(265);
         self.resp.attr_we.next = false;
         self.resp.attr_qpn.next = self.c_index.q.val();
         self.resp.attr_data.next.state = self.l_data.val().get_bits::<3>(0);

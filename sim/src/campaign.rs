@@ -482,14 +482,19 @@ fn unreliable_responder(ty: QpType, seed: u64, mtu: u32, rounds: usize, faults: 
 
 
 
-/// The RTL as requester: our driver posts the messages, the golden model answers.
+/// The RTL as requester: our driver posts the messages (WRITE, WRITE_WITH_IMM, SEND, READ, and about one in
+/// nine a LOCAL_INV of a fast-registration MR of its own), the golden model answers. Every WQE completes with
+/// success, each QP's in posting order (a LOCAL_INV with WC opcode LOCAL_INV, after the WQEs before it on its
+/// QP, through the go-back-Ns that read it again); after the last round our SEND gathering from an invalidated
+/// key completes LOC_PROT_ERR.
 pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
-    requester_on(rtl_dut(), seed, mtu, rounds, faults, dir, vcd, progress)
+    requester_on(rtl_dut(), true, seed, mtu, rounds, faults, dir, vcd, progress)
 }
 
-/// [`requester`] on any implementation of the top.
+/// [`requester`] on any implementation of the top, with LOCAL_INVs among the messages or not (the reference
+/// top, `sim/ref`, was emitted before LOCAL_INV; without them the messages are what they were then).
 #[allow(clippy::too_many_arguments)]
-pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
+pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     let dir = dir.to_path_buf();
     let mut summary = String::new();
     let (mut r, qps) = golden_rig(dut, mtu, &dir, vcd);
@@ -507,17 +512,22 @@ pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
     }
     let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
     let mut shadow = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
-    let mut total = 0;
+    let (mut total, mut n_linv) = (0, 0);
     for round in 0..rounds {
         let mut msgs = Vec::new();
         for i in 0..PER_ROUND {
-            let op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead][rng.gen_range(0..4)];
+            let mut op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead][rng.gen_range(0..4)];
+            if local_inv && rng.gen_range(0..9) == 0 {
+                op = WrOpcode::LocalInv;
+            }
             let len = sizes[rng.gen_range(0..sizes.len())];
             let slot = i as u64 * STRIDE;
             // our_off: our source (or READ destination); peer_off: the peer's target (or READ source)
             let m = match op {
                 WrOpcode::RdmaRead => Msg { op, len, qp: i % QPS, our_off: (1 << 20) + slot + rng.gen_range(0..8), peer_off: READ_AREA + rng.gen_range(0..(2 << 20) - READ_AREA - SLOT), imm: 0 },
                 WrOpcode::Send => Msg { op, len, qp: i % QPS, our_off: rng.gen_range(0..(1 << 20) - SLOT), peer_off: RECV_AREA + slot, imm: 0 },
+                // its key: a fast-registration MR of its own over a page of our buffer (registered below)
+                WrOpcode::LocalInv => Msg { op, len: 0, qp: i % QPS, our_off: 0, peer_off: 0, imm: 0 },
                 _ => Msg { op, len, qp: i % QPS, our_off: rng.gen_range(0..(1 << 20) - SLOT), peer_off: WRITE_AREA + slot + rng.gen_range(0..8), imm: rng.gen() },
             };
             msgs.push(m);
@@ -531,6 +541,9 @@ pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
                 }
             }
         }
+        for m in msgs.iter_mut().filter(|m| m.op == WrOpcode::LocalInv) {
+            m.imm = r.drv.reg_mr_fast(Pd(1), r.src + (1 << 20), 4096, AccessFlags::ALL).unwrap();
+        }
         for (i, m) in msgs.iter().enumerate() {
             let id = (round * PER_ROUND + i) as u64;
             let mut w = SendWr::new(id, m.op, vec![Sge { addr: r.src + m.our_off, length: m.len as u32, lkey: r.lkey }]);
@@ -538,6 +551,9 @@ pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
             w.remote_addr = r.peer_buf + m.peer_off;
             w.rkey = r.peer_rkey;
             w.imm_data = m.imm;
+            if m.op == WrOpcode::LocalInv {
+                (w.sg_list, w.invalidate_rkey, w.imm_data) = (vec![], m.imm, 0);
+            }
             inline_every_other(&mut w, &r.mem);
             r.drv.post_send(qps[m.qp].0, &w).unwrap();
         }
@@ -580,6 +596,14 @@ pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
             steps += 2048;
         }
         assert!(ours.iter().all(|w| w.status == WcStatus::Success), "round {round}: {ours:?}");
+        for w in &ours {
+            let m = &msgs[w.wr_id as usize - round * PER_ROUND];
+            assert_eq!(w.opcode == WcOpcode::LocalInv, m.op == WrOpcode::LocalInv, "round {round}: {w:?}");
+        }
+        for q in 0..QPS {
+            let order: Vec<u64> = ours.iter().filter(|w| w.qp_num == qps[q].0).map(|w| w.wr_id).collect();
+            assert!(order.windows(2).all(|p| p[0] < p[1]), "round {round} QP {q}: completions out of posting order: {order:?}");
+        }
         let mut ids: Vec<u64> = ours.iter().map(|w: &WorkCompletion| w.wr_id).collect();
         ids.sort();
         assert_eq!(ids, ((round * PER_ROUND) as u64..((round + 1) * PER_ROUND) as u64).collect::<Vec<_>>(), "one completion per message");
@@ -613,6 +637,25 @@ pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
             let i = now.iter().zip(&shadow).position(|(a, b)| a != b).unwrap();
             panic!("round {round}: our memory differs from the shadow first at offset {i:#x}");
         }
+        drop(mem);
+        drop(s);
+        // the LOCAL_INVs' keys: invalid now (after the last round, one is tried: our SEND gathering from it on a
+        // QP of its own completes LOC_PROT_ERR), then freed
+        let keys: Vec<u32> = msgs.iter().filter(|m| m.op == WrOpcode::LocalInv).map(|m| m.imm).collect();
+        if round + 1 == rounds {
+            if let Some(&k) = keys.last() {
+                let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+                let (q, _) = r.add_qp_pair_with(mtu, 0x1000, 0x2000, cap, Cq(0));
+                r.drv.post_send(q, &SendWr::new(1 << 40, WrOpcode::Send, vec![Sge { addr: r.src + (1 << 20), length: 64, lkey: k }])).unwrap();
+                let w = r.our_completions(1, 200_000);
+                assert_eq!(w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1 << 40, WcStatus::LocProtErr)], "an invalidated key");
+                summary_line!(summary, "LOCAL_INV: key {k:#x} invalidated (our SEND from it: LOC_PROT_ERR)");
+            }
+        }
+        n_linv += keys.len();
+        for k in keys {
+            r.drv.dereg_mr(k).unwrap();
+        }
         total += PER_ROUND;
         progress(round + 1);
     }
@@ -623,7 +666,7 @@ pub fn requester_on(dut: AnyDut, seed: u64, mtu: u32, rounds: usize, faults: Mac
     drop(s);
     let c = counters(&mut r);
     let get = |n: &str| counter(&c, n);
-    summary_line!(summary, "RTL requester: {total} messages over {QPS} QPs at MTU {mtu} in {cycles} cycles; from the RTL: {}; to the RTL: {}", link_faults(&o), link_faults(&i));
+    summary_line!(summary, "RTL requester: {total} messages ({n_linv} LOCAL_INV) over {QPS} QPs at MTU {mtu} in {cycles} cycles; from the RTL: {}; to the RTL: {}", link_faults(&o), link_faults(&i));
     summary_line!(summary, 
         "RTL completer: {} go-back-N ({} after a timeout), {} NAKs, {} implied NAKs, {} dropped responses; golden responder: {} duplicates, {} read replays, NAKs sent {:?}",
         get("comp_retries"), get("comp_timeouts"), get("comp_naks"), get("comp_implied_naks"), get("comp_dropped"),

@@ -278,3 +278,76 @@ fn local_invalidate_of_our_fast_mr_completes_in_order_and_the_key_is_refused_aft
     let ours = r.our_completions(1, 200_000);
     assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success)], "the MR still serves");
 }
+
+/// A type 1 memory window of ours (`Driver::alloc_mw`, `bind_mw`: a Key Cache entry of its own, in both
+/// copies): the peer's WRITE and READ through its rkey inside the window land and return our bytes; a WRITE that
+/// runs past the window's end (inside the MR), a READ through a window bound for remote write only, the rkey the
+/// window had before its last bind, and the rkey of an unbound window are each NAKed remote access error with
+/// not one byte of our host memory changed; the window's key is no lkey (our SEND from it: LOC_PROT_ERR in WQE
+/// Check); the MR under a bound window is not deregistered.
+#[test]
+fn our_type_1_window_grants_its_range_and_rights_only() {
+    let dir = std::env::temp_dir().join(format!("rnic-access-mw-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let base = r.src + (1 << 20);
+    let mr = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
+    let plain = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL).unwrap();
+    let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let mut n = 0u32;
+    let mut pair = |r: &mut sim::system::Rig| {
+        n += 1;
+        r.add_qp_pair_with(1024, 0x1000 * n, 0x1000 * n + 0x800, cap, Cq(0))
+    };
+    let (q1, p1) = pair(&mut r);
+    let mw = r.drv.alloc_mw(Pd(1)).unwrap();
+    let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
+    assert!(r.drv.bind_mw(q1, mw, plain, base + 4096, 4096, rw).is_err(), "an MR without MW_BIND");
+    assert!(r.drv.bind_mw(q1, mw, mr, base + 0xF000, 8192, rw).is_err(), "a window outside its MR");
+    let mut key = r.drv.bind_mw(q1, mw, mr, base + 4096, 4096, rw).unwrap();
+    assert!(r.drv.dereg_mr(mr).is_err(), "the MR under a bound window");
+    let peer = |r: &mut sim::system::Rig, pq: u32, id: u64, op: WrOpcode, va: u64, rkey: u32, len: u32| -> WcStatus {
+        let mut w = SendWr::new(id, op, vec![Sge { addr: r.peer_buf + 0x8000, length: len, lkey: r.peer_rkey }]);
+        w.remote_addr = va;
+        w.rkey = rkey;
+        w.flags.signaled = true;
+        r.sys.borrow_mut().peer.post_send(pq, w).unwrap();
+        let pw = r.wait_peer_completions(1, 200_000);
+        assert_eq!(pw.len(), 1, "{pw:?}");
+        pw[0].status
+    };
+    let theirs = r.sys.borrow().peer.mem().read(r.peer_buf + 0x8000, 2000).unwrap();
+    assert_eq!(peer(&mut r, p1, 1, WrOpcode::RdmaWrite, base + 4096 + 100, key, 2000), WcStatus::Success);
+    assert_eq!(r.mem.lock().unwrap().read(base + 4096 + 100, 2000).unwrap(), theirs, "the WRITE through the window");
+    assert_eq!(peer(&mut r, p1, 2, WrOpcode::RdmaRead, base + 8192 - 300, key, 300), WcStatus::Success);
+    let ours = r.mem.lock().unwrap().read(base + 8192 - 300, 300).unwrap();
+    assert_eq!(r.sys.borrow().peer.mem().read(r.peer_buf + 0x8000, 300).unwrap(), ours, "the READ through the window");
+
+    // each bad access on a QP pair of its own (the NAK puts both in error), nothing written
+    let cases = [
+        ("a WRITE 32 bytes past the window's end, inside the MR", WrOpcode::RdmaWrite, base + 8192 - 32, false, rw),
+        ("the rkey from before the last bind", WrOpcode::RdmaWrite, base + 4096, true, rw),
+        ("a READ through a window bound for remote write only", WrOpcode::RdmaRead, base + 4096, false, AccessFlags::REMOTE_WRITE),
+    ];
+    for (i, (what, op, va, old, acc)) in cases.into_iter().enumerate() {
+        let (q, p) = pair(&mut r);
+        let before = key;
+        key = r.drv.bind_mw(q, key, mr, base + 4096, 4096, acc).unwrap();
+        let shadow = r.mem.lock().unwrap().clone();
+        let st = peer(&mut r, p, 10 + i as u64, op, va, if old { before } else { key }, 64);
+        assert_eq!(st, WcStatus::RemAccessErr, "{what}");
+        assert!(r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap() == shadow.read(r.src, 2 << 20).unwrap(), "{what}: nothing written");
+    }
+    // the window's key as an lkey: none (WQE Check's copy)
+    let (q, _) = pair(&mut r);
+    r.drv.post_send(q, &SendWr::new(20, WrOpcode::Send, vec![Sge { addr: base + 4096, length: 64, lkey: key }])).unwrap();
+    let ours = r.our_completions(1, 100_000);
+    assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(20, WcStatus::LocProtErr)], "a window is no lkey");
+    // unbound: its rkey opens nothing; then window and MR go
+    let (q, p) = pair(&mut r);
+    let k0 = r.drv.bind_mw(q, key, 0, 0, 0, rw).unwrap();
+    let shadow = r.mem.lock().unwrap().clone();
+    assert_eq!(peer(&mut r, p, 30, WrOpcode::RdmaWrite, base + 4096, k0, 64), WcStatus::RemAccessErr, "an unbound window");
+    assert!(r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap() == shadow.read(r.src, 2 << 20).unwrap());
+    r.drv.dealloc_mw(k0).unwrap();
+    r.drv.dereg_mr(mr).unwrap();
+}

@@ -29,7 +29,10 @@ fn pat(seed: u8) -> String {
 /// * our LOCAL_INV of a fast-registration MR of ours between two WRITEs rxe makes through it: the first lands,
 ///   the LOCAL_INV completes with success and WC opcode LOCAL_INV, the second completes with a remote access
 ///   error (our NAK 0x62) and leaves our bytes as the first left them.
-/// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so are our two.
+/// * a type 1 window of ours (2 KiB of an MR): rxe's WRITE through it lands, rxe's READ through it brings our
+///   bytes, and rxe's WRITE that runs 32 bytes past the window's end (inside the MR) completes with a remote
+///   access error (our NAK 0x62), our bytes unchanged: the window's range is checked, not the MR's.
+/// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so are our three.
 #[test]
 fn rxe_windows_bound_used_and_invalidated() {
     let img = match sim::rxe::vm_available() {
@@ -92,7 +95,8 @@ fn rxe_windows_bound_used_and_invalidated() {
     assert!(wc.wc_flags.has(WcFlags::WITH_INV) && wc.wc_flags.has(WcFlags::GRH), "{wc:?}");
     // IBV_WC_REM_ACCESS_ERR is 10 in libibverbs' enum ibv_wc_status
     assert_eq!(p.rxe_write_after_inv, Some((10, true)), "rxe's WRITE through our invalidated key: remote access error, our bytes unchanged");
-    assert_eq!(p.our_naks, [0x62, 0x62], "our NAKs: remote access error each");
+    assert_eq!(p.our_naks, [0x62, 0x62, 0x62], "our NAKs: remote access error each");
+    assert_eq!(p.our_window, Some((0, true, 0, true, 10, true)), "rxe through our type 1 window: WRITE, READ, WRITE past its end");
     let (before, wc, after, kept) = p.local_inv.clone().unwrap();
     assert_eq!((wc.status, wc.opcode, wc.byte_len), (WcStatus::Success, WcOpcode::LocalInv, 0), "our LOCAL_INV: {wc:?}");
     assert_eq!((before, after, kept), (0, 10, true), "rxe's WRITE through our key lands before our LOCAL_INV, is refused after it");

@@ -23,7 +23,7 @@ fn responder_campaign_is_cycle_for_cycle_the_reference() {
 
 #[test]
 fn requester_campaign_is_cycle_for_cycle_the_reference() {
-    let s = sim::campaign::requester_on(Box::new(RefLockstep::default()), 0x5EED1, 256, 6, MacFaults::campaign(), &dir("req"), None, &mut |_| {});
+    let s = sim::campaign::requester_on(Box::new(RefLockstep::default()), false, 0x5EED1, 256, 6, MacFaults::campaign(), &dir("req"), None, &mut |_| {});
     eprint!("{s}");
 }
 

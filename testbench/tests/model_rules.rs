@@ -484,3 +484,81 @@ fn local_invalidate_completes_in_order_and_the_key_is_refused_after() {
     p.a.post_send(q5, s).unwrap();
     assert_eq!(ops(&p.a.poll(p.now)), vec![(RC_SEND_ONLY, 4000)], "a key whose tag did not match invalidated nothing");
 }
+
+/// A type 1 memory window (`ibv_alloc_mw`, `ibv_bind_mw`): the peer WRITEs and READs through its rkey inside
+/// it; a WRITE past its end (inside the MR), a READ through a window bound for remote write only, and an access
+/// through the rkey it had before it was bound again are each NAKed remote access error with nothing written;
+/// the window's key is no lkey (our own SEND from it: LOC_PROT_ERR); the bind rules refuse an MR without
+/// MW_BIND, a range outside the MR, REMOTE_WRITE over an MR without LOCAL_WRITE; an MR with a window bound to it
+/// is not deregistered; an unbound window refuses all access.
+#[test]
+fn a_type_1_window_grants_its_range_and_rights_only() {
+    let (mut p, qa, qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let base = p.b.alloc(8192);
+    let mr = p.b.reg_mr(pd_b, base, 8192, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
+    let plain = p.b.reg_mr(pd_b, base, 8192, AccessFlags::ALL).unwrap();
+    let ro_mr = p.b.reg_mr(pd_b, base, 8192, AccessFlags(AccessFlags::REMOTE_READ.0 | AccessFlags::MW_BIND.0)).unwrap();
+    let mw = p.b.alloc_mw(pd_b).unwrap();
+    let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
+    assert!(p.b.bind_mw(qb, mw, plain.lkey, base + 1024, 1024, rw).is_err(), "no MW_BIND");
+    assert!(p.b.bind_mw(qb, mw, mr.lkey, base + 8000, 1024, rw).is_err(), "outside the MR");
+    assert!(p.b.bind_mw(qb, mw, ro_mr.lkey, base + 1024, 1024, rw).is_err(), "REMOTE_WRITE without the MR's LOCAL_WRITE");
+    let k1 = p.b.bind_mw(qb, mw, mr.lkey, base + 1024, 1024, rw).unwrap();
+    assert_ne!(k1, mw);
+    assert!(p.b.dereg_mr(mr.lkey).is_err(), "an MR with a window bound");
+    let src = buf(&mut p.a, pd_a, &[0xA5u8; 2048], AccessFlags::ALL);
+    let dst = buf(&mut p.a, pd_a, &[0u8; 64], AccessFlags::ALL);
+    let go = |p: &mut Pair, op: WrOpcode, va: u64, key: u32, len: usize| -> WcStatus {
+        let sgl = if op == WrOpcode::RdmaRead { sg(&dst, len) } else { sg(&src, len) };
+        let mut w = SendWr::new(1, op, sgl);
+        w.remote_addr = va;
+        w.rkey = key;
+        w.flags.signaled = true;
+        p.a.post_send(qa, w).unwrap();
+        p.run();
+        p.a.poll_cq(p.cq_a, 4)[0].status
+    };
+    assert_eq!(go(&mut p, WrOpcode::RdmaWrite, base + 1024, k1, 1024), WcStatus::Success);
+    assert_eq!(p.b.mem().read(base + 1024, 1024).unwrap(), vec![0xA5; 1024]);
+    assert_eq!(go(&mut p, WrOpcode::RdmaRead, base + 2000, k1, 48), WcStatus::Success);
+    // each on a fresh QP pair (a NAK puts both in error), the window bound again first (a type 1 window
+    // serves any QP of its PD): (what, verb, address, use the key from before this bind, length, rights)
+    let cases = [
+        ("past the window's end, inside the MR", WrOpcode::RdmaWrite, base + 2048 - 32, false, 64, rw),
+        ("the key before the last bind", WrOpcode::RdmaWrite, base + 1024, true, 64, rw),
+        ("READ through a write-only window", WrOpcode::RdmaRead, base + 1024, false, 64, AccessFlags::REMOTE_WRITE),
+    ];
+    let mut cur = k1;
+    for (i, (what, op, va, old, len, acc)) in cases.into_iter().enumerate() {
+        let (q2a, q2b) = p.connect(&ConnOpts::default(), 3000 + i as u32, 7000 + i as u32);
+        let before_key = cur;
+        cur = p.b.bind_mw(q2b, cur, mr.lkey, base + 1024, 1024, acc).unwrap();
+        let before = p.b.mem().read(base, 8192).unwrap();
+        let sgl = if op == WrOpcode::RdmaRead { sg(&dst, len) } else { sg(&src, len) };
+        let mut w = SendWr::new(2, op, sgl);
+        w.remote_addr = va;
+        w.rkey = if old { before_key } else { cur };
+        p.a.post_send(q2a, w).unwrap();
+        p.run();
+        assert_eq!(p.a.poll_cq(p.cq_a, 4)[0].status, WcStatus::RemAccessErr, "{what}");
+        assert_eq!(p.b.mem().read(base, 8192).unwrap(), before, "{what}: nothing written");
+    }
+    // the window's key as an lkey: none
+    let (_, q4b) = p.connect(&ConnOpts::default(), 5000, 9000);
+    let s = SendWr::new(3, WrOpcode::Send, vec![Sge { addr: base + 1024, length: 16, lkey: cur }]);
+    p.b.post_send(q4b, s).unwrap();
+    p.run();
+    assert_eq!(p.b.poll_cq(p.cq_b, 8).last().unwrap().status, WcStatus::LocProtErr, "a window is no lkey");
+    // unbound: no access at all; then the MR may go
+    let (q5a, q5b) = p.connect(&ConnOpts::default(), 6000, 10000);
+    let k0 = p.b.bind_mw(q5b, cur, 0, 0, 0, rw).unwrap();
+    let mut w = SendWr::new(4, WrOpcode::RdmaWrite, sg(&src, 16));
+    w.remote_addr = base + 1024;
+    w.rkey = k0;
+    p.a.post_send(q5a, w).unwrap();
+    p.run();
+    assert_eq!(p.a.poll_cq(p.cq_a, 4)[0].status, WcStatus::RemAccessErr, "an unbound window");
+    p.b.dealloc_mw(k0).unwrap();
+    p.b.dereg_mr(mr.lkey).unwrap();
+}

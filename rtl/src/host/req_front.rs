@@ -663,6 +663,7 @@ impl Logic for ReqFront {
         self.kc.wr_len.next = self.kc_wr.len.val();
         self.kc.wr_base.next = self.kc_wr.base.val();
         self.kc.wr_fast.next = self.kc_wr.fast.val();
+        self.kc.wr_mw.next = self.kc_wr.mw.val();
 
         // context RAM: written by the dispatcher, read by qpn
         self.ctx_ram.we.next = self.ctx_we.val();

@@ -36,8 +36,11 @@
 //!   read or write op is not required to set an addr or rkey. See C9-88"; `rxe_mr.c copy_data` returns before
 //!   `lookup_mr` when `length == 0` and skips zero-length SGEs). So `lk_len == 0` gives `res_ok` = 1 and
 //!   `res_err` = 0 whatever the key, PD and access.
-//! - `lk_remote` does not change the outcome: rxe `rxe_mr_init` sets `lkey = rkey = index << 8 | tag` (and so
-//!   does the golden model); the remote checks differ from local ones only by the access mask the caller gives.
+//! - `lk_remote`: an MR's lkey and rkey are the same (rxe `rxe_mr_init` sets `lkey = rkey = index << 8 | tag`,
+//!   and so does the golden model), so for an MR the remote checks differ from local ones only by the access
+//!   mask the caller gives. A memory window's entry (`mw`, type 1, written by the driver's bind) answers an
+//!   rkey lookup only: as an lkey it is a [`KcErr::Key`] (rxe looks an lkey up in its MR pool, where no window
+//!   is). Its range is the window's, not its MR's (IBA; rxe 6.1 checks the MR's, `docs/rxe-rules.md` 5b).
 //!
 //! **Timing** (322 MHz, <= 6 LUT6 levels): every 64-bit sum or compare goes through [`PipeAdd64`] (8-bit
 //! slices, registered slice carries, a lookahead stage and an increment stage). Stages: S1 input register and
@@ -94,6 +97,9 @@ pub struct MrEntry {
     /// A fast-registration MR (the golden model's `MrKind::FastReg`): the only kind a SEND_WITH_INV may
     /// invalidate (rxe `rxe_invalidate_mr`).
     pub fast: Bit,
+    /// A bound memory window (type 1): its own range, access, PD and DMA base (its MR's translation at the
+    /// window's address); an rkey only, never an lkey.
+    pub mw: Bit,
 }
 
 crate::logic_block! {
@@ -198,6 +204,7 @@ pub struct KcWrite {
     pub len: Signal<In, Bits<64>>,
     pub base: Signal<In, Bits<64>>,
     pub fast: Signal<In, Bit>,
+    pub mw: Signal<In, Bit>,
 }
 
 /// The driving side of [`KcWrite`].
@@ -215,6 +222,7 @@ pub struct KcWriteSrc {
     pub len: Signal<Out, Bits<64>>,
     pub base: Signal<Out, Bits<64>>,
     pub fast: Signal<Out, Bit>,
+    pub mw: Signal<Out, Bit>,
 }
 
 /// The Key Cache (see the module documentation). `N` entries, `N <= 2^AW`.
@@ -233,6 +241,7 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     pub wr_len: Signal<In, Bits<64>>,
     pub wr_base: Signal<In, Bits<64>>,
     pub wr_fast: Signal<In, Bit>,
+    pub wr_mw: Signal<In, Bit>,
     // lookup port
     pub lk_valid: Signal<In, Bit>,
     pub lk_key: Signal<In, Bits<32>>,
@@ -240,7 +249,7 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     pub lk_va: Signal<In, Bits<64>>,
     pub lk_len: Signal<In, Bits<32>>,
     pub lk_access: Signal<In, Bits<4>>,
-    /// rkey (1) or lkey (0) check; no effect on the outcome (lkey = rkey in rxe), see the module docs.
+    /// rkey (1) or lkey (0) check: a memory window's key is an rkey only (an lkey naming one is a key error).
     pub lk_remote: Signal<In, Bit>,
     // result
     pub res_valid: Signal<Out, Bit>,
@@ -261,6 +270,7 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     s1_va: DFF<Bits<64>>,
     s1_len: DFF<Bits<32>>,
     s1_need: DFF<Bits<4>>,
+    s1_remote: DFF<Bit>,
     e1: Signal<Local, Bits<3>>,
     mr_va: Signal<Local, Bits<64>>,
     mr_nva: Signal<Local, Bits<64>>,
@@ -322,6 +332,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
             wr_len: Default::default(),
             wr_base: Default::default(),
             wr_fast: Default::default(),
+            wr_mw: Default::default(),
             lk_valid: Default::default(),
             lk_key: Default::default(),
             lk_pd: Default::default(),
@@ -342,6 +353,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
             s1_va: Default::default(),
             s1_len: Default::default(),
             s1_need: Default::default(),
+            s1_remote: Default::default(),
             e1: Default::default(),
             mr_va: Default::default(),
             mr_nva: Default::default(),
@@ -385,7 +397,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
 impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, s1_v, s1_key, s1_pd, s1_va, s1_len, s1_need, cs_sum, cs_carry, r_v, r_ok, r_err, r_dma, r_inv);
+        dff_setup!(self, clock, s1_v, s1_key, s1_pd, s1_va, s1_len, s1_need, s1_remote, cs_sum, cs_carry, r_v, r_ok, r_err, r_dma, r_inv);
         clock!(self, clock, mrtab, valid_ram, add_end, add_mrend, add_ge, add_le, add_dma);
         for i in 0..6 {
             self.p_v[i].clock.next = self.clock.val();
@@ -420,6 +432,7 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         self.mrtab.wdata.next.len = self.wr_len.val();
         self.mrtab.wdata.next.base = self.wr_base.val();
         self.mrtab.wdata.next.fast = self.wr_fast.val();
+        self.mrtab.wdata.next.mw = self.wr_mw.val();
         self.valid_ram.waddr.next = self.wr_index.val();
         self.valid_ram.we.next = self.wr_en.val() | self.inv_en.val();
         self.valid_ram.wdata.next = self.wr_valid.val() & !self.inv_en.val();
@@ -433,11 +446,13 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         self.s1_va.d.next = self.lk_va.val();
         self.s1_len.d.next = self.lk_len.val();
         self.s1_need.d.next = self.lk_access.val();
+        self.s1_remote.d.next = self.lk_remote.val();
 
         // S1: lookup_mr's checks, in the golden model's order.
         self.e1.next = self.err_ok.val();
         if (self.s1_key.q.val().get_bits::<24>(8) >= self.n_entries.val())
             | (self.s1_key.q.val().get_bits::<8>(0) != self.mrtab.rdata.val().tag)
+            | (self.mrtab.rdata.val().mw & !self.s1_remote.q.val())
         {
             self.e1.next = self.err_key.val();
         } else if !self.valid_ram.rdata.val() {
@@ -539,6 +554,7 @@ mod tests {
         len: u64,
         base: u64,
         fast: bool,
+        mw: bool,
     }
 
     /// rxe `rxe_invalidate_mr` with the golden model's PD check: the key names a fast-registration MR of `pd`.
@@ -548,12 +564,12 @@ mod tests {
     }
 
     /// rxe lookup_mr + mr_check_range, zero length passes (see the module docs).
-    fn check(t: &[E], n: usize, key: u32, pd: u32, va: u64, len: u32, need: u8) -> (KcErr, u64) {
+    fn check(t: &[E], n: usize, key: u32, pd: u32, va: u64, len: u32, need: u8, remote: bool) -> (KcErr, u64) {
         if len == 0 {
             return (KcErr::Ok, 0);
         }
         let i = (key >> 8) as usize;
-        if i >= n || t[i].tag != key as u8 {
+        if i >= n || t[i].tag != key as u8 || (t[i].mw && !remote) {
             return (KcErr::Key, 0);
         }
         let e = t[i];
@@ -596,6 +612,7 @@ mod tests {
                 len: rng.gen_range(0..1 << 16),
                 base: rng.gen(),
                 fast: rng.gen(),
+                mw: rng.gen_ratio(1, 4),
             };
             if rng.gen_ratio(1, 10) {
                 ne.va = 0u64.wrapping_sub(ne.len); // region ending at 2^64
@@ -614,6 +631,7 @@ mod tests {
             kc.wr_len.next = bits::<64>(ne.len);
             kc.wr_base.next = bits::<64>(ne.base);
             kc.wr_fast.next = ne.fast;
+            kc.wr_mw.next = ne.mw;
             // lookup
             let lv = rng.gen_ratio(3, 4);
             let idx = rng.gen_range(0..18u32);
@@ -639,7 +657,8 @@ mod tests {
             kc.lk_va.next = bits::<64>(va);
             kc.lk_len.next = bits::<32>(len as u64);
             kc.lk_access.next = bits::<4>(need as u64);
-            kc.lk_remote.next = rng.gen();
+            let remote: bool = rng.gen();
+            kc.lk_remote.next = remote;
             kc.clock.next = false.into();
             assert!(simulate(&mut *kc, 50));
             // results
@@ -656,7 +675,7 @@ mod tests {
             }
             // the lookup sees the table before this cycle's write
             pending.push_back(lv.then(|| {
-                let (e, d) = check(&t, N, key, pd, va, len, need);
+                let (e, d) = check(&t, N, key, pd, va, len, need, remote);
                 (e, d, len, may_invalidate(&t, N, key, pd))
             }));
             if wr {

@@ -109,6 +109,12 @@ impl<B: CsrBus + Send, M: DmaMemory> CmVerbs for CardDevice<B, M> {
 }
 
 impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
+    fn alloc_mw(&self, pd: Pd) -> Result<u32> {
+        self.drv().alloc_mw(pd).map_err(e("alloc_mw"))
+    }
+    fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32> {
+        self.drv().bind_mw(qpn, mw, mr, addr, len, access).map_err(e("bind_mw"))
+    }
     fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)> {
         let k = self.drv().reg_mr_fast(pd, addr, len, access).map_err(e("reg_mr_fast"))?;
         Ok((k, k))

@@ -556,6 +556,12 @@ impl CmVerbs for RtlDevice {
 }
 
 impl Verbs for RtlDevice {
+    fn alloc_mw(&self, pd: Pd) -> Result<u32> {
+        self.call(move |c| c.drv.alloc_mw(pd))?.map_err(err("alloc_mw"))
+    }
+    fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32> {
+        self.call(move |c| c.drv.bind_mw(qpn, mw, mr, addr, len, access))?.map_err(err("bind_mw"))
+    }
     fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)> {
         let key = self.call(move |c| c.drv.reg_mr_fast(pd, addr, len, access))?.map_err(err("reg_mr_fast"))?;
         Ok((key, key))

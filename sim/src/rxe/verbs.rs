@@ -22,6 +22,11 @@ pub trait Verbs: CmVerbs + Send + Sync {
     fn create_qp(&self, pd: Pd, init: QpInitAttr) -> Result<u32>;
     /// A fast-registration MR (the only kind a received SEND_WITH_INV may invalidate): (lkey, rkey).
     fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)>;
+    /// `ibv_alloc_mw` of type 1: the window's rkey.
+    fn alloc_mw(&self, pd: Pd) -> Result<u32>;
+    /// `ibv_bind_mw` of a type 1 window (its current rkey) on QP `qpn` over `len` bytes at `addr` of the MR
+    /// `mr`: the window's new rkey.
+    fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32>;
     /// What the endpoint is, for reports ("golden model", "RTL (Verilator)").
     fn describe(&self) -> String;
     /// The endpoint's own event counters, named (the model's counters; the RTL's counter window).
@@ -80,6 +85,12 @@ impl CmVerbs for SharedDevice {
 }
 
 impl Verbs for SharedDevice {
+    fn alloc_mw(&self, pd: Pd) -> Result<u32> {
+        self.lock().alloc_mw(pd).map_err(|e| anyhow!("alloc_mw: {e}"))
+    }
+    fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32> {
+        self.lock().bind_mw(qpn, mw, mr, addr, len, access).map_err(|e| anyhow!("bind_mw: {e}"))
+    }
     fn reg_mr_fast(&self, pd: Pd, addr: u64, len: u64, access: AccessFlags) -> Result<(u32, u32)> {
         let mr = self.lock().reg_mr_fast(pd, addr, len, access).map_err(|e| anyhow!("reg_mr_fast: {e}"))?;
         Ok((mr.lkey, mr.rkey))

@@ -91,6 +91,10 @@ pub struct WindowsProbe {
     /// completion of it, rxe's WRITE through the key after it (status), and whether our bytes stayed as the
     /// first WRITE left them.
     pub local_inv: Option<(u32, WorkCompletion, u32, bool)>,
+    /// A type 1 window of ours: rxe's WRITE through it (status, whether it landed), rxe's READ through it
+    /// (status, whether it brought our bytes), rxe's WRITE that runs 32 bytes past its end inside the MR (status,
+    /// whether our bytes stayed as they were).
+    pub our_window: Option<(u32, bool, u32, bool, u32, bool)>,
     /// NAKs rxe sent, by AETH syndrome; NAKs we sent.
     pub naks: Vec<u8>,
     pub our_naks: Vec<u8>,
@@ -221,7 +225,9 @@ impl Ours {
 ///    rxe's WRITE through that key and our bytes under it;
 /// 9. on new pairs, our SEND_WITH_INV naming the type 1 window, then rxe's MR: what each side reports;
 /// 10. on a new pair, rxe's WRITE through a fast-registration MR of ours, our LOCAL_INV of it, rxe's WRITE
-///     again, and our bytes.
+///     again, and our bytes;
+/// 11. on a new pair, a type 1 window of ours over 2 KiB of an MR: rxe's WRITE and READ through it, then a
+///     WRITE of rxe's that runs past its end.
 /// Each pair's QPs go to error after the first failed access, so each failure has its own pair.
 pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsProbe> {
     let script = format!("{}\nrxe-verbs 10.0.0.2 {PORT} $RNIC_GID\n", super::GID_SCRIPT);
@@ -318,6 +324,24 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         let mut want = vec![0xEE; 4096];
         want[64..128].copy_from_slice(&pat(0xB0));
         p.local_inv = Some((before, wc, after, dev.read_mem(fbuf, 4096)? == want));
+        // 11. a type 1 window of ours
+        let ours = pair(a, &dev, lab.ip, 10)?;
+        let wbuf = dev.alloc(8192)?;
+        dev.write_mem(wbuf, &[0x77; 8192])?;
+        let (mr, _) = dev.reg_mr(ours.pd, wbuf, 8192, AccessFlags::ALL | AccessFlags::MW_BIND)?;
+        let mw = dev.alloc_mw(ours.pd)?;
+        let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
+        let wkey = dev.bind_mw(ours.qpn, mw, mr, wbuf + 4096, 2048, rw)?;
+        a.call(&format!("poke 0 7168 {}", hex(&pat(0xD0))))?;
+        let w_st = num(&a.call(&format!("write 0 7168 64 {} {wkey}", wbuf + 4096 + 128))?, "status")? as u32;
+        let landed = dev.read_mem(wbuf + 4096 + 128, 64)? == pat(0xD0);
+        dev.write_mem(wbuf + 4096 + 512, &pat(0xD1))?;
+        let r_st = num(&a.call(&format!("read 0 7424 64 {} {wkey}", wbuf + 4096 + 512))?, "status")? as u32;
+        let brought = a.call("peek 0 7424 64")?.get("hex").cloned().unwrap_or_default() == hex(&pat(0xD1));
+        let before = dev.read_mem(wbuf, 8192)?;
+        a.call(&format!("poke 0 7168 {}", hex(&pat(0xD2))))?;
+        let past = num(&a.call(&format!("write 0 7168 64 {} {wkey}", wbuf + 4096 + 2048 - 32))?, "status")? as u32;
+        p.our_window = Some((w_st, landed, r_st, brought, past, dev.read_mem(wbuf, 8192)? == before));
         a.call("quit")?;
         Ok(())
     })();

@@ -17,6 +17,7 @@
  *   inv RKEY                          an IBV_WR_LOCAL_INV                               -> status
  *   send_inv MR OFF LEN RKEY          an IBV_WR_SEND_WITH_INV                           -> status
  *   write MR OFF LEN RADDR RKEY       an IBV_WR_RDMA_WRITE from the buffer to RADDR      -> status
+ *   read MR OFF LEN RADDR RKEY        an IBV_WR_RDMA_READ from RADDR into the buffer     -> status
  *   recv MR OFF LEN                   a receive posted                                  -> ok
  *   poll                              the next completion                               -> status opcode flags byte_len ex
  *                                     (ex: the WC's imm_data / invalidated_rkey union, as delivered)
@@ -280,24 +281,25 @@ static void run(char *line)
 			else
 				fprintf(out, "ok\n");
 		}
-	} else if (!strcmp(cmd, "write")) {
+	} else if (!strcmp(cmd, "write") || !strcmp(cmd, "read")) {
 		char *s[5];
 		for (int i = 0; i < 5; i++)
 			s[i] = strtok(NULL, " \r\n");
 		struct ibv_mr *m = s[0] ? mr_at(atoi(s[0])) : NULL;
 		if (!m || !s[4]) {
-			fprintf(out, "err write MR OFF LEN RADDR RKEY\n");
+			fprintf(out, "err %s MR OFF LEN RADDR RKEY\n", cmd);
 			return;
 		}
 		struct ibv_sge sge = {.addr = (uintptr_t)m->addr + strtoull(s[1], NULL, 10),
 			.length = strtoul(s[2], NULL, 10), .lkey = m->lkey};
-		struct ibv_send_wr wr = {.wr_id = 6, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		struct ibv_send_wr wr = {.wr_id = 6, .sg_list = &sge, .num_sge = 1,
+			.opcode = !strcmp(cmd, "read") ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 			.send_flags = IBV_SEND_SIGNALED};
 		wr.wr.rdma.remote_addr = strtoull(s[3], NULL, 10);
 		wr.wr.rdma.rkey = strtoul(s[4], NULL, 10);
 		int st = post_and_wait(&wr);
 		if (st < 0)
-			fprintf(out, "err write: %s\n", strerror(errno));
+			fprintf(out, "err %s: %s\n", cmd, strerror(errno));
 		else
 			fprintf(out, "ok status=%d\n", st);
 	} else if (!strcmp(cmd, "poll")) {

@@ -507,9 +507,70 @@ impl Device {
         Ok(self.ctx.mrs.insert(pd, addr, len, access, kind, tag))
     }
 
-    /// `ibv_dereg_mr`.
+    /// `ibv_dereg_mr`. An MR with windows bound to it is refused (rxe `rxe_dereg_mr`: `num_mw`).
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<(), VerbsError> {
+        if self.ctx.mrs.get(lkey).map_or(false, |e| e.kind == MrKind::Window) {
+            return Err(VerbsError::NoSuchMr(lkey));
+        }
+        if self.ctx.mrs.has_windows(lkey) {
+            return Err(VerbsError::InvalidArgument("the MR has memory windows bound to it"));
+        }
         self.ctx.mrs.remove(lkey).map(|_| ())
+    }
+
+    /// `ibv_alloc_mw` of type 1: a window of PD `pd`, unbound; its rkey.
+    pub fn alloc_mw(&mut self, pd: Pd) -> Result<u32, VerbsError> {
+        if pd.0 == 0 || pd.0 > self.ctx.pds {
+            return Err(VerbsError::NoSuchPd);
+        }
+        let tag = self.ctx.next_rand() as u8;
+        Ok(self.ctx.mrs.insert(pd, 0, 0, AccessFlags::NONE, MrKind::Window, tag).rkey)
+    }
+
+    /// `ibv_bind_mw` of the type 1 window `mw` on QP `qpn`: `len` bytes at `addr` of MR `mr` with the remote
+    /// rights of `access`; `len` 0 unbinds. The rules (rxe `rxe_check_bind_mw`, IBA C10-72..75): the QP, the
+    /// window and the MR in one PD, the MR registered with MW_BIND, REMOTE_WRITE/ATOMIC only over an MR with
+    /// LOCAL_WRITE, the window inside the MR. Returns the window's new rkey (its tag + 1, `ibv_inc_rkey`).
+    pub fn bind_mw(&mut self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32, VerbsError> {
+        let qp_pd = self.qps.get(&qpn).ok_or(VerbsError::NoSuchQp(qpn))?.pd;
+        let w = self.ctx.mrs.get(mw).filter(|e| e.kind == MrKind::Window).ok_or(VerbsError::NoSuchMr(mw))?.mr;
+        if w.pd != qp_pd {
+            return Err(VerbsError::InvalidArgument("the QP and the window are in different PDs"));
+        }
+        let new_key = mw & !0xFF | (mw.wrapping_add(1) & 0xFF);
+        let (bound, valid, range) = if len == 0 {
+            (None, false, (0, 0, AccessFlags::NONE))
+        } else {
+            let m = self.ctx.mrs.get(mr).filter(|e| e.kind != MrKind::Window).ok_or(VerbsError::NoSuchMr(mr))?.mr;
+            if m.pd != w.pd {
+                return Err(VerbsError::InvalidArgument("the MR and the window are in different PDs"));
+            }
+            if !m.access.contains(AccessFlags::MW_BIND) {
+                return Err(VerbsError::InvalidArgument("the MR was registered without MW_BIND"));
+            }
+            if (access.contains(AccessFlags::REMOTE_WRITE) || access.contains(AccessFlags::REMOTE_ATOMIC))
+                && !m.access.contains(AccessFlags::LOCAL_WRITE)
+            {
+                return Err(VerbsError::InvalidArgument("REMOTE_WRITE/ATOMIC through a window need the MR's LOCAL_WRITE"));
+            }
+            if addr < m.addr || addr.checked_add(len).map_or(true, |e| e > m.addr + m.length) {
+                return Err(VerbsError::InvalidArgument("the window does not lie inside the MR"));
+            }
+            let remote = AccessFlags(access.0 & (AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0));
+            (Some(mr), true, (addr, len, remote))
+        };
+        let e = self.ctx.mrs.get_mut(mw).expect("looked up above");
+        (e.mr.addr, e.mr.length, e.mr.access) = range;
+        (e.mr.lkey, e.mr.rkey, e.valid, e.bound_to) = (new_key, new_key, valid, bound);
+        Ok(new_key)
+    }
+
+    /// `ibv_dealloc_mw`.
+    pub fn dealloc_mw(&mut self, mw: u32) -> Result<(), VerbsError> {
+        if !self.ctx.mrs.get(mw).map_or(false, |e| e.kind == MrKind::Window) {
+            return Err(VerbsError::NoSuchMr(mw));
+        }
+        self.ctx.mrs.remove(mw).map(|_| ())
     }
 
     /// True while the MR with this key exists and has not been invalidated.

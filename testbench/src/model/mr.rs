@@ -13,6 +13,9 @@ pub use rnic_driver::verbs::{AccessFlags, Pd};
 pub enum MrKind {
     User,
     FastReg,
+    /// A memory window of type 1 (`ibv_alloc_mw`, bound by `ibv_bind_mw`): its own range, rights and PD over
+    /// an MR's memory; an rkey only (as an lkey it is no key); unbound it is not valid.
+    Window,
 }
 
 /// A registered memory region as returned to the user.
@@ -31,6 +34,8 @@ pub(crate) struct MrEntry {
     pub mr: Mr,
     pub kind: MrKind,
     pub valid: bool,
+    /// A window: the key of the MR it is bound to.
+    pub bound_to: Option<u32>,
 }
 
 /// Why a key check failed (all map to a protection or remote access error).
@@ -62,8 +67,13 @@ impl MrTable {
             rkey: key,
             access,
         };
-        self.entries.insert(self.next_index, MrEntry { mr, kind, valid: true });
+        self.entries.insert(self.next_index, MrEntry { mr, kind, valid: kind != MrKind::Window, bound_to: None });
         mr
+    }
+
+    /// The MR has windows bound to it.
+    pub(crate) fn has_windows(&self, key: u32) -> bool {
+        self.entries.values().any(|e| e.bound_to == Some(key))
     }
 
     pub(crate) fn remove(&mut self, key: u32) -> Result<Mr, VerbsError> {
@@ -98,6 +108,11 @@ impl MrTable {
     /// Check a key for an access of `len` bytes at `addr` (rxe `lookup_mr` + `mr_check_range`).
     pub fn check(&self, key: u32, pd: Pd, addr: u64, len: u64, need: AccessFlags) -> Result<Mr, KeyError> {
         let e = self.get(key).ok_or(KeyError::NoSuchKey)?;
+        let remote = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0);
+        if e.kind == MrKind::Window && need.0 & remote.0 == 0 {
+            // a window's key is an rkey only: rxe looks an lkey up in its MR pool, where no window is
+            return Err(KeyError::NoSuchKey);
+        }
         if !e.valid {
             return Err(KeyError::Invalid);
         }

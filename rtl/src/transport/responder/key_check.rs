@@ -113,6 +113,7 @@ impl Logic for KeyCheck {
         self.kc.wr_len.next = self.kc_wr.len.val();
         self.kc.wr_base.next = self.kc_wr.base.val();
         self.kc.wr_fast.next = self.kc_wr.fast.val();
+        self.kc.wr_mw.next = self.kc_wr.mw.val();
         self.kc.lk_valid.next = self.issue.val();
         self.kc.lk_key.next = self.kl_key.q.val();
         self.kc.lk_pd.next = self.pd.val();
