@@ -342,7 +342,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         }
         let index = self.free_key_index()?;
         self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
-        let m = MrCmd { va: addr, len, dma_base: addr, key: index << 8 | u32::from(self.mr_tag), pd: pd.0, access: access.0 as u8, fast, mw: false };
+        let m = MrCmd { va: addr, len, dma_base: addr, key: index << 8 | u32::from(self.mr_tag), pd: pd.0, access: access.0 as u8, fast, mw: false, mw2: false, unbound: false };
         self.command(&m.command())?;
         self.mrs.insert(m.key, m);
         Ok(m.key)
@@ -420,17 +420,36 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             return Err(VerbsError::InvalidArgument("the window does not lie inside the MR").into());
         }
         let remote = access.0 & (AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0);
-        let w = MrCmd { va: addr, len, dma_base: m.dma_base + (addr - m.va), key: new_key, pd: pd.0, access: remote as u8, fast: false, mw: true };
+        let w = MrCmd { va: addr, len, dma_base: m.dma_base + (addr - m.va), key: new_key, pd: pd.0, access: remote as u8, fast: false, mw: true, mw2: false, unbound: false };
         self.command(&w.command())?;
         self.mws.insert(index, (pd, new_key, Some(mr)));
         Ok(new_key)
     }
 
+    /// `ibv_alloc_mw` of type 2: a Key Cache entry of PD `pd` written unbound (not valid, a type 2 window, one
+    /// that LOCAL_INV and SEND_WITH_INV may invalidate); returns its rkey. A BIND_MW send WQE binds it with the
+    /// next rkey (`ibv_inc_rkey`); the RNIC checks the rules there.
+    pub fn alloc_mw2(&mut self, pd: Pd) -> Result<u32, DriverError> {
+        if pd.0 == 0 || pd.0 > self.pds {
+            return Err(VerbsError::NoSuchPd.into());
+        }
+        let index = self.free_key_index()?;
+        self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
+        let key = index << 8 | u32::from(self.mr_tag);
+        let w = MrCmd { va: 0, len: 0, dma_base: 0, key, pd: pd.0, access: 0, fast: true, mw: true, mw2: true, unbound: true };
+        self.command(&w.command())?;
+        self.mws.insert(index, (pd, key, None));
+        Ok(key)
+    }
+
     /// `ibv_dealloc_mw`: the window's entry invalidated and freed.
     pub fn dealloc_mw(&mut self, mw: u32) -> Result<(), DriverError> {
+        // (by index: a type 2 window's key changes with each bind, made by the RNIC)
         let index = mw >> 8;
-        self.mws.get(&index).filter(|w| w.1 == mw).ok_or(VerbsError::NoSuchMr(mw))?;
-        self.command(&Command { op: CMD_INVALIDATE_MR, index, data: [0; CMD_DATA_WORDS] })?;
+        self.mws.get(&index).ok_or(VerbsError::NoSuchMr(mw))?;
+        // a plain entry, not valid and no window (a type 2 window left free could still be bound)
+        let gone = MrCmd { va: 0, len: 0, dma_base: 0, key: index << 8, pd: 0, access: 0, fast: false, mw: false, mw2: false, unbound: true };
+        self.command(&gone.command())?;
         self.mws.remove(&index);
         Ok(())
     }
@@ -647,10 +666,11 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
             wr_id: wr.wr_id,
             opcode: wr_opcode_code(wr.opcode),
             flags,
-            imm_or_inv: if matches!(wr.opcode, WrOpcode::SendWithInv | WrOpcode::LocalInv) {
-                wr.invalidate_rkey
-            } else {
-                wr.imm_data
+            imm_or_inv: match wr.opcode {
+                WrOpcode::SendWithInv | WrOpcode::LocalInv => wr.invalidate_rkey,
+                // BIND_MW: the window's rights in the ImmDt's place
+                WrOpcode::BindMw => wr.mw_access.0,
+                _ => wr.imm_data,
             },
             local_addr: sge.addr,
             length: if inline { wr.inline_data.len() as u32 } else { sge.length },

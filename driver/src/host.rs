@@ -149,8 +149,13 @@ pub struct MrCmd {
     pub pd: u32,
     pub access: u8,
     pub fast: bool,
-    /// A memory window (type 1) bound over part of an MR: an rkey only.
+    /// A memory window bound over part of an MR: an rkey only.
     pub mw: bool,
+    /// A type 2 window (bound by a send WQE, usable through the binding QP only, invalidated by LOCAL_INV and
+    /// SEND_WITH_INV); the driver writes one unbound at `alloc_mw`.
+    pub mw2: bool,
+    /// The entry is written not valid (a type 2 window free to be bound).
+    pub unbound: bool,
 }
 
 impl MrCmd {
@@ -164,7 +169,11 @@ impl MrCmd {
         d[5] = hi(self.dma_base);
         d[6] = self.key;
         d[7] = self.pd;
-        d[8] = u32::from(self.access & 0xF) | u32::from(self.fast) << 8 | u32::from(self.mw) << 9;
+        d[8] = u32::from(self.access & 0x1F)
+            | u32::from(self.fast) << 8
+            | u32::from(self.mw) << 9
+            | u32::from(self.mw2) << 10
+            | u32::from(self.unbound) << 11;
         Command { op: CMD_WRITE_MR, index: self.key >> 8, data: d }
     }
     pub fn decode(d: &[u32; CMD_DATA_WORDS]) -> Self {
@@ -174,9 +183,11 @@ impl MrCmd {
             dma_base: join(d[4], d[5]),
             key: d[6],
             pd: d[7],
-            access: (d[8] & 0xF) as u8,
+            access: (d[8] & 0x1F) as u8,
             fast: d[8] & 0x100 != 0,
             mw: d[8] & 0x200 != 0,
+            mw2: d[8] & 0x400 != 0,
+            unbound: d[8] & 0x800 != 0,
         }
     }
 }
@@ -326,6 +337,7 @@ pub const WR_RDMA_READ: u8 = 4;
 pub const WR_ATOMIC_CMP_AND_SWP: u8 = 5;
 pub const WR_ATOMIC_FETCH_AND_ADD: u8 = 6;
 pub const WR_LOCAL_INV: u8 = 7;
+pub const WR_BIND_MW: u8 = 8;
 pub const WR_SEND_WITH_INV: u8 = 9;
 pub const WR_MASKED_ATOMIC_CMP_AND_SWP: u8 = 12;
 pub const WR_MASKED_ATOMIC_FETCH_AND_ADD: u8 = 13;
@@ -343,6 +355,7 @@ pub fn wr_opcode_code(op: WrOpcode) -> u8 {
         WrOpcode::MaskedAtomicCmpAndSwp => WR_MASKED_ATOMIC_CMP_AND_SWP,
         WrOpcode::MaskedAtomicFetchAndAdd => WR_MASKED_ATOMIC_FETCH_AND_ADD,
         WrOpcode::LocalInv => WR_LOCAL_INV,
+        WrOpcode::BindMw => WR_BIND_MW,
     }
 }
 
@@ -359,6 +372,7 @@ pub fn wr_opcode_of(code: u8) -> Option<WrOpcode> {
         WrOpcode::MaskedAtomicCmpAndSwp,
         WrOpcode::MaskedAtomicFetchAndAdd,
         WrOpcode::LocalInv,
+        WrOpcode::BindMw,
     ]
     .into_iter()
     .find(|&o| wr_opcode_code(o) == code)
@@ -599,6 +613,7 @@ pub const WC_RDMA_WRITE: u8 = 1;
 pub const WC_RDMA_READ: u8 = 2;
 pub const WC_COMP_SWAP: u8 = 3;
 pub const WC_FETCH_ADD: u8 = 4;
+pub const WC_BIND_MW: u8 = 5;
 pub const WC_LOCAL_INV: u8 = 6;
 pub const WC_MASKED_COMP_SWAP: u8 = 9;
 pub const WC_MASKED_FETCH_ADD: u8 = 10;
@@ -615,6 +630,7 @@ pub fn wc_opcode_code(op: WcOpcode) -> u8 {
         WcOpcode::MaskedCompSwap => WC_MASKED_COMP_SWAP,
         WcOpcode::MaskedFetchAdd => WC_MASKED_FETCH_ADD,
         WcOpcode::LocalInv => WC_LOCAL_INV,
+        WcOpcode::BindMw => WC_BIND_MW,
         WcOpcode::Recv => WC_RECV,
         WcOpcode::RecvRdmaWithImm => WC_RECV_RDMA_WITH_IMM,
     }
@@ -622,7 +638,7 @@ pub fn wc_opcode_code(op: WcOpcode) -> u8 {
 
 pub fn wc_opcode_of(code: u8) -> Option<WcOpcode> {
     use WcOpcode::*;
-    [Send, RdmaWrite, RdmaRead, CompSwap, FetchAdd, MaskedCompSwap, MaskedFetchAdd, LocalInv, Recv, RecvRdmaWithImm]
+    [Send, RdmaWrite, RdmaRead, CompSwap, FetchAdd, MaskedCompSwap, MaskedFetchAdd, BindMw, LocalInv, Recv, RecvRdmaWithImm]
         .into_iter()
         .find(|&o| wc_opcode_code(o) == code)
 }
@@ -800,7 +816,7 @@ mod tests {
 
     #[test]
     fn table_commands_round_trip() {
-        let m = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF, fast: false, mw: false };
+        let m = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF, fast: false, mw: false, mw2: false, unbound: false };
         let c = m.command();
         assert_eq!(c.index, 2);
         assert_eq!(c.cmd_word(), 0x201);

@@ -104,12 +104,15 @@ pub enum WrOpcode {
     /// `IBV_WR_LOCAL_INV`: invalidate `invalidate_rkey` (a fast-registration MR of the QP's PD) locally, in
     /// order with the QP's other WQEs; nothing goes on the wire.
     LocalInv,
+    /// `IBV_WR_BIND_MW` of a type 2 window: the window whose next rkey is `rkey` is bound over the SGE's range
+    /// of its MR (the SGE's lkey) with the remote rights `mw_access`; nothing goes on the wire.
+    BindMw,
 }
 
 impl WrOpcode {
     /// rxe `WR_LOCAL_OP_MASK`: done by the requester without packets, completed in order without a response.
     pub fn is_local(self) -> bool {
-        self == WrOpcode::LocalInv
+        matches!(self, WrOpcode::LocalInv | WrOpcode::BindMw)
     }
     pub fn is_send(self) -> bool {
         matches!(self, WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv)
@@ -225,6 +228,8 @@ pub struct SendWr {
     pub ud: Option<UdDest>,
     /// Inline payload (used when `flags.inline`).
     pub inline_data: Vec<u8>,
+    /// BIND_MW: the window's remote rights.
+    pub mw_access: AccessFlags,
 }
 
 impl SendWr {
@@ -252,6 +257,7 @@ impl SendWr {
             swap_mask: 0,
             ud: None,
             inline_data: Vec::new(),
+            mw_access: AccessFlags::NONE,
         }
     }
     /// Total payload length: the sum of the sg lengths (or the inline length).
@@ -308,6 +314,8 @@ pub enum WcOpcode {
     FetchAdd,
     MaskedCompSwap,
     MaskedFetchAdd,
+    /// `IBV_WC_BIND_MW`.
+    BindMw,
     /// `IBV_WC_LOCAL_INV`.
     LocalInv,
     Recv,
@@ -326,6 +334,7 @@ impl WcOpcode {
             WrOpcode::MaskedAtomicCmpAndSwp => WcOpcode::MaskedCompSwap,
             WrOpcode::MaskedAtomicFetchAndAdd => WcOpcode::MaskedFetchAdd,
             WrOpcode::LocalInv => WcOpcode::LocalInv,
+            WrOpcode::BindMw => WcOpcode::BindMw,
         }
     }
 }

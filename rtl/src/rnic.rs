@@ -545,7 +545,7 @@ impl Logic for Rnic {
         self.front.kc_wr.en.next = false;
         self.front.kc_wr.inv_en.next = false;
         self.front.kc_wr.index.next = self.c_index.q.val().get_bits::<10>(0);
-        self.front.kc_wr.valid.next = true;
+        self.front.kc_wr.valid.next = !self.l_data.val().get_bit(267);
         self.front.kc_wr.va.next = self.l_data.val().get_bits::<64>(0);
         self.front.kc_wr.len.next = self.l_data.val().get_bits::<64>(64);
         self.front.kc_wr.base.next = self.l_data.val().get_bits::<64>(128);
@@ -554,6 +554,9 @@ impl Logic for Rnic {
         self.front.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
         self.front.kc_wr.fast.next = self.l_data.val().get_bit(264);
         self.front.kc_wr.mw.next = self.l_data.val().get_bit(265);
+        self.front.kc_wr.mw2.next = self.l_data.val().get_bit(266);
+        self.front.kc_wr.bind.next = self.l_data.val().get_bit(260);
+        self.front.kc_wr.qpn.next = self.l_data.val().get_bits::<8>(272);
         // send context
         self.front.ctx_we.next = false;
         self.front.ctx_qpn.next = self.c_index.q.val();
@@ -617,7 +620,7 @@ impl Logic for Rnic {
         self.resp.kc_wr.en.next = false;
         self.resp.kc_wr.inv_en.next = false;
         self.resp.kc_wr.index.next = self.c_index.q.val().get_bits::<10>(0);
-        self.resp.kc_wr.valid.next = true;
+        self.resp.kc_wr.valid.next = !self.l_data.val().get_bit(267);
         self.resp.kc_wr.va.next = self.l_data.val().get_bits::<64>(0);
         self.resp.kc_wr.len.next = self.l_data.val().get_bits::<64>(64);
         self.resp.kc_wr.base.next = self.l_data.val().get_bits::<64>(128);
@@ -626,6 +629,9 @@ impl Logic for Rnic {
         self.resp.kc_wr.access.next = self.l_data.val().get_bits::<4>(256);
         self.resp.kc_wr.fast.next = self.l_data.val().get_bit(264);
         self.resp.kc_wr.mw.next = self.l_data.val().get_bit(265);
+        self.resp.kc_wr.mw2.next = self.l_data.val().get_bit(266);
+        self.resp.kc_wr.bind.next = self.l_data.val().get_bit(260);
+        self.resp.kc_wr.qpn.next = self.l_data.val().get_bits::<8>(272);
         self.resp.attr_we.next = false;
         self.resp.attr_qpn.next = self.c_index.q.val();
         self.resp.attr_data.next.state = self.l_data.val().get_bits::<3>(0);
@@ -678,6 +684,39 @@ impl Logic for Rnic {
             self.front.kc_wr.index.next = self.front.inv_index.val();
             self.resp.kc_wr.inv_en.next = true;
             self.resp.kc_wr.index.next = self.front.inv_index.val();
+        }
+        // A BIND_MW's window entry from WQE Check: both copies, in a cycle no command and no invalidate takes
+        self.front.bw_ready.next = false;
+        if self.front.bw_valid.val() & !self.l_kcw.val() & !self.resp.inv_valid.val() {
+            self.front.bw_ready.next = true;
+            self.front.kc_wr.en.next = true;
+            self.front.kc_wr.index.next = self.front.bw_index.val();
+            self.front.kc_wr.valid.next = true;
+            self.front.kc_wr.tag.next = self.front.bw_entry.val().tag;
+            self.front.kc_wr.pd.next = self.front.bw_entry.val().pd;
+            self.front.kc_wr.access.next = self.front.bw_entry.val().access;
+            self.front.kc_wr.va.next = self.front.bw_entry.val().va;
+            self.front.kc_wr.len.next = self.front.bw_entry.val().len;
+            self.front.kc_wr.base.next = self.front.bw_entry.val().base;
+            self.front.kc_wr.fast.next = self.front.bw_entry.val().fast;
+            self.front.kc_wr.mw.next = self.front.bw_entry.val().mw;
+            self.front.kc_wr.mw2.next = self.front.bw_entry.val().mw2;
+            self.front.kc_wr.qpn.next = self.front.bw_entry.val().qpn;
+            self.front.kc_wr.bind.next = self.front.bw_entry.val().bind;
+            self.resp.kc_wr.en.next = true;
+            self.resp.kc_wr.index.next = self.front.bw_index.val();
+            self.resp.kc_wr.valid.next = true;
+            self.resp.kc_wr.tag.next = self.front.bw_entry.val().tag;
+            self.resp.kc_wr.pd.next = self.front.bw_entry.val().pd;
+            self.resp.kc_wr.access.next = self.front.bw_entry.val().access;
+            self.resp.kc_wr.va.next = self.front.bw_entry.val().va;
+            self.resp.kc_wr.len.next = self.front.bw_entry.val().len;
+            self.resp.kc_wr.base.next = self.front.bw_entry.val().base;
+            self.resp.kc_wr.fast.next = self.front.bw_entry.val().fast;
+            self.resp.kc_wr.mw.next = self.front.bw_entry.val().mw;
+            self.resp.kc_wr.mw2.next = self.front.bw_entry.val().mw2;
+            self.resp.kc_wr.qpn.next = self.front.bw_entry.val().qpn;
+            self.resp.kc_wr.bind.next = self.front.bw_entry.val().bind;
         }
         match self.cst.q.val() {
             CmdState::Idle => {

@@ -351,3 +351,91 @@ fn our_type_1_window_grants_its_range_and_rights_only() {
     r.drv.dealloc_mw(k0).unwrap();
     r.drv.dereg_mr(mr).unwrap();
 }
+
+/// A type 2 memory window of ours (`Driver::alloc_mw2`, a BIND_MW send WQE checked and written by WQE Check):
+/// the bind completes with WC opcode BIND_MW; the peer's WRITE and READ through the new rkey on the binding QP
+/// land; from another QP they are NAKed with no byte changed; the peer's SEND_WITH_INV naming the window
+/// invalidates it (our receive: WITH_INV and the key) and its next WRITE is NAKed; bound again with its next
+/// key, our LOCAL_INV invalidates it; a bind of a window already bound, or over an MR without MW_BIND,
+/// completes MW_BIND_ERR.
+#[test]
+fn our_type_2_window_is_bound_by_a_wqe_and_invalidated() {
+    let dir = std::env::temp_dir().join(format!("rnic-access-mw2-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let base = r.src + (1 << 20);
+    let mr = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
+    let plain = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL).unwrap();
+    let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let mut n = 0u32;
+    let mut pair = |r: &mut sim::system::Rig| {
+        n += 1;
+        r.add_qp_pair_with(1024, 0x1000 * n, 0x1000 * n + 0x800, cap, Cq(0))
+    };
+    let w0 = r.drv.alloc_mw2(Pd(1)).unwrap();
+    let next = |k: u32| k & !0xFF | (k.wrapping_add(1) & 0xFF);
+    let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
+    let bind = |r: &mut sim::system::Rig, q: u32, id: u64, lkey: u32, key: u32| -> (WcStatus, WcOpcode) {
+        let mut w = SendWr::new(id, WrOpcode::BindMw, vec![Sge { addr: base + 4096, length: 4096, lkey }]);
+        (w.rkey, w.mw_access, w.flags.signaled) = (key, rw, true);
+        r.drv.post_send(q, &w).unwrap();
+        let c = r.our_completions(1, 100_000);
+        assert_eq!((c.len(), c[0].wr_id), (1, id), "{c:?}");
+        (c[0].status, c[0].opcode)
+    };
+    let peer = |r: &mut sim::system::Rig, pq: u32, id: u64, op: WrOpcode, va: u64, rkey: u32, len: u32| -> WcStatus {
+        let mut w = SendWr::new(id, op, vec![Sge { addr: r.peer_buf + 0x8000, length: len, lkey: r.peer_rkey }]);
+        (w.remote_addr, w.rkey, w.flags.signaled) = (va, rkey, true);
+        r.sys.borrow_mut().peer.post_send(pq, w).unwrap();
+        let pw = r.wait_peer_completions(1, 200_000);
+        assert_eq!(pw.len(), 1, "{pw:?}");
+        pw[0].status
+    };
+    let unchanged = |r: &sim::system::Rig, shadow: &testbench::model::HostMemory| {
+        r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap() == shadow.read(r.src, 2 << 20).unwrap()
+    };
+    let (q1, p1) = pair(&mut r);
+    let k1 = next(w0);
+    assert_eq!(bind(&mut r, q1, 1, mr, k1), (WcStatus::Success, WcOpcode::BindMw));
+    let theirs = r.sys.borrow().peer.mem().read(r.peer_buf + 0x8000, 1000).unwrap();
+    assert_eq!(peer(&mut r, p1, 2, WrOpcode::RdmaWrite, base + 4096 + 64, k1, 1000), WcStatus::Success);
+    assert_eq!(r.mem.lock().unwrap().read(base + 4096 + 64, 1000).unwrap(), theirs, "the WRITE through the window");
+    assert_eq!(peer(&mut r, p1, 3, WrOpcode::RdmaRead, base + 8192 - 100, k1, 100), WcStatus::Success);
+    let (_, p2) = pair(&mut r);
+    let shadow = r.mem.lock().unwrap().clone();
+    assert_eq!(peer(&mut r, p2, 4, WrOpcode::RdmaWrite, base + 4096, k1, 64), WcStatus::RemAccessErr, "from another QP");
+    assert!(unchanged(&r, &shadow), "nothing written from another QP");
+    // the peer's SEND_WITH_INV naming it, on the binding QP
+    r.drv.post_recv(q1, &RecvWr { wr_id: 5, sg_list: vec![Sge { addr: r.src + 0x8000, length: 1000, lkey: r.lkey }] }).unwrap();
+    {
+        let mut w = SendWr::new(6, WrOpcode::SendWithInv, vec![Sge { addr: r.peer_buf, length: 100, lkey: r.peer_rkey }]);
+        (w.invalidate_rkey, w.flags.signaled) = (k1, true);
+        r.sys.borrow_mut().peer.post_send(p1, w).unwrap();
+    }
+    assert_eq!(r.wait_peer_completions(1, 200_000)[0].status, WcStatus::Success);
+    let c = r.our_completions(1, 100_000);
+    assert_eq!((c[0].wr_id, c[0].status, c[0].invalidated_rkey), (5, WcStatus::Success, k1), "{c:?}");
+    assert!(c[0].wc_flags.has(WcFlags::WITH_INV));
+    let shadow = r.mem.lock().unwrap().clone();
+    assert_eq!(peer(&mut r, p1, 7, WrOpcode::RdmaWrite, base + 4096, k1, 64), WcStatus::RemAccessErr, "after SEND_WITH_INV");
+    assert!(unchanged(&r, &shadow));
+    // free again: bound with its next key, then our LOCAL_INV
+    let (q3, p3) = pair(&mut r);
+    let k2 = next(k1);
+    assert_eq!(bind(&mut r, q3, 8, mr, k2), (WcStatus::Success, WcOpcode::BindMw));
+    assert_eq!(peer(&mut r, p3, 9, WrOpcode::RdmaWrite, base + 4096, k2, 64), WcStatus::Success);
+    let mut inv = SendWr::new(10, WrOpcode::LocalInv, vec![]);
+    (inv.invalidate_rkey, inv.flags.signaled) = (k2, true);
+    r.drv.post_send(q3, &inv).unwrap();
+    let c = r.our_completions(1, 100_000);
+    assert_eq!((c[0].wr_id, c[0].status, c[0].opcode), (10, WcStatus::Success, WcOpcode::LocalInv));
+    let shadow = r.mem.lock().unwrap().clone();
+    assert_eq!(peer(&mut r, p3, 11, WrOpcode::RdmaWrite, base + 4096, k2, 64), WcStatus::RemAccessErr, "after LOCAL_INV");
+    assert!(unchanged(&r, &shadow));
+    // refusals: over an MR without MW_BIND; a window already bound
+    let (q4, _) = pair(&mut r);
+    assert_eq!(bind(&mut r, q4, 12, plain, next(k2)).0, WcStatus::MwBindErr, "an MR without MW_BIND");
+    let (q5, _) = pair(&mut r);
+    let k3 = next(k2);
+    assert_eq!(bind(&mut r, q5, 13, mr, k3).0, WcStatus::Success);
+    assert_eq!(bind(&mut r, q5, 14, mr, next(k3)).0, WcStatus::MwBindErr, "a window already bound");
+}

@@ -562,3 +562,72 @@ fn a_type_1_window_grants_its_range_and_rights_only() {
     p.b.dealloc_mw(k0).unwrap();
     p.b.dereg_mr(mr.lkey).unwrap();
 }
+
+/// A type 2 memory window (`alloc_mw2`, a BIND_MW send WQE): the bind completes with WC opcode BIND_MW and
+/// nothing on the wire; the peer WRITEs through the new rkey on the binding QP; from another QP it is NAKed
+/// (rxe `rxe_lookup_mw`: `mw->qp != qp`); SEND_WITH_INV naming it invalidates it (the receive carries
+/// WITH_INV), after which a WRITE is NAKed; free again, it is bound with its next key and LOCAL_INV invalidates
+/// it; a bind of a window already bound completes MW_BIND_ERR and puts the QP in error.
+#[test]
+fn a_type_2_window_is_bound_by_a_wqe_used_by_its_qp_and_invalidated() {
+    let (mut p, qa, qb) = setup(ConnOpts::default());
+    let (pd_a, pd_b) = (p.pd_a, p.pd_b);
+    let base = p.b.alloc(8192);
+    let mr = p.b.reg_mr(pd_b, base, 8192, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
+    let w0 = p.b.alloc_mw2(pd_b).unwrap();
+    let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
+    let next = |k: u32| k & !0xFF | (k.wrapping_add(1) & 0xFF);
+    let bind_wr = |id: u64, key: u32| {
+        let mut w = SendWr::new(id, WrOpcode::BindMw, vec![Sge { addr: base + 4096, length: 2048, lkey: mr.lkey }]);
+        (w.rkey, w.mw_access, w.flags.signaled) = (key, rw, true);
+        w
+    };
+    let k1 = next(w0);
+    p.b.post_send(qb, bind_wr(1, k1)).unwrap();
+    assert!(p.b.poll(p.now).is_empty(), "nothing on the wire");
+    let wc = p.b.poll_cq(p.cq_b, 4);
+    assert_eq!(wc.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect::<Vec<_>>(), vec![(1, WcStatus::Success, WcOpcode::BindMw)]);
+    let src = buf(&mut p.a, pd_a, &[0x3Cu8; 256], AccessFlags::ALL);
+    let write = |p: &mut Pair, q: u32, key: u32| -> WcStatus {
+        let mut w = SendWr::new(2, WrOpcode::RdmaWrite, sg(&src, 64));
+        (w.remote_addr, w.rkey, w.flags.signaled) = (base + 4096 + 64, key, true);
+        p.a.post_send(q, w).unwrap();
+        p.run();
+        p.a.poll_cq(p.cq_a, 4)[0].status
+    };
+    assert_eq!(write(&mut p, qa, k1), WcStatus::Success);
+    assert_eq!(p.b.mem().read(base + 4096 + 64, 64).unwrap(), vec![0x3C; 64]);
+    let (q2a, _) = p.connect(&ConnOpts::default(), 3000, 7000);
+    assert_eq!(write(&mut p, q2a, k1), WcStatus::RemAccessErr, "from a QP that did not bind it");
+    // SEND_WITH_INV naming the window, on the binding QP
+    p.b.post_recv(qb, RecvWr { wr_id: 3, sg_list: vec![Sge { addr: base, length: 256, lkey: mr.lkey }] }).unwrap();
+    let mut s = SendWr::new(4, WrOpcode::SendWithInv, sg(&src, 16));
+    s.invalidate_rkey = k1;
+    p.a.post_send(qa, s).unwrap();
+    p.run();
+    let _ = p.a.poll_cq(p.cq_a, 4);
+    let rc = p.b.poll_cq(p.cq_b, 4);
+    assert!(rc.iter().any(|w| w.wr_id == 3 && w.status == WcStatus::Success && w.invalidated_rkey == k1 && w.wc_flags.has(WcFlags::WITH_INV)), "{rc:?}");
+    assert_eq!(write(&mut p, qa, k1), WcStatus::RemAccessErr, "after SEND_WITH_INV");
+    // free again: bound with its next key on a new pair, then LOCAL_INV
+    let (q3a, q3b) = p.connect(&ConnOpts::default(), 4000, 8000);
+    let k2 = next(k1);
+    p.b.post_send(q3b, bind_wr(5, k2)).unwrap();
+    let mut inv = SendWr::new(6, WrOpcode::LocalInv, vec![]);
+    (inv.invalidate_rkey, inv.flags.signaled) = (k2, true);
+    assert_eq!(write(&mut p, q3a, k2), WcStatus::Success);
+    p.b.post_send(q3b, inv).unwrap();
+    p.run();
+    let wc = p.b.poll_cq(p.cq_b, 8);
+    assert_eq!(wc.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(5, WcStatus::Success), (6, WcStatus::Success)]);
+    assert_eq!(write(&mut p, q3a, k2), WcStatus::RemAccessErr, "after LOCAL_INV");
+    // a window already bound cannot be bound again
+    let (_, q4b) = p.connect(&ConnOpts::default(), 5000, 9000);
+    let k3 = next(k2);
+    p.b.post_send(q4b, bind_wr(7, k3)).unwrap();
+    p.b.post_send(q4b, bind_wr(8, next(k3))).unwrap();
+    p.run();
+    let wc = p.b.poll_cq(p.cq_b, 8);
+    assert_eq!(wc.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(7, WcStatus::Success), (8, WcStatus::MwBindErr)]);
+    assert_eq!(p.b.qp_state(q4b), Some(QpState::Error));
+}

@@ -1482,7 +1482,7 @@ mod tests {
         assert_eq!(tb.cmds, vec![Cmd { op: qp.op, index: qp.index, data: qp.data }]);
         assert!(!tb.u.cmd_valid.val(), "cmd_valid drops at cmd_ready");
         // staging the next command while busy leaves the running one alone (checked every cycle)
-        let mr = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF, fast: false, mw: false }
+        let mr = MrCmd { va: 0x7F00_0000_1000, len: 1 << 21, dma_base: 0x8000_0000, key: 0x2FA, pd: 3, access: 0xF, fast: false, mw: false, mw2: false, unbound: false }
             .command();
         stage(&mut tb, &mr.data);
         // CMD while busy: ignored, CMD_ERR_BUSY

@@ -29,6 +29,15 @@
 //! opcode but SEND. A go-back-N to a WQE before it reads it again and invalidates again, which changes
 //! nothing.
 //!
+//! **BIND_MW** (a type 2 window, rxe `rxe_bind_mw`): the SGE (lkey, address, length) is looked up as a local
+//! buffer, with `lk_bind` (the MR was registered with MW_BIND) and LOCAL_WRITE when the window's rights (bytes
+//! 12..16) include REMOTE_WRITE or REMOTE_ATOMIC; an empty range fails. Then the window at the index of its new
+//! rkey (bytes 40..44) is looked up for `res_free` (a type 2 window of the QP's PD, not valid). Then its entry
+//! (the range, the remote rights, the new key's tag, the DMA address of its first byte from the MR's lookup,
+//! the QP that binds it) goes to the command dispatcher (`bw_*`), which writes both Key Cache copies, and the
+//! record follows as LOCAL_INV's does (WC opcode BIND_MW). A failed check completes MW_BIND_ERR and the QP
+//! goes to error (rxe's requester `goto err`).
+//!
 //! Inline WQEs (flag `inline`, SEND/WRITE with or without immediate, up to `MAX_INLINE` = 256 bytes): the
 //! payload is in the ceil(length / 64) slots after the WQE (`docs/host-interface.md`). The SQ Ring never splits
 //! a read group and the driver keeps an inline WQE inside one, so its data slots come right behind it. After the
@@ -75,12 +84,14 @@ use crate::common::bytemap::{ByteMap, ByteSrc};
 use crate::common::psn_cmp::PsnCmp;
 use crate::common::consts::k;
 use crate::common::fifo::{DistRam, SdpRam};
-use crate::transport::key_cache::{KcWrite, KeyCache, PipeAdd64, ACC_LOCAL_WRITE, PD_BITS};
+use crate::transport::key_cache::{
+    KcWrite, KeyCache, MrEntry, PipeAdd64, ACC_LOCAL_WRITE, ACC_REMOTE_ATOMIC, ACC_REMOTE_READ, ACC_REMOTE_WRITE, PD_BITS,
+};
 use crate::transport::requester::{ReqDesc, ReqDone};
 use rnic_driver::host::{
     MAX_INLINE, WQE_EXT, WQE_INLINE, WQE_SIGNALED, WQE_SOLICITED, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD,
     WR_MASK_SLOT, WR_MASKED_ATOMIC_CMP_AND_SWP, WR_MASKED_ATOMIC_FETCH_AND_ADD, WR_NOP_SLOT, WR_RDMA_READ,
-    WR_LOCAL_INV, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
+    WR_BIND_MW, WR_LOCAL_INV, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
 };
 use testbench::model::{QpState, WcStatus};
 
@@ -203,6 +214,9 @@ enum FrontState {
     RwMark,
     Inl,
     LInv,
+    BKey,
+    BChk,
+    BWr,
 }
 
 #[derive(LogicBlock)]
@@ -278,6 +292,12 @@ pub struct ReqFront {
     pub inv_valid: Signal<Out, Bit>,
     pub inv_index: Signal<Out, Bits<10>>,
     pub inv_ready: Signal<In, Bit>,
+    /// A BIND_MW writes the type 2 window's entry at `bw_index` (both Key Cache copies, through the command
+    /// dispatcher): held until taken (`bw_ready`), before the WQE's record goes.
+    pub bw_valid: Signal<Out, Bit>,
+    pub bw_index: Signal<Out, Bits<10>>,
+    pub bw_entry: Signal<Out, MrEntry>,
+    pub bw_ready: Signal<In, Bit>,
 
     kc: KeyCache<1024, 10>,
     /// Per QP: the window (read with the slot, like the PSN) and the compare of the slot's PSN with its end,
@@ -403,6 +423,19 @@ pub struct ReqFront {
     /// the lkey, and it is done here (`LInv`), never handed to the Requester.
     l_linv: Signal<Local, Bit>,
     op_linv: Constant<Bits<8>>,
+    /// The slot is a BIND_MW (a type 2 window): its MR (lkey, address, length) is looked up as a WQE's local
+    /// buffer is, with MW_BIND (`lk_bind`) and LOCAL_WRITE if the window gives REMOTE_WRITE/ATOMIC; then the
+    /// window at its new rkey's index (`res_free`: a free type 2 window of the QP's PD, `BKey`/`BChk`); then its
+    /// entry is written (`BWr`). A local operation (LOCAL_INV, BIND_MW): done here, a record without PSNs.
+    l_bind: Signal<Local, Bit>,
+    l_local: Signal<Local, Bit>,
+    /// The window's rights (bytes 12..16 of a BIND_MW, `ibv_access_flags`).
+    l_wacc: Signal<Local, Bits<4>>,
+    op_bind: Constant<Bits<8>>,
+    s_bind: Constant<Bits<8>>,
+    acc_rwa: Constant<Bits<4>>,
+    acc_rem: Constant<Bits<4>>,
+    zero32: Constant<Bits<32>>,
 
     zero7: Constant<Bits<7>>,
     zero24: Constant<Bits<24>>,
@@ -498,6 +531,18 @@ impl Default for ReqFront {
             inv_valid: Default::default(),
             inv_index: Default::default(),
             inv_ready: Default::default(),
+            bw_valid: Default::default(),
+            bw_index: Default::default(),
+            bw_entry: Default::default(),
+            bw_ready: Default::default(),
+            l_bind: Default::default(),
+            l_local: Default::default(),
+            l_wacc: Default::default(),
+            op_bind: k(u64::from(WR_BIND_MW)),
+            s_bind: k(WcStatus::MwBindErr as u64),
+            acc_rwa: k(ACC_REMOTE_WRITE | ACC_REMOTE_ATOMIC),
+            acc_rem: k(ACC_REMOTE_WRITE | ACC_REMOTE_READ | ACC_REMOTE_ATOMIC),
+            zero32: k(0),
             l_linv: Default::default(),
             op_linv: k(u64::from(WR_LOCAL_INV)),
             win_we: Default::default(),
@@ -664,6 +709,9 @@ impl Logic for ReqFront {
         self.kc.wr_base.next = self.kc_wr.base.val();
         self.kc.wr_fast.next = self.kc_wr.fast.val();
         self.kc.wr_mw.next = self.kc_wr.mw.val();
+        self.kc.wr_mw2.next = self.kc_wr.mw2.val();
+        self.kc.wr_qpn.next = self.kc_wr.qpn.val();
+        self.kc.wr_bind.next = self.kc_wr.bind.val();
 
         // context RAM: written by the dispatcher, read by qpn
         self.ctx_ram.we.next = self.ctx_we.val();
@@ -771,6 +819,23 @@ impl Logic for ReqFront {
             & (self.l_op.val() != self.op_faa.val());
         self.l_masked.next = (self.l_op.val() == self.op_mcas.val()) | (self.l_op.val() == self.op_mfaa.val());
         self.l_linv.next = self.l_op.val() == self.op_linv.val();
+        self.l_bind.next = self.l_op.val() == self.op_bind.val();
+        self.l_local.next = self.l_linv.val() | self.l_bind.val();
+        self.l_wacc.next = self.imm_map.y.val().get_bits::<4>(0);
+        // the window's entry, as BIND_MW writes it (the DMA address of its first byte from the MR's lookup)
+        self.bw_valid.next = self.state.q.val() == FrontState::BWr;
+        self.bw_index.next = self.l_slot.val().get_bits::<10>(328);
+        self.bw_entry.next.tag = self.l_slot.val().get_bits::<8>(320);
+        self.bw_entry.next.pd = self.ctx.q.val().pd;
+        self.bw_entry.next.access = self.l_wacc.val() & self.acc_rem.val();
+        self.bw_entry.next.va = self.l_slot.val().get_bits::<64>(128);
+        self.bw_entry.next.len = bit_cast::<64, 32>(self.l_len.val());
+        self.bw_entry.next.base = self.dma.q.val();
+        self.bw_entry.next.fast = true;
+        self.bw_entry.next.mw = true;
+        self.bw_entry.next.mw2 = true;
+        self.bw_entry.next.qpn = self.qpn.q.val().get_bits::<8>(0);
+        self.bw_entry.next.bind = false;
         self.inv_valid.next = self.state.q.val() == FrontState::LInv;
         self.inv_index.next = self.imm_map.y.val().get_bits::<10>(8);
         self.l_mok.next = self.l_masked.val() & self.mok.q.val();
@@ -812,7 +877,7 @@ impl Logic for ReqFront {
         self.l_lerr.next = (self.status.q.val() != self.zero8.val()) & (self.status.q.val() != self.s_flush.val());
         self.l_live.next = !self.q_err.q.val() & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()));
         // (rxe does a local operation before its `wait_psn` check: a LOCAL_INV never waits for the window)
-        self.l_win.next = self.wb2.q.val() & self.wcmp.gt.val() & self.l_live.val() & !self.l_linv.val();
+        self.l_win.next = self.wb2.q.val() & self.wcmp.gt.val() & self.l_live.val() & !self.l_local.val();
         self.l_ra.next = !self.l_send.val() | self.l_masked.val();
         self.l_cnt.next = self.l_ra.val() & !self.ncmp.neg.val();
         self.l_rdw.next = self.l_cnt.val() & self.r_blk.q.val() & self.l_live.val();
@@ -824,6 +889,10 @@ impl Logic for ReqFront {
         if self.l_linv.val() {
             self.kc.lk_key.next = self.imm_map.y.val();
         }
+        if self.state.q.val() == FrontState::BKey {
+            // BIND_MW's second lookup: the window, at the index of its new rkey (bytes 40..44)
+            self.kc.lk_key.next = self.l_slot.val().get_bits::<32>(320);
+        }
         self.kc.lk_pd.next = self.ctx.q.val().pd;
         self.kc.lk_va.next = self.l_slot.val().get_bits::<64>(128);
         self.kc.lk_len.next = self.l_len.val();
@@ -832,10 +901,13 @@ impl Logic for ReqFront {
             | (self.l_op.val() == self.op_cas.val())
             | (self.l_op.val() == self.op_faa.val())
             | self.l_masked.val()
+            | (self.l_bind.val() & ((self.l_wacc.val() & self.acc_rwa.val()) != self.acc_none.val()))
         {
             self.kc.lk_access.next = self.acc_lw.val();
         }
         self.kc.lk_remote.next = false;
+        self.kc.lk_qpn.next = self.qpn.q.val().get_bits::<8>(0);
+        self.kc.lk_bind.next = self.l_bind.val();
 
         // outputs
         self.desc.next = self.o_desc.q.val();
@@ -965,11 +1037,15 @@ impl Logic for ReqFront {
                     self.status.d.next = self.zero8.val();
                     // an inline WQE has no local buffer (its lkey is not looked at); a LOCAL_INV's key must be one
                     // it may invalidate (rxe `rxe_invalidate_mr` failing: LOC_QP_OP_ERR)
-                    if !self.kc.res_ok.val() & !self.l_inl.val() & !self.l_linv.val() {
+                    if !self.kc.res_ok.val() & !self.l_inl.val() & !self.l_local.val() {
                         self.status.d.next = self.s_prot.val();
                     }
                     if self.l_linv.val() & !self.kc.res_inv.val() {
                         self.status.d.next = self.s_qp_op.val();
+                    }
+                    // BIND_MW: the MR's check failed, or an empty range (o10-37.2.40): MW_BIND_ERR
+                    if self.l_bind.val() & (!self.kc.res_ok.val() | (self.l_len.val() == self.zero32.val())) {
+                        self.status.d.next = self.s_bind.val();
                     }
                     if self.l_unsup.val() {
                         self.status.d.next = self.s_qp_op.val();
@@ -998,7 +1074,7 @@ impl Logic for ReqFront {
                     }
                     // hand the WQE to the Requester unless it failed its checks
                     if (self.kc.res_ok.val() | self.l_inl.val())
-                        & !self.l_linv.val()
+                        & !self.l_local.val()
                         & !self.q_err.q.val()
                         & !self.l_unsup.val()
                         & ((self.l_st.val() == self.st_rts.val()) | (self.l_st.val() == self.st_sqd.val()))
@@ -1063,6 +1139,14 @@ impl Logic for ReqFront {
                     } else if self.l_linv.val() & self.kc.res_inv.val() & self.l_live.val() & !self.l_unsup.val() {
                         // LOCAL_INV (rxe `rxe_do_local_ops`): the invalidate first, then its record
                         self.state.d.next = FrontState::LInv;
+                    } else if self.l_bind.val()
+                        & self.kc.res_ok.val()
+                        & (self.l_len.val() != self.zero32.val())
+                        & self.l_live.val()
+                        & !self.l_unsup.val()
+                    {
+                        // BIND_MW: the MR passed; now the window
+                        self.state.d.next = FrontState::BKey;
                     } else {
                         self.state.d.next = FrontState::Emit;
                     }
@@ -1173,6 +1257,26 @@ impl Logic for ReqFront {
                     }
                 }
             }
+            FrontState::BKey => {
+                self.kc.lk_valid.next = true;
+                self.state.d.next = FrontState::BChk;
+            }
+            FrontState::BChk => {
+                // the window must be a free type 2 window of the QP's PD (rxe `rxe_check_bind_mw`: o10-37.2.30,
+                // C10-72), else MW_BIND_ERR
+                if self.kc.res_valid.val() {
+                    self.state.d.next = FrontState::BWr;
+                    if !self.kc.res_free.val() {
+                        self.status.d.next = self.s_bind.val();
+                        self.state.d.next = FrontState::Emit;
+                    }
+                }
+            }
+            FrontState::BWr => {
+                if self.bw_ready.val() {
+                    self.state.d.next = FrontState::Emit;
+                }
+            }
             FrontState::LInv => {
                 // the dispatcher invalidates the MR in both Key Cache copies in the cycle it takes this; the
                 // record goes after, so the WQEs behind it (read from Idle) see the key invalid
@@ -1197,6 +1301,8 @@ mod tests {
         u: ReqFront,
         /// The MR indexes the dispatcher invalidated for a LOCAL_INV (`inv_*`), in order.
         invs: Vec<u64>,
+        /// The window entries a BIND_MW wrote (`bw_*`): (index, entry).
+        binds: Vec<(u64, MrEntry)>,
     }
 
     fn b512(bytes: &[u8; 64]) -> Bits<512> {
@@ -1211,7 +1317,7 @@ mod tests {
         fn new() -> Self {
             let mut u = ReqFront::default();
             u.connect_all();
-            Rig { u, invs: vec![] }
+            Rig { u, invs: vec![], binds: vec![] }
         }
         fn clock(&mut self) {
             self.u.clock.next = false.into();
@@ -1223,6 +1329,20 @@ mod tests {
             self.u.kc_wr.en.next = false;
             self.u.kc_wr.inv_en.next = false;
             self.u.win_we.next = false;
+        }
+        /// The dispatcher's side of `bw_*` (always ready): the window entry written in the cycle it is taken.
+        fn dispatch_bind(&mut self) {
+            self.u.bw_ready.next = true;
+            simulate(&mut self.u, 200);
+            if self.u.bw_valid.val() {
+                let e = self.u.bw_entry.val();
+                let w = &mut self.u.kc_wr;
+                (w.en.next, w.index.next, w.valid.next, w.tag.next, w.pd.next) = (true, self.u.bw_index.val(), true, e.tag, e.pd);
+                (w.access.next, w.va.next, w.len.next, w.base.next) = (e.access, e.va, e.len, e.base);
+                (w.fast.next, w.mw.next, w.mw2.next, w.qpn.next, w.bind.next) = (e.fast, e.mw, e.mw2, e.qpn, e.bind);
+                self.binds.push((self.u.bw_index.val().to_u64(), e));
+                simulate(&mut self.u, 200);
+            }
         }
         /// The dispatcher's side of `inv_*` (always ready): the invalidate reaches the Key Cache copy in the
         /// cycle it is taken, as the top wires it.
@@ -1340,6 +1460,7 @@ mod tests {
                     self.u.done.next = ReqDone { next_psn: bits(p), noack: bits(n), err: e, ..Default::default() };
                 }
                 self.dispatch_inv();
+                self.dispatch_bind();
                 if self.u.desc_valid.val() {
                     assert!(desc.is_none(), "one descriptor per WQE");
                     let d = self.u.desc.val();
@@ -2024,6 +2145,63 @@ mod tests {
         let (d, i) = r.wqe(5, 1, &linv(0x0604), never);
         assert_eq!((d.is_none(), i.status.to_u64()), (true, 0));
         assert_eq!(r.invs, vec![3, 6]);
+    }
+
+    /// BIND_MW of a type 2 window: the MR (lkey, range) checked with MW_BIND, the window at the new rkey's index
+    /// a free type 2 window of the QP's PD; its entry written through the dispatcher (range, remote rights, new
+    /// tag, the DMA address of its first byte, the binding QP), then a record without PSNs. A window already
+    /// bound, an MR without MW_BIND, an empty range, REMOTE_WRITE over an MR without LOCAL_WRITE: MW_BIND_ERR,
+    /// nothing written.
+    #[test]
+    fn a_bind_writes_a_free_type_2_window_over_an_mr_that_allows_it() {
+        use rnic_driver::host::WR_BIND_MW;
+        let mut r = Rig::new();
+        let mr = |r: &mut Rig, key: u32, access: u64, bind: bool| {
+            r.u.kc_wr.bind.next = bind;
+            r.mr(key, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, access);
+            r.u.kc_wr.bind.next = false;
+        };
+        mr(&mut r, 0x0301, 0xF, true);
+        mr(&mut r, 0x0402, 0xF, false);
+        mr(&mut r, 0x0603, 0x4, true); // remote read only, no LOCAL_WRITE
+        // the window: index 5, written unbound (not valid) as the driver's alloc_mw2 does
+        r.u.kc_wr.en.next = true;
+        r.u.kc_wr.index.next = bits(5);
+        r.u.kc_wr.valid.next = false;
+        (r.u.kc_wr.tag.next, r.u.kc_wr.pd.next, r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (bits(0xAA), bits(7), true, true, true);
+        r.clock();
+        (r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (false, false, false);
+        for q in 1..=5 {
+            r.ctx(q, ctx(QpState::Rts));
+            r.psn(q, 100 * q);
+        }
+        let never = |_: &ReqDesc| -> (u64, u64, bool) { panic!("nothing may be sent") };
+        let bind = |lkey: u32, len: u32, acc: u32| SendWqe {
+            wr_id: 9,
+            opcode: WR_BIND_MW,
+            flags: WQE_SIGNALED,
+            imm_or_inv: acc,
+            local_addr: 0x7F00_0000_0100,
+            length: len,
+            lkey,
+            rkey: 0x05AB,
+            ..Default::default()
+        };
+        let (d, i) = r.wqe(1, 0, &bind(0x0301, 0x200, 0x6), never);
+        assert!(d.is_none());
+        assert_eq!((i.status.to_u64(), i.wr_op.to_u64(), i.first_psn.to_u64(), i.next_psn.to_u64()), (0, u64::from(WR_BIND_MW), 100, 100));
+        assert_eq!(r.binds.len(), 1);
+        let (ix, e) = r.binds[0];
+        assert_eq!((ix, e.tag.to_u64(), e.pd.to_u64(), e.access.to_u64()), (5, 0xAB, 7, 0x6));
+        assert_eq!((e.va.to_u64(), e.len.to_u64(), e.base.to_u64()), (0x7F00_0000_0100, 0x200, 0x8_0000_0100));
+        assert_eq!((e.mw, e.mw2, e.fast, e.qpn.to_u64()), (true, true, true, 1));
+        // the window is bound now (valid): not free for another bind; and the other refusals
+        let cases = [(2, bind(0x0301, 0x200, 0x6)), (3, bind(0x0402, 0x200, 0x6)), (4, bind(0x0301, 0, 0x6)), (5, bind(0x0603, 0x200, 0x2))];
+        for (q, w) in cases {
+            let (d, i) = r.wqe(q, 0, &w, never);
+            assert_eq!((d.is_none(), i.status.to_u64()), (true, WcStatus::MwBindErr as u64), "QP {q}");
+        }
+        assert_eq!(r.binds.len(), 1, "nothing written");
     }
 
     /// The Completer put a QP in error (retry exhausted, a NAK): its WQEs are flushed without being sent, the

@@ -97,9 +97,15 @@ pub struct MrEntry {
     /// A fast-registration MR (the golden model's `MrKind::FastReg`): the only kind a SEND_WITH_INV may
     /// invalidate (rxe `rxe_invalidate_mr`).
     pub fast: Bit,
-    /// A bound memory window (type 1): its own range, access, PD and DMA base (its MR's translation at the
-    /// window's address); an rkey only, never an lkey.
+    /// A bound memory window (type 1 or 2): its own range, access, PD and DMA base (its MR's translation at
+    /// the window's address); an rkey only, never an lkey.
     pub mw: Bit,
+    /// A type 2 window: usable only through the QP that bound it (`qpn`, QPN[7:0]); bound by a send WQE when
+    /// it is not valid (rxe `RXE_MW_STATE_FREE`), and invalidated by LOCAL_INV / SEND_WITH_INV (`fast` set).
+    pub mw2: Bit,
+    pub qpn: Bits<8>,
+    /// An MR registered with `IBV_ACCESS_MW_BIND`: windows may be bound over it.
+    pub bind: Bit,
 }
 
 crate::logic_block! {
@@ -205,6 +211,9 @@ pub struct KcWrite {
     pub base: Signal<In, Bits<64>>,
     pub fast: Signal<In, Bit>,
     pub mw: Signal<In, Bit>,
+    pub mw2: Signal<In, Bit>,
+    pub qpn: Signal<In, Bits<8>>,
+    pub bind: Signal<In, Bit>,
 }
 
 /// The driving side of [`KcWrite`].
@@ -223,6 +232,9 @@ pub struct KcWriteSrc {
     pub base: Signal<Out, Bits<64>>,
     pub fast: Signal<Out, Bit>,
     pub mw: Signal<Out, Bit>,
+    pub mw2: Signal<Out, Bit>,
+    pub qpn: Signal<Out, Bits<8>>,
+    pub bind: Signal<Out, Bit>,
 }
 
 /// The Key Cache (see the module documentation). `N` entries, `N <= 2^AW`.
@@ -242,6 +254,9 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     pub wr_base: Signal<In, Bits<64>>,
     pub wr_fast: Signal<In, Bit>,
     pub wr_mw: Signal<In, Bit>,
+    pub wr_mw2: Signal<In, Bit>,
+    pub wr_qpn: Signal<In, Bits<8>>,
+    pub wr_bind: Signal<In, Bit>,
     // lookup port
     pub lk_valid: Signal<In, Bit>,
     pub lk_key: Signal<In, Bits<32>>,
@@ -251,6 +266,10 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     pub lk_access: Signal<In, Bits<4>>,
     /// rkey (1) or lkey (0) check: a memory window's key is an rkey only (an lkey naming one is a key error).
     pub lk_remote: Signal<In, Bit>,
+    /// The QP the lookup is for (QPN[7:0]): a type 2 window answers only the QP that bound it.
+    pub lk_qpn: Signal<In, Bits<8>>,
+    /// The MR must allow windows to be bound over it (MW_BIND), besides `lk_access`.
+    pub lk_bind: Signal<In, Bit>,
     // result
     pub res_valid: Signal<Out, Bit>,
     pub res_ok: Signal<Out, Bit>,
@@ -260,6 +279,10 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     /// table, the tag matches, the PD is the entry's and the entry is a fast-registration MR; the valid bit,
     /// the access flags and the range play no part.
     pub res_inv: Signal<Out, Bit>,
+    /// A type 2 window of PD `lk_pd` may be bound at the key's index: the index is in the table, the entry is a
+    /// type 2 window of that PD and not valid (rxe `RXE_MW_STATE_FREE`); the tag plays no part (the bind
+    /// brings the window's next key).
+    pub res_free: Signal<Out, Bit>,
 
     mrtab: SdpRam<MrEntry, AW>,
     valid_ram: SdpRam<Bit, AW>,
@@ -271,6 +294,8 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     s1_len: DFF<Bits<32>>,
     s1_need: DFF<Bits<4>>,
     s1_remote: DFF<Bit>,
+    s1_qpn: DFF<Bits<8>>,
+    s1_bind: DFF<Bit>,
     e1: Signal<Local, Bits<3>>,
     mr_va: Signal<Local, Bits<64>>,
     mr_nva: Signal<Local, Bits<64>>,
@@ -289,6 +314,9 @@ pub struct KeyCache<const N: usize, const AW: usize> {
     p_zero: [DFF<Bit>; 6],
     p_inv: [DFF<Bit>; 6],
     inv1: Signal<Local, Bit>,
+    p_free: [DFF<Bit>; 6],
+    free1: Signal<Local, Bit>,
+    r_free: DFF<Bit>,
     // S5..S7: overflow of va + len, bit 64 of mr.va + mr.len, va >= mr.va
     q_ovf: [DFF<Bit>; 3],
     q_bhi: [DFF<Bit>; 3],
@@ -333,6 +361,17 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
             wr_base: Default::default(),
             wr_fast: Default::default(),
             wr_mw: Default::default(),
+            wr_mw2: Default::default(),
+            wr_qpn: Default::default(),
+            wr_bind: Default::default(),
+            lk_qpn: Default::default(),
+            lk_bind: Default::default(),
+            res_free: Default::default(),
+            s1_qpn: Default::default(),
+            s1_bind: Default::default(),
+            p_free: Default::default(),
+            free1: Default::default(),
+            r_free: Default::default(),
             lk_valid: Default::default(),
             lk_key: Default::default(),
             lk_pd: Default::default(),
@@ -397,7 +436,7 @@ impl<const N: usize, const AW: usize> Default for KeyCache<N, AW> {
 impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, s1_v, s1_key, s1_pd, s1_va, s1_len, s1_need, s1_remote, cs_sum, cs_carry, r_v, r_ok, r_err, r_dma, r_inv);
+        dff_setup!(self, clock, s1_v, s1_key, s1_pd, s1_va, s1_len, s1_need, s1_remote, s1_qpn, s1_bind, cs_sum, cs_carry, r_v, r_ok, r_err, r_dma, r_inv, r_free);
         clock!(self, clock, mrtab, valid_ram, add_end, add_mrend, add_ge, add_le, add_dma);
         for i in 0..6 {
             self.p_v[i].clock.next = self.clock.val();
@@ -408,6 +447,8 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
             self.p_zero[i].d.next = self.p_zero[i].q.val();
             self.p_inv[i].clock.next = self.clock.val();
             self.p_inv[i].d.next = self.p_inv[i].q.val();
+            self.p_free[i].clock.next = self.clock.val();
+            self.p_free[i].d.next = self.p_free[i].q.val();
         }
         for i in 0..3 {
             self.q_ovf[i].clock.next = self.clock.val();
@@ -433,6 +474,9 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         self.mrtab.wdata.next.base = self.wr_base.val();
         self.mrtab.wdata.next.fast = self.wr_fast.val();
         self.mrtab.wdata.next.mw = self.wr_mw.val();
+        self.mrtab.wdata.next.mw2 = self.wr_mw2.val();
+        self.mrtab.wdata.next.qpn = self.wr_qpn.val();
+        self.mrtab.wdata.next.bind = self.wr_bind.val();
         self.valid_ram.waddr.next = self.wr_index.val();
         self.valid_ram.we.next = self.wr_en.val() | self.inv_en.val();
         self.valid_ram.wdata.next = self.wr_valid.val() & !self.inv_en.val();
@@ -447,19 +491,24 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         self.s1_len.d.next = self.lk_len.val();
         self.s1_need.d.next = self.lk_access.val();
         self.s1_remote.d.next = self.lk_remote.val();
+        self.s1_qpn.d.next = self.lk_qpn.val();
+        self.s1_bind.d.next = self.lk_bind.val();
 
         // S1: lookup_mr's checks, in the golden model's order.
         self.e1.next = self.err_ok.val();
         if (self.s1_key.q.val().get_bits::<24>(8) >= self.n_entries.val())
             | (self.s1_key.q.val().get_bits::<8>(0) != self.mrtab.rdata.val().tag)
             | (self.mrtab.rdata.val().mw & !self.s1_remote.q.val())
+            | (self.mrtab.rdata.val().mw2 & (self.mrtab.rdata.val().qpn != self.s1_qpn.q.val()))
         {
             self.e1.next = self.err_key.val();
         } else if !self.valid_ram.rdata.val() {
             self.e1.next = self.err_invalid.val();
         } else if self.s1_pd.q.val() != self.mrtab.rdata.val().pd {
             self.e1.next = self.err_pd.val();
-        } else if (self.s1_need.q.val() & !self.mrtab.rdata.val().access) != self.zero4.val() {
+        } else if ((self.s1_need.q.val() & !self.mrtab.rdata.val().access) != self.zero4.val())
+            | (self.s1_bind.q.val() & !self.mrtab.rdata.val().bind)
+        {
             self.e1.next = self.err_access.val();
         }
         // rxe_invalidate_mr's checks (with the PD the golden model adds): key, PD, fast-registration kind
@@ -468,6 +517,12 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
             & (self.s1_pd.q.val() == self.mrtab.rdata.val().pd)
             & self.mrtab.rdata.val().fast;
         self.p_inv[0].d.next = self.inv1.val();
+        // a type 2 window that may be bound: index, type, PD, not valid (no tag: the bind brings the next key)
+        self.free1.next = (self.s1_key.q.val().get_bits::<24>(8) < self.n_entries.val())
+            & self.mrtab.rdata.val().mw2
+            & !self.valid_ram.rdata.val()
+            & (self.s1_pd.q.val() == self.mrtab.rdata.val().pd);
+        self.p_free[0].d.next = self.free1.val();
         self.p_v[0].d.next = self.s1_v.q.val();
         self.p_err[0].d.next = self.e1.val();
         self.p_zero[0].d.next = self.s1_len.q.val() == self.zero32.val();
@@ -476,6 +531,7 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
             self.p_err[i + 1].d.next = self.p_err[i].q.val();
             self.p_zero[i + 1].d.next = self.p_zero[i].q.val();
             self.p_inv[i + 1].d.next = self.p_inv[i].q.val();
+            self.p_free[i + 1].d.next = self.p_free[i].q.val();
         }
 
         // S1..S4: end = va + len, mr_end = mr.va + mr.len, va - mr.va (carry = no borrow = va >= mr.va).
@@ -529,12 +585,14 @@ impl<const N: usize, const AW: usize> Logic for KeyCache<N, AW> {
         self.r_ok.d.next = self.e7.val() == self.err_ok.val();
         self.r_dma.d.next = self.q_dma[1].q.val();
         self.r_inv.d.next = self.p_inv[5].q.val();
+        self.r_free.d.next = self.p_free[5].q.val();
 
         self.res_valid.next = self.r_v.q.val();
         self.res_ok.next = self.r_ok.q.val();
         self.res_err.next = self.r_err.q.val();
         self.res_dma.next = self.r_dma.q.val();
         self.res_inv.next = self.r_inv.q.val();
+        self.res_free.next = self.r_free.q.val();
     }
 }
 
@@ -555,6 +613,9 @@ mod tests {
         base: u64,
         fast: bool,
         mw: bool,
+        mw2: bool,
+        qpn: u8,
+        bind: bool,
     }
 
     /// rxe `rxe_invalidate_mr` with the golden model's PD check: the key names a fast-registration MR of `pd`.
@@ -564,12 +625,19 @@ mod tests {
     }
 
     /// rxe lookup_mr + mr_check_range, zero length passes (see the module docs).
-    fn check(t: &[E], n: usize, key: u32, pd: u32, va: u64, len: u32, need: u8, remote: bool) -> (KcErr, u64) {
+    /// A type 2 window of `pd` at the key's index that may be bound (not valid; the tag plays no part).
+    fn may_bind(t: &[E], n: usize, key: u32, pd: u32) -> bool {
+        let i = (key >> 8) as usize;
+        i < n && t[i].mw2 && !t[i].valid && t[i].pd == pd
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check(t: &[E], n: usize, key: u32, pd: u32, va: u64, len: u32, need: u8, remote: bool, qpn: u8, bind: bool) -> (KcErr, u64) {
         if len == 0 {
             return (KcErr::Ok, 0);
         }
         let i = (key >> 8) as usize;
-        if i >= n || t[i].tag != key as u8 || (t[i].mw && !remote) {
+        if i >= n || t[i].tag != key as u8 || (t[i].mw && !remote) || (t[i].mw2 && t[i].qpn != qpn) {
             return (KcErr::Key, 0);
         }
         let e = t[i];
@@ -579,7 +647,7 @@ mod tests {
         if e.pd != pd {
             return (KcErr::Pd, 0);
         }
-        if need & !e.acc != 0 {
+        if need & !e.acc != 0 || (bind && !e.bind) {
             return (KcErr::Access, 0);
         }
         let end = va as u128 + len as u128;
@@ -596,7 +664,7 @@ mod tests {
         kc.connect_all();
         let mut t = [E::default(); 16];
         let mut rng = SmallRng::seed_from_u64(7);
-        let mut pending: std::collections::VecDeque<Option<(KcErr, u64, u32, bool)>> = Default::default();
+        let mut pending: std::collections::VecDeque<Option<(KcErr, u64, u32, bool, bool)>> = Default::default();
         let mut checked = 0;
         for cycle in 0..3000 {
             // driver
@@ -613,6 +681,9 @@ mod tests {
                 base: rng.gen(),
                 fast: rng.gen(),
                 mw: rng.gen_ratio(1, 4),
+                mw2: rng.gen_ratio(1, 4),
+                qpn: rng.gen_range(0..3),
+                bind: rng.gen(),
             };
             if rng.gen_ratio(1, 10) {
                 ne.va = 0u64.wrapping_sub(ne.len); // region ending at 2^64
@@ -632,6 +703,9 @@ mod tests {
             kc.wr_base.next = bits::<64>(ne.base);
             kc.wr_fast.next = ne.fast;
             kc.wr_mw.next = ne.mw;
+            kc.wr_mw2.next = ne.mw2;
+            kc.wr_qpn.next = bits::<8>(ne.qpn as u64);
+            kc.wr_bind.next = ne.bind;
             // lookup
             let lv = rng.gen_ratio(3, 4);
             let idx = rng.gen_range(0..18u32);
@@ -659,13 +733,17 @@ mod tests {
             kc.lk_access.next = bits::<4>(need as u64);
             let remote: bool = rng.gen();
             kc.lk_remote.next = remote;
+            let (lqpn, lbind): (u8, bool) = (if rng.gen_ratio(3, 4) { e.qpn } else { rng.gen_range(0..3) }, rng.gen_ratio(1, 4));
+            kc.lk_qpn.next = bits::<8>(lqpn as u64);
+            kc.lk_bind.next = lbind;
             kc.clock.next = false.into();
             assert!(simulate(&mut *kc, 50));
             // results
             let want = if pending.len() == LATENCY { pending.pop_front().unwrap() } else { None };
             assert_eq!(kc.res_valid.val(), want.is_some(), "cycle {cycle}");
-            if let Some((err, dma, len, inv)) = want {
+            if let Some((err, dma, len, inv, free)) = want {
                 assert_eq!(kc.res_inv.val(), inv, "cycle {cycle}: may it be invalidated");
+                assert_eq!(kc.res_free.val(), free, "cycle {cycle}: may a type 2 window be bound");
                 assert_eq!(KcErr::from_code(kc.res_err.val().to_u64()), Some(err), "cycle {cycle}");
                 assert_eq!(kc.res_ok.val(), err == KcErr::Ok, "cycle {cycle}");
                 if err == KcErr::Ok && len != 0 {
@@ -675,8 +753,8 @@ mod tests {
             }
             // the lookup sees the table before this cycle's write
             pending.push_back(lv.then(|| {
-                let (e, d) = check(&t, N, key, pd, va, len, need, remote);
-                (e, d, len, may_invalidate(&t, N, key, pd))
+                let (e, d) = check(&t, N, key, pd, va, len, need, remote, lqpn, lbind);
+                (e, d, len, may_invalidate(&t, N, key, pd), may_bind(&t, N, key, pd))
             }));
             if wr {
                 t[wi] = ne;

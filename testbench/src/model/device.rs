@@ -527,6 +527,15 @@ impl Device {
         Ok(self.ctx.mrs.insert(pd, 0, 0, AccessFlags::NONE, MrKind::Window, tag).rkey)
     }
 
+    /// `ibv_alloc_mw` of type 2: a window of PD `pd`, free (not valid) until a BIND_MW WQE binds it; its rkey.
+    pub fn alloc_mw2(&mut self, pd: Pd) -> Result<u32, VerbsError> {
+        if pd.0 == 0 || pd.0 > self.ctx.pds {
+            return Err(VerbsError::NoSuchPd);
+        }
+        let tag = self.ctx.next_rand() as u8;
+        Ok(self.ctx.mrs.insert(pd, 0, 0, AccessFlags::NONE, MrKind::Window2, tag).rkey)
+    }
+
     /// `ibv_bind_mw` of the type 1 window `mw` on QP `qpn`: `len` bytes at `addr` of MR `mr` with the remote
     /// rights of `access`; `len` 0 unbinds. The rules (rxe `rxe_check_bind_mw`, IBA C10-72..75): the QP, the
     /// window and the MR in one PD, the MR registered with MW_BIND, REMOTE_WRITE/ATOMIC only over an MR with
@@ -567,10 +576,14 @@ impl Device {
 
     /// `ibv_dealloc_mw`.
     pub fn dealloc_mw(&mut self, mw: u32) -> Result<(), VerbsError> {
-        if !self.ctx.mrs.get(mw).map_or(false, |e| e.kind == MrKind::Window) {
-            return Err(VerbsError::NoSuchMr(mw));
+        // (by index: a type 2 window's key changes with each bind)
+        match self.ctx.mrs.at_index_mut(mw) {
+            Some(e) if matches!(e.kind, MrKind::Window | MrKind::Window2) => {
+                let k = e.mr.lkey;
+                self.ctx.mrs.remove(k).map(|_| ())
+            }
+            _ => Err(VerbsError::NoSuchMr(mw)),
         }
-        self.ctx.mrs.remove(mw).map(|_| ())
     }
 
     /// True while the MR with this key exists and has not been invalidated.

@@ -16,6 +16,9 @@ pub enum MrKind {
     /// A memory window of type 1 (`ibv_alloc_mw`, bound by `ibv_bind_mw`): its own range, rights and PD over
     /// an MR's memory; an rkey only (as an lkey it is no key); unbound it is not valid.
     Window,
+    /// A memory window of type 2 (bound by a BIND_MW send WQE): usable only through the QP that bound it,
+    /// invalidated by LOCAL_INV and SEND_WITH_INV; unbound (free) it is not valid.
+    Window2,
 }
 
 /// A registered memory region as returned to the user.
@@ -34,8 +37,9 @@ pub(crate) struct MrEntry {
     pub mr: Mr,
     pub kind: MrKind,
     pub valid: bool,
-    /// A window: the key of the MR it is bound to.
+    /// A window: the key of the MR it is bound to; a type 2 window: the QP that bound it.
     pub bound_to: Option<u32>,
+    pub bound_qp: Option<u32>,
 }
 
 /// Why a key check failed (all map to a protection or remote access error).
@@ -67,7 +71,7 @@ impl MrTable {
             rkey: key,
             access,
         };
-        self.entries.insert(self.next_index, MrEntry { mr, kind, valid: kind != MrKind::Window, bound_to: None });
+        self.entries.insert(self.next_index, MrEntry { mr, kind, valid: !matches!(kind, MrKind::Window | MrKind::Window2), bound_to: None, bound_qp: None });
         mr
     }
 
@@ -97,7 +101,7 @@ impl MrTable {
     /// again. False: nothing changed.
     pub(crate) fn invalidate(&mut self, key: u32, pd: Pd) -> bool {
         match self.get_mut(key) {
-            Some(e) if e.kind == MrKind::FastReg && e.mr.pd == pd => {
+            Some(e) if matches!(e.kind, MrKind::FastReg | MrKind::Window2) && e.mr.pd == pd => {
                 e.valid = false;
                 true
             }
@@ -105,11 +109,25 @@ impl MrTable {
         }
     }
 
+    /// An R_Key check for QP `qpn`: [`MrTable::check`], and a type 2 window answers only the QP that bound it
+    /// (rxe `rxe_lookup_mw`: `mw->qp != qp`).
+    pub fn check_rkey(&self, key: u32, pd: Pd, qpn: u32, addr: u64, len: u64, need: AccessFlags) -> Result<Mr, KeyError> {
+        if self.get(key).map_or(false, |e| e.kind == MrKind::Window2 && e.bound_qp != Some(qpn)) {
+            return Err(KeyError::NoSuchKey);
+        }
+        self.check(key, pd, addr, len, need)
+    }
+
+    /// The entry at a key's index whatever its tag (a type 2 window's bind names its next key).
+    pub(crate) fn at_index_mut(&mut self, key: u32) -> Option<&mut MrEntry> {
+        self.entries.get_mut(&(key >> 8))
+    }
+
     /// Check a key for an access of `len` bytes at `addr` (rxe `lookup_mr` + `mr_check_range`).
     pub fn check(&self, key: u32, pd: Pd, addr: u64, len: u64, need: AccessFlags) -> Result<Mr, KeyError> {
         let e = self.get(key).ok_or(KeyError::NoSuchKey)?;
         let remote = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0);
-        if e.kind == MrKind::Window && need.0 & remote.0 == 0 {
+        if matches!(e.kind, MrKind::Window | MrKind::Window2) && need.0 & remote.0 == 0 {
             // a window's key is an rkey only: rxe looks an lkey up in its MR pool, where no window is
             return Err(KeyError::NoSuchKey);
         }

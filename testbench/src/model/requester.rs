@@ -184,8 +184,13 @@ pub fn rxe_requester(ctx: &mut Ctx, qp: &mut Qp) {
             // rxe `rxe_do_local_ops`, before the window and depth checks: done now, completed in order (it is
             // at the head once every WQE before it has completed); a key it may not invalidate is a local
             // error, LOC_QP_OP_ERR
-            if qp.qp_type == QpType::Ud || !ctx.mrs.invalidate(wqe.wr.invalidate_rkey, qp.pd) {
-                local_error(ctx, qp, WcStatus::LocQpOpErr);
+            let done = match op {
+                WrOpcode::BindMw => bind_mw2(ctx, qp, &wqe.wr).map_err(|_| WcStatus::MwBindErr),
+                _ => ctx.mrs.invalidate(wqe.wr.invalidate_rkey, qp.pd).then_some(()).ok_or(WcStatus::LocQpOpErr),
+            };
+            let done = if qp.qp_type == QpType::Ud { Err(WcStatus::LocQpOpErr) } else { done };
+            if let Err(st) = done {
+                local_error(ctx, qp, st);
                 return;
             }
             qp.sq[qp.req.idx].state = WqeState::Done;
@@ -233,6 +238,30 @@ pub fn rxe_requester(ctx: &mut Ctx, qp: &mut Qp) {
             return;
         }
     }
+}
+
+/// BIND_MW of a type 2 window (rxe `rxe_bind_mw`, `rxe_check_bind_mw`; IBA C10-72..75, o10-37.2.30/40): the
+/// window at the index of the WR's `rkey` is a free type 2 window of the QP's PD; the SGE names a valid MR of
+/// that PD (lkey) with MW_BIND, and LOCAL_WRITE if the window gives REMOTE_WRITE or REMOTE_ATOMIC; the range is
+/// inside the MR and not empty. The window then has that range, the remote rights, the WR's `rkey` as its key,
+/// and serves this QP only.
+fn bind_mw2(ctx: &mut Ctx, qp: &Qp, wr: &super::verbs::SendWr) -> Result<(), ()> {
+    let sge = wr.sg_list.first().copied().ok_or(())?;
+    let w = ctx.mrs.at_index_mut(wr.rkey).ok_or(())?;
+    if w.kind != super::mr::MrKind::Window2 || w.valid || w.mr.pd != qp.pd || sge.length == 0 {
+        return Err(());
+    }
+    let acc = wr.mw_access;
+    let mut need = AccessFlags::MW_BIND;
+    if acc.contains(AccessFlags::REMOTE_WRITE) || acc.contains(AccessFlags::REMOTE_ATOMIC) {
+        need = need | AccessFlags::LOCAL_WRITE;
+    }
+    let mr = ctx.mrs.check(sge.lkey, qp.pd, sge.addr, u64::from(sge.length), need).map_err(|_| ())?;
+    let remote = AccessFlags(acc.0 & (AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0));
+    let w = ctx.mrs.at_index_mut(wr.rkey).expect("looked up above");
+    (w.mr.addr, w.mr.length, w.mr.access, w.mr.lkey, w.mr.rkey) = (sge.addr, u64::from(sge.length), remote, wr.rkey, wr.rkey);
+    (w.valid, w.bound_to, w.bound_qp) = (true, Some(mr.lkey), Some(qp.qpn));
+    Ok(())
 }
 
 /// A local error on the WQE at `req.idx`: earlier WQEs flush, this one completes with `st`, the QP goes to

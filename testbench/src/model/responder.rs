@@ -307,7 +307,7 @@ fn check_rkey(ctx: &mut Ctx, qp: &mut Qp, r: &Req) -> Option<RxOutcome> {
     if is_atomic(info) && va & 7 != 0 {
         return Some(class_c_error(ctx, qp, NakCode::InvalidRequest, r.psn, None));
     }
-    if len > 0 && ctx.mrs.check(rkey, qp.pd, va, len, need).is_err() {
+    if len > 0 && ctx.mrs.check_rkey(rkey, qp.pd, qp.qpn, va, len, need).is_err() {
         return Some(if rc {
             class_c_error(ctx, qp, NakCode::RemoteAccessError, r.psn, None)
         } else {

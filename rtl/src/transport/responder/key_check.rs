@@ -54,6 +54,10 @@ crate::logic_block! {
 
         kc: KeyCache<1024, 10>,
         kl_key: DFF<Bits<32>>,
+        /// The lookup is an rkey's (the request's R_Key, a SEND_WITH_INV's key) or an lkey's (a receive
+        /// buffer: a window's key is none), and for which QP (a type 2 window answers only its own).
+        kl_rem: DFF<Bit>,
+        kl_qpn: DFF<Bits<8>>,
         kl_va: DFF<Bits<64>>,
         kl_len: DFF<Bits<32>>,
         kl_acc: DFF<Bits<4>>,
@@ -92,7 +96,7 @@ crate::logic_block! {
 impl Logic for KeyCheck {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, kl_key, kl_va, kl_len, kl_acc, kc_ok, kc_dma, kc_inv, end_s, va_a, va_b, end_a, end_b, room_a, room_b);
+        dff_setup!(self, clock, kl_key, kl_rem, kl_qpn, kl_va, kl_len, kl_acc, kc_ok, kc_dma, kc_inv, end_s, va_a, va_b, end_a, end_b, room_a, room_b);
         clock!(self, clock, kc, add_va, add_end, add_room);
         self.l_rkey.next = self.req.val().rkey;
         self.l_va.next = self.req.val().va;
@@ -114,13 +118,18 @@ impl Logic for KeyCheck {
         self.kc.wr_base.next = self.kc_wr.base.val();
         self.kc.wr_fast.next = self.kc_wr.fast.val();
         self.kc.wr_mw.next = self.kc_wr.mw.val();
+        self.kc.wr_mw2.next = self.kc_wr.mw2.val();
+        self.kc.wr_qpn.next = self.kc_wr.qpn.val();
+        self.kc.wr_bind.next = self.kc_wr.bind.val();
         self.kc.lk_valid.next = self.issue.val();
         self.kc.lk_key.next = self.kl_key.q.val();
         self.kc.lk_pd.next = self.pd.val();
         self.kc.lk_va.next = self.kl_va.q.val();
         self.kc.lk_len.next = self.kl_len.q.val();
         self.kc.lk_access.next = self.kl_acc.q.val();
-        self.kc.lk_remote.next = true;
+        self.kc.lk_remote.next = self.kl_rem.q.val();
+        self.kc.lk_qpn.next = self.kl_qpn.q.val();
+        self.kc.lk_bind.next = false;
         self.res_valid.next = self.kc.res_valid.val();
         self.ok.next = self.kc_ok.q.val();
         self.dma.next = self.kc_dma.q.val();
@@ -139,6 +148,8 @@ impl Logic for KeyCheck {
         if self.rkey_load.val() {
             // the R_Key check's inputs (issued beside the PSN check, once the QP's PD is known)
             self.kl_key.d.next = self.l_rkey.val();
+            self.kl_rem.d.next = true;
+            self.kl_qpn.d.next = self.req.val().qpn.get_bits::<8>(0);
             self.kl_va.d.next = self.l_va.val();
             self.kl_len.d.next = self.l_dlen.val();
             self.kl_acc.d.next = self.kacc_rw.val();
@@ -153,6 +164,7 @@ impl Logic for KeyCheck {
         if self.inv_load.val() {
             // rxe `rxe_invalidate_mr`: only the key, its PD and its kind decide (`res_inv`)
             self.kl_key.d.next = self.l_rkey.val();
+            self.kl_rem.d.next = true;
             self.kl_va.d.next = self.zero64.val();
             self.kl_len.d.next = self.zero32.val();
             self.kl_acc.d.next = self.zero4.val();
@@ -164,6 +176,7 @@ impl Logic for KeyCheck {
             self.room_a.d.next = bit_cast::<64, 32>(self.r_len.val());
             self.room_b.d.next = !bit_cast::<64, 13>(self.l_plen.val());
             self.kl_key.d.next = self.r_lkey.val();
+            self.kl_rem.d.next = false;
             self.kl_va.d.next = self.r_addr.val();
             self.kl_len.d.next = bit_cast::<32, 13>(self.l_plen.val());
             self.kl_acc.d.next = self.kacc_lw.val();
@@ -181,6 +194,7 @@ impl Logic for KeyCheck {
             self.room_a.d.next = bit_cast::<64, 32>(self.r_len.val());
             self.room_b.d.next = !self.add_end.sum.val();
             self.kl_key.d.next = self.r_lkey.val();
+            self.kl_rem.d.next = false;
             self.kl_va.d.next = self.add_va.sum.val();
             self.kl_len.d.next = bit_cast::<32, 13>(self.l_plen.val());
             self.kl_acc.d.next = self.kacc_lw.val();
