@@ -32,7 +32,10 @@ fn pat(seed: u8) -> String {
 /// * a type 1 window of ours (2 KiB of an MR): rxe's WRITE through it lands, rxe's READ through it brings our
 ///   bytes, and rxe's WRITE that runs 32 bytes past the window's end (inside the MR) completes with a remote
 ///   access error (our NAK 0x62), our bytes unchanged: the window's range is checked, not the MR's.
-/// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so are our three.
+/// * a type 2 window of ours bound by a BIND_MW WQE (its completion: BIND_MW): rxe's WRITE through it lands;
+///   rxe's SEND_WITH_INV naming it invalidates it (our receive: WITH_INV and the key), and rxe's next WRITE
+///   completes with a remote access error (our NAK 0x62), our bytes unchanged.
+/// rxe's four NAKs on the link are remote access errors (syndrome 0x62), and so are our four.
 #[test]
 fn rxe_windows_bound_used_and_invalidated() {
     let img = match sim::rxe::vm_available() {
@@ -95,7 +98,13 @@ fn rxe_windows_bound_used_and_invalidated() {
     assert!(wc.wc_flags.has(WcFlags::WITH_INV) && wc.wc_flags.has(WcFlags::GRH), "{wc:?}");
     // IBV_WC_REM_ACCESS_ERR is 10 in libibverbs' enum ibv_wc_status
     assert_eq!(p.rxe_write_after_inv, Some((10, true)), "rxe's WRITE through our invalidated key: remote access error, our bytes unchanged");
-    assert_eq!(p.our_naks, [0x62, 0x62, 0x62], "our NAKs: remote access error each");
+    assert_eq!(p.our_naks, [0x62, 0x62, 0x62, 0x62], "our NAKs: remote access error each");
+    let (bound, w_st, landed, inv_st, recv, after, kept, wkey) = p.our_window2.clone().unwrap();
+    assert_eq!((bound.status, bound.opcode), (WcStatus::Success, WcOpcode::BindMw), "our BIND_MW: {bound:?}");
+    assert_eq!((w_st, landed, inv_st), (0, true, 0), "rxe's WRITE through our type 2 window, its SEND_WITH_INV");
+    assert_eq!((recv.wr_id, recv.status, recv.byte_len), (99, WcStatus::Success, 64), "{recv:?}");
+    assert!(recv.wc_flags.has(WcFlags::WITH_INV) && recv.invalidated_rkey == wkey, "{recv:?}");
+    assert_eq!((after, kept), (10, true), "rxe's WRITE through our invalidated type 2 window");
     assert_eq!(p.our_window, Some((0, true, 0, true, 10, true)), "rxe through our type 1 window: WRITE, READ, WRITE past its end");
     let (before, wc, after, kept) = p.local_inv.clone().unwrap();
     assert_eq!((wc.status, wc.opcode, wc.byte_len), (WcStatus::Success, WcOpcode::LocalInv, 0), "our LOCAL_INV: {wc:?}");

@@ -112,6 +112,9 @@ impl<B: CsrBus + Send, M: DmaMemory> Verbs for CardDevice<B, M> {
     fn alloc_mw(&self, pd: Pd) -> Result<u32> {
         self.drv().alloc_mw(pd).map_err(e("alloc_mw"))
     }
+    fn alloc_mw2(&self, pd: Pd) -> Result<u32> {
+        self.drv().alloc_mw2(pd).map_err(e("alloc_mw2"))
+    }
     fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32> {
         self.drv().bind_mw(qpn, mw, mr, addr, len, access).map_err(e("bind_mw"))
     }

@@ -559,6 +559,9 @@ impl Verbs for RtlDevice {
     fn alloc_mw(&self, pd: Pd) -> Result<u32> {
         self.call(move |c| c.drv.alloc_mw(pd))?.map_err(err("alloc_mw"))
     }
+    fn alloc_mw2(&self, pd: Pd) -> Result<u32> {
+        self.call(move |c| c.drv.alloc_mw2(pd))?.map_err(err("alloc_mw2"))
+    }
     fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32> {
         self.call(move |c| c.drv.bind_mw(qpn, mw, mr, addr, len, access))?.map_err(err("bind_mw"))
     }

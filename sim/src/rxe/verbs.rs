@@ -27,6 +27,8 @@ pub trait Verbs: CmVerbs + Send + Sync {
     /// `ibv_bind_mw` of a type 1 window (its current rkey) on QP `qpn` over `len` bytes at `addr` of the MR
     /// `mr`: the window's new rkey.
     fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32>;
+    /// `ibv_alloc_mw` of type 2 (bound by a BIND_MW send WQE): the window's rkey.
+    fn alloc_mw2(&self, pd: Pd) -> Result<u32>;
     /// What the endpoint is, for reports ("golden model", "RTL (Verilator)").
     fn describe(&self) -> String;
     /// The endpoint's own event counters, named (the model's counters; the RTL's counter window).
@@ -87,6 +89,9 @@ impl CmVerbs for SharedDevice {
 impl Verbs for SharedDevice {
     fn alloc_mw(&self, pd: Pd) -> Result<u32> {
         self.lock().alloc_mw(pd).map_err(|e| anyhow!("alloc_mw: {e}"))
+    }
+    fn alloc_mw2(&self, pd: Pd) -> Result<u32> {
+        self.lock().alloc_mw2(pd).map_err(|e| anyhow!("alloc_mw2: {e}"))
     }
     fn bind_mw(&self, qpn: u32, mw: u32, mr: u32, addr: u64, len: u64, access: AccessFlags) -> Result<u32> {
         self.lock().bind_mw(qpn, mw, mr, addr, len, access).map_err(|e| anyhow!("bind_mw: {e}"))

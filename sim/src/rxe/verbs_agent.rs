@@ -95,6 +95,10 @@ pub struct WindowsProbe {
     /// (status, whether it brought our bytes), rxe's WRITE that runs 32 bytes past its end inside the MR (status,
     /// whether our bytes stayed as they were).
     pub our_window: Option<(u32, bool, u32, bool, u32, bool)>,
+    /// A type 2 window of ours bound by a BIND_MW WQE: our bind's completion, rxe's WRITE through it (status,
+    /// whether it landed), rxe's SEND_WITH_INV naming it (its status, our receive completion), rxe's WRITE
+    /// after that (status, whether our bytes stayed as they were); the window's key.
+    pub our_window2: Option<(WorkCompletion, u32, bool, u32, WorkCompletion, u32, bool, u32)>,
     /// NAKs rxe sent, by AETH syndrome; NAKs we sent.
     pub naks: Vec<u8>,
     pub our_naks: Vec<u8>,
@@ -227,7 +231,9 @@ impl Ours {
 /// 10. on a new pair, rxe's WRITE through a fast-registration MR of ours, our LOCAL_INV of it, rxe's WRITE
 ///     again, and our bytes;
 /// 11. on a new pair, a type 1 window of ours over 2 KiB of an MR: rxe's WRITE and READ through it, then a
-///     WRITE of rxe's that runs past its end.
+///     WRITE of rxe's that runs past its end;
+/// 12. on a new pair, a type 2 window of ours bound by a BIND_MW WQE: rxe's WRITE through it, rxe's
+///     SEND_WITH_INV naming it, rxe's WRITE again.
 /// Each pair's QPs go to error after the first failed access, so each failure has its own pair.
 pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsProbe> {
     let script = format!("{}\nrxe-verbs 10.0.0.2 {PORT} $RNIC_GID\n", super::GID_SCRIPT);
@@ -342,6 +348,29 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         a.call(&format!("poke 0 7168 {}", hex(&pat(0xD2))))?;
         let past = num(&a.call(&format!("write 0 7168 64 {} {wkey}", wbuf + 4096 + 2048 - 32))?, "status")? as u32;
         p.our_window = Some((w_st, landed, r_st, brought, past, dev.read_mem(wbuf, 8192)? == before));
+        // 12. a type 2 window of ours
+        let mut ours = pair(a, &dev, lab.ip, 11)?;
+        let wbuf = dev.alloc(8192)?;
+        dev.write_mem(wbuf, &[0x66; 8192])?;
+        let (mr, _) = dev.reg_mr(ours.pd, wbuf, 8192, AccessFlags::ALL | AccessFlags::MW_BIND)?;
+        let w0 = dev.alloc_mw2(ours.pd)?;
+        let wkey = w0 & !0xFF | (w0.wrapping_add(1) & 0xFF);
+        ours.next += 1;
+        let mut wr = SendWr::new(ours.next, WrOpcode::BindMw, vec![Sge { addr: wbuf + 4096, length: 2048, lkey: mr }]);
+        (wr.rkey, wr.mw_access) = (wkey, rw);
+        ours.dev.post_send(ours.qpn, wr)?;
+        let bound = ours.next_wc("our BIND_MW")?;
+        a.call(&format!("poke 0 7168 {}", hex(&pat(0xE0))))?;
+        let w_st = num(&a.call(&format!("write 0 7168 64 {} {wkey}", wbuf + 4096 + 256))?, "status")? as u32;
+        let landed = dev.read_mem(wbuf + 4096 + 256, 64)? == pat(0xE0);
+        let sge = Sge { addr: ours.buf + 8192, length: 256, lkey: ours.lkey };
+        dev.post_recv(ours.qpn, RecvWr { wr_id: 99, sg_list: vec![sge] })?;
+        let inv_st = num(&a.call(&format!("send_inv 0 7168 64 {wkey}"))?, "status")? as u32;
+        let recv = ours.next_wc("rxe's SEND_WITH_INV naming our type 2 window (our receive)")?;
+        let before = dev.read_mem(wbuf, 8192)?;
+        a.call(&format!("poke 0 7168 {}", hex(&pat(0xE1))))?;
+        let after = num(&a.call(&format!("write 0 7168 64 {} {wkey}", wbuf + 4096 + 256))?, "status")? as u32;
+        p.our_window2 = Some((bound, w_st, landed, inv_st, recv, after, dev.read_mem(wbuf, 8192)? == before, wkey));
         a.call("quit")?;
         Ok(())
     })();
