@@ -483,10 +483,11 @@ fn unreliable_responder(ty: QpType, seed: u64, mtu: u32, rounds: usize, faults: 
 
 
 /// The RTL as requester: our driver posts the messages (WRITE, WRITE_WITH_IMM, SEND, READ, and about one in
-/// nine a LOCAL_INV of a fast-registration MR of its own), the golden model answers. Every WQE completes with
-/// success, each QP's in posting order (a LOCAL_INV with WC opcode LOCAL_INV, after the WQEs before it on its
-/// QP, through the go-back-Ns that read it again); after the last round our SEND gathering from an invalidated
-/// key completes LOC_PROT_ERR.
+/// nine a local operation: a LOCAL_INV of a fast-registration MR of its own or a BIND_MW of a type 2 window of
+/// its own), the golden model answers. Every WQE completes with success and its WC opcode, each QP's in posting
+/// order (a local operation after the WQEs before it on its QP, through the go-back-Ns that read it again
+/// and must not do it again: a bind done twice fails); after the last round our SEND gathering from an
+/// invalidated key completes LOC_PROT_ERR.
 pub fn requester(seed: u64, mtu: u32, rounds: usize, faults: MacFaults, dir: &Path, vcd: Option<&Path>, progress: &mut dyn FnMut(usize)) -> String {
     requester_on(rtl_dut(), true, seed, mtu, rounds, faults, dir, vcd, progress)
 }
@@ -512,13 +513,14 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
     }
     let sizes = [0u64, 1, 100, mtu as u64 - 1, mtu as u64, mtu as u64 + 1, 4096, 10_000, SLOT];
     let mut shadow = r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap();
-    let (mut total, mut n_linv) = (0, 0);
+    let (mut total, mut n_linv, mut n_bind) = (0, 0, 0);
+    let bind_mr = r.drv.reg_mr(Pd(1), r.src + (1 << 20), 1 << 16, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
     for round in 0..rounds {
         let mut msgs = Vec::new();
         for i in 0..PER_ROUND {
             let mut op = [WrOpcode::RdmaWrite, WrOpcode::RdmaWriteWithImm, WrOpcode::Send, WrOpcode::RdmaRead][rng.gen_range(0..4)];
             if local_inv && rng.gen_range(0..9) == 0 {
-                op = WrOpcode::LocalInv;
+                op = if rng.gen() { WrOpcode::LocalInv } else { WrOpcode::BindMw };
             }
             let len = sizes[rng.gen_range(0..sizes.len())];
             let slot = i as u64 * STRIDE;
@@ -527,7 +529,7 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
                 WrOpcode::RdmaRead => Msg { op, len, qp: i % QPS, our_off: (1 << 20) + slot + rng.gen_range(0..8), peer_off: READ_AREA + rng.gen_range(0..(2 << 20) - READ_AREA - SLOT), imm: 0 },
                 WrOpcode::Send => Msg { op, len, qp: i % QPS, our_off: rng.gen_range(0..(1 << 20) - SLOT), peer_off: RECV_AREA + slot, imm: 0 },
                 // its key: a fast-registration MR of its own over a page of our buffer (registered below)
-                WrOpcode::LocalInv => Msg { op, len: 0, qp: i % QPS, our_off: 0, peer_off: 0, imm: 0 },
+                WrOpcode::LocalInv | WrOpcode::BindMw => Msg { op, len: 0, qp: i % QPS, our_off: 0, peer_off: 0, imm: 0 },
                 _ => Msg { op, len, qp: i % QPS, our_off: rng.gen_range(0..(1 << 20) - SLOT), peer_off: WRITE_AREA + slot + rng.gen_range(0..8), imm: rng.gen() },
             };
             msgs.push(m);
@@ -544,6 +546,11 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
         for m in msgs.iter_mut().filter(|m| m.op == WrOpcode::LocalInv) {
             m.imm = r.drv.reg_mr_fast(Pd(1), r.src + (1 << 20), 4096, AccessFlags::ALL).unwrap();
         }
+        // each BIND_MW's window: a type 2 window of its own, bound with its next key over a page of `bind_mr`
+        for m in msgs.iter_mut().filter(|m| m.op == WrOpcode::BindMw) {
+            let w = r.drv.alloc_mw2(Pd(1)).unwrap();
+            m.imm = w & !0xFF | (w.wrapping_add(1) & 0xFF);
+        }
         for (i, m) in msgs.iter().enumerate() {
             let id = (round * PER_ROUND + i) as u64;
             let mut w = SendWr::new(id, m.op, vec![Sge { addr: r.src + m.our_off, length: m.len as u32, lkey: r.lkey }]);
@@ -553,6 +560,10 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
             w.imm_data = m.imm;
             if m.op == WrOpcode::LocalInv {
                 (w.sg_list, w.invalidate_rkey, w.imm_data) = (vec![], m.imm, 0);
+            }
+            if m.op == WrOpcode::BindMw {
+                w.sg_list = vec![Sge { addr: r.src + (1 << 20) + 4096, length: 4096, lkey: bind_mr }];
+                (w.rkey, w.imm_data, w.mw_access) = (m.imm, 0, AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0));
             }
             inline_every_other(&mut w, &r.mem);
             r.drv.post_send(qps[m.qp].0, &w).unwrap();
@@ -598,7 +609,10 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
         assert!(ours.iter().all(|w| w.status == WcStatus::Success), "round {round}: {ours:?}");
         for w in &ours {
             let m = &msgs[w.wr_id as usize - round * PER_ROUND];
-            assert_eq!(w.opcode == WcOpcode::LocalInv, m.op == WrOpcode::LocalInv, "round {round}: {w:?}");
+            assert_eq!(w.opcode, WcOpcode::from_wr(m.op), "round {round}: {w:?}");
+            if m.op.is_local() {
+                assert_eq!(w.byte_len, 0, "round {round}: {w:?}");
+            }
         }
         for q in 0..QPS {
             let order: Vec<u64> = ours.iter().filter(|w| w.qp_num == qps[q].0).map(|w| w.wr_id).collect();
@@ -656,6 +670,10 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
         for k in keys {
             r.drv.dereg_mr(k).unwrap();
         }
+        for m in msgs.iter().filter(|m| m.op == WrOpcode::BindMw) {
+            r.drv.dealloc_mw(m.imm).unwrap();
+            n_bind += 1;
+        }
         total += PER_ROUND;
         progress(round + 1);
     }
@@ -666,7 +684,7 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
     drop(s);
     let c = counters(&mut r);
     let get = |n: &str| counter(&c, n);
-    summary_line!(summary, "RTL requester: {total} messages ({n_linv} LOCAL_INV) over {QPS} QPs at MTU {mtu} in {cycles} cycles; from the RTL: {}; to the RTL: {}", link_faults(&o), link_faults(&i));
+    summary_line!(summary, "RTL requester: {total} messages ({n_linv} LOCAL_INV, {n_bind} BIND_MW) over {QPS} QPs at MTU {mtu} in {cycles} cycles; from the RTL: {}; to the RTL: {}", link_faults(&o), link_faults(&i));
     summary_line!(summary, 
         "RTL completer: {} go-back-N ({} after a timeout), {} NAKs, {} implied NAKs, {} dropped responses; golden responder: {} duplicates, {} read replays, NAKs sent {:?}",
         get("comp_retries"), get("comp_timeouts"), get("comp_naks"), get("comp_implied_naks"), get("comp_dropped"),

@@ -26,8 +26,9 @@
 //! (first = next PSN) and completes there in order with WC opcode LOCAL_INV; nothing goes to the Requester, and
 //! the QP's window does not hold it back (rxe does local operations before `wait_psn`). Otherwise it completes
 //! with LOC_QP_OP_ERR and the QP goes to error (rxe's requester `goto err`). On UD it is LOC_QP_OP_ERR, as every
-//! opcode but SEND. A go-back-N to a WQE before it reads it again and invalidates again, which changes
-//! nothing.
+//! opcode but SEND. A local operation (LOCAL_INV, BIND_MW) done moves its QP's high-water mark, as a READ
+//! does; read again after a go-back-N to a WQE before it (below the mark) it is not done again (rxe `req_retry`
+//! skips a WQE in `wqe_state_done`) and its record goes with success.
 //!
 //! **BIND_MW** (a type 2 window, rxe `rxe_bind_mw`): the SGE (lkey, address, length) is looked up as a local
 //! buffer, with `lk_bind` (the MR was registered with MW_BIND) and LOCAL_WRITE when the window's rights (bytes
@@ -319,6 +320,11 @@ pub struct ReqFront {
     /// Taken in Check for Emit (the slot may have left the SQ Ring's output by then): the WQE is counted, and
     /// its QP's count as read.
     r_cnt: DFF<Bit>,
+    /// Taken in Check: the WQE moves its QP's high-water mark (a READ/atomic counted, or a local operation done
+    /// for the first time); a local operation read again after a go-back-N (below the mark) is not done again
+    /// (rxe `req_retry` skips a WQE in `wqe_state_done`): its record goes with success.
+    r_hw: DFF<Bit>,
+    l_again: Signal<Local, Bit>,
     r_sent: DFF<Bits<8>>,
     /// The slot is a READ or an atomic (masked or not); one sent for the first time (counted in Emit); one that
     /// must wait for the Completer to retire an earlier one (rxe `check_init_depth`).
@@ -555,6 +561,8 @@ impl Default for ReqFront {
             r_out: Default::default(),
             r_blk: Default::default(),
             r_cnt: Default::default(),
+            r_hw: Default::default(),
+            l_again: Default::default(),
             r_sent: Default::default(),
             zero16: k(0),
             l_ra: Default::default(),
@@ -689,7 +697,7 @@ impl Logic for ReqFront {
         dff_setup!(
             self, clock, state, slot, qpn, idx, ctx, sp, key_ok, dma, status, next_psn, next_noack, gen, soff,
             swait, rw_psn_r, rw_skip_r, o_desc, o_dv, o_iss, o_iv, q_err, mk, mok, qe_v, qe_q, ib_w, ib_c, ib_r, ndat,
-            nidx, isent, popped, wb1, wb2, wv, r_out, r_blk, r_cnt, r_sent
+            nidx, isent, popped, wb1, wb2, wv, r_out, r_blk, r_cnt, r_hw, r_sent
         );
         clock!(self, clock, gen_ram, err_ram, mask_ram, add_la, add_ra, add_ln, ib_ram, win_ram, wcmp, rd_ram, ncmp);
         self.kc.clock.next = self.clock.val();
@@ -880,6 +888,7 @@ impl Logic for ReqFront {
         self.l_win.next = self.wb2.q.val() & self.wcmp.gt.val() & self.l_live.val() & !self.l_local.val();
         self.l_ra.next = !self.l_send.val() | self.l_masked.val();
         self.l_cnt.next = self.l_ra.val() & !self.ncmp.neg.val();
+        self.l_again.next = self.l_local.val() & self.ncmp.neg.val();
         self.l_rdw.next = self.l_cnt.val() & self.r_blk.q.val() & self.l_live.val();
         self.l_chk.next = self.kc.res_valid.val() | (self.l_inl.val() & self.wv.q.val());
 
@@ -1032,6 +1041,7 @@ impl Logic for ReqFront {
                 } else if self.l_chk.val() {
                     self.key_ok.d.next = self.kc.res_ok.val();
                     self.r_cnt.d.next = self.l_cnt.val();
+                    self.r_hw.d.next = self.l_cnt.val() | (self.l_local.val() & !self.l_again.val());
                     self.r_sent.d.next = self.rd_ram.rdata.val().sent;
                     self.dma.d.next = self.kc.res_dma.val();
                     self.status.d.next = self.zero8.val();
@@ -1040,11 +1050,14 @@ impl Logic for ReqFront {
                     if !self.kc.res_ok.val() & !self.l_inl.val() & !self.l_local.val() {
                         self.status.d.next = self.s_prot.val();
                     }
-                    if self.l_linv.val() & !self.kc.res_inv.val() {
+                    if self.l_linv.val() & !self.kc.res_inv.val() & !self.l_again.val() {
                         self.status.d.next = self.s_qp_op.val();
                     }
                     // BIND_MW: the MR's check failed, or an empty range (o10-37.2.40): MW_BIND_ERR
-                    if self.l_bind.val() & (!self.kc.res_ok.val() | (self.l_len.val() == self.zero32.val())) {
+                    if self.l_bind.val()
+                        & (!self.kc.res_ok.val() | (self.l_len.val() == self.zero32.val()))
+                        & !self.l_again.val()
+                    {
                         self.status.d.next = self.s_bind.val();
                     }
                     if self.l_unsup.val() {
@@ -1136,6 +1149,9 @@ impl Logic for ReqFront {
                     } else if self.l_inl.val() {
                         // not sent: its data slots are taken and dropped
                         self.state.d.next = FrontState::Inl;
+                    } else if self.l_again.val() {
+                        // a local operation read again after a go-back-N: done already, its record goes
+                        self.state.d.next = FrontState::Emit;
                     } else if self.l_linv.val() & self.kc.res_inv.val() & self.l_live.val() & !self.l_unsup.val() {
                         // LOCAL_INV (rxe `rxe_do_local_ops`): the invalidate first, then its record
                         self.state.d.next = FrontState::LInv;
@@ -1168,14 +1184,18 @@ impl Logic for ReqFront {
                 // a local error (not a flush) puts the QP in error here, as rxe's requester does: the WQEs
                 // behind it complete with WR_FLUSH_ERR unsent until the next CMD_WRITE_QP_REQ; its flag write
                 // waits a cycle for the Completer's pulse, which has the port
-                if !(self.l_lerr.val() & self.qerr_valid.val()) & !(self.r_cnt.q.val() & self.l_rst.val()) {
-                    if self.r_cnt.q.val() {
+                if !(self.l_lerr.val() & self.qerr_valid.val()) & !(self.r_hw.q.val() & self.l_rst.val()) {
+                    if self.r_hw.q.val() {
                         // a READ/atomic sent for the first time (or completing unsent: the Completer retires
-                        // every record, whatever its status) is counted, its index is the new high-water mark
+                        // every record, whatever its status) is counted, its index is the new high-water mark;
+                        // so is a local operation's done the first time (not counted)
                         self.rd_ram.we.next = true;
                         self.rd_ram.waddr.next = self.qpn.q.val().get_bits::<8>(0);
                         self.rd_ram.wdata.next.hw = self.idx.q.val() + self.one16.val();
-                        self.rd_ram.wdata.next.sent = self.r_sent.q.val() + self.one8.val();
+                        self.rd_ram.wdata.next.sent = self.r_sent.q.val();
+                        if self.r_cnt.q.val() {
+                            self.rd_ram.wdata.next.sent = self.r_sent.q.val() + self.one8.val();
+                        }
                     }
                     if self.l_lerr.val() {
                         self.err_ram.we.next = true;
@@ -1205,6 +1225,11 @@ impl Logic for ReqFront {
                     self.o_iss.d.next.status = self.status.q.val();
                     self.o_iss.d.next.laddr = self.dma.q.val();
                     self.o_iss.d.next.len = self.l_len.val();
+                    if self.l_local.val() {
+                        // a local operation's completion has byte_len 0 (rxe: its WQE has no data; a BIND_MW's
+                        // SGE is the window's range)
+                        self.o_iss.d.next.len = self.zero32.val();
+                    }
                     self.o_iss.d.next.imm = self.imm_map.y.val();
                     // the slot is consumed (an inline WQE's was taken before its data slots)
                     self.wqe_ready.next = !self.popped.q.val();
@@ -1342,6 +1367,9 @@ mod tests {
                 (w.fast.next, w.mw.next, w.mw2.next, w.qpn.next, w.bind.next) = (e.fast, e.mw, e.mw2, e.qpn, e.bind);
                 self.binds.push((self.u.bw_index.val().to_u64(), e));
                 simulate(&mut self.u, 200);
+                // (the port's other fields back to an MR's for the rig's next `mr`)
+                let w = &mut self.u.kc_wr;
+                (w.fast.next, w.mw.next, w.mw2.next, w.qpn.next, w.bind.next) = (false, false, false, bits(0), false);
             }
         }
         /// The dispatcher's side of `inv_*` (always ready): the invalidate reaches the Key Cache copy in the
@@ -2202,6 +2230,30 @@ mod tests {
             assert_eq!((d.is_none(), i.status.to_u64()), (true, WcStatus::MwBindErr as u64), "QP {q}");
         }
         assert_eq!(r.binds.len(), 1, "nothing written");
+        // a go-back-N to a SEND before a bind done: the SEND goes again, the bind is not done again (the window
+        // is bound: done again it would fail), its record goes with success
+        r.mr(0x0701, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0xF);
+        r.u.kc_wr.en.next = true;
+        r.u.kc_wr.index.next = bits(8);
+        r.u.kc_wr.valid.next = false;
+        (r.u.kc_wr.tag.next, r.u.kc_wr.pd.next, r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (bits(0x10), bits(7), true, true, true);
+        r.clock();
+        (r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (false, false, false);
+        r.ctx(6, ctx(QpState::Rts));
+        r.psn(6, 600);
+        let send = SendWqe { wr_id: 1, opcode: WR_SEND, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0000, length: 64, lkey: 0x0701, ..Default::default() };
+        let b8 = SendWqe { rkey: 0x0811, ..bind(0x0301, 0x200, 0x6) };
+        let sent = |d: &ReqDesc| (d.psn.to_u64() + 1, 0, false);
+        assert_eq!(r.wqe(6, 0, &send, sent).1.status.to_u64(), 0);
+        assert_eq!(r.wqe(6, 1, &b8, never).1.status.to_u64(), 0);
+        assert_eq!(r.binds.len(), 2);
+        r.rewind(6, 0, 600, 0);
+        r.u.wqe_gen.next = bits(1);
+        let (d, _) = r.wqe(6, 0, &send, sent);
+        assert_eq!(d.map(|d| d.psn.to_u64()), Some(600), "the SEND again");
+        let (d, i) = r.wqe(6, 1, &b8, never);
+        assert_eq!((d.is_none(), i.status.to_u64(), i.wr_op.to_u64()), (true, 0, u64::from(WR_BIND_MW)), "the bind's record");
+        assert_eq!(r.binds.len(), 2, "not bound again");
     }
 
     /// The Completer put a QP in error (retry exhausted, a NAK): its WQEs are flushed without being sent, the

@@ -368,7 +368,8 @@ pub(crate) fn send_cqe(qp: &Qp, wqe: &SendWqe, status: WcStatus) -> WorkCompleti
         wr_id: wqe.wr.wr_id,
         status,
         opcode: WcOpcode::from_wr(wqe.wr.opcode),
-        byte_len: wqe.length as u32,
+        // (a local operation has no data: a BIND_MW's SGE is the window's range)
+        byte_len: if wqe.wr.opcode.is_local() { 0 } else { wqe.length as u32 },
         imm_data: if wqe.wr.opcode.has_imm() { wqe.wr.imm_data } else { 0 },
         invalidated_rkey: 0,
         qp_num: qp.qpn,
