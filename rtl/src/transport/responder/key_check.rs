@@ -84,6 +84,8 @@ crate::logic_block! {
         zero32: Constant<Bits<32>> = k(0),
         zero64: Constant<Bits<64>> = k(0),
         l_rkey: Signal<Local, Bits<32>>,
+        /// The request's QPN (a Local: Verilog cannot slice a slice of the record).
+        l_qpn: Signal<Local, Bits<24>>,
         l_va: Signal<Local, Bits<64>>,
         l_dlen: Signal<Local, Bits<32>>,
         l_plen: Signal<Local, Bits<13>>,
@@ -99,6 +101,7 @@ impl Logic for KeyCheck {
         dff_setup!(self, clock, kl_key, kl_rem, kl_qpn, kl_va, kl_len, kl_acc, kc_ok, kc_dma, kc_inv, end_s, va_a, va_b, end_a, end_b, room_a, room_b);
         clock!(self, clock, kc, add_va, add_end, add_room);
         self.l_rkey.next = self.req.val().rkey;
+        self.l_qpn.next = self.req.val().qpn;
         self.l_va.next = self.req.val().va;
         self.l_dlen.next = self.req.val().dlen;
         self.l_plen.next = self.req.val().plen;
@@ -149,7 +152,7 @@ impl Logic for KeyCheck {
             // the R_Key check's inputs (issued beside the PSN check, once the QP's PD is known)
             self.kl_key.d.next = self.l_rkey.val();
             self.kl_rem.d.next = true;
-            self.kl_qpn.d.next = self.req.val().qpn.get_bits::<8>(0);
+            self.kl_qpn.d.next = self.l_qpn.val().get_bits::<8>(0);
             self.kl_va.d.next = self.l_va.val();
             self.kl_len.d.next = self.l_dlen.val();
             self.kl_acc.d.next = self.kacc_rw.val();
