@@ -279,6 +279,35 @@ fn local_invalidate_of_our_fast_mr_completes_in_order_and_the_key_is_refused_aft
     assert_eq!(ours.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success)], "the MR still serves");
 }
 
+/// The rig of the window tests: at 1 MiB into our buffer, an MR of 64 KiB registered with MW_BIND and one
+/// over the same bytes without it.
+fn window_rig(name: &str) -> (sim::system::Rig, u64, u32, u32) {
+    let dir = std::env::temp_dir().join(format!("rnic-access-{name}-{}", std::process::id()));
+    let mut r = rig(1024, &dir);
+    let base = r.src + (1 << 20);
+    let mr = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
+    let plain = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL).unwrap();
+    (r, base, mr, plain)
+}
+
+/// The `n`-th new QP pair of a window test (a failed access puts a pair in error).
+fn new_pair(r: &mut sim::system::Rig, n: &mut u32) -> (u32, u32) {
+    let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    *n += 1;
+    r.add_qp_pair_with(1024, 0x1000 * *n, 0x1000 * *n + 0x800, cap, Cq(0))
+}
+
+/// The peer's WRITE or READ (`op`) of `len` bytes at our `va` through `rkey` on its QP `pq`: its completion status.
+#[allow(clippy::too_many_arguments)]
+fn peer_access(r: &mut sim::system::Rig, pq: u32, id: u64, op: WrOpcode, va: u64, rkey: u32, len: u32) -> WcStatus {
+    let mut w = SendWr::new(id, op, vec![Sge { addr: r.peer_buf + 0x8000, length: len, lkey: r.peer_rkey }]);
+    (w.remote_addr, w.rkey, w.flags.signaled) = (va, rkey, true);
+    r.sys.borrow_mut().peer.post_send(pq, w).unwrap();
+    let pw = r.wait_peer_completions(1, 200_000);
+    assert_eq!(pw.len(), 1, "{pw:?}");
+    pw[0].status
+}
+
 /// A type 1 memory window of ours (`Driver::alloc_mw`, `bind_mw`: a Key Cache entry of its own, in both
 /// copies): the peer's WRITE and READ through its rkey inside the window land and return our bytes; a WRITE that
 /// runs past the window's end (inside the MR), a READ through a window bound for remote write only, the rkey the
@@ -287,17 +316,9 @@ fn local_invalidate_of_our_fast_mr_completes_in_order_and_the_key_is_refused_aft
 /// Check); the MR under a bound window is not deregistered.
 #[test]
 fn our_type_1_window_grants_its_range_and_rights_only() {
-    let dir = std::env::temp_dir().join(format!("rnic-access-mw-{}", std::process::id()));
-    let mut r = rig(1024, &dir);
-    let base = r.src + (1 << 20);
-    let mr = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
-    let plain = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL).unwrap();
-    let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (mut r, base, mr, plain) = window_rig("mw");
     let mut n = 0u32;
-    let mut pair = |r: &mut sim::system::Rig| {
-        n += 1;
-        r.add_qp_pair_with(1024, 0x1000 * n, 0x1000 * n + 0x800, cap, Cq(0))
-    };
+    let mut pair = |r: &mut sim::system::Rig| new_pair(r, &mut n);
     let (q1, p1) = pair(&mut r);
     let mw = r.drv.alloc_mw(Pd(1)).unwrap();
     let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
@@ -305,16 +326,7 @@ fn our_type_1_window_grants_its_range_and_rights_only() {
     assert!(r.drv.bind_mw(q1, mw, mr, base + 0xF000, 8192, rw).is_err(), "a window outside its MR");
     let mut key = r.drv.bind_mw(q1, mw, mr, base + 4096, 4096, rw).unwrap();
     assert!(r.drv.dereg_mr(mr).is_err(), "the MR under a bound window");
-    let peer = |r: &mut sim::system::Rig, pq: u32, id: u64, op: WrOpcode, va: u64, rkey: u32, len: u32| -> WcStatus {
-        let mut w = SendWr::new(id, op, vec![Sge { addr: r.peer_buf + 0x8000, length: len, lkey: r.peer_rkey }]);
-        w.remote_addr = va;
-        w.rkey = rkey;
-        w.flags.signaled = true;
-        r.sys.borrow_mut().peer.post_send(pq, w).unwrap();
-        let pw = r.wait_peer_completions(1, 200_000);
-        assert_eq!(pw.len(), 1, "{pw:?}");
-        pw[0].status
-    };
+    let peer = peer_access;
     let theirs = r.sys.borrow().peer.mem().read(r.peer_buf + 0x8000, 2000).unwrap();
     assert_eq!(peer(&mut r, p1, 1, WrOpcode::RdmaWrite, base + 4096 + 100, key, 2000), WcStatus::Success);
     assert_eq!(r.mem.lock().unwrap().read(base + 4096 + 100, 2000).unwrap(), theirs, "the WRITE through the window");
@@ -360,17 +372,9 @@ fn our_type_1_window_grants_its_range_and_rights_only() {
 /// completes MW_BIND_ERR.
 #[test]
 fn our_type_2_window_is_bound_by_a_wqe_and_invalidated() {
-    let dir = std::env::temp_dir().join(format!("rnic-access-mw2-{}", std::process::id()));
-    let mut r = rig(1024, &dir);
-    let base = r.src + (1 << 20);
-    let mr = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
-    let plain = r.drv.reg_mr(Pd(1), base, 1 << 16, AccessFlags::ALL).unwrap();
-    let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (mut r, base, mr, plain) = window_rig("mw2");
     let mut n = 0u32;
-    let mut pair = |r: &mut sim::system::Rig| {
-        n += 1;
-        r.add_qp_pair_with(1024, 0x1000 * n, 0x1000 * n + 0x800, cap, Cq(0))
-    };
+    let mut pair = |r: &mut sim::system::Rig| new_pair(r, &mut n);
     let w0 = r.drv.alloc_mw2(Pd(1)).unwrap();
     let next = |k: u32| k & !0xFF | (k.wrapping_add(1) & 0xFF);
     let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
@@ -382,14 +386,7 @@ fn our_type_2_window_is_bound_by_a_wqe_and_invalidated() {
         assert_eq!((c.len(), c[0].wr_id), (1, id), "{c:?}");
         (c[0].status, c[0].opcode)
     };
-    let peer = |r: &mut sim::system::Rig, pq: u32, id: u64, op: WrOpcode, va: u64, rkey: u32, len: u32| -> WcStatus {
-        let mut w = SendWr::new(id, op, vec![Sge { addr: r.peer_buf + 0x8000, length: len, lkey: r.peer_rkey }]);
-        (w.remote_addr, w.rkey, w.flags.signaled) = (va, rkey, true);
-        r.sys.borrow_mut().peer.post_send(pq, w).unwrap();
-        let pw = r.wait_peer_completions(1, 200_000);
-        assert_eq!(pw.len(), 1, "{pw:?}");
-        pw[0].status
-    };
+    let peer = peer_access;
     let unchanged = |r: &sim::system::Rig, shadow: &testbench::model::HostMemory| {
         r.mem.lock().unwrap().read(r.src, 2 << 20).unwrap() == shadow.read(r.src, 2 << 20).unwrap()
     };

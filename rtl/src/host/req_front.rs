@@ -1452,6 +1452,15 @@ mod tests {
             self.u.kc_wr.base.next = bits(base);
             self.clock();
         }
+        /// A type 2 window of PD 7 at `index`, written unbound (not valid) as the driver's `alloc_mw2` does.
+        fn free_window(&mut self, index: u64, tag: u64) {
+            let w = &mut self.u.kc_wr;
+            (w.en.next, w.index.next, w.valid.next, w.tag.next, w.pd.next) = (true, bits(index), false, bits(tag), bits(7));
+            (w.fast.next, w.mw.next, w.mw2.next) = (true, true, true);
+            self.clock();
+            let w = &mut self.u.kc_wr;
+            (w.fast.next, w.mw.next, w.mw2.next) = (false, false, false);
+        }
         fn ctx(&mut self, qpn: u64, c: SqCtx) {
             self.u.ctx_we.next = true;
             self.u.ctx_qpn.next = bits(qpn);
@@ -2192,13 +2201,7 @@ mod tests {
         mr(&mut r, 0x0301, 0xF, true);
         mr(&mut r, 0x0402, 0xF, false);
         mr(&mut r, 0x0603, 0x4, true); // remote read only, no LOCAL_WRITE
-        // the window: index 5, written unbound (not valid) as the driver's alloc_mw2 does
-        r.u.kc_wr.en.next = true;
-        r.u.kc_wr.index.next = bits(5);
-        r.u.kc_wr.valid.next = false;
-        (r.u.kc_wr.tag.next, r.u.kc_wr.pd.next, r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (bits(0xAA), bits(7), true, true, true);
-        r.clock();
-        (r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (false, false, false);
+        r.free_window(5, 0xAA);
         for q in 1..=5 {
             r.ctx(q, ctx(QpState::Rts));
             r.psn(q, 100 * q);
@@ -2233,12 +2236,7 @@ mod tests {
         // a go-back-N to a SEND before a bind done: the SEND goes again, the bind is not done again (the window
         // is bound: done again it would fail), its record goes with success
         r.mr(0x0701, 7, 0x7F00_0000_0000, 0x1000, 0x8_0000_0000, 0xF);
-        r.u.kc_wr.en.next = true;
-        r.u.kc_wr.index.next = bits(8);
-        r.u.kc_wr.valid.next = false;
-        (r.u.kc_wr.tag.next, r.u.kc_wr.pd.next, r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (bits(0x10), bits(7), true, true, true);
-        r.clock();
-        (r.u.kc_wr.fast.next, r.u.kc_wr.mw.next, r.u.kc_wr.mw2.next) = (false, false, false);
+        r.free_window(8, 0x10);
         r.ctx(6, ctx(QpState::Rts));
         r.psn(6, 600);
         let send = SendWqe { wr_id: 1, opcode: WR_SEND, flags: WQE_SIGNALED, local_addr: 0x7F00_0000_0000, length: 64, lkey: 0x0701, ..Default::default() };
