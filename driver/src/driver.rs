@@ -372,9 +372,8 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         self.command(&c)
     }
 
-    /// `ibv_alloc_mw` of type 1: a Key Cache entry of PD `pd`, unbound (no access through its rkey); returns
-    /// that rkey. Type 2 windows (bound by a send WQE) are not implemented.
-    pub fn alloc_mw(&mut self, pd: Pd) -> Result<u32, DriverError> {
+    /// A window's Key Cache index and first rkey, for PD `pd`, recorded as unbound.
+    fn new_window(&mut self, pd: Pd) -> Result<(u32, u32), DriverError> {
         if pd.0 == 0 || pd.0 > self.pds {
             return Err(VerbsError::NoSuchPd.into());
         }
@@ -382,6 +381,13 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
         let key = index << 8 | u32::from(self.mr_tag);
         self.mws.insert(index, (pd, key, None));
+        Ok((index, key))
+    }
+
+    /// `ibv_alloc_mw` of type 1: a Key Cache entry of PD `pd`, unbound (no access through its rkey); returns
+    /// that rkey. Type 2: [`Driver::alloc_mw2`].
+    pub fn alloc_mw(&mut self, pd: Pd) -> Result<u32, DriverError> {
+        let (index, key) = self.new_window(pd)?;
         self.command(&Command { op: CMD_INVALIDATE_MR, index, data: [0; CMD_DATA_WORDS] })?;
         Ok(key)
     }
@@ -399,7 +405,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         if qp_pd != pd.0 {
             return Err(VerbsError::InvalidArgument("the QP and the window are in different PDs").into());
         }
-        let new_key = key & !0xFF | (key.wrapping_add(1) & 0xFF);
+        let new_key = crate::verbs::inc_rkey(key);
         if len == 0 {
             self.command(&Command { op: CMD_INVALIDATE_MR, index, data: [0; CMD_DATA_WORDS] })?;
             self.mws.insert(index, (pd, new_key, None));
@@ -430,15 +436,9 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
     /// that LOCAL_INV and SEND_WITH_INV may invalidate); returns its rkey. A BIND_MW send WQE binds it with the
     /// next rkey (`ibv_inc_rkey`); the RNIC checks the rules there.
     pub fn alloc_mw2(&mut self, pd: Pd) -> Result<u32, DriverError> {
-        if pd.0 == 0 || pd.0 > self.pds {
-            return Err(VerbsError::NoSuchPd.into());
-        }
-        let index = self.free_key_index()?;
-        self.mr_tag = self.mr_tag.wrapping_mul(5).wrapping_add(17);
-        let key = index << 8 | u32::from(self.mr_tag);
+        let (_, key) = self.new_window(pd)?;
         let w = MrCmd { va: 0, len: 0, dma_base: 0, key, pd: pd.0, access: 0, fast: true, mw: true, mw2: true, unbound: true };
         self.command(&w.command())?;
-        self.mws.insert(index, (pd, key, None));
         Ok(key)
     }
 

@@ -146,6 +146,11 @@ impl WrOpcode {
     }
 }
 
+/// `ibv_inc_rkey`: a window's next rkey (the same index, the key byte + 1), which its next bind takes.
+pub fn inc_rkey(rkey: u32) -> u32 {
+    rkey & !0xFF | (rkey.wrapping_add(1) & 0xFF)
+}
+
 /// Send flags (`enum ibv_send_flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SendFlags {

@@ -549,7 +549,7 @@ pub fn requester_on(dut: AnyDut, local_inv: bool, seed: u64, mtu: u32, rounds: u
         // each BIND_MW's window: a type 2 window of its own, bound with its next key over a page of `bind_mr`
         for m in msgs.iter_mut().filter(|m| m.op == WrOpcode::BindMw) {
             let w = r.drv.alloc_mw2(Pd(1)).unwrap();
-            m.imm = w & !0xFF | (w.wrapping_add(1) & 0xFF);
+            m.imm = rnic_driver::verbs::inc_rkey(w);
         }
         for (i, m) in msgs.iter().enumerate() {
             let id = (round * PER_ROUND + i) as u64;

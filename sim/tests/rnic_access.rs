@@ -376,7 +376,7 @@ fn our_type_2_window_is_bound_by_a_wqe_and_invalidated() {
     let mut n = 0u32;
     let mut pair = |r: &mut sim::system::Rig| new_pair(r, &mut n);
     let w0 = r.drv.alloc_mw2(Pd(1)).unwrap();
-    let next = |k: u32| k & !0xFF | (k.wrapping_add(1) & 0xFF);
+    let next = rnic_driver::verbs::inc_rkey;
     let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
     let bind = |r: &mut sim::system::Rig, q: u32, id: u64, lkey: u32, key: u32| -> (WcStatus, WcOpcode) {
         let mut w = SendWr::new(id, WrOpcode::BindMw, vec![Sge { addr: base + 4096, length: 4096, lkey }]);

@@ -576,7 +576,7 @@ fn a_type_2_window_is_bound_by_a_wqe_used_by_its_qp_and_invalidated() {
     let mr = p.b.reg_mr(pd_b, base, 8192, AccessFlags::ALL | AccessFlags::MW_BIND).unwrap();
     let w0 = p.b.alloc_mw2(pd_b).unwrap();
     let rw = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0);
-    let next = |k: u32| k & !0xFF | (k.wrapping_add(1) & 0xFF);
+    let next = rnic_driver::verbs::inc_rkey;
     let bind_wr = |id: u64, key: u32| {
         let mut w = SendWr::new(id, WrOpcode::BindMw, vec![Sge { addr: base + 4096, length: 2048, lkey: mr.lkey }]);
         (w.rkey, w.mw_access, w.flags.signaled) = (key, rw, true);

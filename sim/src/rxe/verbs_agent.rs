@@ -354,7 +354,7 @@ pub fn probe_windows(image: &super::VmImage, run_name: &str) -> Result<WindowsPr
         dev.write_mem(wbuf, &[0x66; 8192])?;
         let (mr, _) = dev.reg_mr(ours.pd, wbuf, 8192, AccessFlags::ALL | AccessFlags::MW_BIND)?;
         let w0 = dev.alloc_mw2(ours.pd)?;
-        let wkey = w0 & !0xFF | (w0.wrapping_add(1) & 0xFF);
+        let wkey = rnic_driver::verbs::inc_rkey(w0);
         ours.next += 1;
         let mut wr = SendWr::new(ours.next, WrOpcode::BindMw, vec![Sge { addr: wbuf + 4096, length: 2048, lkey: mr }]);
         (wr.rkey, wr.mw_access) = (wkey, rw);

@@ -547,7 +547,7 @@ impl Device {
         if w.pd != qp_pd {
             return Err(VerbsError::InvalidArgument("the QP and the window are in different PDs"));
         }
-        let new_key = mw & !0xFF | (mw.wrapping_add(1) & 0xFF);
+        let new_key = rnic_driver::verbs::inc_rkey(mw);
         let (bound, valid, range) = if len == 0 {
             (None, false, (0, 0, AccessFlags::NONE))
         } else {
