@@ -138,7 +138,8 @@ pub struct Driver<B: CsrBus, M: DmaMemory = HostMemory> {
     next_mr_index: u32,
     mr_tag: u8,
     mrs: HashMap<u32, MrCmd>,
-    /// Memory windows (type 1) by Key Cache index: PD, current rkey, and the MR key it is bound to.
+    /// Memory windows by Key Cache index: PD, rkey at allocation or its last bind by the driver, and the MR a
+    /// type 1 window is bound to (a type 2 window's binds are the RNIC's: not known here).
     mws: HashMap<u32, (Pd, u32, Option<u32>)>,
     /// Our IPv6 address (`set_ipv6`): an IPv6 path or address handle needs one.
     ipv6: Option<std::net::Ipv6Addr>,
@@ -425,7 +426,7 @@ impl<B: CsrBus, M: DmaMemory> Driver<B, M> {
         if addr < m.va || addr.checked_add(len).map_or(true, |e| e > m.va + m.len) {
             return Err(VerbsError::InvalidArgument("the window does not lie inside the MR").into());
         }
-        let remote = access.0 & (AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0);
+        let remote = access.0 & AccessFlags::REMOTE.0;
         let w = MrCmd { va: addr, len, dma_base: m.dma_base + (addr - m.va), key: new_key, pd: pd.0, access: remote as u8, fast: false, mw: true, mw2: false, unbound: false };
         self.command(&w.command())?;
         self.mws.insert(index, (pd, new_key, Some(mr)));

@@ -40,6 +40,8 @@ impl AccessFlags {
     /// bit for it).
     pub const MW_BIND: AccessFlags = AccessFlags(1 << 4);
     pub const NONE: AccessFlags = AccessFlags(0);
+    /// The remote rights (REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC): all a memory window grants.
+    pub const REMOTE: AccessFlags = AccessFlags(0xE);
     /// Every flag above.
     pub const ALL: AccessFlags = AccessFlags(0xF);
     pub fn contains(self, other: AccessFlags) -> bool {

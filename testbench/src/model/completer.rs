@@ -51,7 +51,7 @@ fn do_complete(ctx: &mut Ctx, qp: &mut Qp, status: WcStatus) {
     }
 }
 
-/// rxe `get_wqe` finding a WQE in `wqe_state_done` at the head (a local operation, LOCAL_INV): it completes
+/// rxe `get_wqe` finding a WQE in `wqe_state_done` at the head (a local operation, LOCAL_INV or BIND_MW): it completes
 /// without a response, and so does each such WQE behind it.
 pub(crate) fn complete_local(ctx: &mut Ctx, qp: &mut Qp) {
     let mut any = false;

@@ -566,7 +566,7 @@ impl Device {
             if addr < m.addr || addr.checked_add(len).map_or(true, |e| e > m.addr + m.length) {
                 return Err(VerbsError::InvalidArgument("the window does not lie inside the MR"));
             }
-            let remote = AccessFlags(access.0 & (AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0));
+            let remote = AccessFlags(access.0 & AccessFlags::REMOTE.0);
             (Some(mr), true, (addr, len, remote))
         };
         let e = self.ctx.mrs.get_mut(mw).expect("looked up above");

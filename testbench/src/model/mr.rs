@@ -126,8 +126,7 @@ impl MrTable {
     /// Check a key for an access of `len` bytes at `addr` (rxe `lookup_mr` + `mr_check_range`).
     pub fn check(&self, key: u32, pd: Pd, addr: u64, len: u64, need: AccessFlags) -> Result<Mr, KeyError> {
         let e = self.get(key).ok_or(KeyError::NoSuchKey)?;
-        let remote = AccessFlags(AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0);
-        if matches!(e.kind, MrKind::Window | MrKind::Window2) && need.0 & remote.0 == 0 {
+        if matches!(e.kind, MrKind::Window | MrKind::Window2) && need.0 & AccessFlags::REMOTE.0 == 0 {
             // a window's key is an rkey only: rxe looks an lkey up in its MR pool, where no window is
             return Err(KeyError::NoSuchKey);
         }

@@ -257,7 +257,7 @@ fn bind_mw2(ctx: &mut Ctx, qp: &Qp, wr: &super::verbs::SendWr) -> Result<(), ()>
         need = need | AccessFlags::LOCAL_WRITE;
     }
     let mr = ctx.mrs.check(sge.lkey, qp.pd, sge.addr, u64::from(sge.length), need).map_err(|_| ())?;
-    let remote = AccessFlags(acc.0 & (AccessFlags::REMOTE_WRITE.0 | AccessFlags::REMOTE_READ.0 | AccessFlags::REMOTE_ATOMIC.0));
+    let remote = AccessFlags(acc.0 & AccessFlags::REMOTE.0);
     let w = ctx.mrs.at_index_mut(wr.rkey).expect("looked up above");
     (w.mr.addr, w.mr.length, w.mr.access, w.mr.lkey, w.mr.rkey) = (sge.addr, u64::from(sge.length), remote, wr.rkey, wr.rkey);
     (w.valid, w.bound_to, w.bound_qp) = (true, Some(mr.lkey), Some(qp.qpn));

@@ -39,12 +39,12 @@
 //! pending WQE, and every later record, completes with WR_FLUSH_ERR (or its own error status), responses are
 //! dropped, until the next `cqw_we` (CMD_WRITE_QP) of the QP clears the flag.
 //! A record with `status != 0` (failed its local checks, never sent) completes with that status when it
-//! reaches the head of its list, in order; so does a LOCAL_INV's record (WQE Check did the invalidate, no
-//! packet was sent), with success and WC opcode LOCAL_INV (rxe `get_wqe` on a `wqe_state_done` WQE), and a
-//! response being processed then goes on to the WQE behind it. The head WQE's own record after a go-back-N rewind is dropped (its
-//! record is already at the head), unless WQE Check failed it this time (its MR deregistered since it was
-//! first sent): then it completes with that status and the QP goes to error, as rxe. Only signaled WQEs and
-//! errors produce a completion.
+//! reaches the head of its list, in order; so does a local operation's record (LOCAL_INV, BIND_MW: WQE Check
+//! did it, no packet was sent), with success and its WC opcode (rxe `get_wqe` on a `wqe_state_done` WQE), and
+//! a response being processed then goes on to the WQE behind it. The head WQE's own record after a go-back-N
+//! rewind is dropped (its record is already at the head), unless WQE Check failed it this time (its MR
+//! deregistered since it was first sent): then it completes with that status and the QP goes to error, as rxe.
+//! Only signaled WQEs and errors produce a completion.
 //!
 //! **ATOMIC ACKNOWLEDGE** (an ACK syndrome, for a pending atomic at its PSN): the original value (AtomicAckETH,
 //! big-endian on the wire) goes to the WQE's local buffer in host byte order, one 8-byte Scatter command, then
@@ -908,7 +908,7 @@ impl Logic for Completer {
                     }
                     self.state.d.next = CompState::CqLoad;
                 } else if self.l_cls.val().get_bit(12) {
-                    // a local operation (LOCAL_INV): done by WQE Check, nothing was sent, nothing answers; it
+                    // a local operation (LOCAL_INV, BIND_MW): done by WQE Check, nothing was sent, nothing answers; it
                     // completes at the head, in order (rxe `get_wqe`: `wqe_state_done`); a response being
                     // processed goes on to the next WQE
                     self.cstat.d.next = self.k0_8.val();
