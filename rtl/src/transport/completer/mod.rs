@@ -13,7 +13,7 @@
 //! * [`cqe`]: the completion register to CQE Generation;
 //! * [`feedback`]: rewinds, QP errors and the unacknowledged-PSN window to WQE Check.
 //!
-//! **State.** Per QP (256, index = QPN[7:0]): a ring of 16 ([`COMP_RING`]) pending records in block RAM (`ring`, address
+//! **State.** Per QP (256, index = QPN[7:0]): a ring of 64 ([`COMP_RING`]) pending records in block RAM (`ring`, address
 //! {QPN, slot}), and one state word (`qst`: head, tail with wrap bits, `comp_psn`, bytes received of the
 //! head READ, read-in-progress, error flag) plus the send CQ (`cqw_*`, CMD_WRITE_QP word 9). `comp_psn` is
 //! the QP's sq_psn from CMD_WRITE_QP_REQ (`cqp_*`; rxe sets `comp.psn` to `sq_psn` at modify_qp to RTS, so
@@ -24,7 +24,7 @@
 //! last packet, so the ACKs of its first packets can come first; rxe knows the WQE before it sends it). A
 //! PSN-sequence NAK that finds the list empty (`NHint`) likewise sets `comp_psn` to its PSN and marks the
 //! QP (`nak_hint`); the go-back-N it asks for starts when that WQE's record comes (`IHint`).
-//! **A QP whose list holds 16 records back-pressures `iss_ready`** (the record waits; responses keep being
+//! **A QP whose list holds 64 records back-pressures `iss_ready`** (the record waits; responses keep being
 //! processed, alternating with `iss`, so the list drains).
 //!
 //! **Rules** (in the model's order): `check_psn` (a response PSN beyond the head WQE's last PSN completes a
@@ -177,7 +177,7 @@ crate::logic_block! {
         /// Event counters, indexed by the `CNT_*` constants.
         pub counters: [Signal<Out, Bits<32>>; COMP_COUNTERS],
 
-        ring: SdpRam<Pend, 12>,
+        ring: SdpRam<Pend, 14>,
         /// The retransmit and RNR timers (timer.rs).
         /// Response intake and PSN compares (intake.rs).
         ri: RespIntake,
@@ -241,9 +241,9 @@ crate::logic_block! {
         over: DFF<Bit>,
 
         l_qpn8: Signal<Local, Bits<8>>,
-        l_head: Signal<Local, Bits<5>>,
-        l_tail: Signal<Local, Bits<5>>,
-        l_xtail: Signal<Local, Bits<5>>,
+        l_head: Signal<Local, Bits<7>>,
+        l_tail: Signal<Local, Bits<7>>,
+        l_xtail: Signal<Local, Bits<7>>,
         l_iqpn: Signal<Local, Bits<24>>,
         /// the record on offer (`iss`) as a ring entry
         l_irec: Signal<Local, Pend>,
@@ -259,8 +259,8 @@ crate::logic_block! {
         k0_2: Constant<Bits<2>> = k(0),
         k1_2: Constant<Bits<2>> = k(1),
         k3_2: Constant<Bits<2>> = k(3),
-        k1_5: Constant<Bits<5>> = k(1),
-        k16_5: Constant<Bits<5>> = k(16),
+        k1_7: Constant<Bits<7>> = k(1),
+        k_ring: Constant<Bits<7>> = k(COMP_RING as u64),
         k0_8: Constant<Bits<8>> = k(0),
         k0_13: Constant<Bits<13>> = k(0),
         k8_13: Constant<Bits<13>> = k(8),
@@ -422,11 +422,11 @@ impl Logic for Completer {
         self.qst.we.next = false;
         self.qst.waddr.next = self.l_qpn8.val();
         self.qst.wdata.next = self.s.q.val();
-        self.ring.raddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_head.val().get_bits::<4>(0));
-        self.ring.waddr.next = (bit_cast::<12, 8>(self.l_qpn8.val()) << 4) | bit_cast::<12, 4>(self.l_tail.val().get_bits::<4>(0));
+        self.ring.raddr.next = (bit_cast::<14, 8>(self.l_qpn8.val()) << 6) | bit_cast::<14, 6>(self.l_head.val().get_bits::<6>(0));
+        self.ring.waddr.next = (bit_cast::<14, 8>(self.l_qpn8.val()) << 6) | bit_cast::<14, 6>(self.l_tail.val().get_bits::<6>(0));
         self.ring.wdata.next = self.rec.q.val();
         self.ring.we.next = false;
-        self.l_full.next = (self.qst.rdata.val().head ^ self.qst.rdata.val().tail) == self.k16_5.val();
+        self.l_full.next = (self.qst.rdata.val().head ^ self.qst.rdata.val().tail) == self.k_ring.val();
 
         // ---- the response taken (intake.rs): its fields, PSN + 1, the PSN compares ----
         self.ri.hdr.next = self.hdr.val();
@@ -528,12 +528,12 @@ impl Logic for Completer {
                 // a record for a QP whose list is neither empty nor full, with no go-back-N in progress: into the
                 // ring at the tail and the tail + 1 into the state word, in this cycle, without the event
                 // registers (every event reads its QP's state word again, so the hot QP's registers stay right)
-                self.ring.waddr.next = (bit_cast::<12, 8>(self.l_iqpn.val().get_bits::<8>(0)) << 4)
-                    | bit_cast::<12, 4>(self.l_xtail.val().get_bits::<4>(0));
+                self.ring.waddr.next = (bit_cast::<14, 8>(self.l_iqpn.val().get_bits::<8>(0)) << 6)
+                    | bit_cast::<14, 6>(self.l_xtail.val().get_bits::<6>(0));
                 self.ring.wdata.next = self.l_irec.val();
                 self.qst.waddr.next = self.l_iqpn.val().get_bits::<8>(0);
                 self.qst.wdata.next = self.qst.rdata.val();
-                self.qst.wdata.next.tail = self.qst.rdata.val().tail + self.k1_5.val();
+                self.qst.wdata.next.tail = self.qst.rdata.val().tail + self.k1_7.val();
                 self.state.d.next = CompState::Idle;
                 if self.iss.val().rewind
                     | self.qst.rdata.val().retrying
@@ -610,7 +610,7 @@ impl Logic for Completer {
                     if self.qst.rdata.val().retrying {
                         self.s.d.next.retrying = false;
                         self.s.d.next.skip_head = true;
-                        self.s.d.next.tail = self.qst.rdata.val().head + self.k1_5.val();
+                        self.s.d.next.tail = self.qst.rdata.val().head + self.k1_7.val();
                     }
                     self.state.d.next = CompState::Done;
                 } else if self.qst.rdata.val().retrying {
@@ -643,7 +643,7 @@ impl Logic for Completer {
             }
             CompState::IWr => {
                 self.ring.we.next = true;
-                self.s.d.next.tail = self.s.q.val().tail + self.k1_5.val();
+                self.s.d.next.tail = self.s.q.val().tail + self.k1_7.val();
                 self.resp.d.next = false;
                 if self.s.q.val().head == self.s.q.val().tail {
                     // first record of an empty list: everything before it is acknowledged; the timer starts
@@ -1148,7 +1148,7 @@ impl Logic for Completer {
                         self.s.d.next.rl = self.qc.q.val().retry_cnt;
                         self.s.d.next.nl = self.qc.q.val().rnr_retry;
                     }
-                    self.s.d.next.head = self.s.q.val().head + self.k1_5.val();
+                    self.s.d.next.head = self.s.q.val().head + self.k1_7.val();
                     if self.c_rd_at.val() {
                         // a READ/atomic retired: WQE Check may send another
                         self.s.d.next.fin = self.s.q.val().fin + self.k1_8.val();

@@ -300,7 +300,7 @@ fn campaign(seed: u64, seqs: usize) -> (usize, usize, u64) {
         }
         let amr = p.a.reg_mr(p.pd_a, abuf, 1 << 17, AccessFlags::ALL).unwrap();
         let bmr = p.b.reg_mr(p.pd_b, bbuf, 1 << 17, AccessFlags::ALL).unwrap();
-        for r in 0..64 {
+        for r in 0..256 {
             p.b.post_recv(qb, RecvWr { wr_id: r, sg_list: vec![Sge { addr: bbuf + (1 << 16), length: 1 << 16, lkey: bmr.lkey }] })
                 .unwrap();
         }
@@ -313,12 +313,23 @@ fn campaign(seed: u64, seqs: usize) -> (usize, usize, u64) {
             let n = rng.gen_range(1..=COMP_RING + 4);
             let mut iss = Vec::new();
             let mut reads = Vec::new();
-            for _ in 0..n {
-                let op = ops()[rng.gen_range(0..7)];
+            // the whole batch goes out at once: at most 16 READ/atomics (max_rd_atomic) and within the
+            // model's 128 unacknowledged PSNs, so a long batch takes short WRITEs and SENDs towards its end
+            let (mut rd_n, mut psns) = (0usize, 0u64);
+            for k in 0..n {
+                let mut op = ops()[rng.gen_range(0..7)];
+                if op.is_read_or_atomic() && rd_n == 16 {
+                    op = WrOpcode::RdmaWrite;
+                }
                 let mut len = [0, 1, m - 1, m, m + 1, 3 * m + 17][rng.gen_range(0..6)];
+                if psns + len.div_ceil(m).max(1) + (n - k - 1) as u64 > 120 {
+                    len = [0, 1, m - 1, m][rng.gen_range(0..4)];
+                }
                 if op.is_atomic() {
                     len = 8;
                 }
+                rd_n += op.is_read_or_atomic() as usize;
+                psns += len.div_ceil(m).max(1);
                 let off = rng.gen_range(0..(1u64 << 16) - len);
                 let mut wr = SendWr::new(wid, op, vec![Sge { addr: abuf + off, length: len as u32, lkey: amr.lkey }]);
                 wr.remote_addr = bbuf + rng.gen_range(0..(1u64 << 16) - len);
