@@ -309,7 +309,7 @@ fn rtl_pair_eight_qps_at_once() {
 
 
 /// READ requests wait in RX Parse while the Responder streams the responses of the ones before them: 16 QPs
-/// with 16 READs of 16 KiB each in flight (max_rd_atomic 16, the Completer's 16 records) put 256 requests
+/// with 16 READs of 16 KiB each in flight (max_rd_atomic 16) put 256 requests
 /// (4 MiB of responses) in the responder's queue at once, at 100 Gb/s. None may be dropped for lack of room
 /// and no QP may time out (with the 32-entry header queue RX Parse had before, this point dropped 261
 /// requests and went back 46 times; with 256 entries and 256 payload beats, 46 and 11). The run is

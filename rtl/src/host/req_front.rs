@@ -124,8 +124,9 @@ pub struct SqCtx {
     pub qkey: Bits<32>,
 }
 
-/// The most READ/atomic WQEs a QP may have outstanding, whatever its `max_rd_atomic`: the Completer's record
-/// ring per QP ([`crate::transport::completer::COMP_RING`]).
+/// The most READ/atomic WQEs a QP may have outstanding, whatever its `max_rd_atomic` (rxe's
+/// `max_rd_atomic` is at most 128; ours at most 16, which RX Parse's header queue is sized for: 16 QPs of 16
+/// READs each). The Completer's record ring per QP ([`crate::transport::completer::COMP_RING`]) is larger.
 pub const RD_ATOMIC_MAX: u64 = 16;
 
 /// The limit a QP's `max_rd_atomic` gives (as rxe `rxe_qp_from_attr` and the golden requester: rounded up to a

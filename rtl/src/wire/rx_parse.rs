@@ -437,7 +437,7 @@ pub struct RxParse {
     // verdicts
     engine: IcrcEngine,
     // frames waiting for the consumer (header and ICRC verdict), in block RAM: 512, so that header-only
-    // requests (READ, atomics: max_dest_rd_atomic 16 on each of 16 QPs, the Completer's 16 records each)
+    // requests (READ, atomics: max_dest_rd_atomic 16 on each of 16 QPs, 16 READs each outstanding)
     // wait here while the Responder streams a long READ response instead of being dropped (the
     // 32 entries of before dropped them)
     crcq: BramFifo<Bits<32>, 9, 10>,

@@ -408,7 +408,7 @@ impl PerftestOpts {
 
     /// Our QP's retransmit timeout: perftest's 14 against the model (both run in wall time); against the RTL,
     /// [`super::rtl_ep::rtl_qp_timeout`] of what can be outstanding on our QP: up to `tx_depth` messages,
-    /// bounded by the Completer's 16 records per QP.
+    /// bounded by the Completer's records per QP ([`rtl::transport::completer::COMP_RING`]).
     pub fn our_qp_timeout(&self) -> u8 {
         match self.endpoint {
             EndpointKind::Model | EndpointKind::Card => QP_TIMEOUT,
