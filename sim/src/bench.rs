@@ -42,12 +42,14 @@ pub const BENCH_QP_TIMEOUT: u8 = 6;
 
 /// The retransmit timeout exponent for a point: the IBA asks for a Local ACK Timeout longer than the
 /// round trip *including queueing*. A QP's oldest request can wait behind every request the other QPs have
-/// in flight (up to [`rtl::transport::completer::COMP_RING`] WQEs each): 16 QPs of 64 KiB READs queue 8 MiB at the
-/// responder, 671 us of wire time, and a 262 us timer then fires on requests that are only waiting their
-/// turn, and their retransmissions are more load. So: the smallest exponent >= [`BENCH_QP_TIMEOUT`] whose
-/// timeout is twice the wire time of that data (perftest's default is 14, 67 ms, for any load).
-pub fn qp_timeout(qps: usize, size: u64) -> u8 {
-    let bytes = (qps * rtl::transport::completer::COMP_RING) as f64 * size as f64;
+/// in flight: up to [`rtl::transport::completer::COMP_RING`] WQEs each, and at most 128 unacknowledged PSNs
+/// of at most an MTU each (16 QPs of 64 KiB READs at MTU 4096 queue 8 MiB at the responder, 671 us of wire
+/// time, and a 262 us timer then fires on requests that are only waiting their turn, and their
+/// retransmissions are more load). So: the smallest exponent >= [`BENCH_QP_TIMEOUT`] whose timeout is twice
+/// the wire time of that data (perftest's default is 14, 67 ms, for any load).
+pub fn qp_timeout(qps: usize, size: u64, mtu: u32) -> u8 {
+    let per_qp = (rtl::transport::completer::COMP_RING as u64 * size).min(128 * u64::from(mtu));
+    let bytes = qps as f64 * per_qp as f64;
     let wire_s = bytes * 8.0 / 100e9;
     (BENCH_QP_TIMEOUT..=22).find(|&t| 4.096e-6 * f64::from(1u32 << t) >= 2.0 * wire_s).unwrap_or(22)
 }
@@ -225,7 +227,7 @@ fn goodput_with(
     let stride = size.max(64);
     let half = (messages * stride).next_power_of_two().max(2 << 20).min(max_region.max(stride));
     let mut r = PairRig::with_qps_on(mtu, 2 * half, qps, dir, o.host)?;
-    let timeout = qp_timeout(qps, size);
+    let timeout = qp_timeout(qps, size, mtu);
     let stall = STALL_CYCLES.max(2 * (rtl::transport::completer::TIMER_TICK << timeout));
     let lat = host_latency_cycles(o);
     r.a.sys.borrow_mut().dma.latency_cycles = lat;
