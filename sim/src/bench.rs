@@ -48,7 +48,8 @@ pub const BENCH_QP_TIMEOUT: u8 = 6;
 /// retransmissions are more load). So: the smallest exponent >= [`BENCH_QP_TIMEOUT`] whose timeout is twice
 /// the wire time of that data (perftest's default is 14, 67 ms, for any load).
 pub fn qp_timeout(qps: usize, size: u64, mtu: u32) -> u8 {
-    let per_qp = (rtl::transport::completer::COMP_RING as u64 * size).min(128 * u64::from(mtu));
+    let window = u64::from(testbench::model::requester::RXE_MAX_UNACKED_PSNS);
+    let per_qp = (rtl::transport::completer::COMP_RING as u64 * size).min(window * u64::from(mtu));
     let bytes = qps as f64 * per_qp as f64;
     let wire_s = bytes * 8.0 / 100e9;
     (BENCH_QP_TIMEOUT..=22).find(|&t| 4.096e-6 * f64::from(1u32 << t) >= 2.0 * wire_s).unwrap_or(22)

@@ -35,6 +35,9 @@ pub struct CompCfg {
 /// its record to its ACK is about 500 cycles in `rnic bench`, so 16 slots held one QP to one message per 31
 /// cycles; 64 cover that round trip at one message per 8 cycles. The ring address is {QPN[7:0], slot[5:0]}.
 pub const COMP_RING: usize = 64;
+// The ring's address widths (`ring: SdpRam<Pend, 14>`, slot bits 5:0) and the head/tail width (7) in
+// `mod.rs` and `CompSt` follow from this size.
+const _: () = assert!(COMP_RING == 1 << 6);
 
 /// The WR opcode table: bits 7:0 the WC opcode (`WcOpcode::from_wr`), bit 8 WITH_IMM, bit 9 READ, bit 10
 /// atomic, bit 11 READ or atomic, bit 12 a local operation (LOCAL_INV: no packets, completed at the head).

@@ -313,16 +313,18 @@ fn campaign(seed: u64, seqs: usize) -> (usize, usize, u64) {
             let n = rng.gen_range(1..=COMP_RING + 4);
             let mut iss = Vec::new();
             let mut reads = Vec::new();
-            // the whole batch goes out at once: at most 16 READ/atomics (max_rd_atomic) and within the
-            // model's 128 unacknowledged PSNs, so a long batch takes short WRITEs and SENDs towards its end
+            // the whole batch goes out at once: at most max_rd_atomic READ/atomics and within the model's
+            // 128 unacknowledged PSNs (less a margin of 8), so a long batch takes short WRITEs and SENDs
+            // towards its end
             let (mut rd_n, mut psns) = (0usize, 0u64);
+            let psn_room = u64::from(testbench::model::requester::RXE_MAX_UNACKED_PSNS) - 8;
             for k in 0..n {
                 let mut op = ops()[rng.gen_range(0..7)];
-                if op.is_read_or_atomic() && rd_n == 16 {
+                if op.is_read_or_atomic() && rd_n == usize::from(o.max_rd_atomic) {
                     op = WrOpcode::RdmaWrite;
                 }
                 let mut len = [0, 1, m - 1, m, m + 1, 3 * m + 17][rng.gen_range(0..6)];
-                if psns + len.div_ceil(m).max(1) + (n - k - 1) as u64 > 120 {
+                if psns + len.div_ceil(m).max(1) + (n - k - 1) as u64 > psn_room {
                     len = [0, 1, m - 1, m][rng.gen_range(0..4)];
                 }
                 if op.is_atomic() {
