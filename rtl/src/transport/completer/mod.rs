@@ -71,7 +71,8 @@
 //! and the top do, sinks always ready): a MIDDLE read response takes its payload beats + 2 cycles: 6 / 18 / 66
 //! cycles at path MTU 256 / 1024 / 4096 (the 100G wire brings one every 8.7 / 28.5 / 107.7 cycles; before
 //! the fast path and the payload FIFO: 26 / 38 / 86); at least 5 cycles for a short one. On the general path an ACK or dropped
-//! response takes about 10 cycles, plus 4 per WQE it completes (plus the completion handshake); a FIRST,
+//! response takes about 10 cycles, plus 4 per WQE it completes, 3 when another record waits behind it
+//! (`CqEmit` reads that record itself, `HeadRd` skipped) (plus the completion handshake); a FIRST,
 //! ONLY or other general-path read response about 11 cycles before its payload starts to come in, once per
 //! READ in a stream of responses; a record from `iss` 2 (`completer_keeps_up_with_short_reads_and_records`:
 //! 3,000-byte READs at MTU 1024 on 2 QPs, a record between the responses of every READ).
@@ -239,6 +240,10 @@ crate::logic_block! {
         cstat: DFF<Bits<8>>,
         act: DFF<Bits<4>>,
         over: DFF<Bit>,
+        /// The head + 1 and whether a record is left behind it (from the state word; valid in CqEmit, which
+        /// then reads the next record itself: HeadRd is skipped).
+        hn: DFF<Bits<7>>,
+        more: DFF<Bit>,
 
         l_qpn8: Signal<Local, Bits<8>>,
         l_head: Signal<Local, Bits<7>>,
@@ -304,7 +309,7 @@ impl Logic for Completer {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, prio, qpn, cqn, rec, i_first, i_hint, a_hint, cls, resp, paypend, cstat, act, over,
-            qc, tmo, tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, c_rst, c_req, c_psn, s
+            qc, tmo, tm_set, tm_arm, tm_rnr, rnr_code, tw, rt_rnr, sk_lo, skip, c_rst, c_req, c_psn, s, hn, more
         );
         clock!(
             self, clock, ri, rp, ring, qst, cqn_ram, cqwq, hint_lo, hint_hi, tm, pl, cqe, fb
@@ -426,6 +431,8 @@ impl Logic for Completer {
         self.ring.waddr.next = (bit_cast::<14, 8>(self.l_qpn8.val()) << 6) | bit_cast::<14, 6>(self.l_tail.val().get_bits::<6>(0));
         self.ring.wdata.next = self.rec.q.val();
         self.ring.we.next = false;
+        self.hn.d.next = self.s.q.val().head + self.k1_7.val();
+        self.more.d.next = (self.s.q.val().head + self.k1_7.val()) != self.s.q.val().tail;
         self.l_full.next = (self.qst.rdata.val().head ^ self.qst.rdata.val().tail) == self.k_ring.val();
 
         // ---- the response taken (intake.rs): its fields, PSN + 1, the PSN compares ----
@@ -1156,6 +1163,12 @@ impl Logic for Completer {
                     self.s.d.next.rd = self.k0_32.val();
                     self.s.d.next.reading = false;
                     self.state.d.next = CompState::HeadRd;
+                    if self.more.q.val() {
+                        // (the state word has not changed since CqLoad) a record behind it: read it now, as
+                        // HeadRd would with the new head
+                        self.ring.raddr.next = (bit_cast::<14, 8>(self.l_qpn8.val()) << 6) | bit_cast::<14, 6>(self.hn.q.val().get_bits::<6>(0));
+                        self.state.d.next = CompState::HeadWait;
+                    }
                 }
             }
             CompState::Done => {
