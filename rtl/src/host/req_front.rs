@@ -1562,7 +1562,8 @@ mod tests {
                 self.u.wqe_qpn.next = bits(qpn);
                 self.u.wqe_idx.next = bits(idx);
                 self.u.wqe_data.next = b512(slot);
-                self.u.desc_ready.next = true;
+                // (as the Requester: no descriptor taken while its done waits)
+                self.u.desc_ready.next = self.dones.is_empty();
                 self.u.issued_ready.next = true;
                 let presented = !self.hold_dones && !self.dones.is_empty();
                 self.u.done_valid.next = presented;
@@ -1571,7 +1572,7 @@ mod tests {
                 }
                 self.dispatch_inv();
                 self.dispatch_bind();
-                if self.u.desc_valid.val() {
+                if self.u.desc_valid.val() && self.u.desc_ready.val() {
                     assert!(desc.is_none(), "one descriptor per WQE");
                     let d = self.u.desc.val();
                     self.dones.push_back(done(&d));
@@ -2057,8 +2058,9 @@ mod tests {
 
     /// Early records: an RC RDMA WRITE of one packet (at most 256 bytes) has its record sent right after the
     /// hand-over, its next PSN computed here (PSN + 1, AckReq counter 0: its one packet asks for the ACK), not
-    /// taken from the Requester, whose done for it is dropped when it comes (even after a later WQE's
-    /// descriptor was taken); every other WQE (longer, a SEND, a READ, UC, ...) waits for its own done.
+    /// taken from the Requester, whose done for it is dropped when it comes (the next descriptor is taken
+    /// only after it, as the Requester does); every other WQE (longer, a SEND, a READ, UC, ...) waits for its
+    /// own done; early records back to back on one QP chain their PSNs.
     #[test]
     fn a_one_packet_rc_write_has_its_record_before_the_requesters_done() {
         let mut r = Rig::new();
@@ -2122,6 +2124,12 @@ mod tests {
             r.clock();
         }
         assert!(done_at.is_some());
+        // early records back to back on one QP: each next WQE starts at the PSN the one before computed
+        for k in 0..3u64 {
+            let (d, i) = r.wqe(0x12, 13 + k, &SendWqe { length: 64, ..w }, |_| (0x999, 9, false));
+            assert_eq!((d.unwrap().psn.to_u64(), d.unwrap().noack.to_u64()), (0x30 + k, 0));
+            assert_eq!((i.first_psn.to_u64(), i.next_psn.to_u64()), (0x30 + k, 0x31 + k));
+        }
     }
 
     /// Go-back-N: a rewind writes the QP's PSN state, is passed on to the SQ Ring, then its marker record goes
