@@ -86,7 +86,10 @@
 //! for the Requester's done, which is dropped when it comes (`fpend`). The next slot is taken once the
 //! descriptor register is free, so the Requester cuts one WQE while this block checks the next. The record
 //! may reach the Completer before the packet leaves: an RC WQE completes only on its ACK, which comes after
-//! the packet (a flush completes it WR_FLUSH_ERR, as any pending WQE). UC and UD WQEs complete when their
+//! the packet. (A flush completes it WR_FLUSH_ERR, as any pending WQE; if the QP goes to error in the few
+//! cycles its descriptor is still with the Requester, its packet is sent after that completion, as the
+//! packets of a WQE the Requester is cutting are.) A rewind waits until the Requester is done with such a
+//! WQE, so its packet never follows a rewind's marker. UC and UD WQEs complete when their
 //! record comes, so theirs still wait for the done (the local buffer is read by then); so do READs, atomics
 //! and longer messages, whose PSN count and errors stay with the Requester. SENDs and WRITE_WITH_IMM wait too:
 //! each takes a receive at the peer, whose Responder spends about 29 cycles on one (its general path), and
@@ -985,14 +988,18 @@ impl Logic for ReqFront {
             FrontState::Idle => {
                 if self.rw_valid.val() {
                     // a rewind (taken even while a record waits for the completer: the completer is waiting
-                    // for this): its QP's generation is read now, written back + 1 in RwSq
-                    self.rw_ready.next = true;
-                    self.qpn.d.next = self.rw_qpn.val();
-                    self.idx.d.next = self.rw_idx.val();
-                    self.rw_psn_r.d.next = self.rw_psn.val();
-                    self.rw_skip_r.d.next = self.rw_skip.val();
-                    self.gen_ram.raddr.next = self.rw_qpn.val().get_bits::<8>(0);
-                    self.state.d.next = FrontState::RwRead;
+                    // for this): its QP's generation is read now, written back + 1 in RwSq. Not while an early
+                    // record's WQE is still with the Requester (its descriptor waiting, or its done to come:
+                    // a few cycles), so that, as for every other WQE, its packet has left before the rewind
+                    if !self.o_dv.q.val() & !self.fpend.q.val() {
+                        self.rw_ready.next = true;
+                        self.qpn.d.next = self.rw_qpn.val();
+                        self.idx.d.next = self.rw_idx.val();
+                        self.rw_psn_r.d.next = self.rw_psn.val();
+                        self.rw_skip_r.d.next = self.rw_skip.val();
+                        self.gen_ram.raddr.next = self.rw_qpn.val().get_bits::<8>(0);
+                        self.state.d.next = FrontState::RwRead;
+                    }
                 } else if self.wqe_valid.val() & !self.o_iv.q.val() & !self.o_dv.q.val() {
                     // (with an early record the descriptor may still wait for the Requester)
                     self.popped.d.next = false;
@@ -1347,6 +1354,8 @@ impl Logic for ReqFront {
                         self.status.d.next = self.s_qp_op.val();
                         self.ib_w.d.next = self.ib_c.q.val();
                         self.isent.d.next = false;
+                        // (unsent: its PSNs are not used, whatever it is)
+                        self.fast.d.next = false;
                         self.state.d.next = FrontState::Emit;
                     }
                 }
@@ -1770,6 +1779,17 @@ mod tests {
         let flush = WcStatus::WrFlushErr as u64;
         assert_eq!(recs, vec![(1, 30, WcStatus::LocQpOpErr as u64), (2, 12, 0), (1, 32, flush)]);
         assert_eq!(o.inl, vec![(b[1].2, true)], "only QP 2's data");
+        assert_eq!(o.descs.len(), 1);        // the same with a one-packet inline RDMA WRITE (an early record): unsent, its record's next PSN is its
+        // first (no PSN used)
+        r.psn(1, 200);
+        let a = inline_slots(1, 40, WR_RDMA_WRITE, 64, 11);
+        let b = inline_slots(2, 20, WR_SEND, 64, 12);
+        let slots = vec![a[0], b[0], b[1], a[1]];
+        let o = r.stream(&slots, 5, 0.5);
+        let recs: Vec<(u64, u64, u64)> = o.recs.iter().map(|i| (i.qpn.to_u64(), i.idx.to_u64(), i.status.to_u64())).collect();
+        assert_eq!(recs, vec![(1, 40, WcStatus::LocQpOpErr as u64), (2, 20, 0), (1, 41, flush)]);
+        assert_eq!((o.recs[0].first_psn.to_u64(), o.recs[0].next_psn.to_u64()), (200, 200));
+        assert_eq!((o.recs[2].first_psn.to_u64(), o.recs[2].next_psn.to_u64()), (200, 200), "the PSN was not moved");
         assert_eq!(o.descs.len(), 1);
     }
 
@@ -2130,6 +2150,38 @@ mod tests {
             assert_eq!((d.unwrap().psn.to_u64(), d.unwrap().noack.to_u64()), (0x30 + k, 0));
             assert_eq!((i.first_psn.to_u64(), i.next_psn.to_u64()), (0x30 + k, 0x31 + k));
         }
+    }
+
+    /// A rewind waits while an early record's WQE is still with the Requester (its done to come), so that its
+    /// packet never follows the rewind's marker; it is taken once that done has come.
+    #[test]
+    fn a_rewind_waits_for_the_requester_to_finish_an_early_record() {
+        let mut r = Rig::new();
+        r.mr(0x0301, 7, 0x7F00_0000_0000, 0x10000, 0x8_0000_0000, 0xF);
+        r.ctx(0x12, ctx(QpState::Rts));
+        r.psn(0x12, 0x50);
+        let w = SendWqe { wr_id: 1, opcode: WR_RDMA_WRITE, local_addr: 0x7F00_0000_0100, length: 64, lkey: 0x0301, ..Default::default() };
+        r.hold_dones = true;
+        let (_, i) = r.wqe(0x12, 5, &w, |_| (0x51, 0, false));
+        assert_eq!(i.next_psn.to_u64(), 0x51);
+        let mut taken_at = None;
+        for n in 0..20 {
+            r.u.wqe_valid.next = false;
+            r.u.rw_valid.next = taken_at.is_none();
+            (r.u.rw_qpn.next, r.u.rw_idx.next, r.u.rw_psn.next, r.u.rw_skip.next) = (bits(0x12), bits(5), bits(0x50), bits(0));
+            r.u.sq_rw_ready.next = true;
+            r.u.issued_ready.next = true;
+            r.u.done_valid.next = n >= 10;
+            r.u.done.next = ReqDone { next_psn: bits(0x51), ..Default::default() };
+            simulate(&mut r.u, 200);
+            if r.u.rw_ready.val() {
+                assert!(n > 10, "cycle {n}: the rewind was taken while the Requester still had the WQE");
+                taken_at = Some(n);
+            }
+            r.clock();
+        }
+        r.u.rw_valid.next = false;
+        assert!(taken_at.is_some(), "the rewind is taken once the done has come");
     }
 
     /// Go-back-N: a rewind writes the QP's PSN state, is passed on to the SQ Ring, then its marker record goes
