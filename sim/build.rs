@@ -134,8 +134,8 @@ fn main() -> Result<()> {
     // Only the blocks a harness drives get a Verilator model; every block is linted and synthesised by the
     // gates (fpga/tests/gates.rs). Each model costs a C++ build, the top's the most.
     // the blocks, the board shell (the board top between its vendor IPs: `sim::board`), and the reference top:
-    // the whole RNIC as emitted before the Responder and Completer were split into stages (`sim/ref/`), run in
-    // lockstep with today's by `sim::system::RefLockstep`
+    // the whole RNIC as emitted before the Responder and Completer were split into stages (`sim/ref/`), compared
+    // with today's by completions, memory and frames (`sim/tests/stage_equivalence.rs`)
     const MODELS: &[&str] =
         &["icrc_engine", "key_cache", "psn_check", "qp_context", "rnic", "rx_parse", "tx_packet_build", "board_shell", "rnic_ref"];
     let ref_path = Path::new(env!("CARGO_MANIFEST_DIR")).join(REF_TOP);

@@ -38,6 +38,9 @@ crate::logic_block! {
         pub kill: Signal<In, Bit>,
         pub expected: Signal<Out, Bit>,
         pub fpay: Signal<Out, Bit>,
+        /// The packet finishing now armed the QP (it will be hot after its write-back): its next header should
+        /// be taken after the write-back, so that it may take the fast path.
+        pub armed: Signal<Out, Bit>,
 
         hot: DFF<Bit>,
         f_arm: DFF<Bit>,
@@ -69,6 +72,7 @@ impl Logic for FastPath {
             & (self.hdr.val().src_ip == self.remote_ip.val())
             & (self.l_pkey.val().get_bits::<15>(0) == self.pkey_low.val());
         self.fpay.next = self.expected.val() & (self.hdr_pay_len.val() != self.zero13.val());
+        self.armed.next = self.f_arm.q.val();
         if self.arm.val() {
             self.f_arm.d.next = self.arm_in.val();
         }

@@ -27,8 +27,9 @@
 //! (CMD_WRITE_RQ): ring base, log2 entries, receive CQ, indices reset; `rqdb_*`: RQ doorbell; `kc_wr`: the RX
 //! copy of the Key Cache. Commands are taken only between packets (in `Idle`), so they never race a packet's
 //! write-back. A request header is taken in `Idle`, or already in the write-back's cycle (the ACK header's
-//! cycle when the packet is ACKed) when it is another QP's and no command waits, so back-to-back packets of
-//! different QPs skip `Idle`; a same-QP packet goes through `Idle`, after its QP's state is written.
+//! cycle when the packet is ACKed) when no command waits, so back-to-back packets skip `Idle`, of the same QP
+//! too (its state is read after the write-back: see the take below the state match), except after a packet
+//! that armed the hot QP's fast path, whose next packet is taken in `Idle` to take that path.
 //!
 //! **Rules** (the golden model's order): QP lookup drops (counted); a QP in error (after a class-C error)
 //! drops everything until the next `rp_*` write; `check_psn` (duplicate SEND/WRITE re-ACKed with PSN
@@ -224,6 +225,8 @@ crate::logic_block! {
         l_take: Signal<Local, Bit>,
         /// the header on offer in the last cycle was another QP's than the packet's (per-QP RAM index)
         hq_diff: DFF<Bit>,
+        /// a header was on offer in the last cycle
+        hq_v: DFF<Bit>,
         cnt: [EventCounter; RESP_COUNTERS],
         inc: [Signal<Local, Bit>; RESP_COUNTERS],
 
@@ -362,7 +365,7 @@ impl Logic for Responder {
             self, clock, state, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, wait_n, aa_a, aa_b, aa_c, ab_a,
             ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, msn1, psn1,
             wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, iv_ok, iv_bad, o_sv, o_saddr, o_reason,
-            hq_diff, ucr
+            hq_diff, hq_v, ucr
         );
         clock!(self, clock, tk, fp, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
         for i in 0..13 {
@@ -1393,12 +1396,18 @@ impl Logic for Responder {
                 self.state.d.next = RespState::Drain;
             }
         }
-        // The next request's header is taken in Idle, or already in the write-back's cycle when it is another
-        // QP's (its per-QP RAM entries are not the ones written; `hq_diff`, registered: a header that came
-        // this cycle waits for Idle), no command waits for Idle and no payload is left to drain; in TxAck only
-        // while the output is free by its registers (so `hdr_ready` never waits on the TX side's ready).
+        // The next request's header is taken in Idle, or already in the write-back's cycle when no command
+        // waits for Idle and no payload is left to drain (in TxAck only while the output is free by its
+        // registers, so `hdr_ready` never waits on the TX side's ready), and the header was on offer in the
+        // cycle before (`hq_v`, `hq_diff`: registered). A header of the same QP is taken there too, unless the
+        // packet armed the fast path (then Idle takes it, the QP hot): every per-QP state it loads is read
+        // after the write-back. The QP Context forwards the responder-state write to a lookup presented in its
+        // cycle; `x_ram` and the Receive Queue's rings are read at the packet's QPN in the cycles after the
+        // take (their read-first answer in the take's cycle is not used: `load` comes 3 cycles on).
         self.hq_diff.d.next = self.hdr_valid.val() & (self.l_rqpn.val().get_bits::<8>(0) != self.tk.qpn.val().get_bits::<8>(0));
-        if self.l_wbq.val() & self.hq_diff.q.val() & !self.pay_pend.q.val() & !self.rqs_valid.val() & !self.rp_valid.val()
+        self.hq_v.d.next = self.hdr_valid.val();
+        if self.l_wbq.val() & (self.hq_diff.q.val() | (self.hq_v.q.val() & !self.fp.armed.val())) & !self.pay_pend.q.val()
+            & !self.rqs_valid.val() & !self.rp_valid.val()
             & !self.rqdb_valid.val() & !self.tx.busy.val()
         {
             self.hdr_ready.next = true;
