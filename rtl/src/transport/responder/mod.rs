@@ -30,6 +30,10 @@
 //! cycle when the packet is ACKed) when no command waits, so back-to-back packets skip `Idle`, of the same QP
 //! too (its state is read after the write-back: see the take below the state match), except after a packet
 //! that armed the hot QP's fast path, whose next packet is taken in `Idle` to take that path.
+//! **The lookup ahead** ([`take`]'s `peek`): while a packet executes, a waiting header of the same QP is
+//! looked up without being taken (its drop verdict and the QP's attributes, held); taken in the write-back's
+//! cycle, it loads that answer and the responder state just written back (`fwd`, and the registers of the
+//! extended state and the receive ring, which are that QP's), so `LkWait` takes one cycle instead of three.
 //!
 //! **Rules** (the golden model's order): QP lookup drops (counted); a QP in error (after a class-C error)
 //! drops everything until the next `rp_*` write; `check_psn` (duplicate SEND/WRITE re-ACKed with PSN
@@ -74,8 +78,10 @@
 //! address with the default P_Key (matched as it is taken), goes from `LkWait` straight to its payload and
 //! ends in `FastEnd`: one packet per payload beats + 1 cycles (16.9 for 1 KiB; the 100G wire brings one every
 //! 28.5). Anything else takes the general path: about 15 cycles per WRITE MIDDLE/LAST, its payload
-//! overlapping the next packet's checks; a 1 KiB WRITE ONLY 18 cycles, a 1 KiB SEND ONLY 29.4
-//! (`send_only_rate`); a READ about 18 cycles plus 5 per response packet; a duplicate READ about 30 more.
+//! overlapping the next packet's checks; a 1 KiB WRITE ONLY 17 cycles (its 16 payload beats and one), a 1 KiB
+//! SEND ONLY 25 (`send_only_rate`); a 64-byte WRITE ONLY of the same QP as the one before 15 (`Look` to
+//! `TxAck` 14, `LkWait` 1 with the lookup ahead); a READ about 18 cycles plus 5 per response packet; a
+//! duplicate READ about 30 more.
 //!
 //! **Counters** (`counters[i]`): see [`state`].
 
@@ -227,6 +233,9 @@ crate::logic_block! {
         hq_diff: DFF<Bit>,
         /// a header was on offer in the last cycle
         hq_v: DFF<Bit>,
+        /// the header taken in the write-back's cycle had its lookup ahead (its QP the packet's before): `LkWait`
+        /// loads the held answer and the state written back, in one cycle
+        ahead: DFF<Bit>,
         cnt: [EventCounter; RESP_COUNTERS],
         inc: [Signal<Local, Bit>; RESP_COUNTERS],
 
@@ -365,7 +374,7 @@ impl Logic for Responder {
             self, clock, state, h_fast, f_wait, w_late, ret, fret, kret, ack_nxt, wait_n, aa_a, aa_b, aa_c, ab_a,
             ab_b, ab_c, ac_a, ac_b, ac_c, ad_a, ad_b, ae_a, ae_b, af_a, af_b, pay_pend, mv_on, x, msn1, psn1,
             wqe_addr, n_epsn, n_ack, n_msn, n_sent, syn, apsn, amsn, cc_cq, cc_status, iv_ok, iv_bad, o_sv, o_saddr, o_reason,
-            hq_diff, hq_v, ucr
+            hq_diff, hq_v, ahead, ucr
         );
         clock!(self, clock, tk, fp, x_ram, add_a, add_b, add_c, add_d, add_e, add_f, rq, rr, chk, rd, at, tx, cqe, kck);
         for i in 0..13 {
@@ -402,6 +411,21 @@ impl Logic for Responder {
         self.tk.hdr.next = self.hdr.val();
         self.tk.hdr_pay_len.next = self.hdr_pay_len.val();
         self.tk.take.next = false;
+        // the lookup ahead: the header on offer (since the cycle before) is the packet's QP's, and no take can
+        // come in this state; the take in the write-back's cycle then loads the held answer (`ahead`), with
+        // the responder state this packet writes back (`fwd`)
+        self.tk.peek.next = self.hq_v.q.val() & !self.hq_diff.q.val() & !self.tk.pk_ok.val() & !self.tk.pk_busy.val()
+            & (self.state.q.val() != RespState::Idle)
+            & (self.state.q.val() != RespState::LkWait)
+            & (self.state.q.val() != RespState::TxAck)
+            & (self.state.q.val() != RespState::WriteBack);
+        self.tk.ahead.next = false;
+        self.tk.fwd.next.epsn = self.n_epsn.q.val();
+        self.tk.fwd.next.ack_psn = self.n_ack.q.val();
+        self.tk.fwd.next.msn = self.n_msn.q.val();
+        self.tk.fwd.next.sent_psn_nak = self.n_sent.q.val();
+        self.tk.fwd.next.rq_idx = self.rq.ci.val();
+        self.tk.fwd.next.res_head = self.zero8.val();
         self.tk.attr_we.next = self.attr_we.val();
         self.tk.attr_qpn.next = self.attr_qpn.val();
         self.tk.attr_data.next = self.attr_data.val();
@@ -676,12 +700,16 @@ impl Logic for Responder {
                     // (raised in Idle) may be taken now; PayFwd waits for that
                     self.inc[0].next = true;
                     self.state.d.next = RespState::PayFwd;
-                } else if self.tk.found.val() {
+                } else if self.tk.found.val() | self.ahead.q.val() {
                     // the R_Key check's inputs (issued in Look, once the QP's PD is in `st`)
                     self.kck.rkey_load.next = true;
                     self.tk.load.next = true;
-                    self.x.d.next = self.x_ram.rdata.val();
-                    self.rq.load.next = true;
+                    self.tk.ahead.next = self.ahead.q.val();
+                    // (ahead: the QP's extended state and receive ring are the registers just written back)
+                    if !self.ahead.q.val() {
+                        self.x.d.next = self.x_ram.rdata.val();
+                        self.rq.load.next = true;
+                    }
                     self.state.d.next = RespState::Look;
                 }
             }
@@ -1414,6 +1442,7 @@ impl Logic for Responder {
             self.l_take.next = self.hdr_valid.val();
         }
         if self.l_take.val() {
+            self.ahead.d.next = self.l_wbq.val() & self.tk.pk_ok.val();
             self.x_ram.raddr.next = self.l_rqpn.val().get_bits::<8>(0);
             self.rq.take.next = true;
             self.tk.take.next = true;

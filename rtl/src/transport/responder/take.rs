@@ -120,6 +120,15 @@ crate::logic_block! {
         /// The lookup answers; `load` latches its answer, `look` decodes it.
         pub found: Signal<Out, Bit>,
         pub load: Signal<In, Bit>,
+        /// The lookup ahead: `peek` looks the header on offer up without taking it (never in a take's cycle);
+        /// its answer is held (`pk_ok`) until a take, or a QP attribute write, voids it. `found` never answers
+        /// for a peek. With `ahead`, `load` latches the held answer's attributes and drop verdict and the
+        /// responder state `fwd` (the write-back of the packet before, of the same QP) instead of the lookup's.
+        pub peek: Signal<In, Bit>,
+        pub pk_ok: Signal<Out, Bit>,
+        pub pk_busy: Signal<Out, Bit>,
+        pub ahead: Signal<In, Bit>,
+        pub fwd: Signal<In, QpResp>,
         pub look: Signal<In, Bit>,
         /// An atomic's write-back: the payload length (the Scatter command's) becomes 8.
         pub len8: Signal<In, Bit>,
@@ -174,6 +183,16 @@ crate::logic_block! {
         lk_drop: DFF<Bit>,
         lk_reason: DFF<Bits<8>>,
         r_st: DFF<QpStatic>,
+        /// the lookups in flight that are peeks (bit i: presented i + 1 cycles ago), and those still wanted
+        pk_tag: DFF<Bits<3>>,
+        pk_live: DFF<Bits<3>>,
+        /// a peek's answer, held
+        pk_valid: DFF<Bit>,
+        pk_drop: DFF<Bit>,
+        pk_reason: DFF<Bits<8>>,
+        pk_st: DFF<QpStatic>,
+        zero3: Constant<Bits<3>> = k(0),
+        one3: Constant<Bits<3>> = k(1),
         l_info: Signal<Local, Bits<10>>,
         l_ext: Signal<Local, Bits<352>>,
         l_reth: Signal<Local, Bits<128>>,
@@ -207,7 +226,7 @@ crate::logic_block! {
 impl Logic for ReqTake {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, r, lk_drop, lk_reason, r_st);
+        dff_setup!(self, clock, r, lk_drop, lk_reason, r_st, pk_tag, pk_live, pk_valid, pk_drop, pk_reason, pk_st);
         clock!(self, clock, qpc);
         self.l_ext.next = self.hdr.val().ext;
         self.l_bth1.next = self.hdr.val().bth1;
@@ -255,7 +274,7 @@ impl Logic for ReqTake {
         self.qpc.attr_we.next = self.attr_we.val();
         self.qpc.attr_qpn.next = self.attr_qpn.val();
         self.qpc.attr_data.next = self.attr_data.val();
-        self.qpc.lk_valid.next = self.take.val();
+        self.qpc.lk_valid.next = self.take.val() | self.peek.val();
         self.qpc.lk_qpn.next = self.hdr.val().dest_qpn;
         self.qpc.lk_opcode.next = self.hdr.val().opcode;
         self.qpc.lk_pkey.next = self.hdr.val().pkey;
@@ -268,7 +287,26 @@ impl Logic for ReqTake {
         self.qpc.req_qpn.next = self.zero24.val();
         self.qpc.req_wdata.next = self.qpc.req_rdata.val();
         self.qpc.req_rd_qpn.next = self.zero24.val();
-        self.found.next = self.qpc.out_valid.val();
+        // the lookup ahead: a peek's answer comes 3 cycles on (the tag's bit 2), held if still wanted
+        self.found.next = self.qpc.out_valid.val() & !self.pk_tag.q.val().get_bit(2);
+        self.pk_ok.next = self.pk_valid.q.val();
+        self.pk_busy.next = self.pk_tag.q.val() != self.zero3.val();
+        self.pk_tag.d.next = self.pk_tag.q.val() << 1;
+        self.pk_live.d.next = self.pk_live.q.val() << 1;
+        if self.peek.val() {
+            self.pk_tag.d.next = (self.pk_tag.q.val() << 1) | self.one3.val();
+            self.pk_live.d.next = (self.pk_live.q.val() << 1) | self.one3.val();
+        }
+        if self.pk_live.q.val().get_bit(2) {
+            self.pk_valid.d.next = true;
+            self.pk_drop.d.next = self.qpc.out_drop.val();
+            self.pk_reason.d.next = self.qpc.out_reason.val();
+            self.pk_st.d.next = self.qpc.out_static.val();
+        }
+        if self.take.val() | self.attr_we.val() {
+            self.pk_valid.d.next = false;
+            self.pk_live.d.next = self.zero3.val();
+        }
         if self.load.val() {
             self.lk_drop.d.next = self.qpc.out_drop.val();
             self.lk_reason.d.next = self.qpc.out_reason.val();
@@ -277,6 +315,15 @@ impl Logic for ReqTake {
             self.r.d.next.ack_psn = self.qpc.out_resp.val().ack_psn;
             self.r.d.next.msn = self.qpc.out_resp.val().msn;
             self.r.d.next.sent_nak = self.qpc.out_resp.val().sent_psn_nak;
+            if self.ahead.val() {
+                self.lk_drop.d.next = self.pk_drop.q.val();
+                self.lk_reason.d.next = self.pk_reason.q.val();
+                self.r_st.d.next = self.pk_st.q.val();
+                self.r.d.next.epsn = self.fwd.val().epsn;
+                self.r.d.next.ack_psn = self.fwd.val().ack_psn;
+                self.r.d.next.msn = self.fwd.val().msn;
+                self.r.d.next.sent_nak = self.fwd.val().sent_psn_nak;
+            }
         }
         if self.look.val() {
             self.r.d.next.mtu = self.mtu256.val();
@@ -424,5 +471,116 @@ mod tests {
         // another P_Key: dropped by the lookup, with its reason
         take(&mut u, write_imm(0x12, 0x77, false, 2, 0x1234));
         assert!(u.drop.val() && u.reason.val().to_u64() != 0 && u.req.val().pad.to_u64() == 2 && !u.ack_req.val());
+    }
+
+    /// The lookup ahead: a peek's answer is held (`pk_ok`) and never answers as `found`; a take or a QP
+    /// attribute write voids it, also one still on its way; a take with `ahead` loads the held attributes and
+    /// drop verdict with the forwarded responder state (`fwd`), not the RAM's.
+    #[test]
+    fn a_lookup_ahead_is_held_and_voided() {
+        let mut u = ReqTake::default();
+        u.connect_all();
+        let mut st = QpStatic::default();
+        st.state = bits(QpState::Rts as u64);
+        st.qp_type = bits(QpType::Rc as u64);
+        st.path_mtu = bits(5);
+        st.remote_ip = crate::wire::tx_build::v4_bits(0x0A00_0001);
+        st.dest_qpn = bits(0x55);
+        u.attr_we.next = true;
+        u.attr_qpn.next = bits(0x12);
+        u.attr_data.next = st;
+        crate::tick!(&mut u);
+        u.attr_we.next = false;
+        let mut rs = QpResp::default();
+        rs.epsn = bits(0x10);
+        u.upd_we.next = true;
+        u.upd_qpn.next = bits(0x12);
+        u.upd_data.next = rs;
+        crate::tick!(&mut u);
+        u.upd_we.next = false;
+        let peek = |u: &mut ReqTake, h: RxHeader| {
+            u.hdr.next = h;
+            u.hdr_pay_len.next = bits(0);
+            u.peek.next = true;
+            crate::tick!(u);
+            u.peek.next = false;
+            for _ in 0..5 {
+                assert!(!u.found.val(), "a peek never answers as found");
+                crate::tick!(u);
+            }
+        };
+        // held, then a take with `ahead`: the held answer and the forwarded state
+        peek(&mut u, write_imm(0x12, 0x20, true, 0, DEFAULT_PKEY as u64));
+        assert!(u.pk_ok.val() && !u.pk_busy.val());
+        let mut fwd = QpResp::default();
+        fwd.epsn = bits(0x20);
+        fwd.ack_psn = bits(0x1F);
+        fwd.msn = bits(9);
+        fwd.sent_psn_nak = true;
+        u.fwd.next = fwd;
+        u.take.next = true;
+        crate::tick!(&mut u);
+        u.take.next = false;
+        assert!(!u.pk_ok.val(), "a take voids the held answer");
+        u.load.next = true;
+        u.ahead.next = true;
+        crate::tick!(&mut u);
+        u.load.next = false;
+        u.ahead.next = false;
+        u.look.next = true;
+        crate::tick!(&mut u);
+        u.look.next = false;
+        assert_eq!((u.epsn.val().to_u64(), u.ack_psn.val().to_u64(), u.msn.val().to_u64()), (0x20, 0x1F, 9), "the forwarded state, not the RAM's ePSN 0x10");
+        assert!(u.req.val().sent_nak && !u.drop.val());
+        assert_eq!((u.st.val().dest_qpn.to_u64(), u.mtu.val().to_u64(), u.psn.val().to_u64()), (0x55, 4096, 0x20));
+        // a drop verdict (another P_Key) comes through the held answer too
+        peek(&mut u, write_imm(0x12, 0x21, true, 0, 0x1234));
+        u.take.next = true;
+        crate::tick!(&mut u);
+        u.take.next = false;
+        u.load.next = true;
+        u.ahead.next = true;
+        crate::tick!(&mut u);
+        u.load.next = false;
+        u.ahead.next = false;
+        assert!(u.drop.val() && u.reason.val().to_u64() != 0);
+        // the lookup's own answer after a take is `found` (3 cycles on), even with a peek's still on its way,
+        // which the take voids
+        u.hdr.next = write_imm(0x12, 0x22, true, 0, DEFAULT_PKEY as u64);
+        u.peek.next = true;
+        crate::tick!(&mut u);
+        u.peek.next = false;
+        u.take.next = true;
+        crate::tick!(&mut u);
+        u.take.next = false;
+        let mut n = 1;
+        while !u.found.val() {
+            crate::tick!(&mut u);
+            n += 1;
+            assert!(n < 10);
+        }
+        assert_eq!(n, 3, "the take's answer, not the peek's one cycle before");
+        for _ in 0..4 {
+            crate::tick!(&mut u);
+        }
+        assert!(!u.pk_ok.val(), "the peek before the take is void");
+        // a QP attribute write voids a held answer and one on its way
+        peek(&mut u, write_imm(0x12, 0x22, true, 0, DEFAULT_PKEY as u64));
+        assert!(u.pk_ok.val());
+        u.attr_we.next = true;
+        u.attr_qpn.next = bits(0x40);
+        crate::tick!(&mut u);
+        u.attr_we.next = false;
+        assert!(!u.pk_ok.val());
+        u.peek.next = true;
+        crate::tick!(&mut u);
+        u.peek.next = false;
+        u.attr_we.next = true;
+        crate::tick!(&mut u);
+        u.attr_we.next = false;
+        for _ in 0..4 {
+            crate::tick!(&mut u);
+        }
+        assert!(!u.pk_ok.val(), "voided on its way");
     }
 }
