@@ -410,6 +410,20 @@ mod tests {
         h
     }
 
+    /// QP `qpn`'s attributes (CMD_WRITE_QP) and responder state (a write-back), one cycle each.
+    fn set_qp(u: &mut ReqTake, qpn: u64, st: QpStatic, rs: QpResp) {
+        u.attr_we.next = true;
+        u.attr_qpn.next = bits(qpn);
+        u.attr_data.next = st;
+        crate::tick!(u);
+        u.attr_we.next = false;
+        u.upd_we.next = true;
+        u.upd_qpn.next = bits(qpn);
+        u.upd_data.next = rs;
+        crate::tick!(u);
+        u.upd_we.next = false;
+    }
+
     /// The request registers hold the header's fields (the immediate after the RETH, AckReq, pad), the QP's
     /// lookup answers with its attributes and responder state, the path MTU in bytes; a header of a QP not
     /// in a state to receive is dropped by the lookup; an atomic's write-back makes the length 8.
@@ -423,19 +437,10 @@ mod tests {
         st.path_mtu = bits(3);
         st.remote_ip = crate::wire::tx_build::v4_bits(0x0A00_0001);
         st.dest_qpn = bits(0x99);
-        u.attr_we.next = true;
-        u.attr_qpn.next = bits(0x12);
-        u.attr_data.next = st;
-        crate::tick!(&mut u);
-        u.attr_we.next = false;
         let mut rs = QpResp::default();
         rs.epsn = bits(0x77);
         rs.msn = bits(5);
-        u.upd_we.next = true;
-        u.upd_qpn.next = bits(0x12);
-        u.upd_data.next = rs;
-        crate::tick!(&mut u);
-        u.upd_we.next = false;
+        set_qp(&mut u, 0x12, st, rs);
         let take = |u: &mut ReqTake, h: RxHeader| {
             u.hdr.next = h;
             u.hdr_pay_len.next = bits(1000);
@@ -486,18 +491,9 @@ mod tests {
         st.path_mtu = bits(5);
         st.remote_ip = crate::wire::tx_build::v4_bits(0x0A00_0001);
         st.dest_qpn = bits(0x55);
-        u.attr_we.next = true;
-        u.attr_qpn.next = bits(0x12);
-        u.attr_data.next = st;
-        crate::tick!(&mut u);
-        u.attr_we.next = false;
         let mut rs = QpResp::default();
         rs.epsn = bits(0x10);
-        u.upd_we.next = true;
-        u.upd_qpn.next = bits(0x12);
-        u.upd_data.next = rs;
-        crate::tick!(&mut u);
-        u.upd_we.next = false;
+        set_qp(&mut u, 0x12, st, rs);
         let peek = |u: &mut ReqTake, h: RxHeader| {
             u.hdr.next = h;
             u.hdr_pay_len.next = bits(0);

@@ -60,7 +60,6 @@ struct Rig {
     ahead: usize,
     /// With `Some(g)`, a header is offered no sooner than `g` cycles after the one before was taken.
     gap: Option<u64>,
-    last_take: u64,
     /// Host-memory read latency in cycles (0: 1..20 at random), and each read's issue cycle and address.
     lat: u64,
     reads: Vec<(u64, u64)>,
@@ -160,7 +159,7 @@ impl Rig {
                 self.invalidated.push(idx.to_u64());
                 quiet = 0;
             }
-            let held = self.gap.is_some_and(|g| !self.taken.is_empty() && self.cycles < self.last_take + g);
+            let held = self.gap.is_some_and(|g| self.taken.last().is_some_and(|&t| self.cycles < t + g));
             let hv = !hq.is_empty() && !held && (self.free || self.rng.gen_ratio(3, 4));
             if hv {
                 let r = hq.front().unwrap();
@@ -225,7 +224,6 @@ impl Rig {
             }
             if hv && self.u.hdr_ready.val() {
                 self.taken.push(self.cycles);
-                self.last_take = self.cycles;
                 if self.u.state.q.val() != RespState::Idle {
                     self.early += 1;
                 }
@@ -372,7 +370,7 @@ impl World {
         u.my_mac.next = mac_bits(b.config().mac.0);
         u.my_ip.next = bits(ip_u32(b.config().ip));
         let mem = b.mem().read(buf_b, BUF_LEN).unwrap();
-        let mut rig = Rig { u, rng: SmallRng::seed_from_u64(seed ^ 0x5A5A), buf: buf_b, mem, ring: HashMap::new(), pi: 0, qpn: qb, cycles: 0, free: false, taken: Vec::new(), fast: 0, early: 0, ahead: 0, gap: None, last_take: 0, lat: 0, reads: Vec::new(), dma: VecDeque::new(), invalidated: Vec::new() };
+        let mut rig = Rig { u, rng: SmallRng::seed_from_u64(seed ^ 0x5A5A), buf: buf_b, mem, ring: HashMap::new(), pi: 0, qpn: qb, cycles: 0, free: false, taken: Vec::new(), fast: 0, early: 0, ahead: 0, gap: None, lat: 0, reads: Vec::new(), dma: VecDeque::new(), invalidated: Vec::new() };
         rig.idle_inputs();
         for _ in 0..4 {
             rig.tick();
